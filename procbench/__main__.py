@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from procbench.cli import main
+
+main()

@@ -1,0 +1,76 @@
+"""The ``procbench`` command line: a thin Typer layer over the library (one module per command)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+
+from procbench import __version__
+from procbench.errors import ProcbenchError
+
+__all__ = ["app", "main"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+app = typer.Typer(
+    name="procbench",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_show_locals=False,
+    help="Build, debias, audit and score procedural multimodal comprehension benchmarks.\n\n"
+    "Pipeline: ingest/scrape -> clean -> embed -> generate -> audit -> train/evaluate. Every command reads "
+    "and writes one store directory (--store, or env PROCBENCH_STORE). Try `procbench demo` first.",
+)
+
+
+def _one_line_errors(fn: F) -> F:
+    """Turn procbench errors into one line on stderr and their exit code (2 bad input, 1 failure)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ProcbenchError as exc:
+            from procbench.cli._console import error
+
+            error(str(exc))
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            from procbench.cli._console import error
+
+            error("interrupted; the store keeps its last committed state")
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"procbench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    pass
+
+
+def _register() -> None:
+    from procbench.cli import demo, info, ingest
+
+    for module in (ingest, info, demo):
+        app.command(module.NAME, help=module.command.__doc__)(_one_line_errors(module.command))
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,123 @@
+"""The JSONL import format (DESIGN §4): one procedure per line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from procbench.ingest.records import Problem
+from procbench.procedure import Procedure, Step, procedure_id
+
+__all__ = ["DEFAULT_SOURCE", "parse_procedure", "read_jsonl"]
+
+#: Source name given to records that do not name one.
+DEFAULT_SOURCE = "local"
+
+
+class _Malformed(ValueError):
+    pass
+
+
+def _optional_str(record: dict[str, Any], key: str) -> str | None:
+    value = record.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _Malformed(f"{key!r} must be a string")
+    return value.strip() or None
+
+
+def _category(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(">") if part.strip()]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [v.strip() for v in value if v.strip()]
+    raise _Malformed("'category' must be a list of strings, root first")
+
+
+def _fetched_at(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise _Malformed(f"'fetched_at' is not an ISO-8601 time: {value!r}") from exc
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+
+
+def _step(raw: Any, number: int) -> Step:
+    if not isinstance(raw, dict):
+        raise _Malformed(f"step {number} is not an object")
+    text = raw.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise _Malformed(f"step {number} has no text")
+    title = raw.get("title")
+    if title is not None and not isinstance(title, str):
+        raise _Malformed(f"step {number}: 'title' must be a string or null")
+    images = raw.get("images") or []
+    if not isinstance(images, list) or not all(isinstance(i, str) for i in images):
+        raise _Malformed(f"step {number}: 'images' must be a list of URLs or paths")
+    return Step(text=text.strip(), title=(title.strip() or None) if title else None,
+                images=[i.strip() for i in images if i.strip()])
+
+
+def parse_procedure(record: Any, *, default_source: str = DEFAULT_SOURCE) -> Procedure:
+    """Validate one decoded import record and build its :class:`Procedure`.
+
+    Raises:
+        ValueError: the record misses ``title`` or steps with text, or a field has the wrong type.
+    """
+    if not isinstance(record, dict):
+        raise _Malformed("not a JSON object")
+    title = _optional_str(record, "title")
+    if not title:
+        raise _Malformed("missing 'title'")
+    raw_steps = record.get("steps")
+    if not isinstance(raw_steps, list) or not raw_steps:
+        raise _Malformed("procedure without steps")
+    steps = [_step(raw, number) for number, raw in enumerate(raw_steps, 1)]
+    source = _optional_str(record, "source") or default_source
+    url = _optional_str(record, "url")
+    raw_id = record.get("id")
+    if raw_id is not None and not isinstance(raw_id, (str, int)):
+        raise _Malformed("'id' must be a string")
+    return Procedure(
+        id=procedure_id(source, slug=str(raw_id) if raw_id is not None else None, url=url, title=title),
+        source=source,
+        title=title,
+        steps=steps,
+        url=url,
+        category=_category(record.get("category")),
+        author=_optional_str(record, "author"),
+        license=_optional_str(record, "license"),
+        language=_optional_str(record, "language"),
+        fetched_at=_fetched_at(record.get("fetched_at")),
+        split=_optional_str(record, "split"),
+    )
+
+
+def read_jsonl(path: Path, *, on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[str, Procedure | Problem]]:
+    """Yield ``(where, record)``: a :class:`Procedure` per valid line of ``path``, a :class:`Problem` per bad one.
+
+    Blank lines are ignored. ``on_bytes`` is told how many bytes each line took (for progress).
+    """
+    with open(path, "rb") as fh:
+        for number, line in enumerate(fh, 1):
+            if on_bytes:
+                on_bytes(len(line))
+            if not line.strip():
+                continue
+            where = f"line {number}"
+            try:
+                yield where, parse_procedure(json.loads(line))
+            except UnicodeDecodeError:
+                yield where, Problem(where, "not valid UTF-8")
+            except json.JSONDecodeError as exc:
+                yield where, Problem(where, f"invalid JSON ({exc.msg} at column {exc.colno})")
+            except _Malformed as exc:
+                yield where, Problem(where, str(exc))

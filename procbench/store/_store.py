@@ -1,0 +1,227 @@
+"""The store: one directory holding every table, image, embedding and question set (DESIGN §3)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from procbench.errors import StoreError, StoreLocked, StoreNotFound
+from procbench.store.atomic import atomic_write_bytes
+from procbench.store.images import NormalisedImage
+from procbench.store.provenance import utc_now
+from procbench.store.schema import SCHEMA_VERSION, TABLES
+from procbench.store.transaction import Transaction, recover
+
+__all__ = ["FORMAT_VERSION", "Store"]
+
+#: Version of the store layout; a store written by a newer procbench is refused rather than misread.
+FORMAT_VERSION = 1
+_META = "store.json"
+_LOCK = ".lock"
+
+
+class Store:
+    """A procbench store on disk.
+
+    Open (or create) one with :meth:`Store.open`; read tables with :meth:`table`; change it only inside
+    :meth:`transaction`, which is atomic and appends an entry to the provenance log.
+
+    >>> store = Store.open("procbench-store", create=True)   # doctest: +SKIP
+    >>> store.table("procedures").num_rows                   # doctest: +SKIP
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    # -- opening -----------------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, create: bool = False) -> Store:
+        """Open the store at ``path``; with ``create=True`` make an empty one if none exists.
+
+        Raises:
+            StoreNotFound: no store at ``path`` and ``create`` is False.
+            StoreError: the directory is not a procbench store, or has a newer format.
+        """
+        root = Path(path)
+        meta_path = root / _META
+        if not meta_path.is_file():
+            if not create:
+                raise StoreNotFound(f"no procbench store at {root} (create one with `procbench ingest` or `demo`)")
+            if root.exists() and any(p.name not in {_LOCK} for p in root.iterdir()):
+                raise StoreError(f"{root} exists, is not empty and holds no {_META}; refusing to turn it into a store")
+            root.mkdir(parents=True, exist_ok=True)
+            meta = {"format": "procbench-store", "format_version": FORMAT_VERSION,
+                    "schema_version": SCHEMA_VERSION, "created": utc_now(), "provenance": []}
+            atomic_write_bytes(meta_path, (json.dumps(meta, indent=2) + "\n").encode("utf-8"))
+        store = cls(root)
+        meta = store.read_meta()
+        if meta.get("format") != "procbench-store":
+            raise StoreError(f"{meta_path} is not a procbench store file")
+        if meta.get("format_version", 0) > FORMAT_VERSION:
+            raise StoreError(f"{root} has store format {meta['format_version']}; this procbench reads up to "
+                             f"{FORMAT_VERSION}: upgrade procbench")
+        if (root / ".txn").is_dir():
+            with contextlib.suppress(StoreLocked), store._write_lock():
+                recover(root)
+        return store
+
+    def read_meta(self) -> dict[str, Any]:
+        """The parsed ``store.json`` (format version and provenance log)."""
+        try:
+            return json.loads((self.root / _META).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"cannot read {self.root / _META}: {exc}") from exc
+
+    @property
+    def provenance(self) -> list[dict[str, Any]]:
+        """The append-only provenance log, oldest first."""
+        return list(self.read_meta()["provenance"])
+
+    # -- tables ------------------------------------------------------------------------------------------
+    def table_path(self, name: str) -> Path:
+        """Path of ``STORE/<name>.parquet``."""
+        return self.root / f"{name}.parquet"
+
+    def has_table(self, name: str) -> bool:
+        """Whether ``name`` has been written."""
+        return self.table_path(name).is_file()
+
+    def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        """Read a table memory-mapped (only ``columns`` when given); an empty one if never written."""
+        path = self.table_path(name)
+        if not path.is_file():
+            schema = TABLES.get(name)
+            if schema is None:
+                raise StoreError(f"the store has no table {name!r}")
+            empty = schema.empty_table()
+            return empty.select(columns) if columns else empty
+        return pq.read_table(path, columns=columns, memory_map=True)
+
+    def columns(self, name: str) -> list[str]:
+        """Column names of a table, read from the file footer only."""
+        path = self.table_path(name)
+        if not path.is_file():
+            return list(TABLES[name].names)
+        return list(pq.read_schema(path).names)
+
+    # -- images ------------------------------------------------------------------------------------------
+    def image_path(self, image_id: str) -> Path:
+        """Where the bytes of a stored image live: ``images/ab/abcdef....jpg``."""
+        return self.root / "images" / image_id[:2] / f"{image_id}.jpg"
+
+    def put_image(self, image: NormalisedImage) -> Path:
+        """Write a normalised image (once: content-addressed files are never rewritten)."""
+        path = self.image_path(image.id)
+        if not path.exists():
+            atomic_write_bytes(path, image.data)
+        return path
+
+    # -- writing -----------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _write_lock(self) -> Iterator[None]:
+        fd = os.open(self.root / _LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as exc:
+                raise StoreLocked(f"another procbench process is writing to {self.root}; wait for it to finish") from exc
+            yield
+        finally:
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def transaction(self, command: str, *, args: dict[str, Any] | None = None, seed: int | None = None,
+                    packages: tuple[str, ...] = ()) -> Iterator[Transaction]:
+        """Stage changes to the store and apply them atomically when the block ends without error.
+
+        Only one transaction may be open on a store at a time, across processes.
+        """
+        with self._write_lock():
+            txn = Transaction(self, command, args=args or {}, seed=seed, packages=packages)
+            try:
+                yield txn
+            except BaseException:
+                txn.abort()
+                raise
+            txn.commit()
+
+    # -- summary -----------------------------------------------------------------------------------------
+    def summary(self) -> dict[str, Any]:
+        """What the store holds: counts by source and category, what later stages added, the provenance log."""
+        procedures = self.table("procedures", ["id", "source", "category", "n_steps"])
+        images = self.table("images", ["procedure_id", "stored"])
+        proc_cols = self.columns("procedures")
+        out: dict[str, Any] = {
+            "path": str(self.root),
+            "format_version": self.read_meta().get("format_version"),
+            "procedures": procedures.num_rows,
+            "steps": pq.read_metadata(self.table_path("steps")).num_rows if self.has_table("steps") else 0,
+            "images": images.num_rows,
+            "images_stored": int(pc.sum(images["stored"]).as_py() or 0),
+            "by_source": _by_source(procedures, images),
+            "by_category": _value_counts(pc.list_flatten(pc.list_slice(procedures["category"], 0, 1))),
+        }
+        stages: dict[str, Any] = {}
+        if "keep" in proc_cols:
+            cleaned = self.table("procedures", ["keep", "drop_reason"])
+            stages["clean"] = {"kept": int(pc.sum(cleaned["keep"]).as_py() or 0),
+                               "dropped": _value_counts(pc.drop_null(cleaned["drop_reason"]))}
+        splits = self.table("procedures", ["split"])["split"]
+        if splits.null_count < len(splits):
+            stages["splits"] = _value_counts(pc.drop_null(splits))
+        stages.update(self._artifacts())
+        out["stages"] = stages
+        out["provenance"] = self.provenance
+        return out
+
+    def _artifacts(self) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        embeddings = sorted((self.root / "embeddings").glob("*.arrow"))
+        if embeddings:
+            found["embeddings"] = {p.stem: _arrow_file_info(p) for p in embeddings}
+        indexes = sorted((self.root / "indexes").glob("*.faiss"))
+        if indexes:
+            found["indexes"] = [p.stem for p in indexes]
+        qsets = sorted(p for p in (self.root / "questions").glob("*/*") if p.is_dir())
+        if qsets:
+            found["question_sets"] = {
+                f"{p.parent.name}/{p.name}": {f.stem: pq.read_metadata(f).num_rows for f in sorted(p.glob("*.parquet"))}
+                for p in qsets
+            }
+        return found
+
+
+def _value_counts(array: pa.Array | pa.ChunkedArray) -> dict[str, int]:
+    counts = pc.value_counts(array)
+    pairs = [(str(v), int(c)) for v, c in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist())]
+    return dict(sorted(pairs, key=lambda kv: (-kv[1], kv[0])))
+
+
+def _by_source(procedures: pa.Table, images: pa.Table) -> dict[str, dict[str, int]]:
+    if procedures.num_rows == 0:
+        return {}
+    grouped = procedures.group_by("source").aggregate([("id", "count"), ("n_steps", "sum")])
+    out = {row["source"]: {"procedures": row["id_count"], "steps": row["n_steps_sum"], "images": 0}
+           for row in grouped.to_pylist()}
+    if images.num_rows:
+        joined = images.join(procedures.select(["id", "source"]), "procedure_id", "id")
+        for row in joined.group_by("source").aggregate([("procedure_id", "count")]).to_pylist():
+            out[row["source"]]["images"] = row["procedure_id_count"]
+    return dict(sorted(out.items()))
+
+
+def _arrow_file_info(path: Path) -> dict[str, Any]:
+    with pa.memory_map(str(path)) as source:
+        reader = pa.ipc.open_file(source)
+        meta = {k.decode(): v.decode() for k, v in (reader.schema.metadata or {}).items()}
+        rows = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+    return {"rows": rows, **meta}

@@ -1,0 +1,56 @@
+"""Crash-safe file writes: write beside the target, flush to disk, then rename over it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["atomic_path", "atomic_write_bytes", "fsync_dir"]
+
+
+def fsync_dir(directory: Path) -> None:
+    """Flush a directory entry (a rename) to disk where the platform allows it."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
+
+
+@contextlib.contextmanager
+def atomic_path(target: Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``target``; on success it replaces ``target`` atomically.
+
+    If the block raises, the temporary file is removed and ``target`` is untouched.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        _fsync_file(tmp_path)
+        os.replace(tmp_path, target)
+        fsync_dir(target.parent)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def atomic_write_bytes(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` atomically."""
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(data)

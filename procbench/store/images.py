@@ -1,0 +1,74 @@
+"""Image normalisation: every stored image is an RGB JPEG, longest side bounded, content-addressed."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import warnings
+from dataclasses import dataclass
+
+from PIL import Image, UnidentifiedImageError
+
+from procbench.errors import BadInput
+
+__all__ = ["MAX_PIXELS", "BadImage", "NormalisedImage", "normalise_image", "remote_image_id"]
+
+#: Images with more pixels than this are rejected as decompression bombs (Pillow's own default is ~89M).
+MAX_PIXELS = 50_000_000
+
+
+class BadImage(BadInput):
+    """Bytes that are not a usable image (corrupt, not an image, too large)."""
+
+
+@dataclass(frozen=True)
+class NormalisedImage:
+    """A normalised image: ``id`` is the sha256 hex of ``data`` (JPEG bytes)."""
+
+    id: str
+    data: bytes
+    width: int
+    height: int
+
+
+def normalise_image(data: bytes, *, max_side: int = 512, quality: int = 90) -> NormalisedImage:
+    """Verify ``data`` with Pillow and re-encode it as an RGB JPEG whose longest side is at most ``max_side``.
+
+    Raises:
+        BadImage: the bytes are not a decodable image, or decode to more than ``MAX_PIXELS`` pixels.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as probe:
+                if probe.width * probe.height > MAX_PIXELS:
+                    raise BadImage(f"image of {probe.width}x{probe.height} pixels exceeds the {MAX_PIXELS} limit")
+                probe.verify()
+            with Image.open(io.BytesIO(data)) as im:
+                im.load()
+                rgb = _to_rgb(im)
+    except BadImage:
+        raise
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError,
+            Image.DecompressionBombWarning) as exc:
+        raise BadImage(f"not a usable image: {exc}") from exc
+    if max(rgb.size) > max_side:
+        rgb.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
+    out = io.BytesIO()
+    rgb.save(out, format="JPEG", quality=quality)
+    jpeg = out.getvalue()
+    return NormalisedImage(hashlib.sha256(jpeg).hexdigest(), jpeg, rgb.width, rgb.height)
+
+
+def _to_rgb(im: Image.Image) -> Image.Image:
+    if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
+        rgba = im.convert("RGBA")
+        background = Image.new("RGB", rgba.size, (255, 255, 255))
+        background.paste(rgba, mask=rgba.getchannel("A"))
+        return background
+    return im.convert("RGB")
+
+
+def remote_image_id(url: str) -> str:
+    """Id of an image known only by its URL (bytes not fetched yet)."""
+    return "url:" + hashlib.sha256(url.encode("utf-8")).hexdigest()
