@@ -61,10 +61,20 @@ def _root(
     pass
 
 
-def _register() -> None:
-    from procbench.cli import demo, info, ingest
+# One module per command under procbench/cli/, each defining NAME and a `command` function. The order
+# here is the order of `procbench --help`.
+_COMMANDS = [
+    "ingest",
+    "info",
+    "demo",
+]
 
-    for module in (ingest, info, demo):
+
+def _register() -> None:
+    import importlib
+
+    for name in _COMMANDS:
+        module = importlib.import_module(f"procbench.cli.{name}")
         app.command(module.NAME, help=module.command.__doc__)(_one_line_errors(module.command))
 
 
