@@ -45,8 +45,15 @@ class RichProgress:
 @contextlib.contextmanager
 def progress_bar() -> Iterator[RichProgress]:
     """A progress sink for library calls, shown only on a terminal."""
-    bar = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=True,
-                   disable=not err_console.is_terminal)
+    bar = Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+        disable=not err_console.is_terminal,
+    )
     with bar:
         yield RichProgress(bar)

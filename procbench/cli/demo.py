@@ -30,6 +30,8 @@ def command(
         return
     for stage, counts in result["stages"].items():
         console.print(f"[bold]{stage}[/]: " + ", ".join(f"{k}={v}" for k, v in counts.items()), highlight=False)
-    console.print(f"[bold green]demo store ready[/] at {result['store']}: {result['procedures']} procedures, "
-                  f"{result['steps']} steps, {result['images']} images. Next: `procbench info --store {result['store']}`",
-                  highlight=False)
+    console.print(
+        f"[bold green]demo store ready[/] at {result['store']}: {result['procedures']} procedures, "
+        f"{result['steps']} steps, {result['images']} images. Next: `procbench info --store {result['store']}`",
+        highlight=False,
+    )

@@ -22,8 +22,11 @@ def command(store: StoreOption = DEFAULT_STORE, json: JsonOption = False) -> Non
 def _render(console: Any, summary: dict[str, Any]) -> None:
     from rich.table import Table
 
-    console.print(f"[bold]{summary['path']}[/]: {summary['procedures']} procedures, {summary['steps']} steps, "
-                  f"{summary['images']} images ({summary['images_stored']} stored)", highlight=False)
+    console.print(
+        f"[bold]{summary['path']}[/]: {summary['procedures']} procedures, {summary['steps']} steps, "
+        f"{summary['images']} images ({summary['images_stored']} stored)",
+        highlight=False,
+    )
     if summary["by_source"]:
         table = Table("source", "procedures", "steps", "images", title="By source", title_justify="left")
         for source, counts in summary["by_source"].items():

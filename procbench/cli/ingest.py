@@ -12,9 +12,13 @@ NAME = "ingest"
 
 def command(
     file: Annotated[Path, typer.Argument(help="File to import.", show_default=False)],
-    format: Annotated[str, typer.Option("--format", "-f", help="jsonl (DESIGN §4) or recipeqa (RecipeQA's JSON).")] = "jsonl",
-    images: Annotated[Path | None, typer.Option("--images", help="Folder that local image paths are relative to "
-                                                "(default: the file's folder).")] = None,
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="jsonl (DESIGN §4) or recipeqa (RecipeQA's JSON).")
+    ] = "jsonl",
+    images: Annotated[
+        Path | None,
+        typer.Option("--images", help="Folder that local image paths are relative to (default: the file's folder)."),
+    ] = None,
     max_image_side: Annotated[int, typer.Option(help="Longest side of stored images, in pixels.", min=16)] = 512,
     store: StoreOption = DEFAULT_STORE,
     json: JsonOption = False,
@@ -28,8 +32,9 @@ def command(
     from procbench.ingest import ingest_file
 
     with progress_bar() as progress:
-        report = ingest_file(store, file, format=format, images_dir=images, max_image_side=max_image_side,
-                             progress=progress)
+        report = ingest_file(
+            store, file, format=format, images_dir=images, max_image_side=max_image_side, progress=progress
+        )
     if json:
         print_json(report.to_dict())
         return

@@ -44,7 +44,9 @@ def _jitter(colour: tuple[int, int, int], rng: random.Random, amount: int = 25) 
     return (r, g, b)
 
 
-def step_image(procedure: dict[str, Any], step_index: int, *, seed: int = 0, size: tuple[int, int] = (256, 192)) -> Image.Image:
+def step_image(
+    procedure: dict[str, Any], step_index: int, *, seed: int = 0, size: tuple[int, int] = (256, 192)
+) -> Image.Image:
     """Draw the image of step ``step_index`` of ``procedure`` (an import record).
 
     Deterministic in (``seed``, procedure id, step index, step headline).

@@ -37,17 +37,25 @@ class IngestReport:
 
     def counts(self) -> dict[str, int]:
         """The numbers of this report (what the provenance log records)."""
-        return {"added": self.added, "already_present": self.already_present,
-                "duplicates_in_file": self.duplicates_in_file,
-                "malformed": len(self.problems) - self.duplicates_in_file,
-                "images_stored": self.images_stored, "images_remote": self.images_remote,
-                "images_failed": len(self.image_failures)}
+        return {
+            "added": self.added,
+            "already_present": self.already_present,
+            "duplicates_in_file": self.duplicates_in_file,
+            "malformed": len(self.problems) - self.duplicates_in_file,
+            "images_stored": self.images_stored,
+            "images_remote": self.images_remote,
+            "images_failed": len(self.image_failures),
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view (what ``--json`` prints)."""
-        return {"path": self.path, "format": self.format, **self.counts(),
-                "problems": [{"where": p.where, "message": p.message} for p in self.problems],
-                "image_failures": [{"image": ref, "error": err} for ref, err in self.image_failures]}
+        return {
+            "path": self.path,
+            "format": self.format,
+            **self.counts(),
+            "problems": [{"where": p.where, "message": p.message} for p in self.problems],
+            "image_failures": [{"image": ref, "error": err} for ref, err in self.image_failures],
+        }
 
 
 def ingest_file(
@@ -98,13 +106,22 @@ def ingest_file(
                 first_seen[record.id] = where
                 yield record
 
-    args = {"file": str(path), "format": format, "images_dir": str(images_dir) if images_dir else None,
-            "max_image_side": max_image_side}
+    args = {
+        "file": str(path),
+        "format": format,
+        "images_dir": str(images_dir) if images_dir else None,
+        "max_image_side": max_image_side,
+    }
     with store.transaction("ingest", args=args) as txn:
-        batch = add_procedures(store, txn, procedures(),
-                               image_loader=local_image_loader(Path(images_dir) if images_dir else path.parent,
-                                                                missing_ok=format == "recipeqa" and not images_dir),
-                               max_image_side=max_image_side)
+        batch = add_procedures(
+            store,
+            txn,
+            procedures(),
+            image_loader=local_image_loader(
+                Path(images_dir) if images_dir else path.parent, missing_ok=format == "recipeqa" and not images_dir
+            ),
+            max_image_side=max_image_side,
+        )
         report.added, report.already_present = batch.added, batch.already_present
         report.images_stored, report.images_remote = batch.images_stored, batch.images_remote
         report.image_failures = batch.image_failures

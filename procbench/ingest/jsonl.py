@@ -51,19 +51,28 @@ def _fetched_at(value: Any) -> datetime | None:
 
 
 def _step(raw: Any, number: int) -> Step:
-    if not isinstance(raw, dict):
+    # Exact type checks on purpose: this runs once per step of every import (hot path).
+    if type(raw) is not dict:
         raise _Malformed(f"step {number} is not an object")
     text = raw.get("text")
-    if not isinstance(text, str) or not text.strip():
+    if type(text) is not str or not (text := text.strip()):
         raise _Malformed(f"step {number} has no text")
     title = raw.get("title")
-    if title is not None and not isinstance(title, str):
-        raise _Malformed(f"step {number}: 'title' must be a string or null")
-    images = raw.get("images") or []
-    if not isinstance(images, list) or not all(isinstance(i, str) for i in images):
-        raise _Malformed(f"step {number}: 'images' must be a list of URLs or paths")
-    return Step(text=text.strip(), title=(title.strip() or None) if title else None,
-                images=[i.strip() for i in images if i.strip()])
+    if title is not None:
+        if type(title) is not str:
+            raise _Malformed(f"step {number}: 'title' must be a string or null")
+        title = title.strip() or None
+    images: list[str] = []
+    raw_images = raw.get("images")
+    if raw_images:
+        if type(raw_images) is not list:
+            raise _Malformed(f"step {number}: 'images' must be a list of URLs or paths")
+        for ref in raw_images:
+            if type(ref) is not str:
+                raise _Malformed(f"step {number}: 'images' must be a list of URLs or paths")
+            if ref := ref.strip():
+                images.append(ref)
+    return Step(text=text, title=title, images=images)
 
 
 def parse_procedure(record: Any, *, default_source: str = DEFAULT_SOURCE) -> Procedure:
@@ -101,7 +110,9 @@ def parse_procedure(record: Any, *, default_source: str = DEFAULT_SOURCE) -> Pro
     )
 
 
-def read_jsonl(path: Path, *, on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[str, Procedure | Problem]]:
+def read_jsonl(
+    path: Path, *, on_bytes: Callable[[int], None] | None = None
+) -> Iterator[tuple[str, Procedure | Problem]]:
     """Yield ``(where, record)``: a :class:`Procedure` per valid line of ``path``, a :class:`Problem` per bad one.
 
     Blank lines are ignored. ``on_bytes`` is told how many bytes each line took (for progress).

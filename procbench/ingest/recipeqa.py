@@ -35,8 +35,13 @@ def _steps(context: Any) -> list[Step]:
             raise ValueError(f"context step {number} has no text body")
         if not body.strip() and not images:
             continue
-        steps.append(Step(text=body.strip(), title=title.strip() if isinstance(title, str) and title.strip() else None,
-                          images=[str(i) for i in images if str(i).strip()]))
+        steps.append(
+            Step(
+                text=body.strip(),
+                title=title.strip() if isinstance(title, str) and title.strip() else None,
+                images=[str(i) for i in images if str(i).strip()],
+            )
+        )
     if not steps:
         raise ValueError("entry without context steps")
     return steps
@@ -71,12 +76,15 @@ def read_recipeqa(path: Path) -> Iterator[tuple[str, Procedure | Problem]]:
             continue
         seen.add(recipe_id)
         title = entry.get("title") if isinstance(entry.get("title"), str) else None
-        yield where, Procedure(
-            id=procedure_id(SOURCE, slug=recipe_id),
-            source=SOURCE,
-            title=title or recipe_id.replace("-", " ").replace("_", " "),
-            steps=steps,
-            category=["Cooking"],
-            license="RecipeQA (see its terms)",
-            split=split,
+        yield (
+            where,
+            Procedure(
+                id=procedure_id(SOURCE, slug=recipe_id),
+                source=SOURCE,
+                title=title or recipe_id.replace("-", " ").replace("_", " "),
+                steps=steps,
+                category=["Cooking"],
+                license="RecipeQA (see its terms)",
+                split=split,
+            ),
         )

@@ -59,16 +59,23 @@ class Store:
             if root.exists() and any(p.name not in {_LOCK} for p in root.iterdir()):
                 raise StoreError(f"{root} exists, is not empty and holds no {_META}; refusing to turn it into a store")
             root.mkdir(parents=True, exist_ok=True)
-            meta = {"format": "procbench-store", "format_version": FORMAT_VERSION,
-                    "schema_version": SCHEMA_VERSION, "created": utc_now(), "provenance": []}
+            meta = {
+                "format": "procbench-store",
+                "format_version": FORMAT_VERSION,
+                "schema_version": SCHEMA_VERSION,
+                "created": utc_now(),
+                "provenance": [],
+            }
             atomic_write_bytes(meta_path, (json.dumps(meta, indent=2) + "\n").encode("utf-8"))
         store = cls(root)
         meta = store.read_meta()
         if meta.get("format") != "procbench-store":
             raise StoreError(f"{meta_path} is not a procbench store file")
         if meta.get("format_version", 0) > FORMAT_VERSION:
-            raise StoreError(f"{root} has store format {meta['format_version']}; this procbench reads up to "
-                             f"{FORMAT_VERSION}: upgrade procbench")
+            raise StoreError(
+                f"{root} has store format {meta['format_version']}; this procbench reads up to "
+                f"{FORMAT_VERSION}: upgrade procbench"
+            )
         if (root / ".txn").is_dir():
             with contextlib.suppress(StoreLocked), store._write_lock():
                 recover(root)
@@ -133,14 +140,22 @@ class Store:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError as exc:
-                raise StoreLocked(f"another procbench process is writing to {self.root}; wait for it to finish") from exc
+                raise StoreLocked(
+                    f"another procbench process is writing to {self.root}; wait for it to finish"
+                ) from exc
             yield
         finally:
             os.close(fd)
 
     @contextlib.contextmanager
-    def transaction(self, command: str, *, args: dict[str, Any] | None = None, seed: int | None = None,
-                    packages: tuple[str, ...] = ()) -> Iterator[Transaction]:
+    def transaction(
+        self,
+        command: str,
+        *,
+        args: dict[str, Any] | None = None,
+        seed: int | None = None,
+        packages: tuple[str, ...] = (),
+    ) -> Iterator[Transaction]:
         """Stage changes to the store and apply them atomically when the block ends without error.
 
         Only one transaction may be open on a store at a time, across processes.
@@ -173,8 +188,10 @@ class Store:
         stages: dict[str, Any] = {}
         if "keep" in proc_cols:
             cleaned = self.table("procedures", ["keep", "drop_reason"])
-            stages["clean"] = {"kept": int(pc.sum(cleaned["keep"]).as_py() or 0),
-                               "dropped": _value_counts(pc.drop_null(cleaned["drop_reason"]))}
+            stages["clean"] = {
+                "kept": int(pc.sum(cleaned["keep"]).as_py() or 0),
+                "dropped": _value_counts(pc.drop_null(cleaned["drop_reason"])),
+            }
         splits = self.table("procedures", ["split"])["split"]
         if splits.null_count < len(splits):
             stages["splits"] = _value_counts(pc.drop_null(splits))
@@ -194,7 +211,9 @@ class Store:
         qsets = sorted(p for p in (self.root / "questions").glob("*/*") if p.is_dir())
         if qsets:
             found["question_sets"] = {
-                f"{p.parent.name}/{p.name}": {f.stem: pq.read_metadata(f).num_rows for f in sorted(p.glob("*.parquet"))}
+                f"{p.parent.name}/{p.name}": {
+                    f.stem: pq.read_metadata(f).num_rows for f in sorted(p.glob("*.parquet"))
+                }
                 for p in qsets
             }
         return found
@@ -202,7 +221,8 @@ class Store:
 
 def _value_counts(array: pa.Array | pa.ChunkedArray) -> dict[str, int]:
     counts = pc.value_counts(array)
-    pairs = [(str(v), int(c)) for v, c in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist())]
+    values, totals = counts.field("values").to_pylist(), counts.field("counts").to_pylist()
+    pairs = [(str(v), int(c)) for v, c in zip(values, totals, strict=True)]
     return dict(sorted(pairs, key=lambda kv: (-kv[1], kv[0])))
 
 
@@ -210,8 +230,10 @@ def _by_source(procedures: pa.Table, images: pa.Table) -> dict[str, dict[str, in
     if procedures.num_rows == 0:
         return {}
     grouped = procedures.group_by("source").aggregate([("id", "count"), ("n_steps", "sum")])
-    out = {row["source"]: {"procedures": row["id_count"], "steps": row["n_steps_sum"], "images": 0}
-           for row in grouped.to_pylist()}
+    out = {
+        row["source"]: {"procedures": row["id_count"], "steps": row["n_steps_sum"], "images": 0}
+        for row in grouped.to_pylist()
+    }
     if images.num_rows:
         joined = images.join(procedures.select(["id", "source"]), "procedure_id", "id")
         for row in joined.group_by("source").aggregate([("procedure_id", "count")]).to_pylist():

@@ -137,12 +137,15 @@ def append_tables(store: Store, txn: Transaction, new: dict[str, pa.Table]) -> N
         old = store.table(name)
         if name == "images" and old.num_rows and table.num_rows:
             table = table.filter(pc.invert(pc.is_in(table["id"], value_set=old["id"])))
-        merged = (pa.concat_tables([old, conform(table, old.schema)], promote_options="default")
-                  if old.num_rows else table)
+        merged = (
+            pa.concat_tables([old, conform(table, old.schema)], promote_options="default") if old.num_rows else table
+        )
         txn.write_table(name, merged.combine_chunks())
 
 
-def add_procedures(store: Store, txn: Transaction, procedures: Iterable[Procedure], **batch_options: Any) -> ProcedureBatch:
+def add_procedures(
+    store: Store, txn: Transaction, procedures: Iterable[Procedure], **batch_options: Any
+) -> ProcedureBatch:
     """Add ``procedures`` whose ids are new to the store, within ``txn``; returns the batch with its counts."""
     batch = ProcedureBatch(store, set(store.table("procedures", ["id"])["id"].to_pylist()), **batch_options)
     for procedure in procedures:

@@ -49,8 +49,14 @@ def normalise_image(data: bytes, *, max_side: int = 512, quality: int = 90) -> N
                 rgb = _to_rgb(im)
     except BadImage:
         raise
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError,
-            Image.DecompressionBombWarning) as exc:
+    except (
+        UnidentifiedImageError,
+        OSError,
+        SyntaxError,
+        ValueError,
+        Image.DecompressionBombError,
+        Image.DecompressionBombWarning,
+    ) as exc:
         raise BadImage(f"not a usable image: {exc}") from exc
     if max(rgb.size) > max_side:
         rgb.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)

@@ -37,8 +37,9 @@ class Transaction:
     provenance entry written with the commit.
     """
 
-    def __init__(self, store: Store, command: str, *, args: dict[str, Any], seed: int | None,
-                 packages: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, store: Store, command: str, *, args: dict[str, Any], seed: int | None, packages: tuple[str, ...] = ()
+    ) -> None:
         self.store = store
         self.command = command
         self.args = args
@@ -62,8 +63,9 @@ class Transaction:
 
     def commit(self) -> dict[str, Any]:
         """Apply every staged write and append the provenance entry; returns that entry."""
-        entry = provenance_entry(self.command, args=self.args, seed=self.seed, counts=self.counts,
-                                 packages=self.packages)
+        entry = provenance_entry(
+            self.command, args=self.args, seed=self.seed, counts=self.counts, packages=self.packages
+        )
         meta = self.store.read_meta()
         meta["provenance"].append(entry)
         store_json = self.stage("store.json")

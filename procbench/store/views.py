@@ -30,7 +30,9 @@ def kept_steps(store: Store) -> pa.Table:
     """
     names = set(store.columns("steps"))
     cleaned = {"title_clean", "text_clean"} <= names
-    columns = ["procedure_id", "index", "image_ids"] + (["title_clean", "text_clean"] if cleaned else ["title", "text"])
+    columns = ["procedure_id", "index", "image_ids"] + (
+        ["title_clean", "text_clean"] if cleaned else ["title", "text"]
+    )
     steps = store.table("steps", columns)
     if cleaned:
         steps = steps.rename_columns(["procedure_id", "index", "image_ids", "title", "text"])

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from procbench.cli import app
+
+from conftest import make_record, write_jsonl
+
+runner = CliRunner()
+
+
+def test_help_does_not_import_heavy_libraries() -> None:
+    code = (
+        "import sys\n"
+        "sys.argv = ['procbench', '--help']\n"
+        "from procbench.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "names = ('torch', 'faiss', 'sentence_transformers', 'sklearn', 'transformers')\n"
+        "heavy = [m for m in names if m in sys.modules]\n"
+        "print('HEAVY=' + ','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "Commands" in out and "ingest" in out
+    assert out.strip().endswith("HEAVY=")
+
+
+def test_ingest_then_info_json(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "in.jsonl", [make_record("a", 4), "oops", make_record("b", 6, source="other")])
+    store = str(tmp_path / "s")
+    result = runner.invoke(app, ["ingest", str(path), "--store", store, "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["added"] == 2 and report["problems"][0]["where"] == "line 2"
+    info = runner.invoke(app, ["info", "--store", store, "--json"])
+    summary = json.loads(info.stdout)
+    assert (summary["procedures"], summary["steps"]) == (2, 10)
+    assert summary["by_source"] == {
+        "other": {"procedures": 1, "steps": 6, "images": 0},
+        "test": {"procedures": 1, "steps": 4, "images": 0},
+    }
+    assert summary["by_category"] == {"Hobbies and Crafts": 2}
+    assert [e["command"] for e in summary["provenance"]] == ["ingest"]
+
+
+def test_store_from_environment(tmp_path: Path, monkeypatch: object) -> None:
+    path = write_jsonl(tmp_path / "in.jsonl", [make_record("a")])
+    env_store = tmp_path / "env-store"
+    result = runner.invoke(app, ["ingest", str(path)], env={"PROCBENCH_STORE": str(env_store)})
+    assert result.exit_code == 0, result.output
+    assert (env_store / "procedures.parquet").is_file()
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    missing = runner.invoke(app, ["ingest", str(tmp_path / "missing.jsonl"), "--store", str(tmp_path / "s")])
+    assert missing.exit_code == 2
+    assert "no such file" in missing.stderr and "Traceback" not in missing.output
+    assert len(missing.stderr.strip().splitlines()) == 1
+    path = write_jsonl(tmp_path / "in.jsonl", [make_record("a")])
+    unknown = runner.invoke(app, ["ingest", str(path), "--format", "csv", "--store", str(tmp_path / "s")])
+    assert unknown.exit_code == 2 and "unknown format" in unknown.stderr
+    no_store = runner.invoke(app, ["info", "--store", str(tmp_path / "nowhere")])
+    assert no_store.exit_code == 2 and "no procbench store" in no_store.stderr
+
+
+def test_console_script_runs(tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("procbench")
+    result = subprocess.run([str(exe), "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.startswith("procbench ")

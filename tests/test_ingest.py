@@ -1,0 +1,226 @@
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from procbench.errors import BadInput, InputFileNotFound
+from procbench.ingest import ingest_file
+from procbench.store import Store
+
+from conftest import make_record, write_jsonl
+
+
+def _png(colour: tuple[int, int, int], size: tuple[int, int] = (40, 30)) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", size, colour).save(out, format="PNG")
+    return out.getvalue()
+
+
+def test_jsonl_round_trip_field_by_field(tmp_path: Path) -> None:
+    record = make_record(
+        "Make-Wood-Signs",
+        3,
+        author="ana",
+        fetched_at="2024-05-01T10:00:00Z",
+        category=["Hobbies and Crafts", "Woodworking", "Signs"],
+    )
+    record["steps"][1]["title"] = None
+    record["steps"][2]["images"] = ["https://example.org/a.jpg"]
+    store = Store.open(tmp_path / "s", create=True)
+    report = ingest_file(store, write_jsonl(tmp_path / "in.jsonl", [record]))
+    assert (report.added, report.problems) == (1, [])
+    proc = store.table("procedures").to_pylist()[0]
+    assert proc["id"] == "test:Make-Wood-Signs" and proc["source"] == "test"
+    assert proc["title"] == record["title"] and proc["url"] == record["url"]
+    assert proc["category"] == ["Hobbies and Crafts", "Woodworking", "Signs"]
+    assert proc["author"] == "ana" and proc["license"] == "CC0-1.0" and proc["n_steps"] == 3
+    assert proc["fetched_at"].isoformat() == "2024-05-01T10:00:00+00:00"
+    steps = store.table("steps").to_pylist()
+    assert [s["index"] for s in steps] == [0, 1, 2]
+    assert [s["text"] for s in steps] == [s["text"] for s in record["steps"]]
+    assert [s["title"] for s in steps] == [record["steps"][0]["title"], None, record["steps"][2]["title"]]
+    image = store.table("images").to_pylist()[0]
+    assert steps[2]["image_ids"] == [image["id"]] and image["id"].startswith("url:")
+    assert image["url"] == "https://example.org/a.jpg" and image["stored"] is False and image["step_index"] == 2
+
+
+def test_reingest_adds_nothing_and_keeps_tables_identical(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "in.jsonl", [make_record(f"p{i}") for i in range(5)])
+    store = Store.open(tmp_path / "s", create=True)
+    ingest_file(store, path)
+    before = {n: (tmp_path / "s" / f"{n}.parquet").read_bytes() for n in ("procedures", "steps", "images")}
+    again = ingest_file(store, path)
+    assert (again.added, again.already_present) == (0, 5)
+    assert {n: (tmp_path / "s" / f"{n}.parquet").read_bytes() for n in before} == before
+    assert [e["counts"]["added"] for e in store.provenance] == [5, 0]
+
+
+def test_bad_lines_are_reported_with_line_numbers_and_rest_imported(tmp_path: Path) -> None:
+    lines = [
+        make_record("good-1"),
+        "{not json",
+        json.dumps(["a list"]),
+        make_record("no-steps", 0),
+        {"title": "No text", "steps": [{"title": "x"}]},
+        "",
+        {"steps": [{"text": "untitled"}]},
+        make_record("good-2"),
+        make_record("good-1"),
+    ]
+    store = Store.open(tmp_path / "s", create=True)
+    report = ingest_file(store, write_jsonl(tmp_path / "in.jsonl", lines))
+    assert report.added == 2
+    by_line = {p.where: p.message for p in report.problems}
+    assert set(by_line) == {"line 2", "line 3", "line 4", "line 5", "line 7", "line 9"}
+    assert "invalid JSON" in by_line["line 2"] and "not a JSON object" in by_line["line 3"]
+    assert "without steps" in by_line["line 4"] and "step 1 has no text" in by_line["line 5"]
+    assert "title" in by_line["line 7"] and "duplicate id test:good-1 (first on line 1)" in by_line["line 9"]
+    assert sorted(store.table("procedures")["id"].to_pylist()) == ["test:good-1", "test:good-2"]
+    assert report.counts()["malformed"] == 5 and report.counts()["duplicates_in_file"] == 1
+
+
+def test_missing_file_and_unknown_format_are_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(InputFileNotFound):
+        ingest_file(tmp_path / "s", tmp_path / "missing.jsonl")
+    assert not (tmp_path / "s").exists()
+    path = write_jsonl(tmp_path / "in.jsonl", [make_record("a")])
+    with pytest.raises(BadInput, match="unknown format"):
+        ingest_file(tmp_path / "s", path, format="xml")
+
+
+def test_crash_mid_ingest_leaves_store_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store.open(tmp_path / "s", create=True)
+    ingest_file(store, write_jsonl(tmp_path / "first.jsonl", [make_record("kept")]))
+    before = {p.name: p.read_bytes() for p in (tmp_path / "s").glob("*.parquet")}
+    from procbench.ingest import jsonl
+
+    real = jsonl.parse_procedure
+    seen = {"n": 0}
+
+    def crashing(record: object, **kw: object) -> object:
+        seen["n"] += 1
+        if seen["n"] == 3:
+            raise MemoryError("simulated crash")
+        return real(record, **kw)
+
+    monkeypatch.setattr(jsonl, "parse_procedure", crashing)
+    with pytest.raises(MemoryError):
+        ingest_file(store, write_jsonl(tmp_path / "second.jsonl", [make_record(f"n{i}") for i in range(5)]))
+    assert {p.name: p.read_bytes() for p in (tmp_path / "s").glob("*.parquet")} == before
+    assert [e["counts"]["added"] for e in store.provenance] == [1]
+
+
+def test_local_images_are_normalised_and_stored_once(tmp_path: Path) -> None:
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "red.png").write_bytes(_png((255, 0, 0), (1200, 600)))
+    (tmp_path / "img" / "red-copy.png").write_bytes(_png((255, 0, 0), (1200, 600)))
+    (tmp_path / "img" / "broken.jpg").write_bytes(b"\xff\xd8 not really a jpeg")
+    record = make_record("pics", 3)
+    record["steps"][0]["images"] = ["img/red.png"]
+    record["steps"][1]["images"] = ["img/red-copy.png", "img/broken.jpg", "img/missing.png"]
+    store = Store.open(tmp_path / "s", create=True)
+    report = ingest_file(store, write_jsonl(tmp_path / "in.jsonl", [record]))
+    assert report.images_stored == 2 and len(report.image_failures) == 2
+    images = store.table("images").to_pylist()
+    assert len(images) == 1 and images[0]["stored"] and (images[0]["width"], images[0]["height"]) == (512, 256)
+    steps = store.table("steps").to_pylist()
+    assert steps[0]["image_ids"] == steps[1]["image_ids"] == [images[0]["id"]]
+    with Image.open(store.image_path(images[0]["id"])) as im:
+        assert im.format == "JPEG" and im.mode == "RGB" and im.size == (512, 256)
+
+
+def _recipeqa_entry(recipe_id: str, task: str, n: int = 3) -> dict[str, object]:
+    return {
+        "recipe_id": recipe_id,
+        "task": task,
+        "question": [],
+        "choice_list": [],
+        "answer": 0,
+        "context": [
+            {
+                "id": f"s{i}",
+                "title": f"Step {i}",
+                "body": f"{recipe_id} body {i}",
+                "images": [f"{recipe_id}_{i}_0.jpg"],
+            }
+            for i in range(n)
+        ],
+    }
+
+
+def test_recipeqa_stores_each_recipe_once(tmp_path: Path) -> None:
+    data = {
+        "version": "1.0",
+        "data": [
+            _recipeqa_entry("cookies", "textual_cloze"),
+            _recipeqa_entry("cookies", "visual_cloze"),
+            _recipeqa_entry("soup", "visual_ordering", 4),
+            {"task": "textual_cloze"},
+            {"recipe_id": "empty", "context": []},
+        ],
+    }
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps(data))
+    store = Store.open(tmp_path / "s", create=True)
+    report = ingest_file(store, path, format="recipeqa")
+    assert report.added == 2 and [p.where for p in report.problems] == ["entry 4", "entry 5"]
+    procs = {p["id"]: p for p in store.table("procedures").to_pylist()}
+    assert set(procs) == {"recipeqa:cookies", "recipeqa:soup"}
+    assert procs["recipeqa:soup"]["n_steps"] == 4 and procs["recipeqa:soup"]["split"] == "train"
+    steps = store.table("steps")
+    assert steps.filter(pc.equal(steps["procedure_id"], "recipeqa:cookies"))["text"].to_pylist() == [
+        "cookies body 0",
+        "cookies body 1",
+        "cookies body 2",
+    ]
+    assert report.images_remote == 7 and not report.image_failures  # image folder not given: kept as references
+    assert ingest_file(store, path, format="recipeqa").added == 0
+
+
+def test_recipeqa_rejects_other_json(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text("[1, 2")
+    with pytest.raises(BadInput, match="not RecipeQA JSON"):
+        ingest_file(tmp_path / "s", path, format="recipeqa")
+
+
+_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=30).filter(str.strip)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c", "d", "e", "f"]), st.lists(_text, min_size=1, max_size=6)),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_tables_stay_consistent(tmp_path_factory: pytest.TempPathFactory, procs: list[tuple[str, list[str]]]) -> None:
+    """Whatever is imported: unique ids, n_steps = rows in steps, indexes 0..n-1, re-import adds nothing."""
+    tmp = tmp_path_factory.mktemp("prop")
+    records = [
+        {"source": "p", "id": slug, "title": f"T {slug}", "steps": [{"text": t} for t in texts]}
+        for slug, texts in procs
+    ]
+    path = write_jsonl(tmp / "in.jsonl", records)
+    store = Store.open(tmp / "s", create=True)
+    report = ingest_file(store, path)
+    first = {}
+    for slug, texts in procs:
+        first.setdefault(slug, texts)
+    assert report.added == len(first)
+    procedures = store.table("procedures").to_pylist()
+    assert sorted(p["id"] for p in procedures) == sorted(f"p:{s}" for s in first)
+    steps = store.table("steps").to_pylist()
+    for p in procedures:
+        mine = [s for s in steps if s["procedure_id"] == p["id"]]
+        assert [s["index"] for s in mine] == list(range(p["n_steps"]))
+        assert [s["text"] for s in mine] == [t.strip() for t in first[p["id"][2:]]]
+    assert ingest_file(store, path).added == 0
