@@ -43,7 +43,9 @@ def test_ingest_then_info_json(tmp_path: Path) -> None:
         "other": {"procedures": 1, "steps": 6, "images": 0},
         "test": {"procedures": 1, "steps": 4, "images": 0},
     }
-    assert summary["by_category"] == {"Hobbies and Crafts": 2}
+    counts = {"procedures": 2, "steps": 10, "images": 0}
+    assert summary["by_category"] == {"Hobbies and Crafts": counts}
+    assert summary["by_subcategory"] == {"Hobbies and Crafts > Woodworking": counts}
     assert [e["command"] for e in summary["provenance"]] == ["ingest"]
 
 

@@ -27,16 +27,13 @@ def _render(console: Any, summary: dict[str, Any]) -> None:
         f"{summary['images']} images ({summary['images_stored']} stored)",
         highlight=False,
     )
-    if summary["by_source"]:
-        table = Table("source", "procedures", "steps", "images", title="By source", title_justify="left")
-        for source, counts in summary["by_source"].items():
-            table.add_row(source, str(counts["procedures"]), str(counts["steps"]), str(counts["images"]))
-        console.print(table)
-    if summary["by_category"]:
-        table = Table("category (root)", "procedures", title="By category", title_justify="left")
-        for category, count in summary["by_category"].items():
-            table.add_row(category, str(count))
-        console.print(table)
+    groups = (("by_source", "source"), ("by_category", "category (root)"), ("by_subcategory", "category (2 levels)"))
+    for key, title in groups:
+        if summary[key]:
+            table = Table(title, "procedures", "steps", "images", title=title.capitalize(), title_justify="left")
+            for category, counts in summary[key].items():
+                table.add_row(category, str(counts["procedures"]), str(counts["steps"]), str(counts["images"]))
+            console.print(table)
     for stage, value in summary["stages"].items():
         console.print(f"[bold]{stage}[/]: {value}", highlight=False)
     if summary["provenance"]:

@@ -172,7 +172,7 @@ class Store:
     # -- summary -----------------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
         """What the store holds: counts by source and category, what later stages added, the provenance log."""
-        procedures = self.table("procedures", ["id", "source", "category", "n_steps"])
+        procedures = _with_category_keys(self.table("procedures", ["id", "source", "category", "n_steps"]))
         images = self.table("images", ["procedure_id", "stored"])
         proc_cols = self.columns("procedures")
         out: dict[str, Any] = {
@@ -182,8 +182,9 @@ class Store:
             "steps": pq.read_metadata(self.table_path("steps")).num_rows if self.has_table("steps") else 0,
             "images": images.num_rows,
             "images_stored": int(pc.sum(images["stored"]).as_py() or 0),
-            "by_source": _by_source(procedures, images),
-            "by_category": _value_counts(pc.list_flatten(pc.list_slice(procedures["category"], 0, 1))),
+            "by_source": _counts_by("source", procedures, images),
+            "by_category": _counts_by("category_root", procedures, images),
+            "by_subcategory": _counts_by("category_path", procedures, images),
         }
         stages: dict[str, Any] = {}
         if "keep" in proc_cols:
@@ -226,19 +227,30 @@ def _value_counts(array: pa.Array | pa.ChunkedArray) -> dict[str, int]:
     return dict(sorted(pairs, key=lambda kv: (-kv[1], kv[0])))
 
 
-def _by_source(procedures: pa.Table, images: pa.Table) -> dict[str, dict[str, int]]:
+def _counts_by(key: str, procedures: pa.Table, images: pa.Table) -> dict[str, dict[str, int]]:
+    """Procedures, steps and images per value of the procedures column ``key``."""
     if procedures.num_rows == 0:
         return {}
-    grouped = procedures.group_by("source").aggregate([("id", "count"), ("n_steps", "sum")])
+    grouped = procedures.group_by(key).aggregate([("id", "count"), ("n_steps", "sum")])
     out = {
-        row["source"]: {"procedures": row["id_count"], "steps": row["n_steps_sum"], "images": 0}
+        row[key]: {"procedures": row["id_count"], "steps": row["n_steps_sum"], "images": 0}
         for row in grouped.to_pylist()
     }
     if images.num_rows:
-        joined = images.join(procedures.select(["id", "source"]), "procedure_id", "id")
-        for row in joined.group_by("source").aggregate([("procedure_id", "count")]).to_pylist():
-            out[row["source"]]["images"] = row["procedure_id_count"]
-    return dict(sorted(out.items()))
+        joined = images.join(procedures.select(["id", key]), "procedure_id", "id")
+        for row in joined.group_by(key).aggregate([("procedure_id", "count")]).to_pylist():
+            out[row[key]]["images"] = row["procedure_id_count"]
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1]["procedures"], kv[0])))
+
+
+def _with_category_keys(procedures: pa.Table) -> pa.Table:
+    """Add ``category_root`` and ``category_path`` (first two levels, ``A > B``); ``(none)`` when uncategorised."""
+    categories = procedures["category"].to_pylist()
+    roots = [c[0] if c else "(none)" for c in categories]
+    paths = [" > ".join(c[:2]) if c else "(none)" for c in categories]
+    return procedures.append_column("category_root", pa.array(roots, pa.string())).append_column(
+        "category_path", pa.array(paths, pa.string())
+    )
 
 
 def _arrow_file_info(path: Path) -> dict[str, Any]:
