@@ -65,6 +65,7 @@ def _root(
 # here is the order of `procbench --help`.
 _COMMANDS = [
     "ingest",
+    "generate",
     "info",
     "demo",
 ]

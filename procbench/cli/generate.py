@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from procbench.cli._options import DEFAULT_STORE, JsonOption, SeedOption, StoreOption
+
+NAME = "generate"
+
+
+def command(
+    task: Annotated[str, typer.Option("--task", "-t", help="Task to generate, e.g. sequencing, pair-order.")],
+    knobs: Annotated[
+        str | None, typer.Option("--knobs", help="Control-Knobs K1,K2,K3 (each 0/1), e.g. 0,1,1.")
+    ] = None,
+    style: Annotated[
+        str | None, typer.Option("--style", help="'recipeqa' (the biased original) or 'default'.")
+    ] = None,
+    debias: Annotated[bool, typer.Option("--debias", help="Budgeted debiasing (Algorithm 1 of paper 004).")] = False,
+    budget: Annotated[int, typer.Option("--budget", help="Per-cluster budget for --debias.", min=1)] = 10,
+    sweep: Annotated[bool, typer.Option("--sweep", help="Write every setting of the task in one run.")] = False,
+    split_by: Annotated[
+        str, typer.Option(help="'procedure', or 'category:LEVEL' for unseen test categories.")
+    ] = "procedure",
+    split_ratios: Annotated[str, typer.Option(help="train,val,test shares.")] = "0.8,0.1,0.1",
+    pairs_per_procedure: Annotated[int | None, typer.Option(help="pair-order: pairs drawn per procedure [2].")] = None,
+    adjacent: Annotated[bool | None, typer.Option("--adjacent", help="pair-order: only consecutive steps.")] = None,
+    references: Annotated[
+        Path | None, typer.Option(help="sequencing: JSONL of alternative orders {procedure_id, orders}.")
+    ] = None,
+    store: StoreOption = DEFAULT_STORE,
+    seed: SeedOption = 0,
+    json: JsonOption = False,
+) -> None:
+    """Generate a question set (or a whole sweep) from the store.
+
+    Choose one way of sampling: --style recipeqa, --knobs K1,K2,K3, --debias [--budget B], or --sweep.
+    Output: STORE/questions/TASK/SETTING/ with train/val/test parquet, recipeqa.json and card.md.
+    """
+    from procbench.cli._console import console, print_json, progress_bar
+    from procbench.errors import BadInput
+    from procbench.generate import Setting, generate, parse_knobs
+    from procbench.generate.sequencing import read_references
+    from procbench.generate.splits import parse_ratios
+    from procbench.store import Store
+
+    chosen = [
+        name for name, on in (("--knobs", knobs), ("--style", style), ("--debias", debias), ("--sweep", sweep)) if on
+    ]
+    if len(chosen) > 1:
+        raise BadInput(f"choose one of {', '.join(chosen)}")
+    if style not in (None, "recipeqa", "default"):
+        raise BadInput(f"--style takes 'recipeqa' or 'default', not {style!r}")
+    if knobs:
+        setting = Setting("knobs", parse_knobs(knobs))
+    elif debias:
+        setting = Setting("debias", budget=budget)
+    else:
+        setting = Setting(style or "default")
+    options = {
+        "pairs_per_procedure": pairs_per_procedure,
+        "adjacent": adjacent,
+        "references": read_references(references) if references else None,
+    }
+    ratios = parse_ratios(split_ratios)
+    target = Store.open(store)
+    with progress_bar() as progress:
+        result = generate(
+            target,
+            task,
+            setting,
+            sweep=sweep,
+            seed=seed,
+            split_by=split_by,
+            split_ratios=ratios,
+            progress=progress,
+            **{k: v for k, v in options.items() if v is not None},
+        )
+    if json:
+        print_json(result.to_dict())
+        return
+    for name, path in result.paths.items():
+        console.print(f"[bold green]{task}/{name}[/]: {result.questions[name]} questions -> {path}", highlight=False)
+    if result.counts:
+        console.print(", ".join(f"{k}={v}" for k, v in result.counts.items()), highlight=False)

@@ -1,0 +1,122 @@
+"""``procbench generate``: question sets from the store (DESIGN §5-6).
+
+Each task is a module with ``SWEEP`` (its settings) and ``build(store, settings, *, seed, progress,
+**options) -> ({setting name: [Question]}, counts)``; this package splits the procedures, writes the
+files and records provenance.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from procbench.errors import BadInput
+from procbench.generate.qset import QuestionSet, iter_settings, read_question_set, write_question_sets
+from procbench.generate.questions import PLACEHOLDER, Question, balance_answer_positions
+from procbench.generate.settings import Setting, parse_knobs
+from procbench.generate.splits import split_by_category, split_by_procedure
+from procbench.progress import SILENT, Progress
+from procbench.store import Store
+from procbench.store.views import kept_procedures
+
+__all__ = [
+    "PLACEHOLDER",
+    "TASKS",
+    "GenerateResult",
+    "Question",
+    "QuestionSet",
+    "Setting",
+    "balance_answer_positions",
+    "generate",
+    "iter_settings",
+    "parse_knobs",
+    "read_question_set",
+]
+
+#: Task name -> module implementing it (imported only when the task is asked for).
+TASKS: dict[str, str] = {
+    "sequencing": "procbench.generate.sequencing",
+    "pair-order": "procbench.generate.pair_order",
+}
+
+
+@dataclass
+class GenerateResult:
+    """What one ``generate`` run wrote: the folder of each setting and the task's counts."""
+
+    task: str
+    paths: dict[str, Path]
+    questions: dict[str, int]
+    counts: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {
+            "task": self.task,
+            "paths": {k: str(v) for k, v in self.paths.items()},
+            "questions": self.questions,
+            "counts": self.counts,
+        }
+
+
+def task_module(task: str) -> Any:
+    """The module implementing ``task``."""
+    if task not in TASKS:
+        raise BadInput(f"unknown task {task!r}; available: {', '.join(TASKS)}")
+    return importlib.import_module(TASKS[task])
+
+
+def assign_splits(
+    store: Store, procedure_ids: set[str], *, split_by: str, ratios: tuple[float, float, float], seed: int
+) -> dict[str, str]:
+    """Split procedures ``"procedure"`` (default; the store's own ``split`` column wins) or ``"category:L"``."""
+    procedures = [
+        p for p in kept_procedures(store, ["id", "category", "split"]).to_pylist() if p["id"] in procedure_ids
+    ]
+    if split_by == "procedure":
+        fixed = {p["id"]: p["split"] for p in procedures if p["split"]}
+        return split_by_procedure(sorted(procedure_ids), ratios=ratios, seed=seed, fixed=fixed)
+    kind, _, level = split_by.partition(":")
+    if kind != "category" or not level.isdigit():
+        raise BadInput(f"--split-by takes 'procedure' or 'category:LEVEL' (e.g. category:3), not {split_by!r}")
+    categories = {p["id"]: p["category"] or [] for p in procedures}
+    return split_by_category(categories, level=int(level), ratios=ratios, seed=seed)
+
+
+def generate(
+    store: Store,
+    task: str,
+    setting: Setting | None = None,
+    *,
+    sweep: bool = False,
+    seed: int = 0,
+    split_by: str = "procedure",
+    split_ratios: tuple[float, float, float] = (0.8, 0.1, 0.1),
+    progress: Progress = SILENT,
+    **options: Any,
+) -> GenerateResult:
+    """Generate one setting of ``task`` (or every setting with ``sweep``) and write it to the store.
+
+    ``options`` are the task's own (e.g. ``pairs_per_procedure`` for pair order); an option the task does
+    not take is a :class:`BadInput`.
+    """
+    module = task_module(task)
+    accepted = set(inspect.signature(module.build).parameters)
+    for name in options:
+        if name not in accepted:
+            raise BadInput(f"--{name.replace('_', '-')} does not apply to task {task}")
+    settings = list(module.SWEEP) if sweep else [setting or Setting("default")]
+    sets, counts = module.build(store, settings, seed=seed, progress=progress, **options)
+    used = {q.procedure_id for questions in sets.values() for q in questions}
+    splits = assign_splits(store, used, split_by=split_by, ratios=split_ratios, seed=seed)
+    args = {
+        "settings": [s.name for s in settings],
+        "split_by": split_by,
+        "split_ratios": list(split_ratios),
+        **{k: (str(v) if isinstance(v, Path) else v) for k, v in options.items() if not isinstance(v, dict)},
+    }
+    paths = write_question_sets(store, task, sets, splits=splits, seed=seed, args=args, counts=counts)
+    return GenerateResult(task, paths, {name: len(qs) for name, qs in sets.items()}, counts)

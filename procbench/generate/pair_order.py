@@ -1,0 +1,74 @@
+"""Pair order (paper 003, WikiOrder): are two steps of one procedure in authored order?
+
+``question`` holds the two step keys as presented; ``choices`` are ``["inverted", "in order"]`` and
+``answer`` is the label (1 in authored order, 0 inverted). Labels are balanced exactly 50/50.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from procbench.errors import BadInput
+from procbench.generate.questions import Question
+from procbench.generate.settings import Setting
+from procbench.progress import SILENT, Progress
+from procbench.store import Store
+from procbench.store.views import kept_procedures, kept_steps
+
+__all__ = ["CHOICES", "SWEEP", "build"]
+
+SWEEP = [Setting("default")]
+CHOICES = ["inverted", "in order"]
+
+
+def build(
+    store: Store,
+    settings: list[Setting],
+    *,
+    seed: int = 0,
+    progress: Progress = SILENT,
+    pairs_per_procedure: int = 2,
+    adjacent: bool = False,
+) -> tuple[dict[str, list[Question]], dict[str, Any]]:
+    """Up to ``pairs_per_procedure`` distinct step pairs per procedure (consecutive steps if ``adjacent``)."""
+    for setting in settings:
+        if setting.style != "default":
+            raise BadInput("pair-order has a single setting; drop --style/--knobs/--debias")
+    if pairs_per_procedure < 1:
+        raise BadInput("--pairs-per-procedure must be at least 1")
+    counts_per_procedure: dict[str, int] = {}
+    for row in kept_steps(store).select(["procedure_id"]).to_pylist():
+        counts_per_procedure[row["procedure_id"]] = counts_per_procedure.get(row["procedure_id"], 0) + 1
+    roots = {p["id"]: (p["category"] or ["(none)"])[0] for p in kept_procedures(store, ["id", "category"]).to_pylist()}
+    rng = np.random.default_rng([seed, 0x9A1])
+    pairs: list[tuple[str, int, int]] = []
+    progress.start("pair-order", total=len(counts_per_procedure))
+    for pid in sorted(counts_per_procedure):
+        progress.advance()
+        n = counts_per_procedure[pid]
+        if n < 2:
+            continue
+        candidates = (
+            [(i, i + 1) for i in range(n - 1)] if adjacent else [(i, j) for i in range(n) for j in range(i + 1, n)]
+        )
+        chosen = rng.choice(len(candidates), size=min(pairs_per_procedure, len(candidates)), replace=False)
+        pairs.extend((pid, *candidates[int(c)]) for c in sorted(chosen))
+    labels = rng.permutation(np.resize([0, 1], len(pairs)))
+    questions = []
+    for (pid, i, j), label in zip(pairs, labels, strict=True):
+        first, second = (i, j) if label == 1 else (j, i)
+        questions.append(
+            Question(
+                procedure_id=pid,
+                context=[],
+                question=[f"{pid}#{first}", f"{pid}#{second}"],
+                choices=list(CHOICES),
+                answer=int(label),
+                meta={"setting": "default", "gap": j - i, "category": roots.get(pid, "(none)")},
+            )
+        )
+    per_category = Counter(q.meta["category"] for q in questions)
+    return {"default": questions}, {"per_category": dict(sorted(per_category.items()))}

@@ -1,0 +1,55 @@
+"""Questions as generators build them, and the answer-position balancing every task shares (DESIGN §5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["N_CHOICES", "PLACEHOLDER", "Question", "balance_answer_positions"]
+
+PLACEHOLDER = "@placeholder"
+N_CHOICES = 4
+
+
+@dataclass
+class Question:
+    """One multiple-choice question.
+
+    ``context`` holds step indices of the procedure; ``question`` and ``choices`` hold items (step titles
+    for textual tasks, image ids for visual ones; for ordering tasks each choice is an order of items).
+    ``answer`` indexes ``choices``. ``meta`` records every sampling decision that made the question.
+    """
+
+    procedure_id: str
+    context: list[int]
+    question: list[str]
+    choices: list[Any]
+    answer: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def balance_answer_positions(questions: list[Question], rng: np.random.Generator) -> None:
+    """Move each correct choice to a position so that positions are uniform (counts differ by at most one).
+
+    Generators build questions with the correct choice first; this shuffles the wrong choices and places
+    the correct one at a position drawn from a shuffled, exactly balanced sequence.
+    """
+    if not questions:
+        return
+    n_choices = {len(q.choices) for q in questions}
+    if len(n_choices) != 1:
+        raise ValueError(f"questions have different numbers of choices: {sorted(n_choices)}")
+    k = n_choices.pop()
+    positions = rng.permutation(np.resize(np.arange(k), len(questions)))
+    for question, position in zip(questions, positions, strict=True):
+        correct = question.choices[question.answer]
+        wrong = [c for i, c in enumerate(question.choices) if i != question.answer]
+        order = rng.permutation(len(wrong))
+        wrong = [wrong[i] for i in order]
+        wrong.insert(int(position), correct)
+        question.choices = wrong
+        question.answer = int(position)
+        if "negatives" in question.meta and isinstance(question.meta["negatives"], list):
+            question.meta["negatives"] = [question.meta["negatives"][i] for i in order]

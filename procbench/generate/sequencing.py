@@ -1,0 +1,116 @@
+"""Sequencing (paper 000): a procedure's steps shuffled; the answer is the authored order.
+
+A question holds up to five consecutive steps of one procedure. ``question`` lists the step keys
+(``PROCEDURE_ID#INDEX``) in shuffled order; ``choices`` lists the acceptable orders (the authored one
+first, then any alternative orders given as extra references), each as the step keys in order;
+``answer`` is 0. ``meta.modality`` says whether the steps carry text, images or both.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from procbench.errors import BadInput
+from procbench.generate.questions import Question
+from procbench.generate.settings import Setting
+from procbench.progress import SILENT, Progress
+from procbench.store import Store
+from procbench.store.views import kept_steps
+
+__all__ = ["SWEEP", "build", "read_references"]
+
+SWEEP = [Setting("default")]
+MAX_STEPS = 5
+
+
+def read_references(path: str | Path) -> dict[str, list[list[int]]]:
+    """Alternative orders per procedure from JSONL lines ``{"procedure_id": ..., "orders": [[0, 2, 1, ...]]}``."""
+    path = Path(path)
+    if not path.is_file():
+        raise BadInput(f"no such references file: {path}")
+    out: dict[str, list[list[int]]] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            orders = [[int(i) for i in order] for order in record["orders"]]
+            out.setdefault(str(record["procedure_id"]), []).extend(orders)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise BadInput(f"{path}:{number}: expected {{'procedure_id': ..., 'orders': [[...]]}} ({exc})") from exc
+    return out
+
+
+def build(
+    store: Store,
+    settings: list[Setting],
+    *,
+    seed: int = 0,
+    progress: Progress = SILENT,
+    references: dict[str, list[list[int]]] | None = None,
+    min_steps: int = 3,
+) -> tuple[dict[str, list[Question]], dict[str, Any]]:
+    """One sequencing question per procedure with at least ``min_steps`` steps (a window of up to 5)."""
+    for setting in settings:
+        if setting.style != "default":
+            raise BadInput("sequencing has a single setting; drop --style/--knobs/--debias")
+    references = references or {}
+    stored = _stored_image_ids(store)
+    steps = kept_steps(store).select(["procedure_id", "index", "image_ids"]).to_pylist()
+    by_procedure: dict[str, list[dict[str, Any]]] = {}
+    for row in steps:
+        by_procedure.setdefault(row["procedure_id"], []).append(row)
+    rng = np.random.default_rng([seed, 0x5E9])
+    questions: list[Question] = []
+    skipped = 0
+    progress.start("sequencing", total=len(by_procedure))
+    for pid in sorted(by_procedure):
+        progress.advance()
+        rows = by_procedure[pid]
+        if len(rows) < min_steps:
+            skipped += 1
+            continue
+        start = int(rng.integers(0, len(rows) - MAX_STEPS + 1)) if len(rows) > MAX_STEPS else 0
+        window = rows[start : start + MAX_STEPS]
+        keys = [f"{pid}#{r['index']}" for r in window]
+        shuffled = _derangement_free_shuffle(len(keys), rng)
+        alternatives = []
+        for order in references.get(pid, []):
+            indices = [start + i for i in order]
+            if sorted(indices) == [r["index"] for r in window]:
+                alternatives.append([f"{pid}#{i}" for i in indices])
+        has_images = all(any(i in stored for i in r["image_ids"]) for r in window)
+        questions.append(
+            Question(
+                procedure_id=pid,
+                context=[],
+                question=[keys[i] for i in shuffled],
+                choices=[keys, *alternatives],
+                answer=0,
+                meta={
+                    "setting": "default",
+                    "window_start": start,
+                    "n_steps": len(keys),
+                    "modality": "both" if has_images else "text",
+                    "n_references": 1 + len(alternatives),
+                },
+            )
+        )
+    return {"default": questions}, {"skipped_short": skipped}
+
+
+def _derangement_free_shuffle(n: int, rng: np.random.Generator) -> list[int]:
+    """A permutation of ``range(n)`` that is not the identity (the shuffled input never equals the answer)."""
+    while True:
+        order = [int(i) for i in rng.permutation(n)]
+        if order != list(range(n)) or n < 2:
+            return order
+
+
+def _stored_image_ids(store: Store) -> set[str]:
+    images = store.table("images", ["id", "stored"]).to_pylist()
+    return {row["id"] for row in images if row["stored"]}

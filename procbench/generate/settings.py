@@ -1,0 +1,42 @@
+"""Generation settings: RecipeQA style, the default sampler, Control-Knobs, budgeted debiasing (DESIGN §6)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from procbench.errors import BadInput
+
+__all__ = ["Setting", "parse_knobs"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One way of sampling a question set; ``name`` is its folder under ``questions/TASK/``."""
+
+    style: str  # "recipeqa" | "default" | "knobs" | "debias"
+    knobs: tuple[int, int, int] | None = None
+    budget: int | None = None
+
+    @property
+    def name(self) -> str:
+        """``recipeqa``, ``default``, ``knobs-011`` (K1 K2 K3) or ``debias-b10`` (budget)."""
+        if self.style == "knobs" and self.knobs is not None:
+            return "knobs-" + "".join(map(str, self.knobs))
+        if self.style == "debias":
+            return f"debias-b{self.budget}"
+        return self.style
+
+    @classmethod
+    def all_knobs(cls, with_k3: bool = True) -> list[Setting]:
+        """Every knob setting: 8 with K3, 4 without (ordering has no K3, so K3 is 0 there)."""
+        k3s = (0, 1) if with_k3 else (0,)
+        return [cls("knobs", (k1, k2, k3)) for k1 in (0, 1) for k2 in (0, 1) for k3 in k3s]
+
+
+def parse_knobs(text: str) -> tuple[int, int, int]:
+    """Parse ``"0,1,1"`` (or ``"011"``) into (K1, K2, K3), each 0 or 1."""
+    parts = text.split(",") if "," in text else list(text.strip())
+    if len(parts) != 3 or any(p.strip() not in ("0", "1") for p in parts):
+        raise BadInput(f"--knobs takes three 0/1 values K1,K2,K3 such as 0,1,1, not {text!r}")
+    k1, k2, k3 = (int(p) for p in parts)
+    return k1, k2, k3

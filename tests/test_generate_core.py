@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from procbench.cli import app
+from procbench.corpus import write_sample
+from procbench.errors import BadInput
+from procbench.generate import Question, Setting, balance_answer_positions, generate, parse_knobs, read_question_set
+from procbench.generate.splits import parse_ratios, split_by_category, split_by_procedure
+from procbench.ingest import ingest_file
+from procbench.store import Store
+
+
+@pytest.fixture(scope="module")
+def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("gen")
+    ingest_file(root / "store", write_sample(root / "src"))
+    return root / "store"
+
+
+def _copy(src: Path, dst: Path) -> Store:
+    import shutil
+
+    shutil.copytree(src, dst)
+    return Store.open(dst)
+
+
+def test_setting_names_and_knob_parsing() -> None:
+    assert Setting("knobs", (0, 1, 1)).name == "knobs-011"
+    assert Setting("debias", budget=10).name == "debias-b10"
+    assert Setting("recipeqa").name == "recipeqa"
+    assert len(Setting.all_knobs()) == 8 and len(Setting.all_knobs(with_k3=False)) == 4
+    assert parse_knobs("0,1,1") == (0, 1, 1) == parse_knobs("011")
+    for bad in ("0,2,1", "0,1", "a,b,c"):
+        with pytest.raises(BadInput):
+            parse_knobs(bad)
+    assert parse_ratios("0.7,0.2,0.1") == (0.7, 0.2, 0.1)
+    with pytest.raises(BadInput):
+        parse_ratios("0.7,0.2,0.2")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 200), st.integers(0, 2**32 - 1))
+def test_answer_positions_balanced_and_correct_choice_kept(n: int, seed: int) -> None:
+    questions = [Question(f"p{i}", [], [], [f"right{i}", "w1", "w2", "w3"], 0, {}) for i in range(n)]
+    balance_answer_positions(questions, np.random.default_rng(seed))
+    counts = Counter(q.answer for q in questions)
+    assert max(counts.values()) - min(counts.get(k, 0) for k in range(4)) <= 1
+    assert all(q.choices[q.answer] == f"right{i}" for i, q in enumerate(questions))
+    assert all(sorted(q.choices[: q.answer] + q.choices[q.answer + 1 :]) == ["w1", "w2", "w3"] for q in questions)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=60, unique=True), st.integers(0, 99))
+def test_procedure_splits_are_stable_and_a_partition(ids: list[str], seed: int) -> None:
+    splits = split_by_procedure(ids, seed=seed)
+    assert set(splits) == set(ids) and set(splits.values()) <= {"train", "val", "test"}
+    # adding procedures never moves existing ones
+    more = split_by_procedure([*ids, "extra-1", "extra-2"], seed=seed)
+    assert all(more[i] == splits[i] for i in ids)
+
+
+def test_category_split_keeps_categories_whole() -> None:
+    categories = {f"p{i}": ["Root", f"Mid{i % 3}", f"Leaf{i % 7}"] for i in range(140)}
+    splits = split_by_category(categories, level=3, seed=1)
+    leaf_splits: dict[tuple[str, ...], set[str]] = {}
+    for pid, split in splits.items():
+        leaf_splits.setdefault(tuple(categories[pid]), set()).add(split)
+    assert all(len(s) == 1 for s in leaf_splits.values())
+    assert Counter(splits.values())["train"] >= 60
+
+
+def test_sequencing_questions(sample_store: Path, tmp_path: Path) -> None:
+    store = _copy(sample_store, tmp_path / "s")
+    result = generate(store, "sequencing", seed=3)
+    qset = read_question_set(result.paths["default"])
+    rows = qset.table().to_pylist()
+    assert len(rows) == 45
+    for row in rows:
+        reference = row["choices"][0]
+        assert row["answer"] == 0 and sorted(row["question"]) == sorted(reference)
+        assert row["question"] != reference and 3 <= len(reference) <= 5
+        indices = [int(k.rsplit("#", 1)[1]) for k in reference]
+        assert indices == list(range(indices[0], indices[0] + len(indices)))
+        assert row["meta"]["modality"] == "both"
+
+
+def test_pair_order_balanced_and_no_leak(sample_store: Path, tmp_path: Path) -> None:
+    store = _copy(sample_store, tmp_path / "s")
+    result = generate(store, "pair-order", seed=1, split_by="category:3", pairs_per_procedure=3)
+    table = read_question_set(result.paths["default"]).table()
+    labels = Counter(table["answer"].to_pylist())
+    assert abs(labels[0] - labels[1]) <= 1 and labels[0] + labels[1] == 135
+    for row in table.to_pylist():
+        a, b = (int(k.rsplit("#", 1)[1]) for k in row["question"])
+        assert (a < b) == (row["answer"] == 1)
+    split_of: dict[str, set[str]] = {}
+    for row in table.select(["procedure_id", "split"]).to_pylist():
+        split_of.setdefault(row["procedure_id"], set()).add(row["split"])
+    assert all(len(s) == 1 for s in split_of.values())
+    assert result.counts["per_category"] == {
+        "Food and Entertaining": 45,
+        "Hobbies and Crafts": 45,
+        "Home and Garden": 45,
+    }
+
+
+def test_outputs_are_byte_identical_under_a_seed(sample_store: Path, tmp_path: Path) -> None:
+    digests = []
+    for name in ("a", "b"):
+        store = _copy(sample_store, tmp_path / name)
+        result = generate(store, "pair-order", seed=5)
+        folder = result.paths["default"]
+        digests.append({p.name: p.read_bytes() for p in sorted(folder.iterdir())})
+    assert digests[0] == digests[1]
+
+
+def test_recipeqa_export_and_card(sample_store: Path, tmp_path: Path) -> None:
+    store = _copy(sample_store, tmp_path / "s")
+    folder = generate(store, "sequencing").paths["default"]
+    document = json.loads((folder / "recipeqa.json").read_text())
+    total = sum(pq.read_metadata(folder / f"{s}.parquet").num_rows for s in ("train", "val", "test"))
+    assert len(document["data"]) == total
+    assert {"recipe_id", "task", "context", "question", "choice_list", "answer"} <= set(document["data"][0])
+    card = (folder / "card.md").read_text()
+    assert card.startswith("---\n") and "seed: 0" in card and "CC0-1.0" in card
+    assert store.provenance[-1]["command"] == "generate"
+
+
+def test_cli_generate_errors_and_json(sample_store: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    store = _copy(sample_store, tmp_path / "s")
+    unknown = runner.invoke(app, ["generate", "--task", "nope", "--store", str(store.root)])
+    assert unknown.exit_code == 2 and "unknown task" in unknown.stderr
+    both = runner.invoke(
+        app, ["generate", "--task", "pair-order", "--knobs", "0,1,1", "--debias", "--store", str(store.root)]
+    )
+    assert both.exit_code == 2
+    wrong_option = runner.invoke(app, ["generate", "--task", "sequencing", "--adjacent", "--store", str(store.root)])
+    assert wrong_option.exit_code == 2 and "does not apply" in wrong_option.stderr
+    ok = runner.invoke(app, ["generate", "--task", "pair-order", "--adjacent", "--json", "--store", str(store.root)])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.stdout)["questions"] == {"default": 90}
