@@ -9,9 +9,14 @@ from __future__ import annotations
 
 __all__ = [
     "BadInput",
+    "Blocked",
+    "Disallowed",
+    "FetchError",
     "InputFileNotFound",
     "MissingDependency",
+    "ParseError",
     "ProcbenchError",
+    "RateLimited",
     "StoreError",
     "StoreLocked",
     "StoreNotFound",
@@ -52,3 +57,31 @@ class MissingDependency(ProcbenchError, ImportError):
     """An optional dependency is not installed; the message says what to install."""
 
     exit_code = 2
+
+
+class FetchError(ProcbenchError, OSError):
+    """A URL could not be fetched (``status`` is the HTTP status when there was one). ``permanent`` errors
+    are never retried: asking again would give the same answer."""
+
+    def __init__(self, message: str, *, url: str | None = None, status: int | None = None,
+                 permanent: bool = True) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status = status
+        self.permanent = permanent
+
+
+class Disallowed(FetchError):
+    """robots.txt disallows the URL for our User-Agent, or the URL leaves the source's domain."""
+
+
+class RateLimited(FetchError):
+    """The site kept answering 429 (or a soft-block page) after every retry: slow down and re-run later."""
+
+
+class Blocked(FetchError):
+    """The site refuses us (401/403 or a block page): do not retry, check the User-Agent and robots.txt."""
+
+
+class ParseError(ProcbenchError, ValueError):
+    """A fetched page or API answer does not hold what the parser expects (markup changed, not a procedure)."""

@@ -12,11 +12,17 @@ __all__ = ["Procedure", "Step", "procedure_id", "slugify"]
 
 @dataclass
 class Step:
-    """One step in authored order. ``images`` are URLs or local file paths, in order."""
+    """One step in authored order. ``images`` are URLs or local file paths, in order.
+
+    ``part`` names the part or method of a multi-part article the step is in; ``kind`` says what the step
+    is (``step``, ``part``, ``method``, ``intro``, ``supplies``; None when the source does not say).
+    """
 
     text: str
     title: str | None = None
     images: list[str] = field(default_factory=list)
+    part: str | None = None
+    kind: str | None = None
 
 
 @dataclass

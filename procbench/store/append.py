@@ -90,6 +90,8 @@ class ProcedureBatch:
             s["title"].append(step.title)
             s["text"].append(step.text)
             s["image_ids"].append([i for ref in step.images if (i := self._image(ref, procedure.id, index))])
+            s["part"].append(step.part)
+            s["kind"].append(step.kind)
         self.added += 1
         return True
 

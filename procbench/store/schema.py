@@ -36,6 +36,11 @@ STEPS = pa.schema(
         pa.field("title", pa.string()),
         pa.field("text", pa.string(), nullable=False),
         pa.field("image_ids", pa.list_(pa.string()), nullable=False),
+        # Name of the wikiHow part or method the step belongs to (null when the procedure has one list).
+        pa.field("part", pa.string()),
+        # What the step is: "step"; "part" / "method" for a step of a multi-part / multi-method wikiHow
+        # article; "intro" / "supplies" for Instructables' Introduction and Supplies; null when unknown.
+        pa.field("kind", pa.string()),
     ]
 )
 
