@@ -1,0 +1,136 @@
+"""What every probe of one set shares: folds, bootstrap replicates, reduced item features, and the
+helpers that turn per-question hits into a result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from procbench.audit.data import AuditSet
+from procbench.audit.report import ProbeResult
+from procbench.audit.stats import Bootstrap, chance_level, group_codes, percentile_ci, procedure_folds
+
+__all__ = ["ProbeContext", "cv_choice_scores"]
+
+#: Items used to fit the PCA and KMeans models (a seeded sample when a set has more).
+FIT_SAMPLE = 20_000
+
+
+@dataclass
+class ProbeContext:
+    """Shared state for the probes of one set.
+
+    Attributes:
+        seed: the audit seed (the same for every set, so a set's result does not depend on its neighbours).
+        n_folds: folds of the procedure-grouped cross-validation actually used.
+        codes: ``(n,)`` procedure code of each question; ``n_groups`` procedures.
+        folds: ``(n,)`` fold of each question (a procedure's questions share a fold).
+        bootstrap: replicates over procedures.
+    """
+
+    seed: int
+    n_folds: int
+    codes: np.ndarray
+    n_groups: int
+    folds: np.ndarray
+    bootstrap: Bootstrap
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def for_set(cls, aset: AuditSet, *, seed: int, n_boot: int, n_folds: int) -> ProbeContext:
+        """Folds and bootstrap replicates for ``aset``."""
+        codes, n_groups = group_codes(aset.procedure_ids)
+        folds_used = int(min(n_folds, n_groups))
+        folds = procedure_folds(codes, n_groups, folds_used, seed)
+        return cls(seed, folds_used, codes, n_groups, folds, Bootstrap(codes, n_groups, n_boot=n_boot, seed=seed))
+
+    # -- results -----------------------------------------------------------------------------------------
+    def accuracy(
+        self,
+        hits: np.ndarray,
+        rows: np.ndarray,
+        valid: np.ndarray,
+        *,
+        replicates: np.ndarray | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> ProbeResult:
+        """Mean of ``hits`` over ``rows`` with chance ``mean(1/#choices)`` and a procedure-bootstrap interval
+        (of the hits, unless the probe brings its own ``replicates``)."""
+        rows = rows.astype(bool)
+        value = float(hits[rows].mean())
+        if replicates is None:
+            replicates = self.bootstrap.ratio(np.where(rows, hits, 0.0), rows.astype(np.float64))
+        info = {"n_used": int(rows.sum()), "n_folds": self.n_folds, "n_boot": self.bootstrap.n_boot}
+        info.update(details or {})
+        return ProbeResult(value, chance_level(valid, rows), percentile_ci(replicates), details=info)
+
+    def check_cv(self, rows: np.ndarray) -> str | None:
+        """Why cross-validation cannot run on ``rows`` (None when it can)."""
+        if rows.sum() < 20:
+            return f"too few usable questions ({int(rows.sum())}; at least 20 are needed)"
+        if len(np.unique(self.folds[rows])) < 2:
+            return "too few procedures for procedure-grouped cross-validation (at least 2 are needed)"
+        return None
+
+    # -- shared features ---------------------------------------------------------------------------------
+    def reduced_items(self, aset: AuditSet, dims: int = 64) -> np.ndarray | str:
+        """``(u, r)`` item vectors projected on their first ``r <= dims`` principal components (zero rows for
+        items without a vector), or why there are no vectors. The PCA (an eigendecomposition of the
+        covariance, signs fixed) is fitted on a seeded sample of items."""
+        key = f"reduced:{dims}"
+        if key in self.cache:
+            return self.cache[key]  # type: ignore[no-any-return]
+        vectors = aset.item_vectors()
+        if isinstance(vectors, str):
+            self.cache[key] = vectors
+            return vectors
+        matrix, found = vectors
+        rows = np.flatnonzero(found)
+        r = int(min(dims, matrix.shape[1], max(1, len(rows) - 1)))
+        out = np.zeros((len(matrix), r), dtype=np.float32)
+        if r < matrix.shape[1] and len(rows) > r:
+            rng = np.random.default_rng([self.seed, 0xFCA])
+            sample = rows if len(rows) <= FIT_SAMPLE else np.sort(rng.choice(rows, FIT_SAMPLE, replace=False))
+            fit = matrix[sample].astype(np.float64)
+            mean = fit.mean(axis=0)
+            eigenvalues, eigenvectors = np.linalg.eigh(np.cov(fit, rowvar=False))
+            basis = eigenvectors[:, np.argsort(-eigenvalues)[:r]]
+            basis *= np.where(basis[np.abs(basis).argmax(axis=0), np.arange(r)] < 0, -1.0, 1.0)  # fixed signs
+            out[rows] = ((matrix[rows] - mean) @ basis).astype(np.float32)
+        else:
+            out[rows] = matrix[rows, :r]
+        self.cache[key] = out
+        return out
+
+
+def cv_choice_scores(
+    features: np.ndarray,
+    valid: np.ndarray,
+    answers: np.ndarray,
+    folds: np.ndarray,
+    rows: np.ndarray,
+    make_model: Callable[[], Any],
+) -> np.ndarray:
+    """Cross-validated per-choice scores: a binary model (correct vs wrong choice) is trained on the choices
+    of the other folds and scores every choice of this fold; ``(n, k)``, NaN outside ``rows``.
+
+    ``features`` is ``(n, k, d)``; the model needs ``fit`` and ``decision_function``.
+    """
+    n, k, d = features.shape
+    scores = np.full((n, k), np.nan)
+    correct = np.arange(k)[None, :] == answers[:, None]
+    for fold in np.unique(folds[rows]):
+        test = rows & (folds == fold)
+        train = rows & (folds != fold)
+        train_mask = valid & train[:, None]
+        y = correct[train_mask]
+        if not train.any() or y.all() or not y.any():
+            continue
+        model = make_model()
+        model.fit(features[train_mask], y)
+        test_mask = valid & test[:, None]
+        scores[test_mask] = model.decision_function(features[test_mask])
+    return scores

@@ -1,0 +1,139 @@
+"""``audit_sets``: run the registered probes on one or more question sets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from procbench.audit.context import ProbeContext
+from procbench.audit.data import AuditSet, default_report_path, load_sets
+from procbench.audit.registry import resolve_probes
+from procbench.audit.report import AuditReport, ProbeResult, SetAudit, write_report
+from procbench.errors import BadInput
+from procbench.progress import SILENT, Progress
+from procbench.store import Store
+
+__all__ = ["DEFAULT_BOOTSTRAP", "DEFAULT_FOLDS", "AuditRun", "audit_set", "audit_sets", "run_audit"]
+
+DEFAULT_BOOTSTRAP = 1000
+DEFAULT_FOLDS = 5
+
+
+def audit_set(
+    aset: AuditSet,
+    *,
+    seed: int = 0,
+    n_boot: int = DEFAULT_BOOTSTRAP,
+    n_folds: int = DEFAULT_FOLDS,
+    probes: Iterable[str] | str | None = None,
+    progress: Progress = SILENT,
+) -> SetAudit:
+    """Every (selected) probe on one set; probes that do not apply say why."""
+    from threadpoolctl import threadpool_limits
+
+    specs = resolve_probes(probes)
+    progress.start(f"audit {aset.name}", total=len(specs))
+    results: dict[str, ProbeResult] = {}
+    # The work is many small matrix products: one BLAS/OpenMP thread is faster than several fighting for
+    # busy cores, and keeps results bit-identical whatever the machine's thread count.
+    with threadpool_limits(limits=1):
+        ctx = ProbeContext.for_set(aset, seed=seed, n_boot=n_boot, n_folds=n_folds) if len(aset) else None
+        for spec in specs:
+            if ctx is None:
+                results[spec.name] = ProbeResult.not_applicable("the set has no questions")
+            else:
+                results[spec.name] = spec.fn(aset, ctx)
+            progress.advance()
+    return SetAudit(aset.name, aset.task, len(aset), results, aset.source)
+
+
+def audit_sets(
+    sets: Sequence[AuditSet | Any],
+    *,
+    store: Store | str | Path | None = None,
+    seed: int = 0,
+    n_boot: int = DEFAULT_BOOTSTRAP,
+    n_folds: int = DEFAULT_FOLDS,
+    probes: Iterable[str] | str | None = None,
+    progress: Progress = SILENT,
+) -> AuditReport:
+    """Audit question sets side by side.
+
+    Args:
+        sets: :class:`AuditSet` objects, ``QuestionSet`` objects, set folders, or ``TASK/SETTING`` names
+            (resolved in ``store``). RecipeQA JSON files are read with :func:`procbench.audit.load_recipeqa`.
+        store: where ``TASK/SETTING`` names and item embeddings are looked up (a set folder inside a store
+            uses that store).
+        seed: seeds folds, bootstrap, PCA, KMeans and permutations; the same seed gives the same report.
+        n_boot: bootstrap replicates per interval (capped for very large sets, see ``details.n_boot``).
+        n_folds: folds of the procedure-grouped cross-validation.
+        probes: probe names to run (default: all registered).
+        progress: receives one task per set.
+
+    Raises:
+        BadInput: bad options, an unknown probe, or a set that cannot be read.
+    """
+    if n_boot < 10:
+        raise BadInput("--n-boot must be at least 10")
+    if n_folds < 2:
+        raise BadInput("--folds must be at least 2")
+    resolve_probes(probes)
+    loaded = load_sets(list(sets), store=store, seed=seed)
+    report = AuditReport({}, seed=seed)
+    for aset in loaded:
+        name = aset.name
+        suffix = 2
+        while name in report.sets:
+            name = f"{aset.name} ({suffix})"
+            suffix += 1
+        audit = audit_set(aset, seed=seed, n_boot=n_boot, n_folds=n_folds, probes=probes, progress=progress)
+        audit.name = name
+        report.sets[name] = audit
+    return report
+
+
+@dataclass
+class AuditRun:
+    """What :func:`run_audit` did: the report, where ``audit.json`` went, and the plots written."""
+
+    report: AuditReport
+    report_path: Path
+    plots: list[Path] = field(default_factory=list)
+
+
+def run_audit(
+    specs: Sequence[Any],
+    *,
+    format: str = "procbench",
+    store: Store | str | Path | None = None,
+    images: str | Path | None = None,
+    out: str | Path | None = None,
+    plots: str | Path | None = None,
+    seed: int = 0,
+    n_boot: int = DEFAULT_BOOTSTRAP,
+    n_folds: int = DEFAULT_FOLDS,
+    probes: Iterable[str] | str | None = None,
+    progress: Progress = SILENT,
+) -> AuditRun:
+    """Load the sets named by ``specs``, audit them, write ``audit.json`` and optionally PNG plots.
+
+    ``audit.json`` goes to ``out`` (a file, or a folder to put it in); by default inside the set folder
+    for one set, in the sets' common folder for several, next to the file for RecipeQA JSON.
+    ``format="recipeqa"`` reads RecipeQA JSON files (one set per task in each file); ``images`` is the
+    folder their image names are relative to. See :func:`audit_sets` for the other options.
+    """
+    if not specs:
+        raise BadInput("name at least one question set")
+    resolve_probes(probes)
+    sets = load_sets(list(specs), format=format, store=store, images=images, seed=seed)
+    report = audit_sets(sets, store=store, seed=seed, n_boot=n_boot, n_folds=n_folds, probes=probes, progress=progress)
+    target = Path(out) if out is not None else (default_report_path(sets) or Path("audit.json"))
+    path = write_report(report, target)
+    written: list[Path] = []
+    if plots is not None:
+        from procbench.audit.plots import write_plots
+
+        written = write_plots(report, plots)
+    return AuditRun(report, path, written)

@@ -1,0 +1,71 @@
+"""PNG plots of an audit (matplotlib, Agg backend): per set, the distances of correct and wrong choices to
+the question (paper 001 Fig. 2) and the answer-position bars."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from procbench.audit.report import AuditReport
+
+__all__ = ["write_plots"]
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "set"
+
+
+def write_plots(report: AuditReport, out_dir: str | Path) -> list[Path]:
+    """Write ``SET-distance.png`` and ``SET-positions.png`` for every set where the probe ran; returns the files."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for name, audit in report.sets.items():
+        slug = _slug(name)
+        distance = audit.probes.get("question_distance")
+        if distance is not None and distance.applies and distance.arrays:
+            correct = np.asarray(distance.arrays["distance_correct"], dtype=float)
+            wrong = np.asarray(distance.arrays["distance_wrong"], dtype=float)
+            fig, ax = plt.subplots(figsize=(6, 4))
+            both = np.concatenate([correct, wrong])
+            bins = np.linspace(float(both.min()), float(both.max()) + 1e-9, 41)
+            ax.hist(wrong, bins=bins, density=True, alpha=0.55, label=f"wrong choices ({len(wrong)})")
+            ax.hist(correct, bins=bins, density=True, alpha=0.55, label=f"correct choices ({len(correct)})")
+            lo, hi = distance.ci or (float("nan"), float("nan"))
+            ax.set_title(
+                f"{name}\nSVM on distances: {distance.value:.1%} [{lo:.1%}, {hi:.1%}], chance {distance.chance:.1%}",
+                fontsize=9,
+            )
+            ax.set_xlabel(f"distance to the {distance.arrays.get('distance_to', 'question')}")
+            ax.set_ylabel("density")
+            ax.legend(fontsize=8)
+            fig.tight_layout()
+            path = out / f"{slug}-distance.png"
+            fig.savefig(path, dpi=100)
+            plt.close(fig)
+            written.append(path)
+        position = audit.probes.get("answer_position")
+        if position is not None and position.applies and "counts" in position.arrays:
+            counts = np.asarray(position.arrays["counts"], dtype=float)
+            fig, ax = plt.subplots(figsize=(4, 3))
+            ax.bar(np.arange(len(counts)), counts, color="tab:blue")
+            ax.axhline(counts.sum() / len(counts), color="black", linestyle="--", linewidth=1, label="uniform")
+            ax.set_xticks(np.arange(len(counts)))
+            ax.set_xlabel("answer position")
+            ax.set_ylabel("questions")
+            p_value = position.details.get("p_value")
+            ax.set_title(f"{name}\nchi-square p = {p_value:.3g}" if p_value is not None else name, fontsize=9)
+            ax.legend(fontsize=8)
+            fig.tight_layout()
+            path = out / f"{slug}-positions.png"
+            fig.savefig(path, dpi=100)
+            plt.close(fig)
+            written.append(path)
+    return written

@@ -1,0 +1,13 @@
+"""The probe families; importing this package registers every probe, in report order."""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["FAMILIES"]
+
+#: One module per probe family, imported in the order their probes are reported.
+FAMILIES = ("choice", "distance", "position", "text", "cluster", "overlap")
+
+for _family in FAMILIES:
+    importlib.import_module(f"procbench.audit.probes.{_family}")

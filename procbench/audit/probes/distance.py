@@ -1,0 +1,129 @@
+"""``question_distance``: paper 001's Fig. 2 probe, an SVM on each choice's distance to the question.
+
+The question is the mean of its item embeddings (the placeholder left out); a choice's feature is its
+Euclidean distance to that mean (embeddings are L2-normalised). Tasks whose questions show no items
+(visual coherence in RecipeQA's layout) use the mean of the *other* choices instead, the odd-one-out
+distance; ordering tasks use the choice's path length, the sum of distances between consecutive items,
+which is what Control-Knob 2 weights wrong orders by. A linear SVM scores each choice from its distance
+relative to the question's other choices (centred, squared and standardised within the question, so it
+can prefer the nearest, the farthest or a middling choice); the highest-scoring choice is the answer.
+``value`` is the cross-validated multiple-choice accuracy, ``chance`` the mean of 1/#choices.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from procbench.audit.context import ProbeContext, cv_choice_scores
+from procbench.audit.data import AuditSet
+from procbench.audit.probes.common import choices_with_vectors, multiple_choice_reason
+from procbench.audit.registry import register
+from procbench.audit.report import ProbeResult
+from procbench.audit.stats import mc_hits
+
+__all__ = ["choice_distances", "question_distance"]
+
+
+def choice_distances(aset: AuditSet, matrix: np.ndarray, found: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
+    """``(n, k)`` distance of each choice to its question (NaN where undefined), ``(n,)`` questions where every
+    choice has one, and what the distance is measured to."""
+    index = aset.index()
+    valid = index.valid
+    choice = index.choice
+    padded = np.vstack([matrix, np.zeros((1, matrix.shape[1]), dtype=matrix.dtype)])  # id -1 -> a zero row
+    if choice.shape[2] > 1:
+        both = (choice[:, :, 1:] >= 0) & (choice[:, :, :-1] >= 0)
+        dist = np.zeros(valid.shape)
+        for t in range(choice.shape[2] - 1):
+            step = np.linalg.norm(padded[choice[:, :, t + 1]] - padded[choice[:, :, t]], axis=2)
+            dist += np.where(both[:, :, t], step, 0.0)
+        dist = np.where(valid, dist, np.nan)
+        return dist, valid.any(axis=1), "path length (sum of consecutive distances)"
+    c_vec = padded[choice[:, :, 0]]  # (n, k, D)
+    q = index.question
+    q_found = (q >= 0) & found[np.maximum(q, 0)]
+    q_n = q_found.sum(axis=1)
+    q_sum = np.einsum("nl,nld->nd", q_found.astype(matrix.dtype), padded[q])
+    no_items = ~(q >= 0).any(axis=1)  # the question shows no items: compare with the other choices
+    c_sum = c_vec.sum(axis=1)  # invalid choices are zero rows
+    others = np.maximum(valid.sum(axis=1) - 1, 1).astype(matrix.dtype)
+    ref = np.where(no_items[:, None], 0.0, q_sum / np.maximum(q_n, 1)[:, None].astype(matrix.dtype))
+    dist = np.empty(valid.shape)
+    for j in range(valid.shape[1]):
+        loo = (c_sum - c_vec[:, j]) / others[:, None]
+        target = np.where(no_items[:, None], loo, ref)
+        dist[:, j] = np.linalg.norm(c_vec[:, j] - target, axis=1)
+    ok = (q_n > 0) | no_items
+    dist = np.where(valid & ok[:, None], dist, np.nan)
+    if not no_items.any():
+        what = "question mean"
+    else:
+        what = "mean of the other choices" if no_items.all() else "question mean, or the other choices"
+    return dist, ok, what
+
+
+def distance_features(dist: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``(n, k, 3)``: distance minus the question's mean distance, its square, and its within-question z-score."""
+    masked = np.where(valid, dist, np.nan)
+    with np.errstate(invalid="ignore"):
+        mean = np.nanmean(masked, axis=1, keepdims=True)
+        std = np.nanstd(masked, axis=1, keepdims=True)
+    centred = np.nan_to_num(masked - mean)
+    z = centred / (np.nan_to_num(std) + 1e-6)
+    return np.stack([centred, centred**2, z], axis=2)
+
+
+def _model(seed: int) -> Any:
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import LinearSVC
+
+    return make_pipeline(StandardScaler(), LinearSVC(C=1.0, dual=False, random_state=seed))
+
+
+@register("question_distance", kind="accuracy", summary="SVM on each choice's distance to the question (paper 001)")
+def question_distance(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
+    """Cross-validated accuracy of a linear SVM on choice-to-question distances."""
+    reason = multiple_choice_reason(aset)
+    if reason:
+        return ProbeResult.not_applicable(reason)
+    vectors = aset.item_vectors()
+    if isinstance(vectors, str):
+        return ProbeResult.not_applicable(vectors)
+    matrix, found = vectors
+    dist, ok, reference = choice_distances(aset, matrix, found)
+    index = aset.index()
+    valid = index.valid
+    rows = choices_with_vectors(aset, found) & ok & np.isfinite(np.where(valid, dist, 0.0)).all(axis=1)
+    why = ctx.check_cv(rows)
+    if why:
+        return ProbeResult.not_applicable(why)
+    answers = aset.answers
+    features = distance_features(dist, valid)
+    scores = cv_choice_scores(features, valid, answers, ctx.folds, rows, lambda: _model(ctx.seed))
+    rows = rows & np.isfinite(np.where(valid, scores, 0.0)).all(axis=1)
+    hits = mc_hits(scores, answers, valid)
+    nearest = mc_hits(-np.nan_to_num(dist, nan=np.inf), answers, valid)
+    farthest = mc_hits(np.nan_to_num(dist, nan=-np.inf), answers, valid)
+    correct = np.arange(valid.shape[1])[None, :] == answers[:, None]
+    d_correct = dist[rows][correct[rows] & valid[rows]]
+    d_wrong = dist[rows][~correct[rows] & valid[rows]]
+    result = ctx.accuracy(
+        hits,
+        rows,
+        valid,
+        details={
+            "model": "linear SVM per choice on within-question distance features, argmax over choices",
+            "distance_to": reference,
+            "encoder": aset.encoder,
+            "nearest_accuracy": float(nearest[rows].mean()),
+            "farthest_accuracy": float(farthest[rows].mean()),
+            "mean_distance_correct": float(d_correct.mean()) if len(d_correct) else None,
+            "mean_distance_wrong": float(d_wrong.mean()) if len(d_wrong) else None,
+            "n_skipped": int(len(aset) - rows.sum()),
+        },
+    )
+    result.arrays = {"distance_correct": d_correct, "distance_wrong": d_wrong, "distance_to": reference}
+    return result

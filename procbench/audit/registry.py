@@ -1,0 +1,77 @@
+"""The probe registry: each probe family registers its probes by name, like cleanlab's issue managers.
+
+A probe is a function ``(audit_set, context) -> ProbeResult``. It decides for itself whether it applies
+to the set's task and says why not when it does not; it never fakes a value.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from procbench.errors import BadInput
+
+if TYPE_CHECKING:
+    from procbench.audit.context import ProbeContext
+    from procbench.audit.data import AuditSet
+    from procbench.audit.report import ProbeResult
+
+__all__ = ["PROBES", "ProbeFn", "ProbeSpec", "register", "resolve_probes"]
+
+ProbeFn = Callable[["AuditSet", "ProbeContext"], "ProbeResult"]
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """A registered probe.
+
+    Attributes:
+        name: the key in ``audit.json``.
+        fn: computes the result.
+        kind: what ``value`` is: ``accuracy`` (multiple-choice accuracy of a shortcut), ``share``, ``divergence``
+            or ``rate``.
+        summary: one line for tables and docs.
+    """
+
+    name: str
+    fn: ProbeFn
+    kind: str
+    summary: str
+
+
+#: Probe name -> spec, in the order probes are reported.
+PROBES: dict[str, ProbeSpec] = {}
+
+
+def register(name: str, *, kind: str, summary: str) -> Callable[[ProbeFn], ProbeFn]:
+    """Register ``fn`` as probe ``name``."""
+
+    def decorate(fn: ProbeFn) -> ProbeFn:
+        if name in PROBES:
+            raise ValueError(f"probe {name!r} is already registered")
+        PROBES[name] = ProbeSpec(name, fn, kind, summary)
+        return fn
+
+    return decorate
+
+
+def resolve_probes(names: Iterable[str] | str | None) -> list[ProbeSpec]:
+    """The specs for ``names`` (``"a,b"`` or a list; None means every probe), in registry order.
+
+    Raises:
+        BadInput: an unknown probe name (the message suggests the closest one).
+    """
+    if names is None:
+        return list(PROBES.values())
+    items = [names] if isinstance(names, str) else list(names)
+    wanted = {part.strip().replace("-", "_") for item in items for part in item.split(",") if part.strip()}
+    for name in sorted(wanted):
+        if name not in PROBES:
+            close = difflib.get_close_matches(name, list(PROBES), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise BadInput(f"unknown probe {name!r}{hint} (probes: {', '.join(PROBES)})")
+    if not wanted:
+        raise BadInput(f"no probe named; choose from {', '.join(PROBES)}")
+    return [spec for name, spec in PROBES.items() if name in wanted]

@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from procbench.cli._options import DEFAULT_STORE, JsonOption, SeedOption, StoreOption
+
+NAME = "audit"
+
+_VERDICT_STYLE = {"above": "bold red", "below": "yellow", "chance": "green"}
+
+
+def command(
+    qsets: Annotated[
+        list[str],
+        typer.Argument(
+            help="Question sets: set folders, TASK/SETTING in --store, or RecipeQA JSON files (--format recipeqa).",
+            show_default=False,
+        ),
+    ],
+    fmt: Annotated[
+        str, typer.Option("--format", help="'procbench' (set folders) or 'recipeqa' (RecipeQA JSON files).")
+    ] = "procbench",
+    probes: Annotated[
+        str | None, typer.Option("--probes", help="Comma-separated probes to run (default: all).")
+    ] = None,
+    plots: Annotated[
+        Path | None, typer.Option("--plots", help="Write PNG plots (distance histograms, answer positions) here.")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Where to write audit.json (default: inside the set folder, or the sets' common folder)."
+        ),
+    ] = None,
+    images: Annotated[
+        Path | None, typer.Option("--images", help="recipeqa: the folder image names are relative to.")
+    ] = None,
+    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap replicates per interval.", min=10)] = 1000,
+    folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds (grouped by procedure).", min=2)] = 5,
+    store: StoreOption = DEFAULT_STORE,
+    seed: SeedOption = 0,
+    json: JsonOption = False,
+) -> None:
+    """Audit question sets for biases, side by side: shortcut probes with chance levels and 95% intervals.
+
+    Probes: choice_only (a classifier seeing only the choices), question_distance (SVM on choice-to-question
+    distances, paper 001 Fig. 2), answer_position, length and lexical_overlap (text choices),
+    cluster_balance (correct vs wrong choices over KMeans clusters) and question_overlap (answers revealed
+    by another question of the same procedure). Writes audit.json; --plots DIR adds PNG plots.
+    """
+    from procbench.audit import PROBES, run_audit
+    from procbench.cli._console import console, print_json, progress_bar
+
+    with progress_bar() as progress:
+        run = run_audit(
+            qsets,
+            format=fmt,
+            store=store,
+            images=images,
+            out=out,
+            plots=plots,
+            seed=seed,
+            n_boot=n_boot,
+            n_folds=folds,
+            probes=probes,
+            progress=progress,
+        )
+    if json:
+        print_json(run.report.to_dict())
+        return
+    _render(console, run, {name: spec.kind for name, spec in PROBES.items()})
+
+
+def _cell(result: Any, kind: str) -> str:
+    """``value [lo-hi]`` (coloured by verdict) over ``chance c``; ``n/a`` when the probe does not apply."""
+    if result.value is None:
+        return "[dim]n/a[/]"
+    percent = kind in ("accuracy", "share", "rate")
+
+    def fmt(x: float, unit: bool = True) -> str:
+        return (f"{x:.1%}" if unit else f"{100 * x:.1f}") if percent else f"{x:.3f}"
+
+    style = _VERDICT_STYLE.get(result.verdict or "", "")
+    text = f"[{style}]{fmt(result.value)}[/]" if style else fmt(result.value)
+    if result.ci is not None:
+        text += f" [{fmt(result.ci[0], False)}-{fmt(result.ci[1], False)}]"
+    text += f"\n[dim]chance {fmt(result.chance)}[/]" if result.chance is not None else "\n[dim]no chance level[/]"
+    return text
+
+
+def _render(console: Any, run: Any, kinds: dict[str, str]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    report = run.report
+    table = Table(
+        title="Bias audit: value \\[95% interval] and chance level; red = interval above chance",
+        title_justify="left",
+        show_lines=True,
+    )
+    table.add_column("probe", no_wrap=True)
+    for name, audit in report.sets.items():
+        table.add_column(f"{escape(name)}\n[dim]{audit.n_questions} questions[/]", overflow="fold")
+    reasons: dict[str, int] = {}
+    for probe in report.probe_names:
+        cells = []
+        for audit in report.sets.values():
+            result = audit.probes.get(probe)
+            if result is None:
+                cells.append("")
+                continue
+            cell = _cell(result, kinds.get(probe, ""))
+            if result.reason:
+                number = reasons.setdefault(result.reason, len(reasons) + 1)
+                cell += f" [dim]({number})[/]"
+            cells.append(cell)
+        table.add_row(probe, *cells)
+    console.print(table)
+    for reason, number in reasons.items():
+        console.print(f"[dim]({number}) {escape(reason)}[/]", highlight=False)
+    console.print(f"audit.json -> {run.report_path}", highlight=False)
+    if run.plots:
+        console.print(f"{len(run.plots)} plots -> {run.plots[0].parent}", highlight=False)

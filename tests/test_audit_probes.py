@@ -1,0 +1,316 @@
+"""The audit probes on synthetic sets: planted shortcuts of known strength are found (value above chance,
+interval excluding it), sets without them report chance inside the interval, and reports are deterministic."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from procbench.audit import PROBES, ArrayVectors, AuditSet, audit_set, audit_sets, resolve_probes
+from procbench.audit.stats import Bootstrap, group_codes, js_divergence, mc_hits, procedure_folds
+from procbench.errors import BadInput
+
+WORDS = [f"word{i}" for i in range(300)]
+CHANCE_PROBES = ("choice_only", "question_distance", "answer_position", "length", "lexical_overlap", "cluster_balance")
+
+
+def make_cloze(
+    n: int = 600,
+    *,
+    seed: int = 0,
+    per_procedure: int = 2,
+    dim: int = 24,
+    longest: float = 0.0,
+    one_cluster: bool = False,
+    near_question: bool = False,
+    position_zero: float = 0.0,
+    task: str = "textual-cloze",
+    name: str = "synthetic",
+) -> AuditSet:
+    """A textual-cloze-like set with fresh items per question (nothing shared between questions).
+
+    Planted shortcuts: ``longest`` = share of questions whose correct title is padded to be the longest;
+    ``one_cluster`` = correct choices always from cluster 0, wrong ones never; ``near_question`` = the
+    correct choice is a small perturbation of the question mean; ``position_zero`` = share of answers
+    forced to position 0 (the rest uniform).
+    """
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(8, dim)) * 1.5
+    keys: list[str] = []
+    vectors: list[np.ndarray] = []
+
+    def item(vector: np.ndarray, words: list[str]) -> tuple[str, str]:
+        keys.append(f"item{len(keys)}")
+        vectors.append(vector / np.linalg.norm(vector))
+        return keys[-1], " ".join(words)
+
+    def words() -> list[str]:
+        return [str(w) for w in rng.choice(WORDS, int(rng.integers(2, 6)))]
+
+    rows: dict[str, list] = {k: [] for k in ("pid", "q", "qk", "c", "ck", "a", "ctx")}
+    for i in range(n):
+        mean = centres[rng.integers(8)] + rng.normal(size=dim)
+        shown = [item(mean + rng.normal(size=dim) * 0.5, words()) for _ in range(3)]
+        options = []
+        for j in range(4):
+            cluster = (0 if j == 0 else 1 + int(rng.integers(7))) if one_cluster else int(rng.integers(8))
+            vector = centres[cluster] + rng.normal(size=dim) * 0.7
+            if near_question and j == 0:
+                vector = mean + rng.normal(size=dim) * 0.2
+            options.append([vector, words()])
+        if rng.random() < longest:
+            options[0][1] = options[0][1] + ["padding"] * 12
+        made = [item(v, w) for v, w in options]
+        position = 0 if rng.random() < position_zero else int(rng.integers(4))
+        order = made[1:]
+        order.insert(position, made[0])
+        blank = int(rng.integers(4))
+        qk: list[str | None] = [k for k, _ in shown]
+        qt = [t for _, t in shown]
+        qk.insert(blank, None)
+        qt.insert(blank, "@placeholder")
+        rows["pid"].append(f"proc{i // per_procedure}")
+        rows["q"].append(qt)
+        rows["qk"].append(qk)
+        rows["c"].append([t for _, t in order])
+        rows["ck"].append([k for k, _ in order])
+        rows["a"].append(position)
+        rows["ctx"].append(" ".join(rng.choice(WORDS, 40)))
+    return AuditSet(
+        name=name,
+        task=task,
+        procedure_ids=rows["pid"],
+        questions=rows["q"],
+        choices=rows["c"],
+        answers=np.array(rows["a"]),
+        question_keys=rows["qk"],
+        choice_keys=rows["ck"],
+        contexts=rows["ctx"],
+        vectors=ArrayVectors(keys, np.array(vectors), encoder="synthetic"),
+        encoder="synthetic",
+    )
+
+
+def _assert_found(result, *, at_least: float) -> None:
+    assert result.value is not None and result.value >= at_least, result
+    assert result.ci[0] > result.chance, result
+    assert result.verdict == "above"
+
+
+def _assert_chance(result) -> None:
+    assert result.value is not None, result.reason
+    lo, hi = result.ci
+    assert lo <= result.chance <= hi, (result.value, result.ci, result.chance)
+    assert result.verdict == "chance"
+
+
+@pytest.fixture(scope="module")
+def null_audit():
+    return audit_set(make_cloze(seed=11, name="none"), seed=3, n_boot=400)
+
+
+def test_a_set_without_shortcuts_reports_chance_inside_every_interval(null_audit) -> None:
+    for probe in CHANCE_PROBES:
+        _assert_chance(null_audit.probes[probe])
+    assert null_audit.probes["choice_only"].chance == pytest.approx(0.25)
+    overlap = null_audit.probes["question_overlap"]
+    assert overlap.value == 0.0 and overlap.chance is None and overlap.ci == (0.0, 0.0)
+
+
+def test_correct_choice_longest_in_70_percent_of_questions_is_found() -> None:
+    result = audit_set(make_cloze(seed=1, longest=0.7), seed=0, n_boot=400, probes="length").probes["length"]
+    # 70% planted + about a quarter of the other 30% by luck
+    _assert_found(result, at_least=0.7)
+    assert result.value == pytest.approx(0.7 + 0.3 * 0.25, abs=0.06)
+    assert result.details["rule_accuracy"]["longest_chars"] == pytest.approx(result.value, abs=0.03)
+    assert set(result.details["rule_per_fold"]) <= {"longest_chars", "longest_words"}
+
+
+def test_correct_choice_always_from_one_cluster_is_found() -> None:
+    audit = audit_set(make_cloze(seed=2, one_cluster=True), seed=0, n_boot=400)
+    cluster = audit.probes["cluster_balance"]
+    _assert_found(cluster, at_least=0.5)
+    assert cluster.details["p_value"] < 0.01
+    top = cluster.details["most_over_represented_in_correct"]
+    # KMeans splits the correct choices' region into a few clusters that wrong choices never visit
+    assert sum(c["share_correct"] for c in top) > 0.6 and all(c["share_wrong"] < 0.02 for c in top)
+    _assert_found(audit.probes["choice_only"], at_least=0.9)
+    _assert_chance(audit.probes["answer_position"])
+    _assert_chance(audit.probes["length"])
+
+
+def test_correct_choice_near_the_question_is_found_by_the_distance_svm() -> None:
+    audit = audit_set(make_cloze(seed=3, near_question=True), seed=0, n_boot=400, probes="question_distance")
+    result = audit.probes["question_distance"]
+    _assert_found(result, at_least=0.95)
+    assert result.details["nearest_accuracy"] > 0.95 and result.details["farthest_accuracy"] < 0.05
+    assert result.details["mean_distance_correct"] < result.details["mean_distance_wrong"]
+    assert len(result.arrays["distance_correct"]) == 600 and len(result.arrays["distance_wrong"]) == 1800
+
+
+def test_answer_position_bias_is_found_and_balanced_positions_are_not() -> None:
+    biased = audit_set(make_cloze(seed=4, position_zero=0.3), seed=0, n_boot=400, probes="answer_position")
+    result = biased.probes["answer_position"]
+    _assert_found(result, at_least=0.4)
+    assert result.details["most_common_position"] == 0 and result.details["p_value"] < 1e-6
+    # exactly balanced positions, as procbench's generators write them
+    balanced = make_cloze(seed=5)
+    balanced.answers = np.resize(np.arange(4), len(balanced))
+    even = audit_set(balanced, seed=0, n_boot=400, probes="answer_position").probes["answer_position"]
+    _assert_chance(even)
+    assert even.value == pytest.approx(0.25) and even.details["p_value"] == pytest.approx(1.0)
+
+
+def _overlap_set(task: str, questions, choices, answers, procedure_ids) -> AuditSet:
+    return AuditSet("overlap", task, procedure_ids, questions, choices, np.array(answers))
+
+
+def test_question_overlap_counts_answers_shown_by_other_questions_of_the_procedure() -> None:
+    ph = "@placeholder"
+    cloze = _overlap_set(
+        "visual-cloze",
+        questions=[["a", "b", "c", ph], [ph, "b", "c", "d"], ["x", ph, "z", "w"], ["q", "r", ph, "t"]],
+        choices=[["d", "m", "n", "o"], ["m", "a", "n", "o"], ["y", "m", "n", "o"], ["m", "n", "o", "s"]],
+        answers=[0, 1, 0, 3],
+        procedure_ids=["p", "p", "other", "third"],
+    )
+    result = audit_sets([cloze], n_boot=50, probes="question_overlap").sets["overlap"].probes["question_overlap"]
+    # p's two questions reveal each other's answer (d is shown in Q2, a in Q1); the others are alone
+    assert result.value == pytest.approx(0.5) and result.details["revealed"] == 2
+    assert result.chance is None and result.details["procedures_with_several_questions"] == 1
+
+    ordering = _overlap_set(
+        "visual-ordering",
+        questions=[[], [], []],
+        choices=[[["a", "b", "c"], ["c", "b", "a"]], [["b", "c", "d"], ["d", "c", "b"]], [["e", "f"], ["f", "e"]]],
+        answers=[0, 0, 1],
+        procedure_ids=["p", "p", "p"],
+    )
+    result = audit_sets([ordering], n_boot=50, probes="question_overlap").sets["overlap"].probes["question_overlap"]
+    # (b, c) is consecutive in both orders of p's first two questions; the third shares nothing
+    assert result.value == pytest.approx(2 / 3)
+
+    coherence = _overlap_set(
+        "visual-coherence",
+        questions=[[], [], []],
+        choices=[["x", "a", "b", "c"], ["a", "y", "b", "c"], ["d", "e", "z", "f"]],
+        answers=[0, 1, 2],
+        procedure_ids=["p", "p", "q"],
+    )
+    result = audit_sets([coherence], n_boot=50, probes="question_overlap").sets["overlap"].probes["question_overlap"]
+    # p's coherent images a, b, c are known from the other question: the odd one out is given away
+    assert result.value == pytest.approx(2 / 3)
+
+
+def test_probes_that_do_not_apply_say_why_instead_of_faking_a_value() -> None:
+    pair = AuditSet(
+        "pairs",
+        "pair-order",
+        [f"p{i}" for i in range(40)],
+        [[f"p{i}#0", f"p{i}#1"] for i in range(40)],
+        [["inverted", "in order"]] * 40,
+        np.resize([0, 1], 40),
+    )
+    audit = audit_set(pair, n_boot=50)
+    assert list(audit.probes) == list(PROBES)
+    for name in (
+        "choice_only",
+        "question_distance",
+        "length",
+        "lexical_overlap",
+        "cluster_balance",
+        "question_overlap",
+    ):
+        result = audit.probes[name]
+        assert result.value is None and result.ci is None and result.reason, name
+        assert result.to_dict()["value"] is None and result.to_dict()["reason"] == result.reason
+    assert audit.probes["answer_position"].value == pytest.approx(0.5)
+    assert audit.probes["answer_position"].chance == pytest.approx(0.5)
+
+    images = make_cloze(n=200, seed=6, task="visual-cloze")
+    image_audit = audit_set(images, n_boot=50, probes="length,lexical_overlap")
+    assert all("images" in r.reason for r in image_audit.probes.values())
+
+    no_vectors = make_cloze(n=200, seed=7)
+    no_vectors.vectors = None
+    no_vectors.vectors_note = "no store to read step_title embeddings from: pass --store"
+    result = audit_set(no_vectors, n_boot=50, probes="choice_only").probes["choice_only"]
+    assert result.value is None and "--store" in result.reason
+
+    empty = AuditSet("empty", "visual-cloze", [], [], [], np.zeros(0))
+    assert all(r.reason == "the set has no questions" for r in audit_set(empty).probes.values())
+
+
+def test_same_seed_same_report_and_report_shape() -> None:
+    sets = [make_cloze(n=300, seed=8, name="a"), make_cloze(n=300, seed=9, longest=0.5, name="b")]
+    first = audit_sets(sets, seed=4, n_boot=200).to_dict()
+    for s in sets:
+        s._cache.clear()
+    second = audit_sets(sets, seed=4, n_boot=200).to_dict()
+    assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
+    assert list(first) == ["sets"] and list(first["sets"]) == ["a", "b"]
+    for entry in first["sets"].values():
+        assert set(entry) == {"n_questions", "probes"} and entry["n_questions"] == 300
+        assert list(entry["probes"]) == list(PROBES)
+        for probe in entry["probes"].values():
+            assert {"value", "chance", "ci"} <= set(probe)
+            assert probe["value"] is None or (isinstance(probe["ci"], list) and len(probe["ci"]) == 2)
+    json.dumps(first, allow_nan=False)
+
+
+def test_duplicate_names_are_kept_apart_and_options_are_checked() -> None:
+    one = make_cloze(n=100, seed=10, name="same")
+    two = make_cloze(n=100, seed=12, name="same")
+    report = audit_sets([one, two], n_boot=20, probes="answer_position")
+    assert list(report.sets) == ["same", "same (2)"]
+    with pytest.raises(BadInput, match="did you mean 'choice_only'"):
+        resolve_probes("choice_onyl")
+    with pytest.raises(BadInput):
+        audit_sets([one], n_boot=1)
+    assert [s.name for s in resolve_probes("length, cluster-balance")] == ["length", "cluster_balance"]
+
+
+# -- statistics ------------------------------------------------------------------------------------------
+def test_tie_aware_hits_make_constant_scores_exactly_chance() -> None:
+    valid = np.ones((6, 4), dtype=bool)
+    valid[5, 3] = False
+    answers = np.array([0, 1, 2, 3, 0, 2])
+    hits = mc_hits(np.zeros((6, 4)), answers, valid)
+    assert hits.tolist() == [0.25] * 5 + [pytest.approx(1 / 3)]
+    scores = np.array([[1.0, 0.0, 0.0, 0.0]] * 6)
+    assert mc_hits(scores, answers, valid).tolist() == [1, 0, 0, 0, 1, 0]
+    stacked = mc_hits(np.stack([scores, np.zeros((6, 4))], axis=2), answers, valid)
+    assert stacked.shape == (6, 2) and stacked[:, 1].tolist() == hits.tolist()
+
+
+def test_jensen_shannon_bounds() -> None:
+    assert js_divergence(np.array([3, 1, 0]), np.array([6, 2, 0])) == pytest.approx(0.0)
+    assert js_divergence(np.array([1, 0]), np.array([0, 5])) == pytest.approx(1.0)
+    assert 0 < js_divergence(np.array([2, 1]), np.array([1, 2])) < 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 30), min_size=2, max_size=200), st.integers(2, 6), st.integers(0, 99))
+def test_folds_never_split_a_procedure(ids: list[int], n_folds: int, seed: int) -> None:
+    codes, n_groups = group_codes([f"p{i}" for i in ids])
+    folds = procedure_folds(codes, n_groups, n_folds, seed)
+    for code in np.unique(codes):
+        assert len(np.unique(folds[codes == code])) == 1
+    assert len(np.unique(folds)) == min(n_folds, n_groups)
+
+
+def test_bootstrap_resamples_procedures_deterministically() -> None:
+    codes, n_groups = group_codes(["a", "a", "b", "c", "c", "c"])
+    boot = Bootstrap(codes, n_groups, n_boot=300, seed=1)
+    assert (boot.weights.sum(axis=1) == n_groups).all()
+    again = Bootstrap(codes, n_groups, n_boot=300, seed=1)
+    assert np.array_equal(boot.weights, again.weights)
+    values = np.array([1.0, 1.0, 0.0, 0.5, 0.5, 0.5])
+    replicates = boot.ratio(values, np.ones(6))
+    assert replicates.shape == (300,) and ((replicates >= 0) & (replicates <= 1)).all()
+    huge = Bootstrap(np.arange(200_000), 200_000, n_boot=1000, seed=0)
+    assert huge.n_boot < 1000  # capped work for very large sets
