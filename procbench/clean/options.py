@@ -1,0 +1,138 @@
+"""Settings of ``clean``: defaults from the papers, overridable by a manifest's ``[clean]`` section and options.
+
+A manifest section looks like::
+
+    [clean]
+    min_steps = 3
+    max_steps = 25
+    languages = ["en"]
+    categories = ["Food and Entertaining", "Cooking"]   # keep only these (any level of the category path)
+    exclude_keywords = ["calculator", "nyancat"]       # drop procedures whose title or slug names these
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from procbench.errors import BadInput, InputFileNotFound, MissingDependency
+
+__all__ = ["CleanOptions"]
+
+_TUPLE_FIELDS = ("languages", "categories", "exclude_categories", "keywords", "exclude_keywords")
+
+
+@dataclass(frozen=True)
+class CleanOptions:
+    """Every knob of ``clean``.
+
+    Attributes:
+        min_steps: procedures with fewer steps are dropped (paper 004: 3).
+        max_steps: procedures with more steps are dropped (paper 004: 25).
+        languages: allowed languages (ISO 639-1); empty to keep every language.
+        min_language_confidence: a detected language counts (drops, or fills a null ``language``) only at
+            or above this probability; below it the declared language, if any, decides.
+        min_words: procedures with fewer word tokens in their steps are dropped as ``no_text``.
+        categories: when given, procedures whose category path names none of these are ``off_domain``
+            (procedures without any category are kept).
+        exclude_categories: procedures whose category path names one of these are ``off_domain``.
+        keywords: when given, procedures whose title and steps mention none of these are ``off_domain``.
+        exclude_keywords: procedures whose title or id slug mentions one of these are ``off_domain``.
+        split_fused: split fused words (``preheattheoven``) and words glued to numbers (``2cups``).
+        ascii_only: fold accents and remove non-ASCII characters (paper 004); off by default.
+        dedupe: drop exact and near duplicates.
+        near_duplicate_threshold: word-bigram Jaccard similarity from which two procedures with similar
+            titles are duplicates.
+        title_similarity: content-word Jaccard similarity of titles needed at ``near_duplicate_threshold``.
+        strong_duplicate_threshold: Jaccard similarity from which procedures are duplicates whatever
+            their titles.
+        examples: before/after examples kept per rule in the report.
+    """
+
+    min_steps: int = 3
+    max_steps: int = 25
+    languages: tuple[str, ...] = ("en",)
+    min_language_confidence: float = 0.9
+    min_words: int = 3
+    categories: tuple[str, ...] = ()
+    exclude_categories: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+    exclude_keywords: tuple[str, ...] = ()
+    split_fused: bool = True
+    ascii_only: bool = False
+    dedupe: bool = True
+    near_duplicate_threshold: float = 0.5
+    title_similarity: float = 0.7
+    strong_duplicate_threshold: float = 0.9
+    examples: int = 3
+
+    def __post_init__(self) -> None:
+        for name in _TUPLE_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, str):
+                value = (value,)
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+                raise BadInput(f"clean option {name} must be a list of strings, got {value!r}")
+            object.__setattr__(self, name, tuple(v.strip() for v in value if v.strip()))
+        object.__setattr__(self, "languages", tuple(v.lower() for v in self.languages))
+        for name in ("min_steps", "max_steps", "min_words", "examples"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise BadInput(f"clean option {name} must be a non-negative integer, got {value!r}")
+        if self.min_steps > self.max_steps:
+            raise BadInput(f"min_steps ({self.min_steps}) is larger than max_steps ({self.max_steps})")
+        for name in (
+            "min_language_confidence",
+            "near_duplicate_threshold",
+            "title_similarity",
+            "strong_duplicate_threshold",
+        ):
+            value = getattr(self, name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not (0.0 <= value <= 1.0)
+                or math.isnan(value)
+            ):
+                raise BadInput(f"clean option {name} must be a number between 0 and 1, got {value!r}")
+            object.__setattr__(self, name, float(value))
+        for name in ("split_fused", "ascii_only", "dedupe"):
+            if not isinstance(getattr(self, name), bool):
+                raise BadInput(f"clean option {name} must be true or false, got {getattr(self, name)!r}")
+
+    def replace(self, **changes: Any) -> CleanOptions:
+        """A copy with ``changes`` applied (``None`` values are ignored); unknown names are bad input."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise BadInput(f"unknown clean option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @classmethod
+    def from_manifest(cls, path: str | Path, *, base: CleanOptions | None = None) -> CleanOptions:
+        """Options from the ``[clean]`` section of a TOML manifest (defaults where the section is silent)."""
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            try:
+                import tomli as tomllib
+            except ModuleNotFoundError as exc:
+                raise MissingDependency("reading manifests on Python 3.10 needs tomli: pip install tomli") from exc
+        path = Path(path)
+        if not path.is_file():
+            raise InputFileNotFound(f"no such manifest: {path}")
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise BadInput(f"{path} is not valid TOML: {exc}") from exc
+        section = data.get("clean", {})
+        if not isinstance(section, dict):
+            raise BadInput(f"{path}: [clean] must be a table")
+        return (base or cls()).replace(**section)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready view (what the provenance log records)."""
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)}
