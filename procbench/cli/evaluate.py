@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from procbench.cli._options import DEFAULT_STORE, JsonOption, SeedOption, StoreOption
+
+NAME = "evaluate"
+
+
+def command(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Runs, folders of runs, question sets (folder or TASK/SETTING) and sweeps (TASK), in any mix.",
+            show_default=False,
+        ),
+    ] = None,
+    model: Annotated[
+        list[str] | None,
+        typer.Option("--model", "-m", help="Reference model to score too: chance, distance-svm (repeatable)."),
+    ] = None,
+    split: Annotated[
+        list[str] | None,
+        typer.Option("--split", help="train, val, test or all (repeatable; default test)."),
+    ] = None,
+    bootstrap: Annotated[int, typer.Option(min=0, help="Bootstrap resamples for the 95% intervals (0: none).")] = 1000,
+    store: StoreOption = DEFAULT_STORE,
+    seed: SeedOption = 0,
+    json: JsonOption = False,
+) -> None:
+    """Score trained runs and reference models (--model chance|distance-svm) on question sets.
+
+    A run is scored on its own question set, or on every question set given of its task. Over the settings
+    of a sweep the table has models as rows, settings as columns and the mean ± std across settings.
+    Sequencing reports Acc, PMR, L_q, L_r, Kendall's tau and Dist against every reference order.
+    """
+    from procbench.cli._console import console, print_json, progress_bar
+    from procbench.models import evaluate, resolve_inputs
+
+    runs, qsets = resolve_inputs(paths or [], store=store)
+    with progress_bar() as progress:
+        report = evaluate(
+            runs=runs,
+            qsets=qsets,
+            models=model or [],
+            splits=split or ["test"],
+            bootstrap=bootstrap,
+            seed=seed,
+            progress=progress,
+        )
+    data = report.to_dict()
+    if json:
+        print_json(data)
+        return
+    _render(console, data["summary"])
+
+
+def _cell(value: float, percent: bool) -> str:
+    return f"{100 * value:.1f}" if percent else f"{value:.2f}"
+
+
+def _print_wide(console: Any, table: Any) -> None:
+    """Print a table at its natural width, even when wider than the console (a sweep has many columns)."""
+    from rich.measure import Measurement
+
+    needed = Measurement.get(console, console.options.update_width(1000), table).maximum
+    width = console.width
+    console.width = max(width, needed)
+    try:
+        console.print(table)
+    finally:
+        console.width = width
+
+
+def _render(console: Any, summary: dict[str, Any]) -> None:
+    from rich import box
+    from rich.table import Table
+
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for table in summary["tables"]:
+        groups.setdefault((table["task"], table["split"]), []).append(table)
+    for (task, split), tables in groups.items():
+        settings = {tuple(t["settings"]) for t in tables}
+        if len(settings) == 1 and len(next(iter(settings))) == 1:
+            # one setting: models as rows, metrics as columns, with intervals
+            setting = tables[0]["settings"][0]
+            with_ci = len(tables) <= 3
+            out = Table(
+                title=f"{task}/{setting} · {split}",
+                title_justify="left",
+                caption=None if with_ci else "95% bootstrap intervals: --json",
+                box=box.SIMPLE_HEAD,
+            )
+            out.add_column("model", no_wrap=True)
+            for t in tables:
+                out.add_column(t["label"] + (" %" if t["percent"] else ""), justify="right", no_wrap=True)
+            models = list(dict.fromkeys(r["model"] for t in tables for r in t["rows"]))
+            for name in models:
+                cells = []
+                for t in tables:
+                    row = next((r for r in t["rows"] if r["model"] == name), None)
+                    if row is None:
+                        cells.append("-")
+                        continue
+                    ci = row["ci"][setting] if with_ci else None
+                    interval = f" ({_cell(ci[0], t['percent'])}-{_cell(ci[1], t['percent'])})" if ci else ""
+                    cells.append(_cell(row["values"][setting], t["percent"]) + interval)
+                out.add_row(name, *cells)
+            _print_wide(console, out)
+            continue
+        for t in tables:
+            many = len(t["settings"]) > 1
+            unit = " %" if t["percent"] else ""
+            knobs = any(s.startswith("knobs-") for s in t["settings"])
+            out = Table(
+                title=f"{task} · {split} · {t['label']}{unit}" + (" · knobs K1K2K3" if knobs else ""),
+                title_justify="left",
+                box=box.SIMPLE_HEAD,
+                padding=(0, 1),
+            )
+            out.add_column("model", no_wrap=True)
+            for setting in t["settings"]:
+                out.add_column(setting.removeprefix("knobs-"), justify="right", no_wrap=True)
+            if many:
+                out.add_column("mean ± std", justify="right", no_wrap=True)
+            for row in t["rows"]:
+                cells = [_cell(row["values"][s], t["percent"]) if s in row["values"] else "-" for s in t["settings"]]
+                if many:
+                    cells.append(f"{_cell(row['mean'], t['percent'])}±{_cell(row['std'], t['percent'])}")
+                out.add_row(row["model"], *cells)
+            _print_wide(console, out)
+    for note in summary.get("skipped", []):
+        console.print(f"[yellow]skipped[/]: {note}", highlight=False)

@@ -1,0 +1,308 @@
+"""Evaluation: trained runs and reference models on question sets, per split, with bootstrap intervals,
+and the sweep summary (models as rows, settings as columns, mean ± std across settings, as Meta-RecipeQA
+reports).
+
+Each trained run is scored on its own question set, or on every given question set of its task (e.g. a
+model trained on the RecipeQA-style set tested on each Control-Knob setting). Reference models
+(``chance``, ``distance-svm``) are scored on the given sets, or on the runs' own sets; ``distance-svm`` is
+fitted on each set's train split first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from procbench.errors import BadInput
+from procbench.generate.qset import QuestionSet, read_question_set
+from procbench.models.featurisation import FeatureConfig, Featurised, featurise
+from procbench.models.inputs import is_question_set
+from procbench.models.metrics import METRICS, bootstrap_ci
+from procbench.models.registry import MODELS, get_model, task_family
+from procbench.models.scoring import chance_scores, question_scores
+from procbench.progress import SILENT, Progress
+
+__all__ = ["EvalReport", "EvalResult", "evaluate", "summarise"]
+
+SPLITS = ("train", "val", "test")
+
+
+@dataclass
+class EvalResult:
+    """One metric of one model on one split of one question set."""
+
+    model: str
+    qset: str
+    split: str
+    metric: str
+    value: float
+    ci: tuple[float, float] | None
+    n: int
+    task: str = ""
+    setting: str = ""
+    run: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view (``ci`` is ``[lo, hi]`` or null)."""
+        return {
+            "model": self.model,
+            "qset": self.qset,
+            "split": self.split,
+            "metric": self.metric,
+            "value": self.value,
+            "ci": list(self.ci) if self.ci is not None else None,
+            "n": self.n,
+            "run": self.run,
+        }
+
+
+@dataclass
+class EvalReport:
+    """Every result, the summary tables, and what was skipped (and why)."""
+
+    results: list[EvalResult]
+    summary: dict[str, Any]
+    skipped: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"results": [...], "summary": {...}}``."""
+        return {"results": [r.to_dict() for r in self.results], "summary": {**self.summary, "skipped": self.skipped}}
+
+
+@dataclass
+class _Job:
+    label: str
+    qset: QuestionSet
+    kind: str  # "run" | a reference model name
+    run: Any = None
+
+
+def _run_label(run: Any) -> str:
+    hp = run.config["hyperparameters"]
+    family = task_family(run.config["task"])
+    if family != "mc" and hp.get("features", "both") != "both":
+        return f"{run.model} ({hp['features']})"
+    if family == "mc" and hp.get("context", "text") == "both":
+        return f"{run.model} (+images)"
+    return run.model
+
+
+def _qset_labels(qsets: Sequence[QuestionSet]) -> dict[Path, str]:
+    labels: dict[Path, str] = {}
+    used: set[tuple[str, str]] = set()
+    for q in qsets:
+        path = q.path.resolve()
+        if path in labels:
+            continue
+        label = q.setting
+        if (q.task, label) in used:
+            label = f"{q.setting} ({path.parents[2].name})"
+        used.add((q.task, label))
+        labels[path] = label
+    return labels
+
+
+def _dedupe(qsets: Sequence[QuestionSet]) -> list[QuestionSet]:
+    seen: dict[Path, QuestionSet] = {}
+    for q in qsets:
+        seen.setdefault(q.path.resolve(), q)
+    return list(seen.values())
+
+
+def evaluate(
+    *,
+    runs: Sequence[str | Path] = (),
+    qsets: Sequence[QuestionSet | str | Path] = (),
+    models: Sequence[str] = (),
+    splits: Sequence[str] = ("test",),
+    bootstrap: int = 1000,
+    seed: int = 0,
+    progress: Progress = SILENT,
+) -> EvalReport:
+    """Score ``runs`` and reference ``models`` on ``qsets`` (see the module docstring) for each of ``splits``.
+
+    Values are means over the split's questions; ``ci`` is a percentile bootstrap 95% interval over
+    questions (``bootstrap`` resamples; 0 for none).
+    """
+    splits = list(SPLITS) if "all" in splits else list(dict.fromkeys(splits))
+    for split in splits:
+        if split not in SPLITS:
+            raise BadInput(f"--split takes train, val, test or all, not {split!r}")
+    for name in models:
+        if get_model(name).trained:
+            raise BadInput(
+                f"--model takes the untrained references (chance, distance-svm); {name} is trained: "
+                f"train it with `procbench train QSET --model {name} --out RUN` and pass RUN"
+            )
+    for q in qsets:
+        if not is_question_set(q.path if isinstance(q, QuestionSet) else Path(q)):
+            raise BadInput(f"no question set at {q.path if isinstance(q, QuestionSet) else q}")
+    sets = _dedupe([q if isinstance(q, QuestionSet) else read_question_set(q) for q in qsets])
+    skipped: list[str] = []
+    loaded = []
+    if runs:
+        from procbench.models.training import load_run
+
+        loaded = [load_run(r) for r in runs]
+    jobs: list[_Job] = []
+    own_sets: list[QuestionSet] = []
+    for run in loaded:
+        own_path = Path(run.config["qset"]["path"])
+        if not sets and not is_question_set(own_path):
+            raise BadInput(f"{run.path} was trained on {own_path}, which is gone: pass the question set to score on")
+        own = read_question_set(own_path)
+        if is_question_set(own_path):
+            own_sets.append(own)
+        targets = [q for q in sets if q.task == run.config["task"]] if sets else [own]
+        if not targets:
+            skipped.append(f"{run.path}: no given question set is a {run.config['task']} set")
+        jobs.extend(_Job(_run_label(run), q, "run", run) for q in targets)
+    reference_sets = sets or _dedupe(own_sets)
+    if models and not reference_sets:
+        raise BadInput(f"--model {models[0]} needs a question set to score: pass QSET (or a sweep folder)")
+    for name in models:
+        spec = MODELS[name]
+        for q in reference_sets:
+            if task_family(q.task) in spec.families:
+                jobs.append(_Job(name, q, name))
+            else:
+                skipped.append(f"{name}: does not answer {q.task} questions ({q.name})")
+    if not jobs:
+        why = "; ".join(skipped) or "pass a run, or --model chance|distance-svm with a question set"
+        raise BadInput(f"nothing to evaluate: {why}")
+    _disambiguate(jobs)
+    labels = _qset_labels([j.qset for j in jobs])
+
+    cache: dict[tuple[Path, FeatureConfig], Featurised] = {}
+
+    def features(q: QuestionSet, config: FeatureConfig) -> Featurised:
+        key = (q.path.resolve(), config)
+        if key not in cache:
+            cache[key] = featurise(q, config)
+        return cache[key]
+
+    results: list[EvalResult] = []
+    progress.start("evaluate", total=len(jobs))
+    for number, job in enumerate(jobs):
+        progress.advance()
+        for split, (groups, scores) in _score_job(job, features, splits, seed).items():
+            n = len(groups)
+            if n == 0:
+                skipped.append(f"{job.label} on {job.qset.name}: no {split} questions")
+                continue
+            rng = np.random.default_rng([seed, number, SPLITS.index(split)])
+            for metric, values in scores.items():
+                results.append(
+                    EvalResult(
+                        model=job.label,
+                        qset=job.qset.name,
+                        split=split,
+                        metric=metric,
+                        value=float(values.mean()),
+                        ci=bootstrap_ci(values, groups, resamples=bootstrap, rng=rng),
+                        n=n,
+                        task=job.qset.task,
+                        setting=labels[job.qset.path.resolve()],
+                        run=str(job.run.path) if job.run is not None else None,
+                    )
+                )
+    return EvalReport(results, summarise(results), skipped)
+
+
+def _disambiguate(jobs: list[_Job]) -> None:
+    """Two runs with the same label scored on the same set get their run folder's name added."""
+    seen: dict[tuple[str, Path], int] = {}
+    for job in jobs:
+        key = (job.label, job.qset.path.resolve())
+        seen[key] = seen.get(key, 0) + 1
+    clash = {label for (label, _), count in seen.items() if count > 1}
+    for job in jobs:
+        if job.label in clash and job.run is not None:
+            job.label = f"{job.label} ({job.run.path.name})"
+
+
+def _score_job(
+    job: _Job, features: Any, splits: list[str], seed: int
+) -> dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]:
+    """Per split: the procedure of each question (bootstrap groups) and ``{metric: per-question values}``."""
+    if job.kind == "run":
+        from procbench.models.nets import Batches
+        from procbench.models.training import predict_rows
+
+        run = job.run
+        feats = features(job.qset, run.train_config.feature_config())
+        if feats.dims != run.config["dims"] or feats.encoders != run.config["encoders"]:
+            raise BadInput(
+                f"{run.path} was trained on features {run.config['encoders']} {run.config['dims']}, but "
+                f"{job.qset.name} reads {feats.encoders} {feats.dims}: embed its store with the same encoders"
+            )
+        batches = Batches(feats)
+
+        def predict(rows: np.ndarray) -> list[Any]:
+            return predict_rows(run.net, batches, rows)
+
+    else:
+        feats = features(job.qset, FeatureConfig())
+        if job.kind == "distance-svm":
+            from procbench.models.reference import DistanceSVM
+
+            probe = DistanceSVM(seed=seed).fit(feats, feats.rows("train"))
+
+            def predict(rows: np.ndarray) -> list[Any]:
+                return probe.predict(feats, rows)
+
+    out = {}
+    for split in splits:
+        rows = feats.rows(split)
+        if len(rows) == 0:
+            out[split] = (rows, {})
+        elif job.kind == "chance":
+            out[split] = (feats.procedure[rows], chance_scores(feats, rows))
+        else:
+            out[split] = (feats.procedure[rows], question_scores(feats, rows, predict(rows)))
+    return out
+
+
+def summarise(results: Sequence[EvalResult]) -> dict[str, Any]:
+    """One table per (task, split, metric): models as rows, settings as columns, mean ± std across settings.
+
+    The std is the population standard deviation over the settings a model was scored on (0 for one).
+    """
+    order = {name: i for i, name in enumerate(MODELS) if not MODELS[name].trained}
+    tables: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for r in results:
+        key = (r.task, r.split, r.metric)
+        table = tables.setdefault(
+            key,
+            {
+                "task": r.task,
+                "split": r.split,
+                "metric": r.metric,
+                "label": METRICS[r.metric].label,
+                "percent": METRICS[r.metric].percent,
+                "higher_is_better": METRICS[r.metric].higher_is_better,
+                "settings": [],
+                "rows": {},
+            },
+        )
+        if r.setting not in table["settings"]:
+            table["settings"].append(r.setting)
+        row = table["rows"].setdefault(r.model, {"model": r.model, "values": {}, "ci": {}, "n": {}})
+        row["values"][r.setting] = r.value
+        row["ci"][r.setting] = list(r.ci) if r.ci is not None else None
+        row["n"][r.setting] = r.n
+    out = []
+    for table in tables.values():
+        rows = sorted(table["rows"].values(), key=lambda row: order.get(row["model"], len(order)))
+        for row in rows:
+            values = np.array(list(row["values"].values()))
+            row["mean"] = float(values.mean())
+            row["std"] = float(values.std())
+        out.append({**table, "rows": rows})
+    metric_order = {m: i for i, m in enumerate(METRICS)}
+    out.sort(key=lambda t: (t["task"], SPLITS.index(t["split"]), metric_order[t["metric"]]))
+    return {"tables": out}

@@ -1,0 +1,342 @@
+"""Training: Adam, cross-entropy, early stopping on the validation score, seeded, checkpointed, resumable.
+
+One epoch = one pass over the train split in a seeded shuffle (the shuffle of epoch ``e`` depends only on
+the seed and ``e``, so a resumed run sees the same batches as an uninterrupted one). After every epoch the
+model is scored on the validation split (Acc for sequencing, accuracy otherwise; the train split when the
+set has no validation questions), the best weights are kept in ``model.safetensors`` and the full state in
+``last.pt``. Training stops after ``patience`` epochs without improvement or after ``epochs``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from procbench import __version__
+from procbench.errors import BadInput
+from procbench.generate.qset import QuestionSet, read_question_set
+from procbench.models.config import RESUMABLE, TrainConfig
+from procbench.models.featurisation import Featurised, featurise, qset_fingerprint
+from procbench.models.nets import Batches, Net, build_net, count_parameters
+from procbench.models.registry import get_model
+from procbench.models.runs import CONFIG, LOG, METRICS, STATE, WEIGHTS, read_config, read_log, write_json, write_log
+from procbench.models.scoring import primary_metric, question_scores
+from procbench.progress import SILENT, Progress
+from procbench.store import Store
+from procbench.store.atomic import atomic_path
+
+__all__ = ["LoadedRun", "TrainResult", "load_run", "predict_rows", "train", "train_many"]
+
+_SPLITS = ("train", "val", "test")
+
+
+@dataclass
+class TrainResult:
+    """What one training run did and where it is."""
+
+    run: Path
+    model: str
+    task: str
+    qset: str
+    parameters: int
+    epochs: int
+    best_epoch: int
+    best_score: float
+    select_split: str
+    stopped: str
+    seconds: float
+    metrics: dict[str, dict[str, float]]
+    missing: dict[str, int] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {
+            "run": str(self.run),
+            "model": self.model,
+            "task": self.task,
+            "qset": self.qset,
+            "parameters": self.parameters,
+            "epochs": self.epochs,
+            "best_epoch": self.best_epoch,
+            "best_score": self.best_score,
+            "select_split": self.select_split,
+            "stopped": self.stopped,
+            "seconds": round(self.seconds, 3),
+            "metrics": self.metrics,
+            "missing": self.missing,
+            "history": self.history,
+        }
+
+
+@dataclass
+class LoadedRun:
+    """A trained run ready to predict: its config and network (best weights, eval mode)."""
+
+    path: Path
+    config: dict[str, Any]
+    train_config: TrainConfig
+    net: Net
+
+    @property
+    def model(self) -> str:
+        """The registered model name."""
+        return str(self.config["model"])
+
+
+def predict_rows(net: Net, batches: Batches, rows: np.ndarray, *, batch_size: int = 256) -> list[Any]:
+    """Predictions of ``net`` (in eval mode, no gradients) for questions ``rows``."""
+    net.eval()
+    out: list[Any] = []
+    with torch.no_grad():
+        for start in range(0, len(rows), batch_size):
+            out.extend(net.predict(batches.batch(rows[start : start + batch_size])))
+    return out
+
+
+def _split_metrics(net: Net, batches: Batches, feats: Featurised) -> dict[str, dict[str, float]]:
+    metrics: dict[str, dict[str, float]] = {}
+    for split in _SPLITS:
+        rows = feats.rows(split)
+        if len(rows) == 0:
+            continue
+        scores = question_scores(feats, rows, predict_rows(net, batches, rows))
+        metrics[split] = {"n": len(rows), **{k: float(v.mean()) for k, v in scores.items()}}
+    return metrics
+
+
+def _selection_score(net: Net, batches: Batches, feats: Featurised, rows: np.ndarray) -> float:
+    scores = question_scores(feats, rows, predict_rows(net, batches, rows))
+    return float(scores[primary_metric(feats.family)].mean())
+
+
+def _identity(config: dict[str, Any]) -> dict[str, Any]:
+    hp = {k: v for k, v in config["hyperparameters"].items() if k not in RESUMABLE}
+    return {
+        "model": config["model"],
+        "task": config["task"],
+        "fingerprint": config["qset"]["fingerprint"],
+        "hyperparameters": hp,
+        "dims": config["dims"],
+        "encoders": config["encoders"],
+    }
+
+
+def _save_weights(net: Net, path: Path) -> None:
+    tensors = {k: v.detach().contiguous() for k, v in net.state_dict().items()}
+    with atomic_path(path) as tmp:
+        save_file(tensors, str(tmp), metadata={"format": "pt", "procbench": __version__})
+
+
+def _save_state(state: dict[str, Any], path: Path) -> None:
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+
+
+def _clear(run: Path) -> None:
+    for name in (CONFIG, WEIGHTS, STATE, LOG, METRICS):
+        (run / name).unlink(missing_ok=True)
+
+
+def _as_qset(qset: QuestionSet | str | Path) -> QuestionSet:
+    if isinstance(qset, QuestionSet):
+        return qset
+    path = Path(qset)
+    if not path.is_dir():
+        raise BadInput(f"no question set at {path}")
+    return read_question_set(path)
+
+
+def train(
+    qset: QuestionSet | str | Path,
+    config: TrainConfig,
+    out: str | Path,
+    *,
+    store: Store | None = None,
+    overwrite: bool = False,
+    threads: int | None = None,
+    progress: Progress = SILENT,
+) -> TrainResult:
+    """Train ``config.model`` on ``qset`` into the run directory ``out`` and score the best weights.
+
+    If ``out`` already holds this run (same model, questions, hyperparameters apart from ``epochs`` and
+    ``patience``), training resumes after its last finished epoch; a finished run returns at once. A
+    different run there is a :class:`BadInput` unless ``overwrite``. ``threads`` sets torch's CPU threads
+    (one is fastest for small models on a busy machine).
+    """
+    spec = get_model(config.model)
+    if not spec.trained:
+        raise BadInput(f"{config.model} is not trained: score it with `procbench evaluate --model {config.model}`")
+    qset = _as_qset(qset)
+    spec.check_task(qset.task)
+    run = Path(out)
+    feats = featurise(qset, config.feature_config(), store=store)
+    train_rows = feats.rows("train")
+    if len(train_rows) == 0:
+        raise BadInput(f"{qset.name} has no train questions")
+    select_rows, select_split = feats.rows("val"), "val"
+    if len(select_rows) == 0:
+        select_rows, select_split = train_rows, "train"
+    hp = config.resolved()
+    if threads:
+        torch.set_num_threads(threads)
+
+    torch.manual_seed(config.seed)
+    net = build_net(config.model, feats.dims, hp)
+    optimiser = torch.optim.Adam(net.parameters(), lr=config.lr)
+    run_config = {
+        "procbench": __version__,
+        "torch": torch.__version__,
+        "model": config.model,
+        "task": qset.task,
+        "qset": {"name": qset.name, "path": str(qset.path.resolve()), "fingerprint": qset_fingerprint(qset)},
+        "hyperparameters": hp,
+        "dims": feats.dims,
+        "encoders": feats.encoders,
+        "parameters": count_parameters(net),
+        "select_split": select_split,
+    }
+    if overwrite:
+        _clear(run)
+    state: dict[str, Any] | None = None
+    if (run / CONFIG).is_file():
+        previous = read_config(run)
+        if _identity(previous) != _identity(run_config):
+            raise BadInput(
+                f"{run} holds a different run ({previous['model']} on {previous['qset']['name']}); "
+                "choose another --out or pass --overwrite"
+            )
+        if (run / STATE).is_file():
+            state = torch.load(run / STATE, weights_only=True)
+    run.mkdir(parents=True, exist_ok=True)
+    write_json(run / CONFIG, run_config)
+
+    started = time.perf_counter()
+    epoch, best, best_epoch, bad, stopped = 0, float("-inf"), 0, 0, ""
+    log: list[dict[str, Any]] = []
+    if state is not None:
+        net.load_state_dict(state["model"])
+        optimiser.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["rng"])
+        epoch, best, best_epoch = int(state["epoch"]), float(state["best"]), int(state["best_epoch"])
+        bad = int(state["bad_epochs"])
+        stopped = "patience" if bad >= config.patience else ""
+        log = [e for e in read_log(run) if e["epoch"] <= epoch]
+    batches = Batches(feats)
+    n_batches = -(-len(train_rows) // config.batch_size)
+    while not stopped and epoch < config.epochs:
+        tick = time.perf_counter()
+        last = log[-1] if log else None
+        note = f" · loss {last['loss']:.3f} · {select_split} {last['select_score']:.1%}" if last else ""
+        progress.start(f"{config.model} epoch {epoch + 1}/{config.epochs}{note}", total=n_batches)
+        net.train()
+        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + epoch)
+        order = train_rows[torch.randperm(len(train_rows), generator=generator).numpy()]
+        loss_sum, correct, total = 0.0, 0, 0
+        for start in range(0, len(order), config.batch_size):
+            rows = order[start : start + config.batch_size]
+            optimiser.zero_grad()
+            loss, right, count = net.loss_and_correct(batches.batch(rows))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
+            optimiser.step()
+            loss_sum += float(loss.detach()) * len(rows)
+            correct, total = correct + right, total + count
+            progress.advance()
+        epoch += 1
+        score = _selection_score(net, batches, feats, select_rows)
+        improved = score > best
+        if improved:
+            best, best_epoch, bad = score, epoch, 0
+            _save_weights(net, run / WEIGHTS)
+        else:
+            bad += 1
+        if bad >= config.patience:
+            stopped = "patience"
+        log.append(
+            {
+                "epoch": epoch,
+                "loss": loss_sum / len(order),
+                "train_score": correct / max(total, 1),
+                "select_score": score,
+                "select_split": select_split,
+                "best": improved,
+                "seconds": round(time.perf_counter() - tick, 4),
+            }
+        )
+        write_log(run, log)
+        _save_state(
+            {
+                "model": net.state_dict(),
+                "optimizer": optimiser.state_dict(),
+                "rng": torch.get_rng_state(),
+                "epoch": epoch,
+                "best": best,
+                "best_epoch": best_epoch,
+                "bad_epochs": bad,
+                "stopped": stopped,
+            },
+            run / STATE,
+        )
+    if not stopped:
+        stopped = "epochs"
+    net.load_state_dict(load_file(str(run / WEIGHTS)))
+    metrics = _split_metrics(net, batches, feats)
+    write_json(run / METRICS, metrics)
+    return TrainResult(
+        run=run,
+        model=config.model,
+        task=qset.task,
+        qset=qset.name,
+        parameters=run_config["parameters"],
+        epochs=epoch,
+        best_epoch=best_epoch,
+        best_score=best,
+        select_split=select_split,
+        stopped=stopped,
+        seconds=time.perf_counter() - started,
+        metrics=metrics,
+        missing=feats.missing,
+        history=log,
+    )
+
+
+def train_many(
+    qsets: list[QuestionSet],
+    config: TrainConfig,
+    out: str | Path,
+    *,
+    overwrite: bool = False,
+    threads: int | None = None,
+    progress: Progress = SILENT,
+) -> list[TrainResult]:
+    """Train on one question set into ``out``, or on each setting of a sweep into ``out/SETTING``."""
+    if not qsets:
+        raise BadInput("no question sets to train on")
+    if len(qsets) == 1:
+        return [train(qsets[0], config, out, overwrite=overwrite, threads=threads, progress=progress)]
+    names = [q.setting for q in qsets]
+    if len(set(names)) != len(names):
+        raise BadInput("the question sets share setting names; train them one at a time with separate --out")
+    return [
+        train(q, config, Path(out) / q.setting, overwrite=overwrite, threads=threads, progress=progress) for q in qsets
+    ]
+
+
+def load_run(run: str | Path) -> LoadedRun:
+    """Load a run's best weights (safetensors) into its network, ready to predict."""
+    run = Path(run)
+    config = read_config(run)
+    if not (run / WEIGHTS).is_file():
+        raise BadInput(f"{run} has no weights yet: its first epoch has not finished; resume it with `procbench train`")
+    train_config = TrainConfig.from_dict({**config["hyperparameters"], "model": config["model"]})
+    net = build_net(config["model"], config["dims"], config["hyperparameters"])
+    net.load_state_dict(load_file(str(run / WEIGHTS)))
+    net.eval()
+    return LoadedRun(run, config, train_config, net)
