@@ -1,0 +1,188 @@
+"""Algorithm 1 of paper 004 (budgeted debiasing): KMeans over all step titles, a budget per cluster, and
+negatives drawn only from clusters with budget left.
+
+The paper's loop (``while budget[cluster id] <= 0: go to line 17``) never ends once every candidate
+cluster is spent. Here a draw that cannot be completed returns ``None`` and spends nothing, so the caller
+skips the question and counts it; budgets never go negative, and what was spent per cluster equals the
+negatives actually emitted from it.
+
+>>> clustering = cluster_titles(vectors, n_clusters=100, seed=0)   # doctest: +SKIP
+>>> budget = ClusterBudget(clustering.n_clusters, 10)              # doctest: +SKIP
+>>> picked, reason = draw_negatives(rows, clustering.labels[rows], texts, rng, budget=budget)  # doctest: +SKIP
+>>> if picked is not None: budget.spend(clustering.labels[picked])  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from procbench.errors import BadInput
+
+__all__ = [
+    "MAX_DEFAULT_CLUSTERS",
+    "ClusterBudget",
+    "Clustering",
+    "cluster_titles",
+    "default_n_clusters",
+    "draw_negatives",
+]
+
+#: The default number of clusters is ``round(sqrt(distinct titles))`` capped at this.
+MAX_DEFAULT_CLUSTERS = 100
+
+
+def default_n_clusters(n_distinct: int) -> int:
+    """``round(√n_distinct)``, at least 1 (2 when there are two titles), at most :data:`MAX_DEFAULT_CLUSTERS`."""
+    if n_distinct <= 1:
+        return 1
+    return max(2, min(MAX_DEFAULT_CLUSTERS, round(math.sqrt(n_distinct))))
+
+
+@dataclass(frozen=True)
+class Clustering:
+    """KMeans over title embeddings.
+
+    Attributes:
+        labels: ``(N,)`` int32 cluster of every embedding row.
+        n_clusters: number of clusters.
+        inertia: sum of squared distances of the distinct titles to their centres.
+        n_iter: Lloyd iterations run.
+    """
+
+    labels: np.ndarray
+    n_clusters: int
+    inertia: float
+    n_iter: int
+
+    def sizes(self) -> np.ndarray:
+        """``(n_clusters,)`` rows per cluster."""
+        return np.bincount(self.labels, minlength=self.n_clusters)
+
+
+def cluster_titles(
+    vectors: np.ndarray,
+    *,
+    n_clusters: int,
+    seed: int = 0,
+    max_iter: int = 100,
+    hashes: np.ndarray | None = None,
+) -> Clustering:
+    """Cluster ``(N, D)`` float32 title vectors with scikit-learn's KMeans (k-means++, one seeded run).
+
+    Identical titles count once, as in Algorithm 1 (its title embeddings are a set): KMeans is fitted on
+    the distinct rows (by ``hashes``, ``(N,)`` content hashes, or else by the vectors' bytes) and every row
+    gets the cluster of its title. The fit runs on one thread: with more, scikit-learn's sums (and, at
+    200,000 titles, some labels) change with the number of cores, and the same seed must give the same
+    question set on every machine.
+
+    Raises:
+        BadInput: ``n_clusters`` is below 1 or above the number of distinct titles.
+    """
+    from sklearn.cluster import KMeans
+    from threadpoolctl import threadpool_limits
+
+    data = np.ascontiguousarray(vectors, dtype=np.float32)
+    if hashes is None:
+        hashes = data.view(np.dtype((np.void, data.dtype.itemsize * data.shape[1]))).reshape(-1)
+    _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+    distinct = np.sort(first)
+    rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")
+    if n_clusters < 1 or n_clusters > len(distinct):
+        raise BadInput(f"--clusters must be between 1 and the {len(distinct)} distinct titles, not {n_clusters}")
+    model = KMeans(n_clusters=n_clusters, n_init=1, max_iter=max_iter, random_state=seed)
+    with threadpool_limits(limits=1):
+        labels = model.fit_predict(data[distinct]).astype(np.int32)
+    return Clustering(labels[rank[inverse.reshape(-1)]], n_clusters, float(model.inertia_), int(model.n_iter_))
+
+
+class ClusterBudget:
+    """How many more negatives each cluster may give; starts at ``budget`` everywhere, never below zero."""
+
+    def __init__(self, n_clusters: int, budget: int) -> None:
+        if budget < 1:
+            raise BadInput(f"--budget must be at least 1, not {budget}")
+        self.budget = budget
+        self.left = np.full(n_clusters, budget, dtype=np.int64)
+
+    @property
+    def spent(self) -> np.ndarray:
+        """``(n_clusters,)`` negatives drawn from each cluster so far."""
+        return self.budget - self.left
+
+    def spend(self, clusters: Sequence[int] | np.ndarray) -> None:
+        """Spend one unit per entry of ``clusters`` (all or nothing).
+
+        Raises:
+            ValueError: a cluster would go below zero (a caller bug: draws check the budget first).
+        """
+        need = np.bincount(np.asarray(clusters, dtype=np.int64), minlength=len(self.left))
+        if np.any(need > self.left):
+            raise ValueError("cluster budget would go negative")
+        self.left -= need
+
+    def summary(self) -> dict[str, Any]:
+        """Budget usage: per-cluster budget, clusters, total spent, exhausted and untouched clusters."""
+        spent = self.spent
+        return {
+            "per_cluster": self.budget,
+            "clusters": len(self.left),
+            "spent": int(spent.sum()),
+            "exhausted": int((self.left == 0).sum()),
+            "untouched": int((spent == 0).sum()),
+            "spent_per_cluster": [int(s) for s in spent],
+        }
+
+
+def draw_negatives(
+    rows: np.ndarray,
+    clusters: np.ndarray | None,
+    texts: Sequence[str | None],
+    rng: np.random.Generator,
+    *,
+    n: int = 3,
+    budget: ClusterBudget | None = None,
+    forbidden: Collection[str] = (),
+) -> tuple[list[int] | None, str | None]:
+    """Draw ``n`` candidates uniformly at random, one after another, without two equal texts.
+
+    Each draw is uniform over the candidates still eligible: text not ``None``, not in ``forbidden`` (e.g. the
+    correct title and the question's titles) and not already drawn, and, with a ``budget``, a cluster with
+    budget left after the draws before it. Nothing is spent here: the caller spends the clusters of the
+    returned rows once it keeps the question.
+
+    Args:
+        rows: ``(M,)`` candidate rows (e.g. far kNN neighbours).
+        clusters: ``(M,)`` cluster of each candidate (needed with ``budget``).
+        texts: ``(M,)`` normalised text of each candidate (``None`` = unusable).
+
+    Returns:
+        ``(picked rows, None)``, or ``(None, reason)`` with reason ``few_candidates`` (fewer than ``n``
+        distinct usable texts at all) or ``budget_exhausted`` (there would be enough without budgets).
+    """
+    if budget is not None and clusters is None:
+        raise ValueError("a budget needs the candidates' clusters")
+    left = budget.left.copy() if budget is not None else None
+    seen = set(forbidden)
+    picked: list[int] = []
+    for i in rng.permutation(len(rows)):
+        text = texts[i]
+        if text is None or text in seen:
+            continue
+        if left is not None and clusters is not None:
+            cluster = int(clusters[i])
+            if left[cluster] <= 0:
+                continue
+            left[cluster] -= 1
+        seen.add(text)
+        picked.append(int(rows[i]))
+        if len(picked) == n:
+            return picked, None
+    if budget is None:
+        return None, "few_candidates"
+    distinct = {t for t in texts if t is not None} - set(forbidden)
+    return None, "few_candidates" if len(distinct) < n else "budget_exhausted"

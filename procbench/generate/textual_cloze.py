@@ -1,0 +1,594 @@
+"""Textual cloze (paper 004 §3.2-3.3, DESIGN §6): choose the missing step title of a procedure.
+
+A question shows 4 consecutive step titles of one procedure (all 3 when it has 3 steps) with one replaced
+by ``@placeholder``; ``context`` lists every step index of the procedure (models read the step texts);
+``choices`` are the missing title and 3 titles of other procedures. Titles carry no step-number indicators:
+a cleaned store's ``title_clean`` is used, otherwise :func:`procbench.clean.titles.strip_step_indicator` is
+applied here (``counts["title_source"]`` says which). Procedures with fewer than 3 or more than 25 steps
+are left out (fewer than 6 when debiasing). Choices never repeat a title: titles are compared normalised
+(:func:`normalise_title`), so a title of another procedure that reads the same as the answer (it would
+also be correct) or as a title shown in the question is never a negative.
+
+Settings (:data:`SWEEP`, all written by ``--sweep``):
+
+- ``recipeqa``: the biased original. Negatives uniformly at random from other procedures' title rows
+  (so frequent titles are drawn often) beyond a fixed distance (:data:`RECIPEQA_MIN_DISTANCE`) from the
+  correct one; several questions of a procedure (``questions_per_procedure``) are drawn freely, so they
+  may repeat an answer.
+- ``default`` (paper 004): the k=100 nearest distinct titles of other procedures to the correct title
+  (a title shared by many procedures counts once, as in Algorithm 1's set of title embeddings); those not
+  farther than the mean of the k distances are dropped (they could also be correct); 3 at random.
+- ``debias-bB`` (Algorithm 1, :mod:`procbench.generate.debias`): KMeans over all distinct titles, budget B
+  per cluster, the same far candidates but only from clusters with budget left, each negative spending
+  one. Questions are visited in a seeded random order; one whose negatives cannot be completed is skipped
+  and counted (``budget_exhausted``) and spends nothing.
+
+When the runner passes ``splits`` (``procbench generate`` does), negatives come only from procedures of
+the question's own split, so a title of one split is never a choice in another.
+
+The questions of the three settings are paired: a procedure's window and placeholder are drawn from a
+generator seeded by (seed, procedure id), so the settings differ only in their negatives.
+
+``meta`` of every question: ``setting``, ``n_steps``, ``window_start``, ``placeholder`` (position in
+``question``), ``answer_key``, ``question_keys`` (step key per question item, None for the placeholder),
+``choice_keys`` (step key per choice, in choice order), ``choice_distances`` (Euclidean distance of each
+choice's title embedding to the correct one's, in choice order), ``knn_k`` (neighbours found), ``knn_mean``
+(their mean distance, the "adaptive neighbourhood" cut), ``n_candidates`` (distinct usable titles beyond
+it), and ``choice_clusters`` and ``answer_cluster`` (KMeans cluster ids; debias only, else None).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+import zlib
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from procbench.errors import BadInput
+from procbench.generate.debias import ClusterBudget, Clustering, cluster_titles, default_n_clusters, draw_negatives
+from procbench.generate.questions import PLACEHOLDER, Question, balance_answer_positions
+from procbench.generate.settings import Setting
+from procbench.progress import SILENT, Progress
+from procbench.store import Store
+from procbench.store.views import kept_steps
+
+if TYPE_CHECKING:
+    from procbench.embed import Embeddings, NeighborIndex
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "KNN_K",
+    "MAX_STEPS",
+    "MIN_STEPS",
+    "MIN_STEPS_DEBIAS",
+    "N_QUESTION",
+    "RECIPEQA_MIN_DISTANCE",
+    "SWEEP",
+    "build",
+    "normalise_title",
+]
+
+DEFAULT_BUDGET = 10
+SWEEP = [Setting("recipeqa"), Setting("default"), Setting("debias", budget=DEFAULT_BUDGET)]
+N_QUESTION = 4
+N_NEGATIVES = 3
+KNN_K = 100
+MIN_STEPS = 3
+MAX_STEPS = 25
+MIN_STEPS_DEBIAS = 6
+#: RecipeQA style draws negatives at random, but never within this Euclidean distance of the correct title.
+RECIPEQA_MIN_DISTANCE = 0.2
+_STYLES = ("recipeqa", "default", "debias")
+_TAG = 0x7C1
+_RANDOM_BATCH = 64
+_RANDOM_TRIES = 16
+_KNN_BATCH = 2048
+_PUNCT = re.compile(r"[^\w\s]+")
+
+
+def normalise_title(title: str | None) -> str | None:
+    """How titles are compared: NFKC, casefolded, punctuation dropped, whitespace collapsed; None if empty."""
+    if title is None:
+        return None
+    text = " ".join(_PUNCT.sub(" ", unicodedata.normalize("NFKC", title).casefold()).split())
+    return text or None
+
+
+def _stable(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+
+
+@dataclass(frozen=True)
+class _Draft:
+    """Where one question sits in its procedure (shared by every setting)."""
+
+    procedure_id: str
+    number: int
+    n_steps: int
+    context: list[int]
+    start: int
+    keys: list[str]
+    titles: list[str]
+    norms: list[str]
+    position: int
+
+    @property
+    def answer_key(self) -> str:
+        return self.keys[self.position]
+
+
+@dataclass
+class _Pool:
+    """The step-title embedding rows, with the text each row's step shows and its procedure."""
+
+    embeddings: Embeddings
+    keys: list[str]
+    texts: list[str | None]
+    norms: list[str | None]
+    norm_codes: np.ndarray  # (N,) int64 id of each row's normalised title (-1: no usable title)
+    norm_counts: np.ndarray  # rows per normalised-title id
+    procedures: np.ndarray
+    procedure_code: dict[str, int]
+    positions: dict[str, int]
+    groups: np.ndarray  # (N,) split code of each row's procedure (-1: none); all 0 without splits
+    group_rows: list[np.ndarray]  # rows of each split code
+    group_of: dict[str, int]  # procedure id -> split code
+
+
+def _titles(store: Store) -> tuple[dict[str, list[tuple[int, str | None, str | None]]], str]:
+    """Per procedure, its steps as ``(index, display title, normalised title)``, and where titles came from."""
+    cleaned = {"title_clean", "text_clean"} <= set(store.columns("steps"))
+    strip = None
+    if not cleaned:
+        from procbench.clean.titles import strip_step_indicator
+
+        strip = strip_step_indicator
+    steps: dict[str, list[tuple[int, str | None, str | None]]] = {}
+    for row in kept_steps(store).select(["procedure_id", "index", "title"]).to_pylist():
+        title = row["title"]
+        if title is not None:
+            title = " ".join((strip(title) if strip else title).split()) or None
+        steps.setdefault(row["procedure_id"], []).append((row["index"], title, normalise_title(title)))
+    source = "title_clean" if cleaned else "title (store not cleaned: step indicators stripped here)"
+    return steps, source
+
+
+def _pool(
+    embeddings: Embeddings,
+    steps: dict[str, list[tuple[int, str | None, str | None]]],
+    splits: Mapping[str, str] | None,
+) -> _Pool:
+    shown = {f"{pid}#{index}": (title, norm) for pid, rows in steps.items() for index, title, norm in rows}
+    keys = embeddings.keys.to_pylist()
+    texts: list[str | None] = []
+    norms: list[str | None] = []
+    for key in keys:
+        title, norm = shown.get(key, (None, None))
+        texts.append(title if norm is not None else None)
+        norms.append(norm)
+    procedure_ids = embeddings.procedure_ids.to_pylist()
+    code = {p: i for i, p in enumerate(sorted({p for p in procedure_ids if p is not None}))}
+    procedures = np.array([code.get(p, -1) if p is not None else -1 for p in procedure_ids], dtype=np.int64)
+    if splits is None:
+        n_groups = 1
+        group_of = dict.fromkeys(steps, 0)
+        groups = np.zeros(len(keys), dtype=np.int64)
+    else:
+        names = {name: i for i, name in enumerate(sorted(set(splits.values())))}
+        n_groups = len(names)
+        group_of = {pid: names[split] for pid, split in splits.items()}
+        groups = np.array([group_of.get(p, -1) if p is not None else -1 for p in procedure_ids], dtype=np.int64)
+    group_rows = [np.flatnonzero(groups == g) for g in range(n_groups)]
+    positions = {k: i for i, k in enumerate(keys)}
+    ids: dict[str, int] = {}
+    norm_codes = np.array([ids.setdefault(n, len(ids)) if n is not None else -1 for n in norms], dtype=np.int64)
+    norm_counts = np.bincount(norm_codes[norm_codes >= 0], minlength=len(ids))
+    return _Pool(
+        embeddings,
+        keys,
+        texts,
+        norms,
+        norm_codes,
+        norm_counts,
+        procedures,
+        code,
+        positions,
+        groups,
+        group_rows,
+        group_of,
+    )
+
+
+def _drafts(
+    pid: str,
+    rows: list[tuple[int, str | None, str | None]],
+    *,
+    per_procedure: int,
+    replace: bool,
+    seed: int,
+) -> list[_Draft]:
+    """Questions of one procedure: windows of consecutive titled steps whose answer title is not shown too.
+
+    The first draw is the same with and without ``replace``, so single-question settings are paired.
+    """
+    n = len(rows)
+    length = min(N_QUESTION, n)
+    by_answer: dict[int, list[tuple[int, int]]] = {}
+    for start in range(n - length + 1):
+        window = rows[start : start + length]
+        if any(norm is None for _, _, norm in window):
+            continue
+        for position in range(length):
+            others = {norm for i, (_, _, norm) in enumerate(window) if i != position}
+            if window[position][2] not in others:
+                by_answer.setdefault(start + position, []).append((start, position))
+    if not by_answer:
+        return []
+    rng = np.random.default_rng([seed, _TAG, _stable(pid)])
+    answers = sorted(by_answer)
+    order = rng.permutation(len(answers))
+    count = per_procedure if replace else min(per_procedure, len(answers))
+    context = [index for index, _, _ in rows]
+    drafts = []
+    for number in range(count):
+        answer = (
+            answers[int(order[number])] if number == 0 or not replace else answers[int(rng.integers(len(answers)))]
+        )
+        windows = by_answer[answer]
+        start, position = windows[int(rng.integers(len(windows)))]
+        window = rows[start : start + length]
+        drafts.append(
+            _Draft(
+                procedure_id=pid,
+                number=number,
+                n_steps=n,
+                context=context,
+                start=start,
+                keys=[f"{pid}#{index}" for index, _, _ in window],
+                titles=[str(title) for _, title, _ in window],
+                norms=[str(norm) for _, _, norm in window],
+                position=position,
+            )
+        )
+    return drafts
+
+
+def _knn(
+    index: NeighborIndex, pool: _Pool, keys: list[str], k: int, progress: Progress
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The ``k`` nearest distinct titles of other procedures of the same split: ``{key: (rows, distances)}``.
+
+    Titles are distinct by normalised text, each represented by its nearest row (Algorithm 1 embeds the
+    set of titles); copies of the key's own title (they would be correct too) and rows without a usable
+    title are not neighbours. The persisted index is asked for more rows than ``k`` (by the split's share of
+    rows, plus the copies), doubled until ``k`` distinct titles remain or the whole index was returned, so
+    the result is the exact top ``k`` whenever the index is exact.
+    """
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    total = len(pool.keys)
+    progress.start(f"textual-cloze: {k} nearest titles", total=len(keys))
+    for start in range(0, len(keys), _KNN_BATCH):
+        batch = keys[start : start + _KNN_BATCH]
+        groups = np.array([pool.group_of[key.rsplit("#", 1)[0]] for key in batch], dtype=np.int64)
+        copies = pool.norm_counts[pool.norm_codes[[pool.positions[key] for key in batch]]]
+        for group in np.unique(groups).tolist():
+            share = max(1, len(pool.group_rows[group])) / total
+            base = k if len(pool.group_rows) == 1 else int(np.ceil(k / share * 1.25)) + 8
+            # queries whose title has many copies ask for more rows, bucketed by powers of two
+            bucket = base * 2 ** np.ceil(np.log2((base + copies) / base)).astype(np.int64)
+            for size in np.unique(bucket[groups == group]).tolist():
+                members = [key for key, g, b in zip(batch, groups, bucket, strict=True) if g == group and b == size]
+                _search_until_k(index, pool, members, group, k, min(total, size), out)
+        progress.advance(len(batch))
+    return out
+
+
+def _search_until_k(
+    index: NeighborIndex,
+    pool: _Pool,
+    keys: list[str],
+    group: int,
+    k: int,
+    fetch: int,
+    out: dict[str, tuple[np.ndarray, np.ndarray]],
+) -> None:
+    """Neighbours of ``keys`` (all of split ``group``) into ``out``: ``fetch`` rows, doubled while too few."""
+    total = len(pool.keys)
+    while keys:
+        rows = np.fromiter((pool.positions[key] for key in keys), dtype=np.int64, count=len(keys))
+        found = index.search(
+            np.asarray(pool.embeddings.vectors[rows]), fetch, exclude=[key.rsplit("#", 1)[0] for key in keys]
+        )
+        short = []
+        for j, key in enumerate(keys):
+            hit = found.indices[j]
+            keep = hit >= 0
+            code = pool.norm_codes[hit[keep]]
+            keep[keep] = (pool.groups[hit[keep]] == group) & (code >= 0) & (code != pool.norm_codes[rows[j]])
+            kept = np.flatnonzero(keep)
+            _, first = np.unique(pool.norm_codes[hit[kept]], return_index=True)
+            kept = kept[np.sort(first)]
+            if len(kept) < k and fetch < total:
+                short.append(key)
+                continue
+            chosen = kept[:k]
+            out[key] = (hit[chosen], found.distances[j][chosen].astype(np.float64))
+        keys = short
+        fetch = min(total, fetch * 2)
+
+
+@dataclass
+class _Drawn:
+    """Negatives of one question and what decided them."""
+
+    rows: list[int]
+    distances: list[float]
+    knn_k: int | None = None
+    knn_mean: float | None = None
+    n_candidates: int | None = None
+
+
+def _random_negatives(draft: _Draft, pool: _Pool, rng: np.random.Generator) -> _Drawn | None:
+    """RecipeQA style: uniform over other procedures' titles beyond :data:`RECIPEQA_MIN_DISTANCE`."""
+    own = pool.procedure_code.get(draft.procedure_id, -2)
+    candidates = pool.group_rows[pool.group_of[draft.procedure_id]]
+    if not len(candidates):
+        return None
+    vectors = pool.embeddings.vectors
+    query = np.asarray(vectors[pool.positions[draft.answer_key]], dtype=np.float64)
+    seen = set(draft.norms)
+    rows: list[int] = []
+    distances: list[float] = []
+    for _ in range(_RANDOM_TRIES):
+        batch = candidates[rng.integers(0, len(candidates), _RANDOM_BATCH)]
+        batch = batch[pool.procedures[batch] != own]
+        gaps = np.linalg.norm(np.asarray(vectors[batch], dtype=np.float64) - query, axis=1)
+        for row, gap in zip(batch.tolist(), gaps.tolist(), strict=True):
+            norm = pool.norms[row]
+            if norm is None or norm in seen or gap <= RECIPEQA_MIN_DISTANCE:
+                continue
+            seen.add(norm)
+            rows.append(row)
+            distances.append(gap)
+            if len(rows) == N_NEGATIVES:
+                return _Drawn(rows, distances)
+    return None
+
+
+def _far_negatives(
+    draft: _Draft,
+    pool: _Pool,
+    knn: tuple[np.ndarray, np.ndarray],
+    rng: np.random.Generator,
+    *,
+    clustering: Clustering | None = None,
+    budget: ClusterBudget | None = None,
+) -> tuple[_Drawn | None, str | None]:
+    """Paper 004's sampler: 3 of the kNN titles farther than the mean distance (within budget, if any)."""
+    rows, distances = knn
+    if not len(rows):
+        return None, "few_candidates"
+    mean = float(distances.mean())
+    far = distances > mean
+    rows, distances = rows[far], distances[far]
+    forbidden = set(draft.norms)
+    texts = [pool.norms[r] for r in rows.tolist()]
+    usable = {t for t in texts if t is not None} - forbidden
+    clusters = clustering.labels[rows] if clustering is not None else None
+    picked, reason = draw_negatives(rows, clusters, texts, rng, n=N_NEGATIVES, budget=budget, forbidden=forbidden)
+    if picked is None:
+        return None, reason
+    gap = dict(zip(rows.tolist(), distances.tolist(), strict=True))
+    drawn = _Drawn(picked, [gap[r] for r in picked], len(knn[0]), mean, len(usable))
+    return drawn, None
+
+
+def _question(
+    draft: _Draft, setting: Setting, pool: _Pool, drawn: _Drawn, clustering: Clustering | None
+) -> tuple[Question, dict[str, tuple[str, float, int | None]]]:
+    """The question with the correct choice first, and per choice text its (key, distance, cluster)."""
+    answer_row = pool.positions.get(draft.answer_key)
+    choices = [draft.titles[draft.position]] + [str(pool.texts[r]) for r in drawn.rows]
+    keys = [draft.answer_key] + [pool.keys[r] for r in drawn.rows]
+    distances = [0.0, *drawn.distances]
+    if clustering is not None:
+        clusters: list[int | None] = [int(clustering.labels[answer_row])] if answer_row is not None else [None]
+        clusters += [int(clustering.labels[r]) for r in drawn.rows]
+    else:
+        clusters = [None] * len(choices)
+    question = [PLACEHOLDER if i == draft.position else title for i, title in enumerate(draft.titles)]
+    meta: dict[str, Any] = {
+        "setting": setting.name,
+        "n_steps": draft.n_steps,
+        "window_start": draft.start,
+        "placeholder": draft.position,
+        "answer_key": draft.answer_key,
+        "question_keys": [None if i == draft.position else key for i, key in enumerate(draft.keys)],
+        "choice_keys": keys,
+        "choice_distances": [round(d, 6) for d in distances],
+        "knn_k": drawn.knn_k,
+        "knn_mean": None if drawn.knn_mean is None else round(drawn.knn_mean, 6),
+        "n_candidates": drawn.n_candidates,
+        "choice_clusters": clusters if clustering is not None else None,
+        "answer_cluster": clusters[0],
+    }
+    info = {c: (k, round(d, 6), cl) for c, k, d, cl in zip(choices, keys, distances, clusters, strict=True)}
+    return Question(draft.procedure_id, draft.context, question, choices, 0, meta), info
+
+
+def _reorder_choice_meta(questions: list[Question], infos: list[dict[str, tuple[str, float, int | None]]]) -> None:
+    """After answer-position balancing, put ``choice_keys`` (and distances, clusters) in the new choice order."""
+    for question, info in zip(questions, infos, strict=True):
+        rows = [info[choice] for choice in question.choices]
+        question.meta["choice_keys"] = [r[0] for r in rows]
+        question.meta["choice_distances"] = [r[1] for r in rows]
+        if question.meta["choice_clusters"] is not None:
+            question.meta["choice_clusters"] = [r[2] for r in rows]
+
+
+def _check(settings: list[Setting], clusters: int | None, per_procedure: int, knn_k: int) -> None:
+    for setting in settings:
+        if setting.style not in _STYLES:
+            raise BadInput(
+                "textual-cloze takes --style recipeqa, the default sampler, or --debias [--budget B]; "
+                "Control-Knobs are for the visual tasks"
+            )
+        if setting.style == "debias" and (setting.budget is None or setting.budget < 1):
+            raise BadInput("--debias needs --budget B with B >= 1")
+    if clusters is not None and not any(s.style == "debias" for s in settings):
+        raise BadInput("--clusters applies only with --debias (or --sweep)")
+    if per_procedure < 1:
+        raise BadInput("--questions-per-procedure must be at least 1")
+    if knn_k <= N_NEGATIVES:
+        raise BadInput(f"k for the nearest titles must be above {N_NEGATIVES}, not {knn_k}")
+
+
+def build(
+    store: Store,
+    settings: list[Setting],
+    *,
+    seed: int = 0,
+    progress: Progress = SILENT,
+    clusters: int | None = None,
+    questions_per_procedure: int = 1,
+    knn_k: int = KNN_K,
+    splits: Mapping[str, str] | None = None,
+) -> tuple[dict[str, list[Question]], dict[str, Any]]:
+    """Textual-cloze questions for each setting (``recipeqa``, ``default``, ``debias`` with its budget).
+
+    Args:
+        clusters: KMeans clusters for debiasing (default ``round(sqrt(distinct titles))``, at most 100).
+        questions_per_procedure: questions drawn per procedure (distinct answers except in RecipeQA style).
+        knn_k: neighbours of the correct title the default and debiased samplers look at (paper: 100).
+        splits: procedure id -> split (the runner passes the split it writes). Negatives are then drawn
+            only from procedures of the question's own split, so no title of one split is a choice in
+            another; without it (library use) they come from any other procedure, as in Algorithm 1.
+
+    Returns:
+        ``({setting name: questions}, counts)``; counts hold, per setting, ``questions``,
+        ``skipped_procedures`` and ``skipped_questions`` by reason, and for debiasing the clustering
+        (clusters, inertia) and budget usage (spent in total and per cluster, exhausted clusters).
+
+    Raises:
+        BadInput: a setting or option that does not apply; no step-title embeddings (run ``procbench embed``).
+    """
+    from procbench.embed import load_embeddings, load_index
+
+    _check(settings, clusters, questions_per_procedure, knn_k)
+    steps, title_source = _titles(store)
+    embeddings = load_embeddings(store, "step_title")
+    pool = _pool(embeddings, steps, splits)
+    counts: dict[str, Any] = {
+        "title_source": title_source,
+        "titles": len(pool.keys),
+        "encoder": embeddings.encoder,
+        "negatives_from": "other procedures of the same split" if splits is not None else "any other procedure",
+    }
+
+    styles = {s.style for s in settings}
+    in_range = {pid: rows for pid, rows in steps.items() if MIN_STEPS <= len(rows) <= MAX_STEPS}
+    drafts_by: dict[bool, dict[str, list[_Draft]]] = {}
+    for replace in sorted({s.style == "recipeqa" for s in settings}):
+        drafts_by[replace] = {
+            pid: _drafts(pid, rows, per_procedure=questions_per_procedure, replace=replace, seed=seed)
+            for pid, rows in sorted(in_range.items())
+        }
+
+    knn: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if styles & {"default", "debias"}:
+        index = load_index(store, "step_title")
+        wanted = sorted(
+            {
+                d.answer_key
+                for ds in drafts_by[False].values()
+                for d in ds
+                if d.answer_key in pool.positions and d.procedure_id in pool.group_of
+            }
+        )
+        knn = _knn(index, pool, wanted, knn_k, progress)
+
+    clustering: Clustering | None = None
+    if "debias" in styles:
+        n_distinct = len(np.unique(embeddings.hashes))
+        n_clusters = clusters if clusters is not None else default_n_clusters(n_distinct)
+        progress.start(f"textual-cloze: KMeans ({n_clusters} clusters)", total=None)
+        clustering = cluster_titles(embeddings.vectors, n_clusters=n_clusters, seed=seed, hashes=embeddings.hashes)
+        counts["clustering"] = {
+            "clusters": clustering.n_clusters,
+            "inertia": round(clustering.inertia, 4),
+            "n_iter": clustering.n_iter,
+            "largest": int(clustering.sizes().max()),
+            "smallest": int(clustering.sizes().min()),
+        }
+
+    sets: dict[str, list[Question]] = {}
+    for setting in settings:
+        rng = np.random.default_rng([seed, _TAG, zlib.crc32(setting.name.encode("utf-8"))])
+        min_steps = MIN_STEPS_DEBIAS if setting.style == "debias" else MIN_STEPS
+        skipped_procedures: Counter[str] = Counter()
+        skipped_questions: Counter[str] = Counter()
+        skipped_procedures["step_count"] = len(steps) - len(in_range)
+        drafts: list[_Draft] = []
+        for pid, found in drafts_by[setting.style == "recipeqa"].items():
+            if len(in_range[pid]) < min_steps:
+                skipped_procedures["step_count"] += 1
+            elif pid not in pool.group_of:
+                skipped_procedures["no_split"] += 1
+            elif not found:
+                skipped_procedures["no_titled_window"] += 1
+            else:
+                drafts.extend(found)
+        budget = None
+        if setting.style == "debias" and clustering is not None:
+            budget = ClusterBudget(clustering.n_clusters, int(setting.budget or 0))
+        visit = rng.permutation(len(drafts)) if budget is not None else np.arange(len(drafts))
+        made: dict[int, tuple[Question, dict[str, tuple[str, float, int | None]]]] = {}
+        progress.start(f"textual-cloze/{setting.name}", total=len(drafts))
+        for i in visit.tolist():
+            progress.advance()
+            draft = drafts[i]
+            if draft.answer_key not in pool.positions:
+                skipped_questions["no_embedding"] += 1
+                continue
+            if setting.style == "recipeqa":
+                drawn, reason = _random_negatives(draft, pool, rng), "few_candidates"
+            else:
+                drawn, reason = _far_negatives(
+                    draft,
+                    pool,
+                    knn[draft.answer_key],
+                    rng,
+                    clustering=clustering if budget is not None else None,
+                    budget=budget,
+                )
+            if drawn is None:
+                skipped_questions[str(reason)] += 1
+                continue
+            if budget is not None and clustering is not None:  # the draw checked the budget: never below zero
+                budget.spend(clustering.labels[drawn.rows])
+            made[i] = _question(draft, setting, pool, drawn, clustering if budget is not None else None)
+        ordered = [made[i] for i in sorted(made)]
+        questions = [q for q, _ in ordered]
+        balance_answer_positions(questions, rng)
+        _reorder_choice_meta(questions, [info for _, info in ordered])
+        sets[setting.name] = questions
+        entry: dict[str, Any] = {
+            "questions": len(questions),
+            "procedures": len({q.procedure_id for q in questions}),
+            "skipped_procedures": dict(sorted((k, v) for k, v in skipped_procedures.items() if v)),
+            "skipped_questions": dict(sorted(skipped_questions.items())),
+        }
+        if setting.style == "recipeqa":
+            entry["min_distance"] = RECIPEQA_MIN_DISTANCE
+        else:
+            entry["knn_k"] = knn_k
+        if budget is not None:
+            entry["budget"] = budget.summary()
+        counts[setting.name] = entry
+    return sets, counts

@@ -1,0 +1,431 @@
+from __future__ import annotations
+
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from procbench.clean import clean_store, strip_step_indicator
+from procbench.corpus import load_sample
+from procbench.embed import embed_store, load_embeddings
+from procbench.errors import BadInput
+from procbench.generate import Setting, assign_splits, generate, read_question_set
+from procbench.generate import textual_cloze as tc
+from procbench.generate.debias import ClusterBudget, cluster_titles, default_n_clusters, draw_negatives
+from procbench.ingest import ingest_file
+from procbench.store import Store
+from procbench.store.views import kept_procedures, kept_steps
+
+from conftest import make_record, write_jsonl
+
+INDICATOR = re.compile(r"^\s*(step|part)\s*\d+\b|^\s*\d+\s*[.):]", re.IGNORECASE)
+
+
+def _records() -> list[dict[str, Any]]:
+    """The sample corpus made awkward: step numbers in titles, shared closers, short, long and untitled ones."""
+    records = load_sample()
+    for i, record in enumerate(records):
+        if i % 2 == 0:
+            for j, step in enumerate(record["steps"]):
+                step["title"] = f"Step {j + 1}: {step['title']}"
+        if i % 5 == 0:  # the same closer in many procedures, spelled a little differently
+            record["steps"][-1]["title"] = "Enjoy your project!" if i % 10 else "enjoy your project."
+    short = make_record("Too-Short", 2)
+    long = make_record("Too-Long", 26)
+    three = make_record("Three-Steps", 3)
+    untitled = make_record("No-Window", 6)
+    for j in (1, 3, 5):
+        untitled["steps"][j]["title"] = None
+    repeated = make_record("Repeated-Title", 6)
+    repeated["steps"][1]["title"] = repeated["steps"][3]["title"] = "Sand the wood."
+    return [*records, short, long, three, untitled, repeated]
+
+
+def _build(root: Path, records: list[dict[str, Any]], *, clean: bool = False) -> Path:
+    store = root / "store"
+    ingest_file(store, write_jsonl(root / "in.jsonl", records))
+    if clean:
+        clean_store(store, min_steps=1, max_steps=100)
+    embed_store(store, text_encoder="hashed", image_encoder="colour-layout", fields="step_title")
+    return store
+
+
+@pytest.fixture(scope="module")
+def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _build(tmp_path_factory.mktemp("tc-sample"), load_sample())
+
+
+@pytest.fixture(scope="module")
+def awkward_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _build(tmp_path_factory.mktemp("tc-awkward"), _records())
+
+
+def _copy(src: Path, dst: Path) -> Store:
+    shutil.copytree(src, dst)
+    return Store.open(dst)
+
+
+class Oracle:
+    """Everything a question is checked against, computed independently of the generator."""
+
+    def __init__(self, store: Store) -> None:
+        cleaned = "title_clean" in store.columns("steps")
+        self.titles: dict[str, str | None] = {}
+        self.n_steps: Counter[str] = Counter()
+        for row in kept_steps(store).to_pylist():
+            title = row["title"]
+            if title is not None and not cleaned:
+                title = " ".join(strip_step_indicator(title).split()) or None
+            self.titles[f"{row['procedure_id']}#{row['index']}"] = title
+            self.n_steps[row["procedure_id"]] += 1
+        emb = load_embeddings(store, "step_title")
+        self.keys = emb.keys.to_pylist()
+        self.row = {k: i for i, k in enumerate(self.keys)}
+        self.vectors = np.asarray(emb.vectors, dtype=np.float64)
+        self.procedures = np.array(emb.procedure_ids.to_pylist(), dtype=object)
+
+    def knn_mean(self, key: str, k: int, splits: dict[str, str] | None = None) -> tuple[float, set[str]]:
+        row = self.row[key]
+        own = tc.normalise_title(self.titles[key])
+        norms = [tc.normalise_title(self.titles.get(k)) for k in self.keys]
+        # other procedures' titles, without copies of this very title (they would be correct too)
+        other = (self.procedures != self.procedures[row]) & np.array([n is not None and n != own for n in norms])
+        if splits is not None:
+            own = splits[self.procedures[row]]
+            other &= np.array([splits.get(p) == own for p in self.procedures])
+        other = np.flatnonzero(other)
+        d = np.linalg.norm(self.vectors[other] - self.vectors[row], axis=1)
+        nearest, seen = [], set()
+        for i in np.argsort(d, kind="stable"):  # the k nearest distinct titles, each by its nearest row
+            if norms[other[i]] not in seen:
+                seen.add(norms[other[i]])
+                nearest.append(i)
+        nearest = nearest[:k]
+        return float(d[nearest].mean()), {self.keys[other[i]] for i in nearest}
+
+
+def _check(
+    q: dict[str, Any], oracle: Oracle, *, style: str, splits: dict[str, str] | None = None, k: int = tc.KNN_K
+) -> None:
+    """Every per-question constraint of DESIGN §6 and paper 004 (negatives from the same split with ``splits``)."""
+    meta, pid = q["meta"], q["procedure_id"]
+    choices, answer = q["choices"], q["answer"]
+    n = oracle.n_steps[pid]
+    assert tc.MIN_STEPS <= n <= tc.MAX_STEPS and meta["n_steps"] == n
+    if style == "debias":
+        assert n >= tc.MIN_STEPS_DEBIAS
+    assert q["context"] == list(range(n))
+    # question: consecutive titles of the procedure, one placeholder
+    assert len(q["question"]) == min(4, n) and q["question"].count(tc.PLACEHOLDER) == 1
+    position = q["question"].index(tc.PLACEHOLDER)
+    assert meta["placeholder"] == position and meta["question_keys"][position] is None
+    keys = [k if k is not None else meta["answer_key"] for k in meta["question_keys"]]
+    indices = [int(k.rsplit("#", 1)[1]) for k in keys]
+    assert all(k.rsplit("#", 1)[0] == pid for k in keys)
+    assert indices == list(range(meta["window_start"], meta["window_start"] + len(keys)))
+    for item, key in zip(q["question"], meta["question_keys"], strict=True):
+        assert key is None or item == oracle.titles[key]
+    # choices: 4, the correct one at `answer`, keys follow the final order, no duplicates, no indicators
+    assert len(choices) == 4 and len(meta["choice_keys"]) == 4
+    assert meta["choice_keys"][answer] == meta["answer_key"]
+    assert all(c == oracle.titles[k] for c, k in zip(choices, meta["choice_keys"], strict=True))
+    normalised = [tc.normalise_title(c) for c in choices]
+    assert len(set(normalised)) == 4
+    shown = {tc.normalise_title(t) for t in q["question"] if t != tc.PLACEHOLDER}
+    negatives = [k for i, k in enumerate(meta["choice_keys"]) if i != answer]
+    assert all(k.rsplit("#", 1)[0] != pid for k in negatives)
+    if splits is not None:
+        assert {splits[k.rsplit("#", 1)[0]] for k in negatives} == {splits[pid]}
+    assert not shown & {tc.normalise_title(oracle.titles[k]) for k in negatives}
+    assert not any(INDICATOR.match(t) for t in [*choices, *q["question"]])
+    # distances recorded in choice order match the embeddings
+    for key, d in zip(meta["choice_keys"], meta["choice_distances"], strict=True):
+        true = np.linalg.norm(oracle.vectors[oracle.row[key]] - oracle.vectors[oracle.row[meta["answer_key"]]])
+        assert d == pytest.approx(true, abs=1e-4)
+    wrong = [d for i, d in enumerate(meta["choice_distances"]) if i != answer]
+    if style == "recipeqa":
+        assert all(d > tc.RECIPEQA_MIN_DISTANCE for d in wrong) and meta["knn_mean"] is None
+    else:  # far kNN candidates: among the k nearest of other procedures, beyond their mean distance
+        mean, nearest = oracle.knn_mean(meta["answer_key"], k, splits)
+        assert meta["knn_mean"] == pytest.approx(mean, abs=1e-4)
+        assert all(d > meta["knn_mean"] for d in wrong) and set(negatives) <= nearest
+    if style == "debias":
+        clusters = meta["choice_clusters"]
+        assert len(clusters) == 4 and clusters[answer] == meta["answer_cluster"]
+    else:
+        assert meta["choice_clusters"] is None
+
+
+def _questions(store: Store, setting: Setting, **options: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    sets, counts = tc.build(store, [setting], **options)
+    rows = [
+        {
+            "procedure_id": q.procedure_id,
+            "context": q.context,
+            "question": q.question,
+            "choices": q.choices,
+            "answer": q.answer,
+            "meta": q.meta,
+        }
+        for q in sets[setting.name]
+    ]
+    return rows, counts
+
+
+# -- unit ---------------------------------------------------------------------------------------------------
+def test_normalise_title() -> None:
+    assert tc.normalise_title("Enjoy your project!") == tc.normalise_title("  enjoy YOUR project. ")
+    assert tc.normalise_title("Sand, then paint") == "sand then paint"
+    assert tc.normalise_title("...") is None and tc.normalise_title(None) is None
+
+
+def test_default_cluster_count() -> None:
+    assert default_n_clusters(1) == 1 and default_n_clusters(2) == 2
+    assert default_n_clusters(400) == 20 and default_n_clusters(10**6) == 100
+
+
+def test_cluster_budget_never_negative() -> None:
+    budget = ClusterBudget(3, 2)
+    budget.spend([0, 0, 1])
+    assert budget.left.tolist() == [0, 1, 2] and budget.spent.tolist() == [2, 1, 0]
+    with pytest.raises(ValueError, match="negative"):
+        budget.spend([0])
+    assert budget.left.tolist() == [0, 1, 2]  # all or nothing
+    assert budget.summary()["exhausted"] == 1 and budget.summary()["untouched"] == 1
+    with pytest.raises(BadInput):
+        ClusterBudget(3, 0)
+
+
+def test_cluster_titles_is_seeded_and_checks_the_cluster_count() -> None:
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((300, 16)).astype(np.float32)
+    a, b = cluster_titles(vectors, n_clusters=7, seed=3), cluster_titles(vectors, n_clusters=7, seed=3)
+    assert np.array_equal(a.labels, b.labels) and a.inertia == b.inertia and a.sizes().sum() == 300
+    with pytest.raises(BadInput, match="distinct titles"):
+        cluster_titles(np.repeat(vectors[:4], 10, axis=0), n_clusters=5)
+
+
+def test_draw_negatives_reasons() -> None:
+    rng = np.random.default_rng(0)
+    rows = np.arange(6)
+    texts = ["a", "a", "b", "c", None, "d"]
+    picked, reason = draw_negatives(rows, None, texts, rng, forbidden={"d"})
+    assert reason is None and picked is not None and len({texts[i] for i in picked}) == 3
+    assert draw_negatives(rows, None, texts, rng, forbidden={"c", "d"}) == (None, "few_candidates")
+    budget = ClusterBudget(2, 1)
+    clusters = np.array([0, 0, 0, 1, 1, 1])
+    assert draw_negatives(rows, clusters, texts, rng, budget=budget) == (None, "budget_exhausted")
+    assert budget.left.tolist() == [1, 1]  # nothing spent by a failed draw
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 6),
+    st.integers(1, 4),
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 12)), min_size=0, max_size=40),
+    st.integers(0, 2**32 - 1),
+)
+def test_budget_accounting_is_exact_and_never_negative(
+    n_clusters: int, per_cluster: int, candidates: list[tuple[int, int]], seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    clusters_of = np.array([min(c, n_clusters - 1) for c, _ in candidates], dtype=np.int64)
+    texts = [f"t{t}" if t else None for _, t in candidates]
+    budget = ClusterBudget(n_clusters, per_cluster)
+    tally: Counter[int] = Counter()
+    for _ in range(30):  # many questions drawing from overlapping candidate sets
+        take = rng.random(len(candidates)) < 0.7
+        rows = np.flatnonzero(take)
+        forbidden = {f"t{rng.integers(1, 13)}"}
+        picked, reason = draw_negatives(
+            rows, clusters_of[rows], [texts[i] for i in rows], rng, budget=budget, forbidden=forbidden
+        )
+        if picked is None:
+            assert reason in ("few_candidates", "budget_exhausted")
+            continue
+        assert len(picked) == 3 and len({texts[i] for i in picked}) == 3
+        assert not {texts[i] for i in picked} & forbidden
+        budget.spend(clusters_of[picked])
+        tally.update(int(clusters_of[i]) for i in picked)
+        assert (budget.left >= 0).all()
+    assert budget.spent.tolist() == [tally[c] for c in range(n_clusters)]
+    assert (budget.spent <= per_cluster).all()
+
+
+# -- on stores ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("style", ["recipeqa", "default", "debias"])
+def test_every_question_meets_its_constraints(awkward_store: Path, style: str) -> None:
+    store = Store.open(awkward_store)
+    setting = Setting(style, budget=10) if style == "debias" else Setting(style)
+    rows, counts = _questions(store, setting, seed=1)
+    oracle = Oracle(store)
+    assert rows
+    for q in rows:
+        _check(q, oracle, style=style)
+    entry = counts[setting.name]
+    assert entry["skipped_procedures"]["step_count"] >= 2  # Too-Short, Too-Long
+    assert entry["skipped_procedures"]["no_titled_window"] == 1  # No-Window
+    assert "stripped" in counts["title_source"]
+    assert "test:Three-Steps" in {q["procedure_id"] for q in rows} or style == "debias"
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.integers(0, 10**6),
+    st.integers(1, 6),
+    st.one_of(st.none(), st.integers(2, 30)),
+    st.integers(1, 3),
+)
+def test_debias_property(awkward_store: Path, seed: int, per_cluster: int, clusters: int | None, per: int) -> None:
+    store = Store.open(awkward_store)
+    setting = Setting("debias", budget=per_cluster)
+    rows, counts = _questions(store, setting, seed=seed, clusters=clusters, questions_per_procedure=per)
+    oracle = Oracle(store)
+    tally: Counter[int] = Counter()
+    for q in rows:
+        _check(q, oracle, style="debias")
+        tally.update(c for i, c in enumerate(q["meta"]["choice_clusters"]) if i != q["answer"])
+    budget = counts[setting.name]["budget"]
+    assert budget["spent_per_cluster"] == [tally[c] for c in range(budget["clusters"])]
+    assert max(budget["spent_per_cluster"]) <= per_cluster and budget["spent"] == 3 * len(rows)
+    assert budget["clusters"] == (clusters or counts["clustering"]["clusters"])
+    skipped = counts[setting.name]["skipped_questions"]
+    if per_cluster * budget["clusters"] < 3 * (len(rows) + sum(skipped.values())):
+        assert skipped.get("budget_exhausted", 0) > 0 or len(rows) * 3 == per_cluster * budget["clusters"]
+    # distinct answers per procedure when several questions are drawn
+    answers = Counter((q["procedure_id"], q["meta"]["answer_key"]) for q in rows)
+    assert max(answers.values(), default=1) == 1
+
+
+def test_frequent_titles_do_not_crowd_out_neighbours(awkward_store: Path) -> None:
+    """With a small k, copies of one title could fill the whole neighbourhood: titles count once."""
+    store = Store.open(awkward_store)
+    rows, counts = _questions(store, Setting("default"), seed=0, knn_k=6, questions_per_procedure=8)
+    oracle = Oracle(store)
+    closers = [q for q in rows if tc.normalise_title(q["choices"][q["answer"]]) == "enjoy your project"]
+    assert closers and set(counts["default"]["skipped_questions"]) <= {"few_candidates"}
+    for q in rows:
+        _check(q, oracle, style="default", k=6)
+        assert q["meta"]["knn_k"] == 6
+
+
+def test_recorded_clusters_are_the_kmeans_labels(awkward_store: Path) -> None:
+    store = Store.open(awkward_store)
+    rows, counts = _questions(store, Setting("debias", budget=4), seed=2, clusters=9)
+    emb = load_embeddings(store, "step_title")
+    labels = cluster_titles(emb.vectors, n_clusters=9, seed=2, hashes=emb.hashes).labels
+    row = {k: i for i, k in enumerate(emb.keys.to_pylist())}
+    for q in rows:
+        assert q["meta"]["choice_clusters"] == [int(labels[row[k]]) for k in q["meta"]["choice_keys"]]
+    assert counts["clustering"]["clusters"] == 9 and counts["clustering"]["inertia"] > 0
+
+
+def test_exhausted_budgets_skip_questions_and_never_hang(sample_store: Path) -> None:
+    store = Store.open(sample_store)
+    rows, counts = _questions(store, Setting("debias", budget=1), seed=0, clusters=4)
+    entry = counts["debias-b1"]
+    assert len(rows) <= 1 and entry["skipped_questions"]["budget_exhausted"] >= 30
+    assert entry["budget"]["spent"] == 3 * len(rows) and all(s <= 1 for s in entry["budget"]["spent_per_cluster"])
+
+
+def test_cleaned_store_uses_title_clean(tmp_path: Path) -> None:
+    store = Store.open(_build(tmp_path, _records(), clean=True))
+    rows, counts = _questions(store, Setting("default"), seed=0)
+    assert counts["title_source"] == "title_clean"
+    oracle = Oracle(store)
+    for q in rows:
+        _check(q, oracle, style="default")
+
+
+def test_settings_are_paired_and_answer_positions_uniform(sample_store: Path) -> None:
+    store = Store.open(sample_store)
+    sets, _ = tc.build(store, list(tc.SWEEP), seed=4, questions_per_procedure=3)
+    # the first question of each procedure is the same in every setting: only the negatives differ
+    single, _ = tc.build(store, list(tc.SWEEP), seed=4)
+    for group in (single, {k: v for k, v in sets.items() if k != "debias-b10"}):
+        first: dict[str, dict[str, tuple[str, int]]] = {}
+        for name, questions in group.items():
+            for q in questions:
+                where = (q.meta["answer_key"], q.meta["window_start"])
+                first.setdefault(q.procedure_id, {}).setdefault(name, where)
+        assert len(first) == 45 and all(len(set(v.values())) == 1 for v in first.values())
+    assert len(single["debias-b10"]) == 36  # procedures with at least 6 steps
+    for name, questions in sets.items():
+        positions = Counter(q.answer for q in questions)
+        assert max(positions.values()) - min(positions.get(i, 0) for i in range(4)) <= 1, name
+    assert len(sets["recipeqa"]) == len(sets["default"]) == 135
+    # RecipeQA style resamples freely; the others never ask for the same step twice
+    assert len({q.meta["answer_key"] for q in sets["default"]}) == 135
+
+
+def test_bad_settings_and_options(sample_store: Path, tmp_path: Path) -> None:
+    store = Store.open(sample_store)
+    with pytest.raises(BadInput, match="Control-Knobs"):
+        tc.build(store, [Setting("knobs", (0, 1, 1))])
+    with pytest.raises(BadInput, match="--clusters"):
+        tc.build(store, [Setting("recipeqa")], clusters=5)
+    with pytest.raises(BadInput, match="distinct titles"):
+        tc.build(store, [Setting("debias", budget=3)], clusters=10_000)
+    with pytest.raises(BadInput):
+        tc.build(store, [Setting("default")], questions_per_procedure=0)
+    bare = tmp_path / "bare"
+    ingest_file(bare, write_jsonl(tmp_path / "in.jsonl", load_sample()[:5]))
+    with pytest.raises(BadInput, match="procbench embed"):
+        tc.build(Store.open(bare), [Setting("default")])
+
+
+# -- written sets ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("style", ["recipeqa", "default", "debias"])
+def test_negatives_stay_in_their_split(awkward_store: Path, style: str) -> None:
+    store = Store.open(awkward_store)
+    ids = sorted(kept_procedures(store, ["id"])["id"].to_pylist())
+    splits = {pid: ("train", "val", "test")[i % 3] for i, pid in enumerate(ids)}
+    setting = Setting(style, budget=20) if style == "debias" else Setting(style)
+    rows, counts = _questions(store, setting, seed=5, splits=splits)
+    oracle = Oracle(store)
+    assert len(rows) > 20 and counts["negatives_from"].endswith("same split")
+    for q in rows:
+        _check(q, oracle, style=style, splits=splits)
+
+
+def test_no_leakage_across_splits(awkward_store: Path, tmp_path: Path) -> None:
+    for split_by in ("procedure", "category:2"):
+        store = _copy(awkward_store, tmp_path / split_by.replace(":", "-"))
+        result = generate(store, "textual-cloze", sweep=True, seed=3, split_by=split_by)
+        kept = set(kept_procedures(store, ["id"])["id"].to_pylist())
+        expected = assign_splits(store, kept, split_by=split_by, ratios=(0.8, 0.1, 0.1), seed=3)
+        oracle = Oracle(store)
+        for name, path in result.paths.items():
+            table = read_question_set(path).table()
+            split_of: dict[str, set[str]] = {}
+            for row in table.to_pylist():
+                split_of.setdefault(row["procedure_id"], set()).add(row["split"])
+                assert row["split"] == expected[row["procedure_id"]]
+                own = [row["meta"]["answer_key"], *(k for k in row["meta"]["question_keys"] if k)]
+                assert all(k.rsplit("#", 1)[0] == row["procedure_id"] for k in own)
+                _check(row, oracle, style=name.split("-")[0], splits=expected)  # choices from its split only
+            assert all(len(s) == 1 for s in split_of.values())
+            assert len(set(table["qid"].to_pylist())) == table.num_rows
+
+
+def test_same_seed_gives_byte_identical_files(sample_store: Path, tmp_path: Path) -> None:
+    snapshots = []
+    for name, seed in (("a", 7), ("b", 7), ("c", 8)):
+        store = _copy(sample_store, tmp_path / name)
+        result = generate(store, "textual-cloze", sweep=True, seed=seed)
+        snapshots.append(
+            {f"{s}/{p.name}": p.read_bytes() for s, folder in result.paths.items() for p in sorted(folder.iterdir())}
+        )
+    assert set(snapshots[0]) == {
+        f"{s}/{f}"
+        for s in ("recipeqa", "default", "debias-b10")
+        for f in ("card.md", "recipeqa.json", "test.parquet", "train.parquet", "val.parquet")
+    }
+    assert snapshots[0] == snapshots[1]
+    assert snapshots[0] != snapshots[2]
