@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 console = Console()
@@ -22,7 +23,7 @@ def print_json(data: Any) -> None:
 
 def error(message: str) -> None:
     """One line on stderr, no traceback."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 class RichProgress:

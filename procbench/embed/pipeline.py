@@ -1,0 +1,378 @@
+"""``embed_store``: embed the fields of a store and index them, resumably (what ``procbench embed`` runs).
+
+For each field the rows are hashed by content. A row whose content hash is already in the field's
+current file (same encoder and revision) keeps its vector; the others are encoded (each distinct content
+once, texts longest first so batches pad little) and written in chunks to ``STORE/cache/embed/NAME/``
+as they are done, so an interrupted run resumes where it stopped. The new file is then assembled in
+one pass (vectors streamed through a memory-mapped scratch file), its index built, and everything is
+committed in one transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from dataclasses import field as dataclass_field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from PIL import Image
+
+from procbench.embed.base import Encoder, Modality
+from procbench.embed.fields import FIELD_MODALITY, content_hashes, field_table, parse_fields
+from procbench.embed.index import IndexConfig, build_index_for, index_is_current, read_sidecar
+from procbench.embed.registry import DEFAULT_IMAGE_ENCODER, DEFAULT_TEXT_ENCODER, EncoderSpec, resolve_encoder
+from procbench.embed.storage import (
+    FORMAT,
+    Embeddings,
+    HashLookup,
+    PartCache,
+    embedding_id,
+    embedding_path,
+    file_name,
+    read_embedding_file,
+    stage_current,
+    write_embedding_file,
+)
+from procbench.errors import BadInput
+from procbench.progress import SILENT, Progress
+from procbench.store import Store, Transaction
+
+__all__ = ["EmbedReport", "FieldReport", "embed_store"]
+
+log = logging.getLogger(__name__)
+
+_ASSEMBLE_CHUNK = 65536
+
+
+@dataclass
+class FieldReport:
+    """What embedding one field did.
+
+    ``embedded`` counts distinct contents encoded by this run, ``resumed`` rows whose vectors an
+    interrupted earlier run had already encoded, ``reused`` rows kept from the previous file, ``removed``
+    rows of the previous file that are gone (e.g. dropped by ``clean``).
+    """
+
+    field: str
+    name: str = ""
+    encoder: str = ""
+    revision: str = ""
+    dim: int = 0
+    rows: int = 0
+    embedded: int = 0
+    resumed: int = 0
+    reused: int = 0
+    removed: int = 0
+    unchanged: bool = False
+    skipped: str | None = None
+    failed: list[tuple[str, str]] = dataclass_field(default_factory=list)
+    index: dict[str, Any] = dataclass_field(default_factory=dict)
+    seconds: dict[str, float] = dataclass_field(default_factory=dict)
+
+    def counts(self) -> dict[str, Any]:
+        """The numbers of this field (what the provenance log records)."""
+        if self.skipped:
+            return {"skipped": self.skipped}
+        recall = self.index.get("recall", {})
+        return {
+            "name": self.name,
+            "encoder": self.encoder,
+            "revision": self.revision,
+            "dim": self.dim,
+            "rows": self.rows,
+            "embedded": self.embedded,
+            "resumed": self.resumed,
+            "reused": self.reused,
+            "removed": self.removed,
+            "failed": len(self.failed),
+            "index": self.index.get("kind"),
+            "index_rebuilt": self.index.get("rebuilt"),
+            "recall": recall.get("value"),
+            "recall_k": recall.get("k"),
+            "index_params": self.index.get("params", {}),
+        }
+
+
+@dataclass
+class EmbedReport:
+    """What one ``embed_store`` run did, field by field."""
+
+    store: str
+    fields: list[FieldReport] = dataclass_field(default_factory=list)
+    encoders: dict[str, dict[str, Any]] = dataclass_field(default_factory=dict)
+    artifacts: list[str] = dataclass_field(default_factory=list)
+    seconds: dict[str, float] = dataclass_field(default_factory=dict)
+
+    def counts(self) -> dict[str, Any]:
+        """Per-field counts plus the encoders used (what the provenance log records)."""
+        out: dict[str, Any] = {f.field: f.counts() for f in self.fields}
+        out["embedded"] = sum(f.embedded for f in self.fields)
+        out["rows"] = sum(f.rows for f in self.fields)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view (what ``--json`` prints)."""
+        return {
+            "store": self.store,
+            "encoders": self.encoders,
+            "fields": [asdict(f) for f in self.fields],
+            "artifacts": self.artifacts,
+            "seconds": self.seconds,
+            "embedded": sum(f.embedded for f in self.fields),
+            "rows": sum(f.rows for f in self.fields),
+        }
+
+
+def _load_images(store: Store, ids: list[str]) -> tuple[list[Image.Image], list[tuple[int, str]]]:
+    images, failures = [], []
+    for i, image_id in enumerate(ids):
+        try:
+            with Image.open(store.image_path(image_id)) as im:
+                images.append(im.convert("RGB"))
+        except (OSError, ValueError, Image.DecompressionBombError) as exc:
+            failures.append((i, f"cannot read stored image: {exc}"))
+    return images, failures
+
+
+def _chunk_rows(modality: Modality, batch_size: int) -> int:
+    return max(4096, batch_size * 16) if modality == "text" else max(64, batch_size * 4)
+
+
+def _embed_field(
+    store: Store,
+    txn: Transaction,
+    field_name: str,
+    encoder: Encoder,
+    *,
+    batch_size: int,
+    index_config: IndexConfig,
+    progress: Progress,
+) -> tuple[FieldReport, PartCache | None]:
+    report = FieldReport(field_name, encoder=encoder.name, revision=encoder.revision, dim=encoder.dim)
+    started = time.perf_counter()
+    table = field_table(store, field_name)
+    if table.num_rows == 0:
+        report.skipped = "no stored images" if field_name == "image" else "no non-empty texts"
+        return report, None
+    name = file_name(field_name, encoder.slug)
+    report.name = name
+    payload = table["payload"]
+    hashes = content_hashes(payload, field_name)
+
+    lookup = HashLookup()
+    old: Embeddings | None = None
+    old_path = embedding_path(store, name)
+    if old_path.is_file():
+        candidate = read_embedding_file(old_path, name)
+        if (candidate.encoder, candidate.revision, candidate.metadata.get("dim")) == (
+            encoder.name,
+            encoder.revision,
+            str(encoder.dim),
+        ):
+            old = candidate
+            lookup.add(old.hashes, old.vectors)
+    n_old_sources = len(lookup.sources)
+    parts = PartCache(store.root / "cache" / "embed" / name, encoder.name, encoder.revision, encoder.dim)
+    for part in parts.load():
+        lookup.add(part.hashes, part.vectors)
+
+    source, _ = lookup.find(hashes)
+    report.reused = int(np.count_nonzero((source >= 0) & (source < n_old_sources)))
+    report.resumed = int(np.count_nonzero(source >= n_old_sources))
+    missing = np.flatnonzero(source < 0)
+    _, first = np.unique(hashes[missing], return_index=True)
+    todo = missing[np.sort(first)]
+    if encoder.modality == "text" and len(todo):
+        lengths = pc.utf8_length(payload.take(pa.array(todo))).to_numpy(zero_copy_only=False)
+        todo = todo[np.argsort(-lengths, kind="stable")]
+
+    failed_rows: list[int] = []
+    if len(todo):
+        chunk = _chunk_rows(encoder.modality, batch_size)
+        progress.start(f"embed {field_name} ({encoder.name})", total=len(todo))
+        for start in range(0, len(todo), chunk):
+            rows = todo[start : start + chunk]
+            attempted = len(rows)
+            inputs = payload.take(pa.array(rows)).to_pylist()
+            if encoder.modality == "image":
+                images, failures = _load_images(store, inputs)
+                bad = {i for i, _ in failures}
+                for i, why in failures:
+                    report.failed.append((inputs[i], why))
+                    failed_rows.append(int(rows[i]))
+                rows = np.array([r for i, r in enumerate(rows) if i not in bad], dtype=np.int64)
+                inputs = images
+            if len(rows):
+                vectors = encoder.encode(inputs, batch_size=batch_size)
+                if vectors.shape != (len(rows), encoder.dim):
+                    raise BadInput(
+                        f"encoder {encoder.name} returned shape {vectors.shape} for {len(rows)} inputs "
+                        f"of dimension {encoder.dim}"
+                    )
+                part = parts.write(hashes[rows], vectors)
+                lookup.add(part.hashes, part.vectors)
+            report.embedded += len(rows)
+            progress.advance(attempted)
+    report.seconds["encode"] = round(time.perf_counter() - started, 3)
+
+    if failed_rows:
+        keep = ~np.isin(hashes, hashes[np.array(failed_rows)])
+        table, hashes = table.filter(pa.array(keep)), hashes[keep]
+    report.rows = table.num_rows
+    if report.rows == 0:
+        report.skipped = "no readable stored images"
+        return report, parts
+    new_id = embedding_id(encoder.name, encoder.revision, encoder.dim, table["key"], hashes)
+    if old is not None:
+        report.removed = int(pc.sum(pc.invert(pc.is_in(old.keys, value_set=table["key"]))).as_py() or 0)
+    if old is not None and old.metadata.get("embedding_id") == new_id:
+        report.unchanged = True
+        current: Embeddings = old
+    else:
+        assembled = time.perf_counter()
+        staged = txn.stage(f"embeddings/{name}.arrow")
+        scratch = staged.with_name(staged.name + ".vectors")
+        vectors = np.memmap(scratch, dtype=np.float32, mode="w+", shape=(report.rows, encoder.dim))
+        for start in range(0, report.rows, _ASSEMBLE_CHUNK):
+            found = lookup.gather(hashes[start : start + _ASSEMBLE_CHUNK], vectors[start : start + _ASSEMBLE_CHUNK])
+            if not found.all():  # cannot happen: every missing hash was encoded above
+                raise RuntimeError(f"internal error: {int((~found).sum())} rows of {name} have no vector")
+        metadata = {
+            "format": FORMAT,
+            "encoder": encoder.name,
+            "revision": encoder.revision,
+            "field": field_name,
+            "dim": str(encoder.dim),
+            "model": encoder.description,
+            "rows": str(report.rows),
+            "normalised": "l2",
+            "distance": "euclidean",
+            "embedding_id": new_id,
+        }
+        write_embedding_file(
+            staged,
+            keys=table["key"],
+            procedure_ids=table["procedure_id"],
+            hashes=hashes,
+            vectors=vectors,
+            metadata=metadata,
+        )
+        del vectors
+        scratch.unlink()
+        current = read_embedding_file(staged, name)
+        report.seconds["write"] = round(time.perf_counter() - assembled, 3)
+
+    indexed = time.perf_counter()
+    sidecar = read_sidecar(store, name)
+    if index_is_current(sidecar, new_id, report.rows, index_config):
+        report.index = {**{k: sidecar[k] for k in ("kind", "params", "recall") if k in sidecar}, "rebuilt": False}
+    else:
+        sidecar = build_index_for(store, txn, current, config=index_config, progress=progress)
+        report.index = {**{k: sidecar[k] for k in ("kind", "params", "recall")}, "rebuilt": True}
+    report.seconds["index"] = round(time.perf_counter() - indexed, 3)
+    return report, parts
+
+
+def embed_store(
+    store: Store | str | Path,
+    *,
+    text_encoder: str = DEFAULT_TEXT_ENCODER,
+    image_encoder: str = DEFAULT_IMAGE_ENCODER,
+    fields: str | Sequence[str] | None = None,
+    batch_size: int | None = None,
+    seed: int = 0,
+    refit: bool = False,
+    index_config: IndexConfig | None = None,
+    progress: Progress = SILENT,
+) -> EmbedReport:
+    """Embed ``fields`` (default: step_title, step_text, procedure_title, image) of the kept procedures and
+    build their FAISS indexes, in one atomic transaction.
+
+    Encoders are resolved before anything else, so one that cannot be loaded here fails at once with a
+    one-line message naming what to use instead. A re-run embeds only new or changed rows; an interrupted
+    run resumes from the chunks it had finished. The fields embedded become the store's current embeddings
+    (``embedding_name(store, field)``).
+
+    Args:
+        text_encoder: a built-in text encoder (``hashed``, ``minilm-offline``), a local sentence-transformers
+            model directory, or a hub id.
+        image_encoder: a built-in image encoder (``colour-layout``, ``efficientnet-lite0``), a local CLIP
+            model directory, or a hub id.
+        batch_size: encoder batch size (default: the encoder's own).
+        seed: seeds the hashed encoder's fit and the approximate index's training and recall sample.
+        refit: fit the ``hashed`` encoder again on the current texts instead of reusing the store's fit.
+
+    Raises:
+        EncoderUnavailable: an encoder cannot be loaded here.
+        BadInput: unknown field, empty store.
+    """
+    wall = time.perf_counter()
+    if not isinstance(store, Store):
+        store = Store.open(store)
+    chosen = parse_fields(fields)
+    if batch_size is not None and batch_size < 1:
+        raise BadInput(f"batch size must be at least 1, got {batch_size}")
+    config = index_config or IndexConfig(seed=seed)
+    names = {"text": text_encoder, "image": image_encoder}
+    specs: dict[str, EncoderSpec] = {}
+    for modality in ("text", "image"):
+        if any(FIELD_MODALITY[f] == modality for f in chosen):
+            specs[modality] = resolve_encoder(names[modality], modality)  # type: ignore[arg-type]
+    if not store.has_table("procedures") or store.table("procedures", ["id"]).num_rows == 0:
+        raise BadInput(f"{store.root} holds no procedures; import some first (`procbench ingest` or `demo`)")
+
+    report = EmbedReport(store=str(store.root))
+    args = {
+        "fields": list(chosen),
+        "batch_size": batch_size,
+        "refit": refit,
+        "index": asdict(config),
+        **{f"{m}_encoder": names[m] for m in specs},
+    }
+    caches: list[PartCache] = []
+    with store.transaction("embed", args=args, seed=seed, packages=("faiss-cpu",)) as txn:
+        encoders: dict[str, Encoder] = {}
+        loading = time.perf_counter()
+        for modality, spec in specs.items():
+            progress.start(f"load {modality} encoder {spec.name}", total=None)
+            encoders[modality] = spec.load(store=store, seed=seed, refit=refit)
+        report.seconds["load"] = round(time.perf_counter() - loading, 3)
+        txn.packages = tuple(dict.fromkeys(["faiss-cpu", *(p for e in encoders.values() for p in e.packages)]))
+        for modality, enc in encoders.items():
+            report.encoders[modality] = {
+                "name": enc.name,
+                "revision": enc.revision,
+                "dim": enc.dim,
+                "model": enc.description,
+            }
+        current: dict[str, str] = {}
+        for field_name in chosen:
+            enc = encoders[FIELD_MODALITY[field_name]]
+            field_report, cache = _embed_field(
+                store,
+                txn,
+                field_name,
+                enc,
+                batch_size=batch_size or enc.default_batch_size,
+                index_config=config,
+                progress=progress,
+            )
+            report.fields.append(field_report)
+            if cache is not None:
+                caches.append(cache)
+            if not field_report.skipped:
+                current[field_name] = field_report.name
+        for enc in encoders.values():
+            report.artifacts.extend(enc.stage_artifacts(store, txn))
+        stage_current(store, txn, current)
+        txn.counts.update(report.counts())
+    for cache in caches:
+        cache.clear()
+    report.seconds["total"] = round(time.perf_counter() - wall, 3)
+    return report
