@@ -50,18 +50,25 @@ def _rate(fn, pages: list[bytes], seconds: float = 2.0) -> tuple[float, int]:
 
 
 def parsers() -> dict[str, dict[str, float]]:
-    wiki = [(FIX / "wikihow" / f"{n}.html").read_bytes() for n in
-            ("Build-a-Floating-Shelf", "Decorate-a-Mantel-for-Christmas", "Make-Fluffy-Pancakes")]
-    ible = [(FIX / "instructables" / f"{n}.html").read_bytes()
-            for n in ("Pallet-Wood-Workbench", "String-Art-Coasters")]
+    wiki = [
+        (FIX / "wikihow" / f"{n}.html").read_bytes()
+        for n in ("Build-a-Floating-Shelf", "Decorate-a-Mantel-for-Christmas", "Make-Fluffy-Pancakes")
+    ]
+    ible = [
+        (FIX / "instructables" / f"{n}.html").read_bytes() for n in ("Pallet-Wood-Workbench", "String-Art-Coasters")
+    ]
     model = json.loads((FIX / "instructables" / "model-Pallet-Wood-Workbench.json").read_text())
     cases = {
         "wikihow html (fixture)": (lambda p: parse_article_html(p, "https://www.wikihow.com/X"), wiki),
-        "wikihow html (padded to real weight)": (lambda p: parse_article_html(p, "https://www.wikihow.com/X"),
-                                                 [_pad(p) for p in wiki]),
+        "wikihow html (padded to real weight)": (
+            lambda p: parse_article_html(p, "https://www.wikihow.com/X"),
+            [_pad(p) for p in wiki],
+        ),
         "instructables html (fixture)": (lambda p: parse_project_html(p, "https://www.instructables.com/X/"), ible),
-        "instructables html (padded)": (lambda p: parse_project_html(p, "https://www.instructables.com/X/"),
-                                        [_pad(p) for p in ible]),
+        "instructables html (padded)": (
+            lambda p: parse_project_html(p, "https://www.instructables.com/X/"),
+            [_pad(p) for p in ible],
+        ),
         "instructables json api": (lambda p: parse_model_json(json.loads(p)), [json.dumps(model).encode()]),
     }
     out = {}
@@ -95,9 +102,15 @@ def rate_limiter(n: int = 20, interval: float = 0.2) -> dict[str, float]:
     server.shutdown()
     gaps = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
     errors = [g - interval for g in gaps]
-    return {"configured_s": interval, "requests": len(arrivals), "mean_gap_s": round(statistics.mean(gaps), 4),
-            "mean_error_ms": round(1000 * statistics.mean(errors), 2), "max_error_ms": round(1000 * max(errors), 2),
-            "min_gap_s": round(min(gaps), 4), "never_faster": min(gaps) >= interval}
+    return {
+        "configured_s": interval,
+        "requests": len(arrivals),
+        "mean_gap_s": round(statistics.mean(gaps), 4),
+        "mean_error_ms": round(1000 * statistics.mean(errors), 2),
+        "max_error_ms": round(1000 * max(errors), 2),
+        "min_gap_s": round(min(gaps), 4),
+        "never_faster": min(gaps) >= interval,
+    }
 
 
 def main() -> None:

@@ -63,8 +63,9 @@ class FetchError(ProcbenchError, OSError):
     """A URL could not be fetched (``status`` is the HTTP status when there was one). ``permanent`` errors
     are never retried: asking again would give the same answer."""
 
-    def __init__(self, message: str, *, url: str | None = None, status: int | None = None,
-                 permanent: bool = True) -> None:
+    def __init__(
+        self, message: str, *, url: str | None = None, status: int | None = None, permanent: bool = True
+    ) -> None:
         super().__init__(message)
         self.url = url
         self.status = status

@@ -31,8 +31,12 @@ TREE = {  # category -> (sub-categories, articles)
     "Home-and-Garden": (["Shelving", "Home-and-Garden"], ["Decorate-a-Mantel-for-Christmas"]),
     "Shelving": ([], ["Build-a-Floating-Shelf", "Sand-Wood-by-Hand", "Missing-Article", "Tiny-Article"]),
 }
-TINY = {"id": "Tiny-Article", "title": "How to Do Almost Nothing", "category": ["Home and Garden"],
-        "steps": [{"title": "Begin.", "text": "Start it."}, {"title": "End.", "text": "Stop it."}]}
+TINY = {
+    "id": "Tiny-Article",
+    "title": "How to Do Almost Nothing",
+    "category": ["Home and Garden"],
+    "steps": [{"title": "Begin.", "text": "Start it."}, {"title": "End.", "text": "Stop it."}],
+}
 
 
 def api(path: str, headers: dict[str, str]) -> Reply:
@@ -42,8 +46,14 @@ def api(path: str, headers: dict[str, str]) -> Reply:
         titles = TREE.get(name, ([], []))[1]
         half = 0 if "gcmcontinue" in q else 1  # the first answer holds one page and asks to continue
         chosen = titles[:half] if half else titles[1:]
-        body = {"query": {"pages": [{"ns": 0, "title": t.replace("-", " "), "pageid": i,
-                                     "fullurl": f"{W}/{t}"} for i, t in enumerate(chosen)]}}
+        body = {
+            "query": {
+                "pages": [
+                    {"ns": 0, "title": t.replace("-", " "), "pageid": i, "fullurl": f"{W}/{t}"}
+                    for i, t in enumerate(chosen)
+                ]
+            }
+        }
         if half and len(titles) > 1:
             body["continue"] = {"gcmcontinue": "page|next", "continue": "gcmcontinue||"}
         return Reply(body=json.dumps(body), content_type="application/json")
@@ -84,8 +94,11 @@ def test_wikihow_category_crawl_end_to_end_and_rerun_fetches_nothing(tmp_path: P
     assert report.added == 3 and report.outcomes["filtered_step_count"] == 1 and report.outcomes["http_404"] == 1
     opened = Store.open(store)
     procedures = {r["id"]: r for r in opened.table("procedures").to_pylist()}
-    assert set(procedures) == {"wikihow:Decorate-a-Mantel-for-Christmas", "wikihow:Build-a-Floating-Shelf",
-                               "wikihow:Sand-Wood-by-Hand"}
+    assert set(procedures) == {
+        "wikihow:Decorate-a-Mantel-for-Christmas",
+        "wikihow:Build-a-Floating-Shelf",
+        "wikihow:Sand-Wood-by-Hand",
+    }
     assert procedures["wikihow:Build-a-Floating-Shelf"]["url"] == f"{W}/Build-a-Floating-Shelf"
     steps = opened.table("steps").to_pylist()
     mantel = [s for s in steps if s["procedure_id"] == "wikihow:Decorate-a-Mantel-for-Christmas"]
@@ -111,15 +124,20 @@ def test_wikihow_category_crawl_end_to_end_and_rerun_fetches_nothing(tmp_path: P
 def test_wikihow_falls_back_to_category_pages_when_the_api_is_disallowed(tmp_path: Path) -> None:
     clock = FakeClock()
     grid = "".join(f"<div class='responsive_thumb'><a href='/{a}'>{a}</a></div>" for a in ("Sand-Wood-by-Hand",))
-    page1 = (f"<html><body><div id='content_wrapper'><div id='cat_all'><div class='cat_grid'>{grid}</div></div>"
-             "<div id='large_pagination'><ul><li>1</li><li>2</li></ul></div></div></body></html>")
+    page1 = (
+        f"<html><body><div id='content_wrapper'><div id='cat_all'><div class='cat_grid'>{grid}</div></div>"
+        "<div id='large_pagination'><ul><li>1</li><li>2</li></ul></div></div></body></html>"
+    )
     page2 = page1.replace("Sand-Wood-by-Hand", "Build-a-Floating-Shelf")
     with FakeSite(clock) as site:
         wikihow_site(site, robots="User-agent: *\nDisallow: /api.php\n")
         site.page("/Category:Shelving", page1)
         site.page("/Category:Shelving?pg=2", page2)
-        report = scrape(tmp_path / "s", ScrapeOptions("wikihow", categories=("Shelving",), base_url=site.url,
-                                                      http=HTTP, images=False), clock=clock)
+        report = scrape(
+            tmp_path / "s",
+            ScrapeOptions("wikihow", categories=("Shelving",), base_url=site.url, http=HTTP, images=False),
+            clock=clock,
+        )
     assert report.added == 2 and site.hits("/api.php") == 0
     images = Store.open(tmp_path / "s").table("images").to_pylist()
     assert images and not any(i["stored"] for i in images)  # --no-images: URLs recorded, nothing downloaded
@@ -137,14 +155,15 @@ def instructables_site(site: FakeSite, *, search_calls: list[dict[str, str]]) ->
         q = {k: v[0] for k, v in parse_qs(urlsplit(path).query).items()}
         search_calls.append(q)
         page, per_page = int(q["page"]), int(q["per_page"])
-        hits = [{"document": {"urlString": s, "title": s}} for s in ranked[(page - 1) * per_page: page * per_page]]
+        hits = [{"document": {"urlString": s, "title": s}} for s in ranked[(page - 1) * per_page : page * per_page]]
         return Reply(body=json.dumps({"found": len(ranked), "hits": hits}), content_type="application/json")
 
     def model(path: str, headers: dict[str, str]) -> Reply:
         slug = parse_qs(urlsplit(path).query)["urlString"][0]
         if slug == "Pallet-Wood-Workbench":
-            return Reply(body=fixture("instructables/model-Pallet-Wood-Workbench.json"),
-                         content_type="application/json")
+            return Reply(
+                body=fixture("instructables/model-Pallet-Wood-Workbench.json"), content_type="application/json"
+            )
         if slug == "Best-Workbench-Builds":
             return Reply(body=fixture("instructables/model-collection.json"), content_type="application/json")
         return Reply(status=404)
@@ -172,8 +191,11 @@ def test_instructables_search_api_json_model_and_html_fallback(tmp_path: Path) -
     assert pallet["license"] == "https://creativecommons.org/licenses/by-nc-sa/4.0/"  # read from the page
     assert pallet["category"] == ["Workshop", "Workbenches"] and pallet["author"] == "ShedBuilder42"
     assert procedures["instructables:String-Art-Coasters"]["author"] == "KnotQueen"  # API 404 -> page HTML
-    kinds = [s["kind"] for s in Store.open(tmp_path / "s").table("steps").to_pylist()
-             if s["procedure_id"] == "instructables:Pallet-Wood-Workbench"]
+    kinds = [
+        s["kind"]
+        for s in Store.open(tmp_path / "s").table("steps").to_pylist()
+        if s["procedure_id"] == "instructables:Pallet-Wood-Workbench"
+    ]
     assert kinds == ["intro", "supplies", "step", "step", "step", "step"]
     assert report.images_stored > 0 and not report.image_failures
 
@@ -183,9 +205,14 @@ def test_rate_limited_run_commits_what_it_has_and_stops(tmp_path: Path) -> None:
     with FakeSite(clock) as site:
         wikihow_site(site)
         site.route("/Sand-Wood-by-Hand", Reply(status=429, headers={"Retry-After": "30"}))
-        options = ScrapeOptions("wikihow", urls=(f"{W}/Build-a-Floating-Shelf", f"{W}/Sand-Wood-by-Hand"),
-                                base_url=site.url, http=HttpConfig(contact="x@example.org", max_retries=2),
-                                images=False, batch_size=10)
+        options = ScrapeOptions(
+            "wikihow",
+            urls=(f"{W}/Build-a-Floating-Shelf", f"{W}/Sand-Wood-by-Hand"),
+            base_url=site.url,
+            http=HttpConfig(contact="x@example.org", max_retries=2),
+            images=False,
+            batch_size=10,
+        )
         with pytest.raises(RateLimited):
             scrape(tmp_path / "s", options, clock=clock)
     assert Store.open(tmp_path / "s").table("procedures")["id"].to_pylist() == ["wikihow:Build-a-Floating-Shelf"]
@@ -196,8 +223,15 @@ def test_filters_and_limits(tmp_path: Path) -> None:
     clock = FakeClock()
     with FakeSite(clock) as site:
         wikihow_site(site)
-        options = ScrapeOptions("wikihow", categories=("Shelving",), base_url=site.url, http=HTTP, images=False,
-                                limit=1, filters=Filters(min_steps=5, max_steps=25))
+        options = ScrapeOptions(
+            "wikihow",
+            categories=("Shelving",),
+            base_url=site.url,
+            http=HTTP,
+            images=False,
+            limit=1,
+            filters=Filters(min_steps=5, max_steps=25),
+        )
         report = scrape(tmp_path / "s", options, clock=clock)
         more = scrape(tmp_path / "s", ScrapeOptions(**{**options.__dict__, "limit": 5}), clock=clock)
     assert report.added == 1 and more.added == 0 and more.outcomes["filtered_step_count"] == 2  # Sand: 4, Tiny: 2
@@ -208,12 +242,43 @@ def test_cli_single_url_json_and_the_contact_rule(tmp_path: Path) -> None:
     runner = CliRunner()
     with FakeSite() as site:
         wikihow_site(site)
-        result = runner.invoke(app, ["scrape", "wikihow", "--url", f"{W}/Make-Fluffy-Pancakes", "--url",
-                                     "Build-a-Floating-Shelf", "--base-url", site.url, "--delay", "0", "--no-images",
-                                     "--store", str(tmp_path / "s"), "--json"])
+        result = runner.invoke(
+            app,
+            [
+                "scrape",
+                "wikihow",
+                "--url",
+                f"{W}/Make-Fluffy-Pancakes",
+                "--url",
+                "Build-a-Floating-Shelf",
+                "--base-url",
+                site.url,
+                "--delay",
+                "0",
+                "--no-images",
+                "--store",
+                str(tmp_path / "s"),
+                "--json",
+            ],
+        )
         site.page("/Make-Fluffy-Pancakes", fixture("wikihow/Make-Fluffy-Pancakes.html"))
-        retry = runner.invoke(app, ["scrape", "wikihow", "--url", f"{W}/Make-Fluffy-Pancakes", "--base-url", site.url,
-                                    "--delay", "0", "--no-images", "--store", str(tmp_path / "s"), "--json"])
+        retry = runner.invoke(
+            app,
+            [
+                "scrape",
+                "wikihow",
+                "--url",
+                f"{W}/Make-Fluffy-Pancakes",
+                "--base-url",
+                site.url,
+                "--delay",
+                "0",
+                "--no-images",
+                "--store",
+                str(tmp_path / "s"),
+                "--json",
+            ],
+        )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["added"] == 1 and out["outcomes"] == {"added": 1, "http_404": 1} and out["http"]["requests"] >= 2
@@ -221,8 +286,10 @@ def test_cli_single_url_json_and_the_contact_rule(tmp_path: Path) -> None:
     assert site.hits("/Make-Fluffy-Pancakes") == 1  # ...and not asked again, even by another job
     public = runner.invoke(app, ["scrape", "wikihow", "--url", "Anything", "--store", str(tmp_path / "p")])
     assert public.exit_code == 2 and "--contact" in public.output
-    fast = runner.invoke(app, ["scrape", "wikihow", "--url", "X", "--contact", "a@b.org", "--delay", "0.1",
-                               "--store", str(tmp_path / "p")])
+    fast = runner.invoke(
+        app,
+        ["scrape", "wikihow", "--url", "X", "--contact", "a@b.org", "--delay", "0.1", "--store", str(tmp_path / "p")],
+    )
     assert fast.exit_code == 2 and "one request per second" in fast.output
 
 
@@ -236,23 +303,43 @@ def test_manifests_in_the_repository_are_valid() -> None:
         assert manifest.filters.language == "en" and manifest.limit
     wood = load_manifest(REPO / "manifests" / "woodworkqa.toml")
     assert wood.source == "instructables" and set(wood.categories) == {
-        "workshop/furniture", "workshop/shelves", "workshop/woodworking", "workshop/workbenches"}
+        "workshop/furniture",
+        "workshop/shelves",
+        "workshop/woodworking",
+        "workshop/workbenches",
+    }
     deco = load_manifest(REPO / "manifests" / "decorationqa.toml")
     assert set(deco.categories) == {"living/christmas", "living/decorating", "living/halloween", "living/holidays"}
 
 
 def test_cli_runs_a_manifest_against_a_mirror(tmp_path: Path) -> None:
     manifest = tmp_path / "shelves.toml"
-    manifest.write_text('version = 1\nname = "shelves"\nsource = "wikihow"\ncategories = ["Shelving"]\n'
-                        'limit = 10\nimages = false\n[filters]\nmin_steps = 3\nmax_steps = 25\nlanguage = "en"\n',
-                        encoding="utf-8")
+    manifest.write_text(
+        'version = 1\nname = "shelves"\nsource = "wikihow"\ncategories = ["Shelving"]\n'
+        'limit = 10\nimages = false\n[filters]\nmin_steps = 3\nmax_steps = 25\nlanguage = "en"\n',
+        encoding="utf-8",
+    )
     bad = tmp_path / "bad.toml"
     bad.write_text('source = "wikihow"\ncategories = ["X"]\ncolour = "blue"\n', encoding="utf-8")
     runner = CliRunner()
     with FakeSite() as site:
         wikihow_site(site)
-        result = runner.invoke(app, ["scrape", str(manifest), "--base-url", site.url, "--delay", "0", "--limit", "1",
-                                     "--store", str(tmp_path / "s"), "--json"])
+        result = runner.invoke(
+            app,
+            [
+                "scrape",
+                str(manifest),
+                "--base-url",
+                site.url,
+                "--delay",
+                "0",
+                "--limit",
+                "1",
+                "--store",
+                str(tmp_path / "s"),
+                "--json",
+            ],
+        )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["added"] == 1
     assert Store.open(tmp_path / "s").provenance[-1]["args"]["manifest"] == "shelves"
@@ -261,20 +348,48 @@ def test_cli_runs_a_manifest_against_a_mirror(tmp_path: Path) -> None:
 
 
 def test_killed_run_resumes_without_losing_duplicating_or_refetching(tmp_path: Path) -> None:
-    records = [{"id": f"Project-{i:02d}", "title": f"How to Finish Project {i}", "category": ["Big"],
-                "steps": [{"title": f"Do part {j} of project {i}.", "text": f"Carefully work on part {j} of it."}
-                          for j in range(4)]} for i in range(12)]
+    records = [
+        {
+            "id": f"Project-{i:02d}",
+            "title": f"How to Finish Project {i}",
+            "category": ["Big"],
+            "steps": [
+                {"title": f"Do part {j} of project {i}.", "text": f"Carefully work on part {j} of it."}
+                for j in range(4)
+            ],
+        }
+        for i in range(12)
+    ]
     store = tmp_path / "store"
     with FakeSite() as site:
         site.page("/robots.txt", "User-agent: *\nDisallow: /Special:\n", "text/plain")
         members = {"query": {"pages": [{"ns": 0, "title": r["id"], "fullurl": f"{W}/{r['id']}"} for r in records]}}
-        site.prefix("/api.php", lambda path, h: Reply(
-            body=json.dumps(members if "generator" in path else {"query": {}}), content_type="application/json"))
+        site.prefix(
+            "/api.php",
+            lambda path, h: Reply(
+                body=json.dumps(members if "generator" in path else {"query": {}}), content_type="application/json"
+            ),
+        )
         for record in records:
             site.route(f"/{record['id']}", Reply(body=render_article(record, base=W), delay=0.15))
         site.prefix("/images/", lambda path, h: Reply(body=jpeg((len(path) % 250, 20, 30)), content_type="image/jpeg"))
-        command = [sys.executable, "-m", "procbench", "scrape", "wikihow", "-c", "Big", "--base-url", site.url,
-                   "--delay", "0", "--batch-size", "1", "--store", str(store)]
+        command = [
+            sys.executable,
+            "-m",
+            "procbench",
+            "scrape",
+            "wikihow",
+            "-c",
+            "Big",
+            "--base-url",
+            site.url,
+            "--delay",
+            "0",
+            "--batch-size",
+            "1",
+            "--store",
+            str(store),
+        ]
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
@@ -288,8 +403,9 @@ def test_killed_run_resumes_without_losing_duplicating_or_refetching(tmp_path: P
         killed_at = len(site.log)
         committed = Store.open(store).table("procedures").num_rows
         assert 3 <= committed < len(records)
-        options = ScrapeOptions("wikihow", categories=("Big",), base_url=site.url, http=HttpConfig(min_interval=0.0),
-                                batch_size=1)
+        options = ScrapeOptions(
+            "wikihow", categories=("Big",), base_url=site.url, http=HttpConfig(min_interval=0.0), batch_size=1
+        )
         report = scrape(store, options)
     ids = Store.open(store).table("procedures")["id"].to_pylist()
     assert report.resumed and len(ids) == len(set(ids)) == len(records)

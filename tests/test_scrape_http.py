@@ -12,15 +12,21 @@ from procbench.scrape.cache import ResponseCache
 from procbench.scrape.http import HttpClient, HttpConfig, Mirror, ResponseTooLarge
 
 W = "https://www.wikihow.com"
-ROBOTS = ("User-agent: *\nDisallow: /Special:\nDisallow: /*action=history\nAllow: /Special:CategoryListing\n"
-          "Crawl-delay: 3\n")
+ROBOTS = (
+    "User-agent: *\nDisallow: /Special:\nDisallow: /*action=history\nAllow: /Special:CategoryListing\nCrawl-delay: 3\n"
+)
 
 
 def client(site: FakeSite, tmp_path: Path, clock: FakeClock, **config: object) -> HttpClient:
     settings = {"contact": "bench@example.org", "min_interval": 1.0, "read_timeout": 5.0, **config}
-    return HttpClient(HttpConfig(**settings), domains=("wikihow.com",), cache=ResponseCache(tmp_path / "cache"),
-                      mirror=Mirror(site.url, ("wikihow.com",)), clock=clock,
-                      soft_block=(b"If you are a web crawler or bot",))
+    return HttpClient(
+        HttpConfig(**settings),
+        domains=("wikihow.com",),
+        cache=ResponseCache(tmp_path / "cache"),
+        mirror=Mirror(site.url, ("wikihow.com",)),
+        clock=clock,
+        soft_block=(b"If you are a web crawler or bot",),
+    )
 
 
 def test_robots_disallow_and_crawl_delay_are_obeyed(tmp_path: Path) -> None:
@@ -161,8 +167,11 @@ def test_soft_block_pages_count_as_rate_limiting(tmp_path: Path) -> None:
     clock = FakeClock()
     with FakeSite(clock) as site:
         site.route("/robots.txt", Reply(status=404))
-        site.route("/A", Reply(body="If you are a web crawler or bot, 0100100001100101011011000110110001101111!"),
-                   Reply(body="article"))
+        site.route(
+            "/A",
+            Reply(body="If you are a web crawler or bot, 0100100001100101011011000110110001101111!"),
+            Reply(body="article"),
+        )
         http = client(site, tmp_path, clock)
         assert http.get(f"{W}/A").text() == "article"
     assert http.stats.status_429 == 1

@@ -28,6 +28,8 @@ def command(
     Re-importing a file adds nothing (ids are stable). Bad lines are reported with their line number and
     skipped; everything else is imported in one atomic step, so an interrupted import changes nothing.
     """
+    from rich.markup import escape
+
     from procbench.cli._console import console, err_console, print_json, progress_bar
     from procbench.ingest import ingest_file
 
@@ -39,9 +41,9 @@ def command(
         print_json(report.to_dict())
         return
     for problem in report.problems:
-        err_console.print(f"[yellow]skipped[/] {file}:{problem}", highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]skipped[/] {escape(f'{file}:{problem}')}", highlight=False, soft_wrap=True)
     for ref, why in report.image_failures[:20]:
-        err_console.print(f"[yellow]image skipped[/] {ref}: {why}", highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]image skipped[/] {escape(f'{ref}: {why}')}", highlight=False, soft_wrap=True)
     counts = report.counts()
     console.print(
         f"[bold green]ingested[/] {counts['added']} procedures from {file} into {store} "

@@ -63,16 +63,28 @@ class ResponseCache:
             body = body_path.read_bytes() if meta.get("error") is None else b""
         except (OSError, ValueError):
             return None
-        return CachedResponse(url=meta["url"], final_url=meta["final_url"], status=int(meta["status"]),
-                              content_type=meta.get("content_type", ""), body=body,
-                              fetched_at=meta.get("fetched_at", ""), error=meta.get("error"))
+        return CachedResponse(
+            url=meta["url"],
+            final_url=meta["final_url"],
+            status=int(meta["status"]),
+            content_type=meta.get("content_type", ""),
+            body=body,
+            fetched_at=meta.get("fetched_at", ""),
+            error=meta.get("error"),
+        )
 
     def put(self, response: CachedResponse) -> None:
         """Store ``response`` under its requested URL."""
         meta_path, body_path = self._paths(response.url)
         if response.error is None:
             atomic_write_bytes(body_path, response.body)
-        meta = {"url": response.url, "final_url": response.final_url, "status": response.status,
-                "content_type": response.content_type, "fetched_at": response.fetched_at,
-                "size": len(response.body), "error": response.error}
+        meta = {
+            "url": response.url,
+            "final_url": response.final_url,
+            "status": response.status,
+            "content_type": response.content_type,
+            "fetched_at": response.fetched_at,
+            "size": len(response.body),
+            "error": response.error,
+        }
         atomic_write_bytes(meta_path, json.dumps(meta).encode("utf-8"))

@@ -76,19 +76,32 @@ class ScrapeReport:
 
     def counts(self) -> dict[str, Any]:
         """The numbers of this report."""
-        return {"added": self.added, "already_present": self.already_present, "skipped_done": self.skipped_done,
-                "outcomes": dict(sorted(self.outcomes.items())), "failed": len(self.failures),
-                "listing_errors": len(self.listing_errors), "images_stored": self.images_stored,
-                "images_remote": self.images_remote, "images_failed": len(self.image_failures),
-                "batches": self.batches}
+        return {
+            "added": self.added,
+            "already_present": self.already_present,
+            "skipped_done": self.skipped_done,
+            "outcomes": dict(sorted(self.outcomes.items())),
+            "failed": len(self.failures),
+            "listing_errors": len(self.listing_errors),
+            "images_stored": self.images_stored,
+            "images_remote": self.images_remote,
+            "images_failed": len(self.image_failures),
+            "batches": self.batches,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view (failures listed up to 100 each)."""
-        return {"source": self.source, "job": self.job, "resumed": self.resumed, **self.counts(),
-                "stopped": self.stopped, "http": self.http,
-                "failures": [{"url": u, "error": e} for u, e in self.failures[:_MAX_LISTED]],
-                "listing_errors": [{"category": c, "error": e} for c, e in self.listing_errors[:_MAX_LISTED]],
-                "image_failures": [{"image": u, "error": e} for u, e in self.image_failures[:_MAX_LISTED]]}
+        return {
+            "source": self.source,
+            "job": self.job,
+            "resumed": self.resumed,
+            **self.counts(),
+            "stopped": self.stopped,
+            "http": self.http,
+            "failures": [{"url": u, "error": e} for u, e in self.failures[:_MAX_LISTED]],
+            "listing_errors": [{"category": c, "error": e} for c, e in self.listing_errors[:_MAX_LISTED]],
+            "image_failures": [{"image": u, "error": e} for u, e in self.image_failures[:_MAX_LISTED]],
+        }
 
 
 @dataclass
@@ -156,16 +169,22 @@ def run_job(store: Store, job: Job, *, progress: Progress = SILENT) -> ScrapeRep
         if not pending and not pending_done:
             return
         with store.transaction("scrape", args={**job.args, "job": job.key, "batch": report.batches + 1}) as txn:
-            batch = add_procedures(store, txn, list(pending), image_loader=job.image_loader,
-                                   max_image_side=job.max_image_side)
+            batch = add_procedures(
+                store, txn, list(pending), image_loader=job.image_loader, max_image_side=job.max_image_side
+            )
             done.update(pending_done)
             state["added"] += batch.added
             per_category.update(pending_categories)
             state["per_category"] = dict(per_category)
             txn.stage(f"{_STATE_DIR}/{job.key}.json").write_text(json.dumps(state, indent=1), encoding="utf-8")
-            counts = {"added": batch.added, "already_present": batch.already_present,
-                      "images_stored": batch.images_stored, "images_remote": batch.images_remote,
-                      "images_failed": len(batch.image_failures), "urls_handled": len(pending_done)}
+            counts = {
+                "added": batch.added,
+                "already_present": batch.already_present,
+                "images_stored": batch.images_stored,
+                "images_remote": batch.images_remote,
+                "images_failed": len(batch.image_failures),
+                "urls_handled": len(pending_done),
+            }
             if job.http_stats is not None:
                 counts["http"] = job.http_stats()
             txn.counts.update(counts)
@@ -192,8 +211,11 @@ def run_job(store: Store, job: Job, *, progress: Progress = SILENT) -> ScrapeRep
                 for url in urls():
                     if job.limit is not None and added_so_far() >= job.limit:
                         break
-                    if category and job.limit_per_category is not None and \
-                            per_category[label] + pending_categories[label] >= job.limit_per_category:
+                    if (
+                        category
+                        and job.limit_per_category is not None
+                        and per_category[label] + pending_categories[label] >= job.limit_per_category
+                    ):
                         break
                     if url in done or url in pending_done:
                         report.skipped_done += 1
@@ -202,8 +224,11 @@ def run_job(store: Store, job: Job, *, progress: Progress = SILENT) -> ScrapeRep
                     if outcome is None:  # transient failure: not marked done, retried by the next run
                         transient_in_a_row += 1
                         if transient_in_a_row >= 5:
-                            raise SiteDown("5 pages in a row failed with timeouts or server errors; the site "
-                                           "looks down: re-run later to continue", permanent=False)
+                            raise SiteDown(
+                                "5 pages in a row failed with timeouts or server errors; the site "
+                                "looks down: re-run later to continue",
+                                permanent=False,
+                            )
                         continue
                     transient_in_a_row = 0
                     pending_done[url] = outcome

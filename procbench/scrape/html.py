@@ -13,8 +13,34 @@ from lxml import etree
 
 __all__ = ["cls", "drop", "fetched_at", "first_sentence", "jsonld_objects", "parse_html", "squash", "text_of"]
 
-_BLOCK = frozenset({"p", "div", "li", "ul", "ol", "br", "h1", "h2", "h3", "h4", "h5", "h6", "table", "tr",
-                    "section", "blockquote", "pre", "dd", "dt", "dl", "figure", "figcaption", "hr", "article"})
+_BLOCK = frozenset(
+    {
+        "p",
+        "div",
+        "li",
+        "ul",
+        "ol",
+        "br",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "table",
+        "tr",
+        "section",
+        "blockquote",
+        "pre",
+        "dd",
+        "dt",
+        "dl",
+        "figure",
+        "figcaption",
+        "hr",
+        "article",
+    }
+)
 _SKIP = frozenset({"script", "style", "noscript", "template", "iframe", "video", "audio", "svg", "button"})
 _SPACES = re.compile(r"[ \t\r\f\v\u00a0\u2009\u200b\u202f]+")
 
@@ -108,7 +134,7 @@ def first_sentence(text: str) -> tuple[str | None, str]:
     match = _SENTENCE_END.search(text)
     if match is None or match.end() >= len(text):
         return None, text
-    return text[: match.end()].strip(), text[match.end():].strip()
+    return text[: match.end()].strip(), text[match.end() :].strip()
 
 
 def fetched_at(stamp: str) -> datetime | None:

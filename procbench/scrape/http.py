@@ -54,8 +54,12 @@ log = logging.getLogger(__name__)
 #: The product token robots.txt groups are matched against.
 AGENT_TOKEN = "procbench"
 _RETRY_STATUSES = frozenset({408, 429})
-_TRANSIENT_EXCEPTIONS = (requests.exceptions.ConnectionError, requests.exceptions.Timeout,
-                         requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError)
+_TRANSIENT_EXCEPTIONS = (
+    requests.exceptions.ConnectionError,
+    requests.exceptions.Timeout,
+    requests.exceptions.ChunkedEncodingError,
+    requests.exceptions.ContentDecodingError,
+)
 
 
 class Clock(Protocol):
@@ -125,12 +129,20 @@ class HttpStats:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
-        return {"requests": self.requests, "from_cache": self.from_cache, "retries": self.retries,
-                "robots_disallowed": self.robots_disallowed, "robots_unavailable": self.robots_unavailable,
-                "redirects_refused": self.redirects_refused, "status_429": self.status_429,
-                "global_pauses": self.global_pauses, "bytes": self.bytes,
-                "slept_seconds": round(self.slept_seconds, 3), "by_kind": dict(sorted(self.by_kind.items())),
-                "by_status": {str(k): v for k, v in sorted(self.by_status.items())}}
+        return {
+            "requests": self.requests,
+            "from_cache": self.from_cache,
+            "retries": self.retries,
+            "robots_disallowed": self.robots_disallowed,
+            "robots_unavailable": self.robots_unavailable,
+            "redirects_refused": self.redirects_refused,
+            "status_429": self.status_429,
+            "global_pauses": self.global_pauses,
+            "bytes": self.bytes,
+            "slept_seconds": round(self.slept_seconds, 3),
+            "by_kind": dict(sorted(self.by_kind.items())),
+            "by_status": {str(k): v for k, v in sorted(self.by_status.items())},
+        }
 
 
 def is_loopback_url(url: str) -> bool:
@@ -178,7 +190,7 @@ class Mirror:
         if (parts.scheme, parts.netloc) != (base.scheme, base.netloc):
             return None
         prefix = base.path.rstrip("/")
-        path = parts.path[len(prefix):] if prefix and parts.path.startswith(prefix) else parts.path
+        path = parts.path[len(prefix) :] if prefix and parts.path.startswith(prefix) else parts.path
         canon = urlsplit(like)
         return urlunsplit((canon.scheme, canon.netloc, path or "/", parts.query, ""))
 
@@ -247,8 +259,9 @@ class ResponseTooLarge(FetchError):
 
 
 class _Transient(Exception):
-    def __init__(self, reason: str, *, status: int | None = None, wait: float | None = None,
-                 rate_limited: bool = False) -> None:
+    def __init__(
+        self, reason: str, *, status: int | None = None, wait: float | None = None, rate_limited: bool = False
+    ) -> None:
         super().__init__(reason)
         self.status = status
         self.wait = wait
@@ -276,9 +289,17 @@ class HttpClient:
         soft_block: byte strings that mark a block page served with status 200 (treated like a 429).
     """
 
-    def __init__(self, config: HttpConfig, *, domains: tuple[str, ...], cache: ResponseCache | None = None,
-                 mirror: Mirror | None = None, clock: Clock | None = None, session: requests.Session | None = None,
-                 soft_block: tuple[bytes, ...] = ()) -> None:
+    def __init__(
+        self,
+        config: HttpConfig,
+        *,
+        domains: tuple[str, ...],
+        cache: ResponseCache | None = None,
+        mirror: Mirror | None = None,
+        clock: Clock | None = None,
+        session: requests.Session | None = None,
+        soft_block: tuple[bytes, ...] = (),
+    ) -> None:
         self.config = config
         self.domains = domains
         self.cache = cache
@@ -294,8 +315,9 @@ class HttpClient:
         self._consecutive_429 = 0
 
     # -- public ------------------------------------------------------------------------------------------
-    def get(self, url: str, *, kind: str = "page", headers: dict[str, str] | None = None,
-            use_cache: bool = True) -> CachedResponse:
+    def get(
+        self, url: str, *, kind: str = "page", headers: dict[str, str] | None = None, use_cache: bool = True
+    ) -> CachedResponse:
         """Fetch canonical ``url`` (from the cache when it has it), following redirects within the domain.
 
         Raises:
@@ -324,8 +346,14 @@ class HttpClient:
                     self._remember_failure(url, exc)
                 raise
             if raw.location is None:
-                response = CachedResponse(url=url, final_url=current, status=raw.status, content_type=raw.content_type,
-                                          body=raw.body, fetched_at=_utc_now())
+                response = CachedResponse(
+                    url=url,
+                    final_url=current,
+                    status=raw.status,
+                    content_type=raw.content_type,
+                    body=raw.body,
+                    fetched_at=_utc_now(),
+                )
                 if use_cache and self.cache is not None:
                     self.cache.put(response)
                 return response
@@ -372,14 +400,24 @@ class HttpClient:
         host = urlsplit(target).hostname or ""
         if not target or urlsplit(target).scheme not in ("http", "https") or not _in_domains(host, self.domains):
             self.stats.redirects_refused += 1
-            raise Disallowed(f"{current} redirects to {fetched}, outside {', '.join(self.domains)}; not followed",
-                             url=current)
+            raise Disallowed(
+                f"{current} redirects to {fetched}, outside {', '.join(self.domains)}; not followed", url=current
+            )
         return target
 
     def _remember_failure(self, url: str, exc: FetchError) -> None:
         if self.cache is not None:
-            self.cache.put(CachedResponse(url=url, final_url=url, status=exc.status or 0, content_type="", body=b"",
-                                          fetched_at=_utc_now(), error=str(exc)))
+            self.cache.put(
+                CachedResponse(
+                    url=url,
+                    final_url=url,
+                    status=exc.status or 0,
+                    content_type="",
+                    body=b"",
+                    fetched_at=_utc_now(),
+                    error=str(exc),
+                )
+            )
 
     def _load_robots(self, origin: str) -> _Robots:
         url = origin + "/robots.txt"
@@ -417,8 +455,12 @@ class HttpClient:
                         self._note_429()
                     if attempt == cfg.max_retries:
                         cls = RateLimited if exc.rate_limited else FetchError
-                        raise cls(f"{url}: {exc} (gave up after {attempt + 1} tries)", url=url, status=exc.status,
-                                  permanent=False) from None
+                        raise cls(
+                            f"{url}: {exc} (gave up after {attempt + 1} tries)",
+                            url=url,
+                            status=exc.status,
+                            permanent=False,
+                        ) from None
                     wait = exc.wait if exc.wait is not None else self._backoff(attempt)
                     host.next_at = max(host.next_at, self.clock.monotonic() + wait)
                     self.stats.retries += 1
@@ -442,8 +484,13 @@ class HttpClient:
         self.stats.requests += 1
         self.stats.by_kind[kind] += 1
         try:
-            response = self.session.get(fetch_url, headers=send, timeout=(cfg.connect_timeout, cfg.read_timeout),
-                                        stream=True, allow_redirects=False)
+            response = self.session.get(
+                fetch_url,
+                headers=send,
+                timeout=(cfg.connect_timeout, cfg.read_timeout),
+                stream=True,
+                allow_redirects=False,
+            )
         except _TRANSIENT_EXCEPTIONS as exc:
             raise _Transient(f"{type(exc).__name__}: {exc}") from None
         except requests.exceptions.RequestException as exc:
@@ -455,16 +502,18 @@ class HttpClient:
                 retry_after = _retry_after(response.headers.get("Retry-After"))
                 if retry_after is not None:
                     retry_after = min(retry_after, cfg.max_retry_after)
-                raise _Transient(f"{status} {response.reason}", status=status, wait=retry_after,
-                                 rate_limited=status == 429)
+                raise _Transient(
+                    f"{status} {response.reason}", status=status, wait=retry_after, rate_limited=status == 429
+                )
             if status in (301, 302, 303, 307, 308):
                 location = response.headers.get("Location")
                 if not location:
                     raise FetchError(f"{fetch_url}: redirect without Location", url=fetch_url, status=status)
                 return _Raw(status, "", b"", location)
             if status in (401, 403):
-                raise Blocked(f"{fetch_url}: {status} {response.reason}; the site refuses us", url=fetch_url,
-                              status=status)
+                raise Blocked(
+                    f"{fetch_url}: {status} {response.reason}; the site refuses us", url=fetch_url, status=status
+                )
             if status >= 400 or status < 200 or status >= 300:
                 raise FetchError(f"{fetch_url}: {status} {response.reason}", url=fetch_url, status=status)
             body = self._read_body(response, fetch_url)
@@ -477,8 +526,11 @@ class HttpClient:
         cfg = self.config
         declared = response.headers.get("Content-Length")
         if declared and declared.isdigit() and int(declared) > cfg.max_bytes:
-            raise ResponseTooLarge(f"{fetch_url}: body of {declared} bytes exceeds the {cfg.max_bytes}-byte limit",
-                                   url=fetch_url, status=200)
+            raise ResponseTooLarge(
+                f"{fetch_url}: body of {declared} bytes exceeds the {cfg.max_bytes}-byte limit",
+                url=fetch_url,
+                status=200,
+            )
         deadline = time.monotonic() + cfg.max_seconds
         chunks: list[bytes] = []
         total = 0
@@ -486,8 +538,9 @@ class HttpClient:
             for chunk in response.iter_content(chunk_size=65536):
                 total += len(chunk)
                 if total > cfg.max_bytes:
-                    raise ResponseTooLarge(f"{fetch_url}: body exceeds the {cfg.max_bytes}-byte limit",
-                                           url=fetch_url, status=200)
+                    raise ResponseTooLarge(
+                        f"{fetch_url}: body exceeds the {cfg.max_bytes}-byte limit", url=fetch_url, status=200
+                    )
                 if time.monotonic() > deadline:
                     raise _Transient(f"body not complete after {cfg.max_seconds:.0f}s")
                 chunks.append(chunk)
@@ -512,8 +565,11 @@ class HttpClient:
             self._consecutive_429 = 0
             self.stats.global_pauses += 1
             self._paused_until = max(self._paused_until, self.clock.monotonic() + self.config.pause_seconds)
-            log.warning("%d rate-limit answers in a row: pausing every request for %.0fs",
-                        self.config.pause_after_429s, self.config.pause_seconds)
+            log.warning(
+                "%d rate-limit answers in a row: pausing every request for %.0fs",
+                self.config.pause_after_429s,
+                self.config.pause_seconds,
+            )
 
     def _backoff(self, attempt: int) -> float:
         cfg = self.config

@@ -41,15 +41,25 @@ SOURCE = "instructables"
 BASE_URL = "https://www.instructables.com"
 DOMAINS = ("instructables.com",)
 _STEP_PREFIX = re.compile(r"^\s*(?:Step\s+\d+\s*[:.\-]\s*|Introduction\s*:\s*|Intro\s*:\s*)", re.IGNORECASE)
-_SUPPLIES = re.compile(r"^\s*(?:supplies|materials|tools|parts|ingredients|what you(?:'|’)?ll need|what you need|"
-                       r"things you(?:'|’)?ll need|bill of materials|(?:materials|tools|supplies),? (?:and|&) "
-                       r"(?:tools|materials|supplies))\b", re.IGNORECASE)
-_SKIP_SECTIONS = re.compile(r"^\s*(?:\d+\s+People Made This Project!?|Recommendations|Be the First to Share|"
-                            r"Did you make this project)", re.IGNORECASE)
-_BODY_NOISE = (f".//*[{cls('step-toolbar')}] | .//*[{cls('author-promo')}] | .//script | .//style | .//iframe"
-               f" | .//*[{cls('mediaset')}] | .//*[{cls('no-js-photoset')}]")
-_SEARCH_FIELDS = ("title,urlString,coverImageUrl,screenName,favorites,views,primaryClassification,featureFlag,"
-                  "prizeLevel,IMadeItCount")
+_SUPPLIES = re.compile(
+    r"^\s*(?:supplies|materials|tools|parts|ingredients|what you(?:'|’)?ll need|what you need|"
+    r"things you(?:'|’)?ll need|bill of materials|(?:materials|tools|supplies),? (?:and|&) "
+    r"(?:tools|materials|supplies))\b",
+    re.IGNORECASE,
+)
+_SKIP_SECTIONS = re.compile(
+    r"^\s*(?:\d+\s+People Made This Project!?|Recommendations|Be the First to Share|"
+    r"Did you make this project)",
+    re.IGNORECASE,
+)
+_BODY_NOISE = (
+    f".//*[{cls('step-toolbar')}] | .//*[{cls('author-promo')}] | .//script | .//style | .//iframe"
+    f" | .//*[{cls('mediaset')}] | .//*[{cls('no-js-photoset')}]"
+)
+_SEARCH_FIELDS = (
+    "title,urlString,coverImageUrl,screenName,favorites,views,primaryClassification,featureFlag,"
+    "prizeLevel,IMadeItCount"
+)
 SORTS = {"popular": "views:desc", "recent": "publishDate:desc", "favorites": "favorites:desc"}
 
 
@@ -127,13 +137,16 @@ def parse_model_json(data: Any, *, base: str = BASE_URL) -> Procedure:
         images = _json_images(raw, base)
         for ref in _inline_images(raw.get("body"), base):
             _add(images, ref)
-        steps.append(Step(text=_html_text(raw.get("body")), title=name or None, images=images,
-                          kind=_step_kind(index, name)))
+        steps.append(
+            Step(text=_html_text(raw.get("body")), title=name or None, images=images, kind=_step_kind(index, name))
+        )
     supplies = data.get("supplies")
     if isinstance(supplies, str) and _html_text(supplies):
         files = {"files": data.get("suppliesFiles") or []}
-        steps.insert(1 if steps else 0, Step(text=_html_text(supplies), title="Supplies",
-                                             images=_json_images(files, base), kind="supplies"))
+        steps.insert(
+            1 if steps else 0,
+            Step(text=_html_text(supplies), title="Supplies", images=_json_images(files, base), kind="supplies"),
+        )
     if not steps:
         raise ParseError(f"{slug}: project has no steps")
     author = data.get("author")
@@ -265,8 +278,7 @@ def _html_step(section: etree._Element, base: str, *, first: bool) -> Step | Non
     else:
         kind = "step"
     images = _html_images(section, base)
-    bodies = (section.xpath(f".//div[{cls('step-body')}]")
-              or section.xpath(".//*[contains(@class, '_stepBody_')]"))
+    bodies = section.xpath(f".//div[{cls('step-body')}]") or section.xpath(".//*[contains(@class, '_stepBody_')]")
     text = ""
     if bodies:
         body = bodies[0]
@@ -281,8 +293,9 @@ def _html_images(section: etree._Element, base: str) -> list[str]:
     images: list[str] = []
     promo = f"ancestor::*[{cls('author-promo')}]"
     for noscript in section.xpath(f".//noscript[not({promo})]"):
-        srcs = noscript.xpath(".//img/@src") or re.findall(r"""<img[^>]*?\ssrc\s*=\s*["']([^"']+)["']""",
-                                                            noscript.text or "")
+        srcs = noscript.xpath(".//img/@src") or re.findall(
+            r"""<img[^>]*?\ssrc\s*=\s*["']([^"']+)["']""", noscript.text or ""
+        )
         for src in srcs:
             _add(images, _image_url(src, base))
     for img in section.xpath(f".//*[contains(@class, '_mobilePhotoset_') or {cls('mediaset')}]//img"):
@@ -308,8 +321,11 @@ def _html_title(root: etree._Element, page_title: str, slug: str) -> str:
 
 
 def _html_author(root: etree._Element, ld: list[dict[str, Any]]) -> str | None:
-    for xpath in (f"//*[{cls('header-byline')}]//a[@rel='author']", "//header//a[@rel='author']",
-                  "//a[@rel='author']"):
+    for xpath in (
+        f"//*[{cls('header-byline')}]//a[@rel='author']",
+        "//header//a[@rel='author']",
+        "//a[@rel='author']",
+    ):
         for link in root.xpath(xpath):
             name = squash(text_of(link))
             if name:
@@ -333,8 +349,10 @@ def _html_category(root: etree._Element, ld: list[dict[str, Any]]) -> list[str]:
             return byline_names
     crumbs = next((o for o in ld if "BreadcrumbList" in jsonld_types(o)), None)
     if crumbs is not None:
-        items = sorted((i for i in crumbs.get("itemListElement") or [] if isinstance(i, dict)),
-                       key=lambda i: int(i.get("position") or 0))
+        items = sorted(
+            (i for i in crumbs.get("itemListElement") or [] if isinstance(i, dict)),
+            key=lambda i: int(i.get("position") or 0),
+        )
         names = []
         for item in items[:-1]:  # the last crumb is the project itself
             target = item.get("item")
@@ -409,9 +427,15 @@ class InstructablesSource:
             page = 1
             while True:
                 filters = [f"category:={cat.title()}"] + ([f"channel:={name}"] if name else [])
-                params = {"q": "*", "query_by": "title,stepBody,screenName", "filter_by": " && ".join(filters),
-                          "sort_by": SORTS[sort], "page": str(page), "per_page": str(self.per_page),
-                          "include_fields": _SEARCH_FIELDS}
+                params = {
+                    "q": "*",
+                    "query_by": "title,stepBody,screenName",
+                    "filter_by": " && ".join(filters),
+                    "sort_by": SORTS[sort],
+                    "page": str(page),
+                    "per_page": str(self.per_page),
+                    "include_fields": _SEARCH_FIELDS,
+                }
                 data = self._search_page(client, params)
                 urls, found = parse_search_json(data, base=self.base)
                 if not urls:
@@ -439,8 +463,10 @@ class InstructablesSource:
         page = client.get(url, kind="page")
         root = parse_html(page.body)
         seen: list[str] = []
-        for href in root.xpath(f"//div[{cls('category-landing-projects-list')}]//a[{cls('ible-title')}]/@href"
-                               f" | //a[{cls('ible-title')}]/@href"):
+        for href in root.xpath(
+            f"//div[{cls('category-landing-projects-list')}]//a[{cls('ible-title')}]/@href"
+            f" | //a[{cls('ible-title')}]/@href"
+        ):
             project = self.normalise_url(urljoin(page.final_url, href))
             if project not in seen:
                 seen.append(project)

@@ -43,8 +43,22 @@ __all__ = ["MANIFEST_VERSION", "Manifest", "load_manifest"]
 
 #: The manifest format this procbench reads.
 MANIFEST_VERSION = 1
-_TOP = {"version", "name", "description", "source", "categories", "urls", "sort", "limit", "limit_per_category",
-        "images", "max_image_side", "batch_size", "filters", "http"}
+_TOP = {
+    "version",
+    "name",
+    "description",
+    "source",
+    "categories",
+    "urls",
+    "sort",
+    "limit",
+    "limit_per_category",
+    "images",
+    "max_image_side",
+    "batch_size",
+    "filters",
+    "http",
+}
 _HTTP = {"min_interval", "connect_timeout", "read_timeout", "max_bytes", "max_retries", "pause_seconds"}
 
 
@@ -74,11 +88,20 @@ class Manifest:
         http_overrides = dict(self.http)
         if "min_interval" in http_overrides:  # a manifest may slow requests down, never speed them up
             http_overrides["min_interval"] = max(float(http_overrides["min_interval"]), base_http.min_interval)
-        options = ScrapeOptions(source=self.source, categories=self.categories, urls=self.urls, sort=self.sort,
-                                limit=self.limit, limit_per_category=self.limit_per_category, images=self.images,
-                                max_image_side=self.max_image_side, filters=self.filters,
-                                batch_size=self.batch_size, http=replace(base_http, **http_overrides),
-                                manifest=self.name)
+        options = ScrapeOptions(
+            source=self.source,
+            categories=self.categories,
+            urls=self.urls,
+            sort=self.sort,
+            limit=self.limit,
+            limit_per_category=self.limit_per_category,
+            images=self.images,
+            max_image_side=self.max_image_side,
+            filters=self.filters,
+            batch_size=self.batch_size,
+            http=replace(base_http, **http_overrides),
+            manifest=self.name,
+        )
         return replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -118,8 +141,9 @@ def load_manifest(path: str | Path) -> Manifest:
     http = _expect(data.get("http", {}), dict, "[http]", path)
     if set(http) - _HTTP:
         raise BadInput(f"{path}: unknown [http] keys {', '.join(sorted(set(http) - _HTTP))}")
-    categories = tuple(_expect(c, str, "categories[]", path) for c in _expect(data.get("categories", []), list,
-                                                                               "categories", path))
+    categories = tuple(
+        _expect(c, str, "categories[]", path) for c in _expect(data.get("categories", []), list, "categories", path)
+    )
     urls = tuple(_expect(u, str, "urls[]", path) for u in _expect(data.get("urls", []), list, "urls", path))
     if not categories and not urls:
         raise BadInput(f"{path}: give categories or urls")

@@ -63,19 +63,39 @@ def render_article(record: dict[str, Any], *, base: str = CANONICAL_BASE) -> str
             f'<sup class="reference" id="_ref-{index}"><a href="#_note-{index}">[{index + 1}]</a></sup></div>'
             f'<div class="clearall"></div></li>'
         )
-        howto_steps.append({"@type": "HowToStep", "text": f"{step['title']} {step['text']}",
-                            "image": f"{base}{src}", "url": f"{url}#step-id-0{index}"})
-    ld_howto = {"@context": "http://schema.org", "@type": "HowTo", "name": title.removeprefix("How to "),
-                "headline": title.removeprefix("How to "), "step": howto_steps,
-                "author": {"@type": "Organization", "name": "wikiHow"}}
-    ld_crumbs = {"@context": "http://schema.org", "@type": "BreadcrumbList", "itemListElement": [
-        {"@type": "ListItem", "position": 1, "item": {"@id": base, "name": "wikiHow"}},
-        *({"@type": "ListItem", "position": i + 2, "item": {"@id": f"{base}/Category:{_slug(c)}", "name": c}}
-          for i, c in enumerate(record["category"])),
-        {"@type": "ListItem", "position": len(record["category"]) + 2, "item": {"@id": url, "name": title}},
-    ]}
-    license_url = "https://creativecommons.org/publicdomain/zero/1.0/" if record.get("license") == "CC0-1.0" else \
-        f"{base}/wikiHow:Creative-Commons"
+        howto_steps.append(
+            {
+                "@type": "HowToStep",
+                "text": f"{step['title']} {step['text']}",
+                "image": f"{base}{src}",
+                "url": f"{url}#step-id-0{index}",
+            }
+        )
+    ld_howto = {
+        "@context": "http://schema.org",
+        "@type": "HowTo",
+        "name": title.removeprefix("How to "),
+        "headline": title.removeprefix("How to "),
+        "step": howto_steps,
+        "author": {"@type": "Organization", "name": "wikiHow"},
+    }
+    ld_crumbs = {
+        "@context": "http://schema.org",
+        "@type": "BreadcrumbList",
+        "itemListElement": [
+            {"@type": "ListItem", "position": 1, "item": {"@id": base, "name": "wikiHow"}},
+            *(
+                {"@type": "ListItem", "position": i + 2, "item": {"@id": f"{base}/Category:{_slug(c)}", "name": c}}
+                for i, c in enumerate(record["category"])
+            ),
+            {"@type": "ListItem", "position": len(record["category"]) + 2, "item": {"@id": url, "name": title}},
+        ],
+    }
+    license_url = (
+        "https://creativecommons.org/publicdomain/zero/1.0/"
+        if record.get("license") == "CC0-1.0"
+        else f"{base}/wikiHow:Creative-Commons"
+    )
     size = "title_lg" if len(title) <= 20 else "title_md" if len(title) <= 40 else "title_sm"
     return f"""<!DOCTYPE html>
 <html lang="en" dir="ltr"><head><meta charset="utf-8"><title>{esc(title)} - wikiHow</title>
@@ -88,8 +108,9 @@ def render_article(record: dict[str, Any], *, base: str = CANONICAL_BASE) -> str
 {crumbs}</ul></div>
 <div id="content_wrapper" role="main"><div id="content_inner">
 <div class="pre-content"><h1 id="section_0" class="{size}"><a href="{url}">{esc(title)}</a></h1>
-<div id="coauthor_byline"><div id="byline_info"><span>Co-authored by <a href="/User:Sample">{esc(record.get("author")
-    or "wikiHow Staff")}</a></span> <span>Last Updated: January 1, 2024</span></div></div></div>
+<div id="coauthor_byline"><div id="byline_info"><span>Co-authored by <a href="/User:Sample">{
+        esc(record.get("author") or "wikiHow Staff")
+    }</a></span> <span>Last Updated: January 1, 2024</span></div></div></div>
 <div id="bodycontents"><div id="intro" class="section"><p>This sample article shows {esc(title.lower())}.</p>
 <div class="wh_ad_inner" data-service="adsense"><ins>Advertisement</ins></div></div>
 <div class="section steps steps_first"><h2><span class="mw-headline" id="Steps">Steps</span></h2>
@@ -135,8 +156,11 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         site = self.server.site
         if path == "/robots.txt":
-            self._send(200, "text/plain", b"User-agent: *\nDisallow: /index.php\nDisallow: /Special:\n"
-                                           b"Disallow: /*action=history\n")
+            self._send(
+                200,
+                "text/plain",
+                b"User-agent: *\nDisallow: /index.php\nDisallow: /Special:\nDisallow: /*action=history\n",
+            )
         elif path == "/api.php":
             self._send(200, "application/json", json.dumps(site.api(query)).encode("utf-8"))
         elif path.startswith("/Category:"):
@@ -146,8 +170,11 @@ class _Handler(BaseHTTPRequestHandler):
             data = site.image(path)
             self._send(200 if data else 404, "image/jpeg", data or b"")
         elif path.lstrip("/") in site.tree.records:
-            self._send(200, "text/html; charset=utf-8", render_article(site.tree.records[path.lstrip("/")],
-                                                                       base=site.canonical).encode("utf-8"))
+            self._send(
+                200,
+                "text/html; charset=utf-8",
+                render_article(site.tree.records[path.lstrip("/")], base=site.canonical).encode("utf-8"),
+            )
         else:
             self._send(404, "text/html", b"<html><body>Not found</body></html>")
 
@@ -167,13 +194,15 @@ class _Server(ThreadingHTTPServer):
 class SampleSite:
     """The sample corpus as a wikiHow-like site (``url`` is where it listens once started)."""
 
-    def __init__(self, records: list[dict[str, Any]] | None = None, *, seed: int = 0,
-                 canonical: str = CANONICAL_BASE) -> None:
+    def __init__(
+        self, records: list[dict[str, Any]] | None = None, *, seed: int = 0, canonical: str = CANONICAL_BASE
+    ) -> None:
         self.tree = _Tree(records if records is not None else load_sample())
         self.seed = seed
         self.canonical = canonical
-        self._images = {_image_path(slug, i): (slug, i) for slug, r in self.tree.records.items()
-                        for i in range(len(r["steps"]))}
+        self._images = {
+            _image_path(slug, i): (slug, i) for slug, r in self.tree.records.items() for i in range(len(r["steps"]))
+        }
         self.url = ""
 
     @property
@@ -187,9 +216,15 @@ class SampleSite:
             return {"error": {"code": "badvalue", "info": "only action=query"}}
         if query.get("generator") == "categorymembers":
             name = query.get("gcmtitle", "").removeprefix("Category:").replace(" ", "-")
-            pages = [{"ns": 0, "title": slug.replace("-", " "), "pageid": i + 1,
-                      "fullurl": f"{self.canonical}/{quote(slug)}"}
-                     for i, slug in enumerate(self.tree.articles.get(name, []))]
+            pages = [
+                {
+                    "ns": 0,
+                    "title": slug.replace("-", " "),
+                    "pageid": i + 1,
+                    "fullurl": f"{self.canonical}/{quote(slug)}",
+                }
+                for i, slug in enumerate(self.tree.articles.get(name, []))
+            ]
             return {"batchcomplete": True, "query": {"pages": pages}} if pages else {"batchcomplete": True}
         if query.get("list") == "categorymembers":
             name = query.get("cmtitle", "").removeprefix("Category:").replace(" ", "-")
@@ -203,16 +238,20 @@ class SampleSite:
             return None
         articles = self.tree.articles.get(name, [])
         pages = max(1, -(-len(articles) // _PAGE_SIZE))
-        chunk = articles[(page - 1) * _PAGE_SIZE: page * _PAGE_SIZE]
-        grid = "".join(f'<div class="responsive_thumb"><a href="/{quote(s)}"><p>{html.escape(s)}</p></a></div>'
-                       for s in chunk)
-        subcats = "".join(f'<li><a href="/Category:{quote(c)}">{html.escape(c)}</a></li>'
-                          for c in self.tree.subcats.get(name, []))
+        chunk = articles[(page - 1) * _PAGE_SIZE : page * _PAGE_SIZE]
+        grid = "".join(
+            f'<div class="responsive_thumb"><a href="/{quote(s)}"><p>{html.escape(s)}</p></a></div>' for s in chunk
+        )
+        subcats = "".join(
+            f'<li><a href="/Category:{quote(c)}">{html.escape(c)}</a></li>' for c in self.tree.subcats.get(name, [])
+        )
         pagination = "".join(f'<li><a href="/Category:{quote(name)}?pg={i}">{i}</a></li>' for i in range(1, pages + 1))
-        return (f"<!DOCTYPE html><html lang='en'><head><title>{html.escape(name)} - wikiHow</title></head><body>"
-                f"<div id='content_wrapper'><div id='subcats'><ul>{subcats}</ul></div>"
-                f"<div id='cat_all'><div class='cat_grid'>{grid}</div></div>"
-                f"<div id='large_pagination'><ul>{pagination if pages > 1 else ''}</ul></div></div></body></html>")
+        return (
+            f"<!DOCTYPE html><html lang='en'><head><title>{html.escape(name)} - wikiHow</title></head><body>"
+            f"<div id='content_wrapper'><div id='subcats'><ul>{subcats}</ul></div>"
+            f"<div id='cat_all'><div class='cat_grid'>{grid}</div></div>"
+            f"<div id='large_pagination'><ul>{pagination if pages > 1 else ''}</ul></div></div></body></html>"
+        )
 
     def image(self, path: str) -> bytes | None:
         """The JPEG of a step image path, drawn from the corpus."""
@@ -232,8 +271,7 @@ def serve_sample_site(records: list[dict[str, Any]] | None = None, *, seed: int 
     server = _Server(("127.0.0.1", 0), _Handler)
     server.site = site
     site.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="procbench-sample-site",
-                              daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="procbench-sample-site", daemon=True)
     thread.start()
     try:
         yield site

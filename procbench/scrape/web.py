@@ -75,15 +75,23 @@ def _validate(options: ScrapeOptions, source: Source) -> None:
         raise BadInput("the request interval cannot be negative")
     local = options.base_url is not None and is_loopback_url(options.base_url)
     if not local and not options.http.contact and not options.http.user_agent:
-        raise BadInput("scraping a public site needs a contact so its operators can reach you: pass --contact "
-                       "EMAIL_OR_URL (or set PROCBENCH_CONTACT)")
+        raise BadInput(
+            "scraping a public site needs a contact so its operators can reach you: pass --contact "
+            "EMAIL_OR_URL (or set PROCBENCH_CONTACT)"
+        )
     if not local and options.http.min_interval < 1.0:
         raise BadInput("public sites get at most one request per second per host: --delay must be >= 1")
 
 
-def scrape(store: Store | str | os.PathLike[str], options: ScrapeOptions, *, clock: Clock | None = None,
-           session: requests.Session | None = None, source: Source | None = None,
-           progress: Progress = SILENT) -> ScrapeReport:
+def scrape(
+    store: Store | str | os.PathLike[str],
+    options: ScrapeOptions,
+    *,
+    clock: Clock | None = None,
+    session: requests.Session | None = None,
+    source: Source | None = None,
+    progress: Progress = SILENT,
+) -> ScrapeReport:
     """Scrape ``options.source`` into ``store`` (created if needed); re-running the same call continues it.
 
     ``source`` replaces the named source (e.g. a :class:`WikiHowSource` for a site with wikiHow's markup
@@ -98,8 +106,15 @@ def scrape(store: Store | str | os.PathLike[str], options: ScrapeOptions, *, clo
     if not isinstance(store, Store):
         store = Store.open(Path(store), create=True)
     mirror = Mirror(options.base_url, source.domains) if options.base_url else None
-    client = HttpClient(options.http, domains=source.domains, cache=ResponseCache(store.root / "cache" / "http"),
-                        mirror=mirror, clock=clock, session=session, soft_block=source.soft_block)
+    client = HttpClient(
+        options.http,
+        domains=source.domains,
+        cache=ResponseCache(store.root / "cache" / "http"),
+        mirror=mirror,
+        clock=clock,
+        session=session,
+        soft_block=source.soft_block,
+    )
     sort = options.sort or source.sorts[0]
     urls = tuple(dict.fromkeys(source.normalise_url(u) for u in options.urls))
     targets: list[tuple[str | None, Any]] = []
@@ -116,16 +131,30 @@ def scrape(store: Store | str | os.PathLike[str], options: ScrapeOptions, *, clo
             return None  # only the source's own image hosts are fetched
         return client.get(ref, kind="image").body
 
-    identity = {"source": options.source, "categories": list(options.categories), "urls": list(urls),
-                "sort": sort, "filters": asdict(options.filters)}  # a mirror is transport, not identity
+    identity = {
+        "source": options.source,
+        "categories": list(options.categories),
+        "urls": list(urls),
+        "sort": sort,
+        "filters": asdict(options.filters),
+    }  # a mirror is transport, not identity
     args = {k: v for k, v in asdict(options).items() if k != "http"}
     args["http"] = {k: v for k, v in asdict(options.http).items() if k != "contact"}
     args["filters"] = asdict(options.filters)
-    job = Job(source=options.source, identity=identity, targets=targets, fetch=lambda url: source.fetch(client, url),
-              args=args, filters=options.filters, image_loader=load_image if options.images else None,
-              max_image_side=options.max_image_side, limit=options.limit,
-              limit_per_category=options.limit_per_category, batch_size=options.batch_size,
-              http_stats=client.stats.to_dict)
+    job = Job(
+        source=options.source,
+        identity=identity,
+        targets=targets,
+        fetch=lambda url: source.fetch(client, url),
+        args=args,
+        filters=options.filters,
+        image_loader=load_image if options.images else None,
+        max_image_side=options.max_image_side,
+        limit=options.limit,
+        limit_per_category=options.limit_per_category,
+        batch_size=options.batch_size,
+        http_stats=client.stats.to_dict,
+    )
     try:
         return run_job(store, job, progress=progress)
     finally:

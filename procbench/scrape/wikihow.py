@@ -54,18 +54,53 @@ DOMAINS = ("wikihow.com",)
 #: The soft-block page wikiHow serves to bots with status 200 (facts §A9): treated like a 429.
 SOFT_BLOCK_MARKERS = (b"If you are a web crawler or bot", b"0100100001100101011011000110110001101111")
 # URL prefixes that are not articles (facts §A1).
-_NOT_ARTICLE = ("Special:", "Template:", "User:", "User_talk:", "User-talk:", "wikiHow:", "wikiHow_talk:",
-                "wikiHow-talk:", "Author/", "Course/", "Questions/", "Relationships/", "Sample/", "Watch/",
-                "Games/", "index.php", "wikiHowTo", "Category:", "File:", "Image:", "api.php")
+_NOT_ARTICLE = (
+    "Special:",
+    "Template:",
+    "User:",
+    "User_talk:",
+    "User-talk:",
+    "wikiHow:",
+    "wikiHow_talk:",
+    "wikiHow-talk:",
+    "Author/",
+    "Course/",
+    "Questions/",
+    "Relationships/",
+    "Sample/",
+    "Watch/",
+    "Games/",
+    "index.php",
+    "wikiHowTo",
+    "Category:",
+    "File:",
+    "Image:",
+    "api.php",
+)
 _METHOD_PREFIX = re.compile(
-    r"^\s*(?:(?:Method|Part|Option)\s+(?:\d+|[A-Za-z]+)(?:\s+of\s+(?:\d+|[A-Za-z]+))?\s*[:.]\s*)", re.IGNORECASE)
+    r"^\s*(?:(?:Method|Part|Option)\s+(?:\d+|[A-Za-z]+)(?:\s+of\s+(?:\d+|[A-Za-z]+))?\s*[:.]\s*)", re.IGNORECASE
+)
 _PART = re.compile(r"^\s*part\b", re.IGNORECASE)
 _NOISE = ("script", "style", "noscript", "sup", "video", "iframe")
-_NOISE_CLASSES = ("reference", "mwimg", "step_num", "stepanchor", "clearall", "video-player", "embedvideocontainer",
-                  "wh_ad_inner", "wh_ad_active", "wh_ad_spacing", "image_details", "qz_container", "m-video-controls",
-                  "content-spacer")
-_NOISE_XPATH = " | ".join([f".//{tag}" for tag in _NOISE] + [f".//*[{cls(c)}]" for c in _NOISE_CLASSES]
-                          + [".//*[@data-service='adsense']"])
+_NOISE_CLASSES = (
+    "reference",
+    "mwimg",
+    "step_num",
+    "stepanchor",
+    "clearall",
+    "video-player",
+    "embedvideocontainer",
+    "wh_ad_inner",
+    "wh_ad_active",
+    "wh_ad_spacing",
+    "image_details",
+    "qz_container",
+    "m-video-controls",
+    "content-spacer",
+)
+_NOISE_XPATH = " | ".join(
+    [f".//{tag}" for tag in _NOISE] + [f".//*[{cls(c)}]" for c in _NOISE_CLASSES] + [".//*[@data-service='adsense']"]
+)
 
 
 def article_url(title: str, base: str = BASE_URL) -> str:
@@ -113,8 +148,9 @@ def parse_article_html(html: str | bytes, url: str, *, source: str = SOURCE) -> 
             _fill_images(steps, ld_steps)
     if not steps:
         raise ParseError(f"{url}: no steps found (neither div.section.steps nor a JSON-LD HowTo)")
-    lang = (root.get("lang") or "").split("-")[0].lower() or ("en" if urlsplit(url).hostname == "www.wikihow.com"
-                                                               else None)
+    lang = (root.get("lang") or "").split("-")[0].lower() or (
+        "en" if urlsplit(url).hostname == "www.wikihow.com" else None
+    )
     return Procedure(
         id=procedure_id(source, slug=_slug(url)),
         source=source,
@@ -291,8 +327,11 @@ def _categories(root: etree._Element, ld: list[dict[str, Any]]) -> list[str]:
                 names.append(squash(str(name)))
         if names:
             return names
-    for xpath in ("//ul[@id='breadcrumb']//a", f"//div[@id='footer_crumbs']//ul[{cls('breadcrumbs')}]//a",
-                  f"//ul[{cls('breadcrumbs')}]//a"):
+    for xpath in (
+        "//ul[@id='breadcrumb']//a",
+        f"//div[@id='footer_crumbs']//ul[{cls('breadcrumbs')}]//a",
+        f"//ul[{cls('breadcrumbs')}]//a",
+    ):
         links = [a for a in root.xpath(xpath) if "Category:" in unquote(a.get("href") or "")]
         if links:
             return [squash(text_of(a)) for a in links if squash(text_of(a))]
@@ -304,8 +343,9 @@ def _author(root: etree._Element, ld: list[dict[str, Any]]) -> str | None:
         links = info.xpath(".//a")
         if links and squash(text_of(links[0])):
             return squash(text_of(links[0]))
-        match = re.search(r"Co-authored by\s+(.+?)(?:\s+(?:Last Updated|Updated|Reviewed)\b|$)", squash(text_of(info)),
-                          re.IGNORECASE)
+        match = re.search(
+            r"Co-authored by\s+(.+?)(?:\s+(?:Last Updated|Updated|Reviewed)\b|$)", squash(text_of(info)), re.IGNORECASE
+        )
         if match:
             return match.group(1).strip(" |\u00b7-\u2013,") or None
     for obj in ld:
@@ -374,8 +414,10 @@ def parse_category_page(html: str | bytes, url: str) -> tuple[list[str], list[st
     """A ``/Category:<Name>`` page: (article URLs, sub-category names, number of ``?pg=`` pages)."""
     root = parse_html(html)
     articles: list[str] = []
-    for href in root.xpath(f"//*[@id='cat_all']//div[{cls('responsive_thumb')}]/a/@href"
-                           f" | //div[{cls('cat_grid')}]//div[{cls('responsive_thumb')}]//a/@href"):
+    for href in root.xpath(
+        f"//*[@id='cat_all']//div[{cls('responsive_thumb')}]/a/@href"
+        f" | //div[{cls('cat_grid')}]//div[{cls('responsive_thumb')}]//a/@href"
+    ):
         parts = urlsplit(urljoin(url, href))
         path = parts.path.lstrip("/")
         if is_article_path(path):
@@ -450,8 +492,19 @@ class WikiHowSource:
         articles: list[str] = []
         cont: dict[str, str] = {}
         while True:
-            data = self._api(client, {"action": "query", "generator": "categorymembers", "gcmtitle": title,
-                                      "gcmtype": "page", "gcmlimit": "max", "prop": "info", "inprop": "url", **cont})
+            data = self._api(
+                client,
+                {
+                    "action": "query",
+                    "generator": "categorymembers",
+                    "gcmtitle": title,
+                    "gcmtype": "page",
+                    "gcmlimit": "max",
+                    "prop": "info",
+                    "inprop": "url",
+                    **cont,
+                },
+            )
             found, _, cont = parse_categorymembers(data, self.base)
             articles.extend(found)
             if not cont:
@@ -459,8 +512,17 @@ class WikiHowSource:
         subcats: list[str] = []
         cont = {}
         while True:
-            data = self._api(client, {"action": "query", "list": "categorymembers", "cmtitle": title,
-                                      "cmtype": "subcat", "cmlimit": "max", **cont})
+            data = self._api(
+                client,
+                {
+                    "action": "query",
+                    "list": "categorymembers",
+                    "cmtitle": title,
+                    "cmtype": "subcat",
+                    "cmlimit": "max",
+                    **cont,
+                },
+            )
             _, found_subcats, cont = parse_categorymembers(data, self.base)
             subcats.extend(found_subcats)
             if not cont:

@@ -114,8 +114,13 @@ class _ZimReader:
             raise OSError(f"{ref} is not in the archive") from exc
 
 
-def scrape_zim(store: Store | str | os.PathLike[str], path: str | os.PathLike[str], options: ZimOptions | None = None,
-               *, progress: Progress = SILENT) -> ScrapeReport:
+def scrape_zim(
+    store: Store | str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    options: ZimOptions | None = None,
+    *,
+    progress: Progress = SILENT,
+) -> ScrapeReport:
     """Read the wikiHow articles of a ZIM archive into ``store`` (resumable, like a web scrape).
 
     Raises:
@@ -138,12 +143,25 @@ def scrape_zim(store: Store | str | os.PathLike[str], path: str | os.PathLike[st
         return procedure
 
     stat = path.stat()
-    identity: dict[str, Any] = {"file": str(path.resolve()), "size": stat.st_size,
-                                "categories": sorted(wanted), "filters": asdict(options.filters)}
+    identity: dict[str, Any] = {
+        "file": str(path.resolve()),
+        "size": stat.st_size,
+        "categories": sorted(wanted),
+        "filters": asdict(options.filters),
+    }
     args = {"file": str(path), **{k: v for k, v in asdict(options).items()}}
-    job = Job(source="zim", identity=identity, targets=[(None, reader.article_paths)], fetch=fetch, args=args,
-              filters=options.filters, image_loader=reader.load_image if options.images else None,
-              max_image_side=options.max_image_side, limit=options.limit, batch_size=options.batch_size)
+    job = Job(
+        source="zim",
+        identity=identity,
+        targets=[(None, reader.article_paths)],
+        fetch=fetch,
+        args=args,
+        filters=options.filters,
+        image_loader=reader.load_image if options.images else None,
+        max_image_side=options.max_image_side,
+        limit=options.limit,
+        batch_size=options.batch_size,
+    )
     return run_job(store, job, progress=progress)
 
 
