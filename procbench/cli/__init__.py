@@ -64,8 +64,14 @@ def _root(
 # One module per command under procbench/cli/, each defining NAME and a `command` function. The order
 # here is the order of `procbench --help`.
 _COMMANDS = [
+    "scrape",
     "ingest",
+    "clean",
+    "embed",
     "generate",
+    "audit",
+    "train",
+    "evaluate",
     "info",
     "demo",
 ]

@@ -11,7 +11,9 @@ NAME = "generate"
 
 
 def command(
-    task: Annotated[str, typer.Option("--task", "-t", help="Task to generate, e.g. sequencing, pair-order.")],
+    task: Annotated[
+        str, typer.Option("--task", "-t", help="Task to generate, e.g. textual-cloze, sequencing, pair-order.")
+    ],
     knobs: Annotated[
         str | None, typer.Option("--knobs", help="Control-Knobs K1,K2,K3 (each 0/1), e.g. 0,1,1.")
     ] = None,
@@ -20,13 +22,37 @@ def command(
     ] = None,
     debias: Annotated[bool, typer.Option("--debias", help="Budgeted debiasing (Algorithm 1 of paper 004).")] = False,
     budget: Annotated[int, typer.Option("--budget", help="Per-cluster budget for --debias.", min=1)] = 10,
-    sweep: Annotated[bool, typer.Option("--sweep", help="Write every setting of the task in one run.")] = False,
+    clusters: Annotated[
+        int | None,
+        typer.Option(
+            "--clusters",
+            help="textual-cloze --debias: KMeans clusters (default: about the square root of the titles, max 100).",
+            min=1,
+        ),
+    ] = None,
+    sweep: Annotated[
+        bool,
+        typer.Option(
+            "--sweep",
+            help="Write every setting of the task in one run (textual-cloze: recipeqa, default, debias-b10).",
+        ),
+    ] = False,
     split_by: Annotated[
         str, typer.Option(help="'procedure', or 'category:LEVEL' for unseen test categories.")
     ] = "procedure",
     split_ratios: Annotated[str, typer.Option(help="train,val,test shares.")] = "0.8,0.1,0.1",
     pairs_per_procedure: Annotated[int | None, typer.Option(help="pair-order: pairs drawn per procedure [2].")] = None,
+    questions_per_procedure: Annotated[
+        int | None, typer.Option(help="textual-cloze: questions drawn per procedure [1].", min=1)
+    ] = None,
     adjacent: Annotated[bool | None, typer.Option("--adjacent", help="pair-order: only consecutive steps.")] = None,
+    kc: Annotated[
+        int | None, typer.Option("--kc", help="visual cloze/coherence: K_C, the K2 band neighbours [100].", min=1)
+    ] = None,
+    min_distance: Annotated[
+        float | None,
+        typer.Option(help="visual --style recipeqa: fixed negative distance [median distance of random image pairs]."),
+    ] = None,
     references: Annotated[
         Path | None, typer.Option(help="sequencing: JSONL of alternative orders {procedure_id, orders}.")
     ] = None,
@@ -37,6 +63,10 @@ def command(
     """Generate a question set (or a whole sweep) from the store.
 
     Choose one way of sampling: --style recipeqa, --knobs K1,K2,K3, --debias [--budget B], or --sweep.
+
+    textual-cloze: --style recipeqa (the biased original), the default paper-004 sampler (far kNN negatives),
+    or --debias --budget B [--clusters C] (Algorithm 1); --sweep writes recipeqa, default and debias-b10.
+
     Output: STORE/questions/TASK/SETTING/ with train/val/test parquet, recipeqa.json and card.md.
     """
     from procbench.cli._console import console, print_json, progress_bar
@@ -60,8 +90,12 @@ def command(
     else:
         setting = Setting(style or "default")
     options = {
+        "clusters": clusters,
+        "questions_per_procedure": questions_per_procedure,
         "pairs_per_procedure": pairs_per_procedure,
         "adjacent": adjacent,
+        "kc": kc,
+        "min_distance": min_distance,
         "references": read_references(references) if references else None,
     }
     ratios = parse_ratios(split_ratios)
@@ -83,5 +117,5 @@ def command(
         return
     for name, path in result.paths.items():
         console.print(f"[bold green]{task}/{name}[/]: {result.questions[name]} questions -> {path}", highlight=False)
-    if result.counts:
-        console.print(", ".join(f"{k}={v}" for k, v in result.counts.items()), highlight=False)
+    for key, value in result.counts.items():
+        console.print(f"{key}: {value}", highlight=False, markup=False)

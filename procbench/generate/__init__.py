@@ -40,6 +40,10 @@ __all__ = [
 TASKS: dict[str, str] = {
     "sequencing": "procbench.generate.sequencing",
     "pair-order": "procbench.generate.pair_order",
+    "textual-cloze": "procbench.generate.textual_cloze",
+    "visual-cloze": "procbench.generate.visual_cloze",
+    "visual-coherence": "procbench.generate.visual_coherence",
+    "visual-ordering": "procbench.generate.visual_ordering",
 }
 
 
@@ -109,9 +113,15 @@ def generate(
         if name not in accepted:
             raise BadInput(f"--{name.replace('_', '-')} does not apply to task {task}")
     settings = list(module.SWEEP) if sweep else [setting or Setting("default")]
+    splits: dict[str, str] | None = options.get("splits")
+    if splits is None and "splits" in accepted:  # tasks that draw choices from other procedures get the split
+        kept = set(kept_procedures(store, ["id"])["id"].to_pylist())
+        splits = assign_splits(store, kept, split_by=split_by, ratios=split_ratios, seed=seed)
+        options = {**options, "splits": splits}
     sets, counts = module.build(store, settings, seed=seed, progress=progress, **options)
     used = {q.procedure_id for questions in sets.values() for q in questions}
-    splits = assign_splits(store, used, split_by=split_by, ratios=split_ratios, seed=seed)
+    if splits is None:
+        splits = assign_splits(store, used, split_by=split_by, ratios=split_ratios, seed=seed)
     args = {
         "settings": [s.name for s in settings],
         "split_by": split_by,

@@ -104,9 +104,23 @@ def _recipeqa_json(task: str, table: pa.Table, steps_by_procedure: dict[str, lis
         return x if not visual or x == "@placeholder" else _image_name(x)
 
     data = []
-    for row in table.to_pylist():
+    contexts: dict[tuple[str, tuple[int, ...]], list[dict[str, Any]]] = {}  # built once per procedure
+    for row in table.drop_columns(["meta"]).to_pylist():
         steps = steps_by_procedure[row["procedure_id"]]
         choices = row["choices"]
+        key = (row["procedure_id"], tuple(row["context"]))
+        if key not in contexts:
+            # The context never shows what the choices are made of: step titles are the items of
+            # textual cloze and step images those of the visual tasks, so either would give answers away.
+            contexts[key] = [
+                {
+                    "id": steps[i]["index"],
+                    "title": "" if task == "textual-cloze" else steps[i]["title"] or "",
+                    "body": steps[i]["text"],
+                    "images": [] if visual else [_image_name(x) for x in steps[i]["image_ids"]],
+                }
+                for i in row["context"]
+            ]
         data.append(
             {
                 "qid": row["qid"],
@@ -114,15 +128,7 @@ def _recipeqa_json(task: str, table: pa.Table, steps_by_procedure: dict[str, lis
                 "task": task.replace("-", "_"),
                 "split": row["split"],
                 "question_text": _QUESTION_TEXT.get(task, ""),
-                "context": [
-                    {
-                        "id": steps[i]["index"],
-                        "title": steps[i]["title"] or "",
-                        "body": steps[i]["text"],
-                        "images": [_image_name(x) for x in steps[i]["image_ids"]],
-                    }
-                    for i in row["context"]
-                ],
+                "context": contexts[key],
                 "question": [item(x) for x in row["question"]],
                 "choice_list": [[item(x) for x in c] if isinstance(c, list) else item(c) for c in choices],
                 "answer": row["answer"],

@@ -1,0 +1,354 @@
+"""Visual coherence (paper 001, RecipeQA): which of four images does not belong to the procedure?
+
+``choices`` are three images of one procedure's image sequence (see :mod:`visual_common`), drawn in
+increasing order from the K1 pool and kept in authored order, plus one incoherent image of another
+procedure inserted at a balanced position; ``answer`` indexes the incoherent image. ``question`` is empty
+(the choices are the sequence, as in RecipeQA's coherence task); ``context`` lists every step index of
+the procedure.
+
+Knobs (DESIGN §6, paper 001 App. B.1): K1 as for cloze, the anchor removed from the pool being a random
+coherent step. K2: the candidates are the union of the K_C-nearest images of other procedures of the
+three coherent images, each with its smallest distance to a coherent image whose kNN it is in; m and s
+are taken over the union and the incoherent image is drawn from its band. K3: the incoherent image's
+distance to the mean of the coherent images must be below their smallest pairwise distance.
+``--style recipeqa``: free resampling, the incoherent image random among other procedures' images whose
+distance to every coherent image exceeds a fixed distance. ``default`` = knobs (0,1,1).
+
+``meta``: ``setting``, ``k1 k2 k3 k_c``, ``k_found`` (union size), ``m``, ``s``, ``band``,
+``band_level`` (where the incoherent image came from: a band level, ``question-knn`` or ``relaxed``),
+``band_used``, ``n_steps``, ``budget``, ``question_number``, ``pool_size``, ``removed_steps``,
+``coherent_steps``, ``answer_d_coherent`` (to each coherent image), ``d_answer_question`` (to the
+coherent mean), ``min_pairwise``, ``negatives`` (the coherent images, in choice order: ``image``,
+``step``, ``d_answer``, ``d_question``) and ``fallbacks``. RecipeQA-style questions have
+``min_distance`` instead of the knob and band fields (and no pool fields).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from procbench.errors import BadInput
+from procbench.generate.questions import Question, balance_answer_positions
+from procbench.generate.settings import Setting
+from procbench.generate.visual_common import (
+    DEFAULT_KC,
+    LEVELS,
+    QUESTION_KNN,
+    SOURCES,
+    Candidates,
+    Closeness,
+    Plan,
+    Selection,
+    Spec,
+    VisualData,
+    chunks,
+    distances_to,
+    estimate_min_distance,
+    fmt_band,
+    paused_gc,
+    plan_questions,
+    random_far_images,
+    resolve_settings,
+    select,
+)
+from procbench.progress import SILENT, Progress
+from procbench.store import Store
+
+__all__ = ["DEFAULT_KNOBS", "SWEEP", "TASK", "build"]
+
+TASK = "visual-coherence"
+SWEEP = Setting.all_knobs(with_k3=True)
+DEFAULT_KNOBS = (0, 1, 1)
+_CODE = 0xC2
+_SIZE = 3
+_PAIRS = ((0, 1), (0, 2), (1, 2))
+
+
+@dataclass
+class _Window:
+    """The questions of one plan that fall in a chunk of procedures, with their vectors."""
+
+    plan: Plan
+    idx: np.ndarray
+    proc: np.ndarray
+    seq: np.ndarray  # (B, 3) flat sequence positions of the coherent images
+    rows: np.ndarray  # (B, 3)
+    mean: np.ndarray  # (B, D)
+    min_pairwise: np.ndarray  # (B,)
+
+    @classmethod
+    def of(cls, plan: Plan, start: int, stop: int, data: VisualData) -> _Window:
+        idx = plan.window(start, stop)
+        proc = plan.proc[idx]
+        seq = data.seqs.offsets[proc][:, None] + plan.slots[idx]
+        rows = data.seqs.rows[seq]
+        vecs = data.gather(rows)
+        pairwise = np.stack([np.linalg.norm(vecs[:, i] - vecs[:, j], axis=1) for i, j in _PAIRS], axis=1)
+        min_pairwise = pairwise.min(axis=1) if len(idx) else np.zeros(0, np.float32)
+        return cls(plan, idx, proc, seq, rows, vecs.mean(axis=1), min_pairwise)
+
+    def __len__(self) -> int:
+        return len(self.idx)
+
+
+def _union(dist: np.ndarray, rows: np.ndarray) -> Candidates:
+    """Candidates from ``(B, 3, K)`` kNN lists: each image once, with its smallest distance."""
+    n_q = len(rows)
+    d = dist.reshape(n_q, -1)
+    r = rows.reshape(n_q, -1)
+    order = np.argsort(d, axis=1, kind="stable")
+    d, r = np.take_along_axis(d, order, axis=1), np.take_along_axis(r, order, axis=1)
+    by_row = np.argsort(np.where(r < 0, np.iinfo(np.int64).max, r), axis=1, kind="stable")
+    sorted_rows = np.take_along_axis(r, by_row, axis=1)
+    dup_sorted = np.zeros(r.shape, dtype=bool)
+    dup_sorted[:, 1:] = (sorted_rows[:, 1:] == sorted_rows[:, :-1]) & (sorted_rows[:, 1:] >= 0)
+    dup = np.zeros_like(dup_sorted)
+    np.put_along_axis(dup, by_row, dup_sorted, axis=1)
+    r = np.where(dup, -1, r)
+    d = np.where(dup, np.inf, d)
+    keep = np.argsort(r < 0, axis=1, kind="stable")
+    return Candidates.from_rows(np.take_along_axis(d, keep, axis=1), np.take_along_axis(r, keep, axis=1))
+
+
+def _union_candidates(data: VisualData, windows: dict[int, _Window], kc: int) -> dict[int, Candidates]:
+    """One kNN search per distinct (procedure, coherent image) across the windows of every K1 plan."""
+    if not windows:
+        return {}
+    n = data.n_rows
+    codes = np.concatenate([(w.proc[:, None] * n + w.rows).reshape(-1) for w in windows.values()])
+    uniq, inverse = np.unique(codes, return_inverse=True)
+    dist, rows = data.search(data.gather(uniq % n), uniq // n, kc, kind="answer")
+    out = {}
+    start = 0
+    for key, w in windows.items():
+        part = inverse[start : start + _SIZE * len(w)].reshape(len(w), _SIZE)
+        out[key] = _union(dist[part], rows[part])
+        start += _SIZE * len(w)
+    return out
+
+
+@paused_gc()
+def build(
+    store: Store,
+    settings: list[Setting],
+    *,
+    seed: int = 0,
+    progress: Progress = SILENT,
+    kc: int = DEFAULT_KC,
+    min_distance: float | None = None,
+) -> tuple[dict[str, list[Question]], dict[str, Any]]:
+    """Visual coherence questions for each setting; neighbour searches are shared by all settings.
+
+    Args:
+        kc: K_C, the neighbours of each coherent image (and of their mean, for K3).
+        min_distance: the RecipeQA style's fixed distance (default: median distance of random image pairs).
+    """
+    if kc < 1:
+        raise BadInput("--kc must be at least 1")
+    specs = resolve_settings(settings, task=TASK, with_k3=True, default=DEFAULT_KNOBS)
+    data = VisualData(store, with_index=any(s.knobs is not None for s in specs))
+    seqs = data.seqs
+    contexts = seqs.contexts()
+    plans: dict[int | None, Plan] = {}
+    for spec in specs:
+        key = spec.plan_key
+        if key not in plans:
+            rng = np.random.default_rng([seed, _CODE, 0xB0 + (2 if key is None else key)])
+            plans[key] = plan_questions(seqs.lengths, size=_SIZE, k1=key, rng=rng, anchored=False)
+    tau = 0.0
+    if None in plans:
+        tau = (
+            min_distance
+            if min_distance is not None
+            else estimate_min_distance(data, np.random.default_rng([seed, _CODE, 0x7A0]))
+        )
+    rngs = {s.name: s.rng(seed, _CODE) for s in specs}
+    out: dict[str, list[Question]] = {s.name: [] for s in specs}
+    tally: dict[str, Counter[str]] = {s.name: Counter() for s in specs}
+    progress.start(TASK, total=len(seqs.names))
+    for start, stop in chunks(len(seqs.names)):
+        windows = {key: _Window.of(plan, start, stop, data) for key, plan in plans.items()}
+        knob_windows = {k: w for k, w in windows.items() if k is not None and len(w)}
+        cands = _union_candidates(data, knob_windows, kc)
+        close: dict[int, Closeness] = {}
+        for spec in specs:
+            key = spec.plan_key
+            if spec.knobs and spec.knobs[2] and key in cands and key not in close:
+                w = windows[key]
+                close[key] = Closeness.build(data, cands[key], w.mean, w.min_pairwise, w.proc, kc)
+        for spec in specs:
+            w = windows[spec.plan_key]
+            if not len(w):
+                continue
+            rng = rngs[spec.name]
+            if spec.knobs is None:
+                rows, _, short = random_far_images(data, w.proc, w.rows, 1, tau, rng)
+                questions = _questions(spec, w, data, contexts, rows[:, 0], kc, tally[spec.name], tau=tau, short=short)
+            else:
+                key, k2, k3 = spec.knobs
+                sel = select(cands[key], k2=k2, need=1, closeness=close[key] if k3 else None, rng=rng)
+                questions = _questions(
+                    spec, w, data, contexts, sel.rows[:, 0], kc, tally[spec.name], sel=sel, cands=cands[key]
+                )
+            out[spec.name].extend(questions)
+        progress.advance(stop - start)
+    for spec in specs:
+        questions = out[spec.name]
+        balance_answer_positions(questions, spec.rng(seed, _CODE, salt=1))
+        for question in questions:
+            _restore_authored_order(question)
+    counts: dict[str, Any] = {
+        "k_c": kc,
+        "procedures": len(seqs.names),
+        "eligible": {("recipeqa" if k is None else f"k1={k}"): p.eligible for k, p in plans.items()},
+        "queries": dict(data.queries),
+        "per_setting": {
+            s.name: {
+                "questions": len(out[s.name]),
+                "budget_unused": plans[s.plan_key].budget_unused,
+                **dict(sorted(tally[s.name].items())),
+            }
+            for s in specs
+        },
+    }
+    if None in plans:
+        counts["min_distance"] = tau
+    return out, counts
+
+
+def _restore_authored_order(question: Question) -> None:
+    """Put the coherent images (the wrong choices) back in authored order around the balanced answer."""
+    negatives = sorted(question.meta["negatives"], key=lambda n: n["step"])
+    images = [n["image"] for n in negatives]
+    images.insert(question.answer, question.choices[question.answer])
+    question.choices = images
+    question.meta["negatives"] = negatives
+
+
+def _questions(
+    spec: Spec,
+    w: _Window,
+    data: VisualData,
+    contexts: list[list[int]],
+    picks: np.ndarray,
+    kc: int,
+    tally: Counter[str],
+    *,
+    sel: Selection | None = None,
+    cands: Candidates | None = None,
+    tau: float = 0.0,
+    short: np.ndarray | None = None,
+) -> list[Question]:
+    """Questions of a window whose incoherent images are ``picks (B,)`` (from ``sel`` or RecipeQA draws)."""
+    n_q = len(w)
+    pick_vecs = data.gather(picks)
+    both = distances_to(data, w.rows, pick_vecs, w.mean)
+    d_coherent, d_coh_mean = both[0].tolist(), both[1].tolist()
+    d_mean = distances_to(data, picks[:, None], w.mean)[:, 0].tolist()
+    pick_images = data.ids(np.maximum(picks, 0))
+    min_pairwise = w.min_pairwise.tolist()
+    seqs = data.seqs
+    k3 = bool(spec.knobs and spec.knobs[2])
+    if spec.knobs:
+        k1, k2, k3_ = spec.knobs
+        fixed: dict[str, Any] = {"setting": spec.name, "k1": k1, "k2": k2, "k3": k3_, "k_c": kc}
+    else:
+        fixed = {"setting": spec.name, "min_distance": tau}
+    questions = []
+    for b in range(n_q):
+        if picks[b] < 0 or (sel is not None and not sel.ok[b]):
+            tally["skipped_no_candidates"] += 1
+            continue
+        i, p = int(w.idx[b]), int(w.proc[b])
+        plan = w.plan
+        seq = w.seq[b].tolist()
+        coherent = [seqs.images[s] for s in seq]
+        steps = [int(seqs.steps[s]) for s in seq]
+        fallbacks: list[str] = []
+        meta: dict[str, Any] = dict(fixed)
+        if sel is not None and cands is not None:
+            level = int(sel.level[b])
+            lo, hi = sel.lo[b].tolist(), sel.hi[b].tolist()
+            if level:
+                tally[f"{'k3' if k3 else 'k2'}:{SOURCES[level]}"] += 1
+                rule = (
+                    f"is closer to the mean of the coherent images than their smallest pairwise distance "
+                    f"({min_pairwise[b]:.4f})"
+                )
+                if level < len(LEVELS):
+                    fallbacks.append(
+                        (
+                            f"k3: no candidate in the band {fmt_band(lo[0], hi[0])} {rule}"
+                            if k3
+                            else f"k2: the band {fmt_band(lo[0], hi[0])} held no candidate"
+                        )
+                        + f"; widened to {LEVELS[level]} {fmt_band(lo[level], hi[level])}"
+                    )
+                elif level == QUESTION_KNN:
+                    fallbacks.append(
+                        f"k3: none of the {int(cands.found[b])} union candidates {rule}; "
+                        f"took a neighbour of the mean ({d_mean[b]:.4f})"
+                    )
+                else:
+                    fallbacks.append(
+                        f"k3: no image of another procedure {rule}; took the image nearest the mean ({d_mean[b]:.4f})"
+                    )
+            meta.update(
+                {
+                    "k_found": int(cands.found[b]),
+                    "m": float(cands.m[b]),
+                    "s": float(cands.s[b]),
+                    "band": [lo[0], hi[0]],
+                    "band_level": SOURCES[level],
+                    "band_used": sel.band_used(b),
+                }
+            )
+        elif short is not None and short[b]:
+            tally["recipeqa:farthest"] += 1
+            fallbacks.append(
+                f"recipeqa: no random image of another procedure lay beyond {tau:.4f} of every "
+                "coherent image; took the farthest drawn"
+            )
+        meta.update(
+            {
+                "n_steps": int(seqs.offsets[p + 1] - seqs.offsets[p]),
+                "budget": int(plan.budget[i]),
+                "question_number": int(plan.number[i]),
+            }
+        )
+        if spec.knobs is not None:
+            meta["pool_size"] = int(plan.pool[i])
+            meta["removed_steps"] = [int(seqs.steps[seqs.offsets[p] + r]) for r in plan.removed[i]]
+        meta.update(
+            {
+                "coherent_steps": steps,
+                "answer_d_coherent": d_coherent[b],
+                "d_answer_question": d_mean[b],
+                "min_pairwise": min_pairwise[b],
+                "negatives": [
+                    {
+                        "image": coherent[j],
+                        "step": steps[j],
+                        "d_answer": d_coherent[b][j],
+                        "d_question": d_coh_mean[b][j],
+                    }
+                    for j in range(_SIZE)
+                ],
+                "fallbacks": fallbacks,
+            }
+        )
+        questions.append(
+            Question(
+                procedure_id=seqs.names[p],
+                context=contexts[p],
+                question=[],
+                choices=[pick_images[b], *coherent],
+                answer=0,
+                meta=meta,
+            )
+        )
+    return questions

@@ -1,0 +1,806 @@
+"""What the visual tasks share (paper 001, DESIGN §6): image sequences, Control-Knob plans, kNN bands.
+
+A procedure's **image sequence** is one image per step, in authored order: the first image of the step
+that has an image embedding and was not already used by an earlier step of the procedure (steps without
+such an image are left out of the sequence; they stay in the textual context). ``n_steps`` in the knob
+rules is the length of this sequence.
+
+**K1** (:func:`plan_questions`): procedures with at least 5 sequence steps; at most ⌊n/2⌋ (K1=0) or
+⌊n/3⌋ (K1=1) questions; each question's items are drawn (in increasing order) from a pool of steps, and
+after each question its anchor step (the answer of a cloze question, a random question step for
+coherence and ordering) leaves the pool, plus one random other pool step at K1=1. The RecipeQA style
+resamples freely (⌊n/2⌋ questions, at least one, no pool).
+
+**K2** (:func:`band_bounds`, :func:`select`): the K_C nearest images of other procedures (FAISS) give
+m and s of their distances; negatives come from the band (0, m−s) at K2=0 or (m−s, m+s) at K2=1,
+never closer than :data:`DUPLICATE_DISTANCE` (such an image is the same picture as the correct choice,
+e.g. a re-encoded copy, and would make two choices right). When the band holds too few candidates it
+is widened step by step (:data:`LEVELS`: by s/2, by s, then the whole kNN set) and the widening is
+recorded.
+
+**K3** (:class:`Closeness`): one negative must be closer to a point (the question mean) than a radius
+(the answer's distance to it). Candidates are looked up in the kNN of the point itself, so no candidate
+vectors need to be gathered; the ladder is: the band levels, then a neighbour of the point outside the
+answer's kNN (``question-knn``), then, when no image of another procedure is closer than the radius, the
+image nearest the point (``relaxed``).
+
+Every random draw comes from ``np.random.default_rng`` seeded by the seed, the task and the setting, and
+procedures are processed in fixed chunks, so a setting's questions do not depend on which other settings
+are generated with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from procbench.errors import BadInput
+from procbench.generate.settings import Setting
+from procbench.store import Store
+from procbench.store.views import kept_steps
+
+if TYPE_CHECKING:
+    from procbench.embed import Embeddings, NeighborIndex
+
+__all__ = [
+    "CHUNK_PROCEDURES",
+    "DEFAULT_KC",
+    "DUPLICATE_DISTANCE",
+    "LEVELS",
+    "MIN_STEPS_KNOBS",
+    "SOURCES",
+    "SOURCE_NAMES",
+    "Candidates",
+    "Closeness",
+    "Plan",
+    "Selection",
+    "Sequences",
+    "Spec",
+    "VisualData",
+    "band_bounds",
+    "band_lists",
+    "chunks",
+    "distances_to",
+    "estimate_min_distance",
+    "fmt_band",
+    "load_sequences",
+    "member",
+    "paused_gc",
+    "plan_questions",
+    "question_budget",
+    "random_far_images",
+    "resolve_settings",
+    "select",
+]
+
+DEFAULT_KC = 100
+#: Images closer than this to the correct choice count as copies of it and are never negatives.
+DUPLICATE_DISTANCE = 1e-3
+MIN_STEPS_KNOBS = 5
+#: Band levels, narrowest first: the K2 band, widened by s/2 and by s on both sides, the whole kNN set.
+LEVELS = ("band", "band±s/2", "band±s", "knn")
+#: Where a negative came from: a band level, a neighbour of the question mean, the image nearest it, or a
+#: random image (RecipeQA style).
+SOURCES = (*LEVELS, "question-knn", "relaxed", "random")
+#: :data:`SOURCES` as an object array, to name many sources at once (index -1 gives "").
+SOURCE_NAMES = np.array([*SOURCES, ""], dtype=object)
+QUESTION_KNN, RELAXED = 4, 5
+_WIDEN = np.array([0.0, 0.5, 1.0])
+CHUNK_PROCEDURES = 2048
+SEARCH_BATCH = 8192
+GATHER_BATCH = 4096
+
+
+# -- settings ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Spec:
+    """A setting resolved for a visual task: ``knobs`` is None for the RecipeQA style."""
+
+    setting: Setting
+    knobs: tuple[int, int, int] | None
+
+    @property
+    def name(self) -> str:
+        """The setting's folder name."""
+        return self.setting.name
+
+    @property
+    def plan_key(self) -> int | None:
+        """Which question plan the setting uses: K1, or None (free resampling)."""
+        return None if self.knobs is None else self.knobs[0]
+
+    def rng(self, seed: int, code: int, salt: int = 0) -> np.random.Generator:
+        """The setting's own random stream."""
+        key = [9, 9, 9] if self.knobs is None else list(self.knobs)
+        return np.random.default_rng([seed, code, *key, salt])
+
+
+def resolve_settings(
+    settings: Sequence[Setting], *, task: str, with_k3: bool, default: tuple[int, int, int]
+) -> list[Spec]:
+    """Check ``settings`` for a visual task; ``default`` stands for the knobs of ``Setting("default")``.
+
+    Raises:
+        BadInput: ``--debias``, an unknown style, or K3=1 for a task without K3.
+    """
+    specs = []
+    for setting in settings:
+        if setting.style == "recipeqa":
+            specs.append(Spec(setting, None))
+        elif setting.style == "default":
+            specs.append(Spec(setting, default))
+        elif setting.style == "knobs" and setting.knobs is not None:
+            if not with_k3 and setting.knobs[2]:
+                raise BadInput(f"{task} has no K3 (question-closeness); use --knobs K1,K2,0")
+            specs.append(Spec(setting, setting.knobs))
+        else:
+            raise BadInput(f"{task} takes --knobs K1,K2,K3, --style recipeqa or --sweep, not --{setting.style}")
+    return specs
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a build makes its questions (restored afterwards).
+
+    A sweep creates millions of small, acyclic containers (questions, their meta and choices); the collector
+    would re-scan all of them again and again while they are made (a quarter of the build time at 10,000
+    procedures, growing with size) and could not free any. Reference counting still frees everything.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def chunks(n: int, size: int = CHUNK_PROCEDURES) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` windows over ``range(n)`` (fixed, so random streams never depend on the data size)."""
+    for start in range(0, n, size):
+        yield start, min(n, start + size)
+
+
+# -- image sequences --------------------------------------------------------------------------------------
+@dataclass
+class Sequences:
+    """Each procedure's image sequence (see the module docstring), flat with offsets.
+
+    Attributes:
+        names: ``(P,)`` procedure ids (kept procedures with steps), sorted.
+        offsets: ``(P+1,)`` int64; procedure ``p``'s sequence is ``[offsets[p], offsets[p+1])``.
+        steps: ``(M,)`` int64 step index of each sequence item.
+        rows: ``(M,)`` int64 row of its image in the image embedding.
+        images: ``(M,)`` image ids.
+        context_offsets: ``(P+1,)`` int64 into ``context_steps``.
+        context_steps: every kept step index of each procedure (the textual context).
+    """
+
+    names: list[str]
+    offsets: np.ndarray
+    steps: np.ndarray
+    rows: np.ndarray
+    images: list[str]
+    context_offsets: np.ndarray
+    context_steps: np.ndarray
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """``(P,)`` sequence length of each procedure."""
+        return np.diff(self.offsets)
+
+    def contexts(self) -> list[list[int]]:
+        """Every procedure's context (all its kept step indices), as lists shared by its questions."""
+        steps = self.context_steps.tolist()
+        bounds = self.context_offsets.tolist()
+        return [steps[bounds[p] : bounds[p + 1]] for p in range(len(self.names))]
+
+
+def load_sequences(store: Store, embeddings: Embeddings, image_ids: list[str] | None = None) -> Sequences:
+    """Build the image sequence of every kept procedure from ``steps.image_ids`` and the image embedding.
+
+    ``image_ids``: the embedding's keys as Python strings, if already made (their objects are reused).
+    """
+    steps = kept_steps(store).select(["procedure_id", "index", "image_ids"]).combine_chunks()
+    encoded = pc.dictionary_encode(steps["procedure_id"]).combine_chunks()
+    names = [str(x) for x in encoded.dictionary.to_pylist()]
+    step_proc = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    step_index = steps["index"].to_numpy(zero_copy_only=False).astype(np.int64)
+    lists = steps["image_ids"].combine_chunks()
+    parents = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+    found = pc.index_in(pc.list_flatten(lists), value_set=embeddings.keys)
+    has = found.is_valid().to_numpy(zero_copy_only=False)
+    parents = parents[has]
+    rows = found.filter(pa.array(has)).to_numpy(zero_copy_only=False).astype(np.int64)
+    seq_step_rows, seq_rows = _first_unused(step_proc, parents, rows, max(1, len(embeddings)))
+    seq_proc = step_proc[seq_step_rows]
+    procs = np.arange(len(names) + 1)
+    ids = image_ids if image_ids is not None else embeddings.keys.to_pylist()
+    return Sequences(
+        names=names,
+        offsets=np.searchsorted(seq_proc, procs).astype(np.int64),
+        steps=step_index[seq_step_rows],
+        rows=seq_rows,
+        images=[ids[r] for r in seq_rows.tolist()],
+        context_offsets=np.searchsorted(step_proc, procs).astype(np.int64),
+        context_steps=step_index,
+    )
+
+
+def _first_unused(
+    step_proc: np.ndarray, parents: np.ndarray, rows: np.ndarray, n_rows: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per step (``parents``: the step of each ``rows`` entry, in order), its first image not chosen by an
+    earlier step of the procedure. Vectorised; procedures that use an image twice are resolved in order."""
+    codes = step_proc[parents] * n_rows + rows
+    uniq, counts = np.unique(codes, return_counts=True)
+    repeats = member(step_proc[parents], np.unique(uniq[counts > 1] // n_rows))
+    simple = np.flatnonzero(~repeats)
+    _, first = np.unique(parents[simple], return_index=True)
+    picked = [simple[first]]
+    chosen: dict[int, set[int]] = {}
+    done: set[int] = set()
+    for j in np.flatnonzero(repeats).tolist():
+        step, row, proc = int(parents[j]), int(rows[j]), int(step_proc[parents[j]])
+        used = chosen.setdefault(proc, set())
+        if step in done or row in used:
+            continue
+        used.add(row)
+        done.add(step)
+        picked.append(np.array([j]))
+    order = np.sort(np.concatenate(picked))
+    return parents[order], rows[order]
+
+
+class VisualData:
+    """The image embedding, its FAISS index and the image sequences of a store, loaded once per build."""
+
+    def __init__(self, store: Store, *, with_index: bool) -> None:
+        from procbench.embed import load_embeddings, load_index
+
+        self.index: NeighborIndex | None = load_index(store, "image") if with_index else None
+        self.embeddings: Embeddings = self.index.embeddings if self.index else load_embeddings(store, "image")
+        self.vectors: np.ndarray = self.embeddings.vectors
+        self.n_rows = len(self.embeddings)
+        #: Image id of each embedding row (one string object per image, shared by every question).
+        self.image_ids: list[str] = [str(k) for k in self.embeddings.keys.to_pylist()]
+        self.seqs = load_sequences(store, self.embeddings, self.image_ids)
+        self.queries = {"answer": 0, "question_mean": 0}
+        self._own_codes, self.extra = self._shared_images(store)
+        owner = pc.index_in(pc.fill_null(self.embeddings.procedure_ids, ""), value_set=pa.array(self.seqs.names))
+        self.owner = pc.fill_null(owner, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+    def _shared_images(self, store: Store) -> tuple[np.ndarray, int]:
+        """Codes ``procedure * N + row`` of images a procedure uses but the embedding files under another one."""
+        images = store.table("images", ["id", "procedure_id", "stored"])
+        images = images.filter(pc.fill_null(images["stored"], False))
+        proc = pc.index_in(images["procedure_id"], value_set=pa.array(self.seqs.names))
+        row = pc.index_in(images["id"], value_set=self.embeddings.keys)
+        ok = pc.and_(proc.is_valid(), row.is_valid())
+        proc_np = proc.filter(ok).to_numpy(zero_copy_only=False).astype(np.int64)
+        row_np = row.filter(ok).to_numpy(zero_copy_only=False).astype(np.int64)
+        if not len(row_np):
+            return np.zeros(0, np.int64), 0
+        owners = self.embeddings.procedure_ids.take(pa.array(row_np)).to_pylist()
+        names = self.seqs.names
+        foreign = np.array([o != names[p] for o, p in zip(owners, proc_np.tolist(), strict=True)], dtype=bool)
+        codes = np.unique(proc_np[foreign] * self.n_rows + row_np[foreign])
+        extra = int(np.bincount(codes // self.n_rows).max()) if len(codes) else 0
+        return codes, extra
+
+    def is_own(self, proc: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``(B, R)`` whether image ``rows[b, j]`` belongs to procedure ``proc[b]`` (filed under it or shared)."""
+        own = self.owner[np.maximum(rows, 0)] == proc[:, None]
+        if len(self._own_codes):
+            own |= member(proc[:, None] * self.n_rows + rows, self._own_codes)
+        return own
+
+    def search(self, queries: np.ndarray, proc: np.ndarray, k: int, *, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest images of other procedures than ``proc[b]`` for each query.
+
+        Returns:
+            ``(distances (B, k) float32 ascending, inf where none; rows (B, k) int64, -1 where none)``.
+        """
+        if self.index is None:  # pragma: no cover - the tasks that search load the index
+            raise RuntimeError("VisualData was loaded without its index")
+        n = len(queries)
+        out_d = np.full((n, k), np.inf, dtype=np.float32)
+        out_r = np.full((n, k), -1, dtype=np.int64)
+        names = self.seqs.names
+        for start in range(0, n, SEARCH_BATCH):
+            stop = min(n, start + SEARCH_BATCH)
+            part = proc[start:stop]
+            hits = self.index.search(
+                np.ascontiguousarray(queries[start:stop], dtype=np.float32),
+                k + self.extra,
+                exclude=[names[p] for p in part.tolist()],
+            )
+            rows, dist = hits.indices, hits.distances
+            if len(self._own_codes):
+                bad = (rows >= 0) & member(part[:, None] * self.n_rows + rows, self._own_codes)
+                rows = np.where(bad, -1, rows)
+                dist = np.where(bad, np.inf, dist)
+                order = np.argsort(rows < 0, axis=1, kind="stable")
+                rows = np.take_along_axis(rows, order, axis=1)
+                dist = np.take_along_axis(dist, order, axis=1)
+            out_r[start:stop] = rows[:, :k]
+            out_d[start:stop] = dist[:, :k]
+        self.queries[kind] += n
+        return out_d, out_r
+
+    def ids(self, rows: np.ndarray) -> list[str]:
+        """Image ids of ``rows`` (flattened)."""
+        image_ids = self.image_ids
+        return [image_ids[r] for r in rows.reshape(-1).tolist()]
+
+    def gather(self, rows: np.ndarray) -> np.ndarray:
+        """Vectors of ``rows`` (any shape), float32; rows < 0 give zero vectors."""
+        flat = rows.reshape(-1)
+        missing = flat < 0
+        out = np.asarray(self.vectors[np.where(missing, 0, flat) if missing.any() else flat], dtype=np.float32)
+        if missing.any():
+            out[missing] = 0
+        return out.reshape(*rows.shape, self.vectors.shape[1])
+
+
+def distances_to(data: VisualData, rows: np.ndarray, *points: np.ndarray) -> np.ndarray:
+    """``(P, B, n)`` Euclidean distances from images ``rows (B, n)`` to each of ``points`` (each ``(B, D)``).
+
+    The vectors are gathered once for all points; nan where a row is < 0. With one point, ``(B, n)``.
+    """
+    out = np.full((len(points), *rows.shape), np.nan, dtype=np.float32)
+    for start in range(0, len(rows), GATHER_BATCH):
+        stop = min(len(rows), start + GATHER_BATCH)
+        vecs = data.gather(rows[start:stop])
+        norms = np.einsum("bnd,bnd->bn", vecs, vecs, dtype=np.float64)
+        for i, point in enumerate(points):
+            p = np.ascontiguousarray(point[start:stop], dtype=np.float32)
+            dots = np.matmul(vecs, p[:, :, None])[:, :, 0].astype(np.float64)
+            squared = norms - 2 * dots + np.einsum("bd,bd->b", p, p, dtype=np.float64)[:, None]
+            out[i, start:stop] = np.sqrt(np.maximum(squared, 0.0))
+    out[:, rows < 0] = np.nan
+    return out[0] if len(points) == 1 else out
+
+
+# -- K1: question plans -----------------------------------------------------------------------------------
+def question_budget(n_steps: int, k1: int | None) -> int:
+    """Questions allowed for a procedure of ``n_steps`` sequence steps: ⌊n/2⌋ (K1=0, RecipeQA), ⌊n/3⌋ (K1=1)."""
+    if k1 is None:
+        return max(1, n_steps // 2)
+    return n_steps // (2 if k1 == 0 else 3)
+
+
+@dataclass
+class Plan:
+    """Which steps each question uses, for one K1 value (or free resampling): ``Q`` questions, ``size`` slots.
+
+    Attributes:
+        proc: ``(Q,)`` procedure of each question (ascending).
+        slots: ``(Q, size)`` positions in the procedure's image sequence, increasing.
+        anchor: ``(Q,)`` the slot of the answer (cloze) or of the question step removed from the pool.
+        budget, number, pool: ``(Q,)`` the procedure's budget, the question's number in it, the pool size
+            before it was drawn (0 for free resampling).
+        removed: sequence positions removed from the pool after each question (empty for free resampling).
+    """
+
+    key: int | None
+    size: int
+    proc: np.ndarray
+    slots: np.ndarray
+    anchor: np.ndarray
+    budget: np.ndarray
+    number: np.ndarray
+    pool: np.ndarray
+    removed: list[list[int]]
+    eligible: int
+    budget_unused: int
+
+    def window(self, start: int, stop: int) -> np.ndarray:
+        """Indices of the questions of procedures ``[start, stop)``."""
+        lo, hi = np.searchsorted(self.proc, [start, stop])
+        return np.arange(lo, hi)
+
+
+def plan_questions(
+    lengths: np.ndarray, *, size: int, k1: int | None, rng: np.random.Generator, anchored: bool
+) -> Plan:
+    """Draw every procedure's questions under K1 (``k1`` 0 or 1) or free resampling (``k1`` None).
+
+    ``anchored``: whether the anchor is part of what makes two free-resampled questions different (the
+    placeholder of a cloze question); free resampling never repeats an identical question.
+    """
+    min_steps = MIN_STEPS_KNOBS if k1 is not None else size
+    proc: list[int] = []
+    slots: list[list[int]] = []
+    anchor: list[int] = []
+    budget: list[int] = []
+    number: list[int] = []
+    pool_sizes: list[int] = []
+    removed: list[list[int]] = []
+    eligible = unused = 0
+    for p, n in enumerate(lengths.tolist()):
+        if n < min_steps:
+            continue
+        eligible += 1
+        allowed = question_budget(n, k1)
+        drawn = 0
+        if k1 is None:
+            seen: set[tuple[int, ...]] = set()
+            for u in rng.random((4 * allowed, n + 1)).tolist():
+                if drawn == allowed:
+                    break
+                chosen = sorted(sorted(range(n), key=u.__getitem__)[:size])
+                a = min(size - 1, int(u[n] * size))
+                key = (*chosen, a) if anchored else tuple(chosen)
+                if key in seen:
+                    continue
+                seen.add(key)
+                proc.append(p)
+                slots.append(chosen)
+                anchor.append(a)
+                budget.append(allowed)
+                number.append(drawn)
+                pool_sizes.append(0)
+                removed.append([])
+                drawn += 1
+        else:
+            pool = list(range(n))
+            draws = rng.random((allowed, n + 2)).tolist()
+            while drawn < allowed and len(pool) >= size:
+                u = draws[drawn]
+                picked = sorted(sorted(range(len(pool)), key=u.__getitem__)[:size])
+                chosen = [pool[i] for i in picked]
+                a = min(size - 1, int(u[-2] * size))
+                proc.append(p)
+                slots.append(chosen)
+                anchor.append(a)
+                budget.append(allowed)
+                number.append(drawn)
+                pool_sizes.append(len(pool))
+                pool.remove(chosen[a])
+                gone = [chosen[a]]
+                if k1 == 1 and pool:
+                    gone.append(pool.pop(min(len(pool) - 1, int(u[-1] * len(pool)))))
+                removed.append(gone)
+                drawn += 1
+        unused += allowed - drawn
+    as_int = {"dtype": np.int64}
+    return Plan(
+        key=k1,
+        size=size,
+        proc=np.array(proc, **as_int),
+        slots=np.array(slots, **as_int).reshape(-1, size),
+        anchor=np.array(anchor, **as_int),
+        budget=np.array(budget, **as_int),
+        number=np.array(number, **as_int),
+        pool=np.array(pool_sizes, **as_int),
+        removed=removed,
+        eligible=eligible,
+        budget_unused=unused,
+    )
+
+
+# -- K2: candidates and bands -----------------------------------------------------------------------------
+@dataclass
+class Candidates:
+    """A question's K2 candidates: kNN rows of other procedures and the distances bands apply to.
+
+    Attributes:
+        rows: ``(B, K)`` int64 image rows, -1 where none.
+        dist: ``(B, K)`` float32 distances (to the correct choice), inf where none.
+        m, s: ``(B,)`` mean and (population) standard deviation of the valid distances; nan when none.
+        found: ``(B,)`` number of valid candidates.
+    """
+
+    rows: np.ndarray
+    dist: np.ndarray
+    m: np.ndarray
+    s: np.ndarray
+    found: np.ndarray
+
+    @classmethod
+    def from_rows(cls, dist: np.ndarray, rows: np.ndarray) -> Candidates:
+        """Candidates from kNN results, computing m and s over the valid entries."""
+        valid = rows >= 0
+        found = valid.sum(axis=1)
+        d = np.where(valid, dist, 0).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = d.sum(axis=1) / found
+            s = np.sqrt((np.where(valid, d - m[:, None], 0) ** 2).sum(axis=1) / found)
+        return cls(rows, np.where(valid, dist, np.inf).astype(np.float32), m, s, found)
+
+
+def band_bounds(m: np.ndarray, s: np.ndarray, k2: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)``, each ``(B, len(LEVELS))``: the K2 band and its widenings (the last level is ``(0, inf)``)."""
+    m2, s2 = m[:, None], s[:, None]
+    if k2 == 0:
+        hi = m2 - s2 + _WIDEN * s2
+        lo = np.zeros_like(hi)
+    else:
+        lo = np.maximum(0.0, m2 - s2 - _WIDEN * s2)
+        hi = m2 + s2 + _WIDEN * s2
+    lo = np.concatenate([lo, np.zeros((len(m), 1))], axis=1)
+    hi = np.concatenate([hi, np.full((len(m), 1), np.inf)], axis=1)
+    return lo, hi
+
+
+def _first_level(hit: np.ndarray) -> np.ndarray:
+    """Index of the first True along axis 0 of ``(L, B)``; ``L`` where none."""
+    return np.where(hit.any(axis=0), hit.argmax(axis=0), hit.shape[0])
+
+
+def member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """``np.isin(values, pool)`` for int64 codes, by sorting ``pool`` once and binary search."""
+    if not len(pool):
+        return np.zeros(values.shape, dtype=bool)
+    ordered = np.sort(pool, kind="stable")
+    at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+    return ordered[at] == values
+
+
+# -- K3: closeness to the question --------------------------------------------------------------------------
+@dataclass
+class Closeness:
+    """Which candidates satisfy the K3 rule: closer to ``points`` than ``radius``.
+
+    Attributes:
+        radius: ``(B,)`` the distance to beat.
+        ok: ``(B, K)`` candidate (column of :class:`Candidates`) closer than ``radius``.
+        q_rows, q_dist: ``(B, Kq)`` the nearest images of other procedures to the point.
+        q_extra: ``(B, Kq)`` neighbours of the point closer than ``radius`` that are not among the candidates.
+        q_usable: ``(B, Kq)`` neighbours of the point that are not copies of the correct choice.
+    """
+
+    radius: np.ndarray
+    ok: np.ndarray
+    q_rows: np.ndarray
+    q_dist: np.ndarray
+    q_extra: np.ndarray
+    q_usable: np.ndarray
+
+    @classmethod
+    def build(
+        cls,
+        data: VisualData,
+        cands: Candidates,
+        points: np.ndarray,
+        radius: np.ndarray,
+        proc: np.ndarray,
+        k: int,
+    ) -> Closeness:
+        """Search the neighbours of ``points`` once and mark the candidates within ``radius`` of them.
+
+        When a point's ``k`` neighbours are all within the radius, candidates beyond them may be too: their
+        distances are then computed directly.
+        """
+        q_dist, q_rows = data.search(points, proc, k, kind="question_mean")
+        b = np.arange(len(points), dtype=np.int64)[:, None] * data.n_rows
+        q_close = (q_rows >= 0) & (q_dist < radius[:, None])
+        c_valid = cands.rows >= 0
+        c_codes = np.where(c_valid, b + cands.rows, -1)
+        q_codes = np.where(q_close, b + q_rows, -2)
+        ok = c_valid & member(c_codes, q_codes[q_close])
+        copies = c_valid & (cands.dist <= DUPLICATE_DISTANCE)
+        q_usable = (q_rows >= 0) & ~member(np.where(q_rows >= 0, b + q_rows, -2), c_codes[copies])
+        q_extra = q_close & q_usable & ~member(q_codes, c_codes[c_valid])
+        incomplete = np.flatnonzero((q_rows[:, -1] >= 0) & (q_dist[:, -1] < radius))
+        if len(incomplete):
+            exact = distances_to(data, cands.rows[incomplete], points[incomplete])
+            ok[incomplete] = c_valid[incomplete] & (np.nan_to_num(exact, nan=np.inf) < radius[incomplete, None])
+        return cls(radius, ok, q_rows, q_dist, q_extra, q_usable)
+
+
+# -- selection ----------------------------------------------------------------------------------------------
+@dataclass
+class Selection:
+    """Chosen images for ``B`` questions.
+
+    Attributes:
+        rows: ``(B, need)`` int64 image rows (the K3 pick first when K3 is on), -1 where it failed.
+        source: ``(B, need)`` index into :data:`SOURCES`.
+        level: ``(B,)`` the band level of the K2 picks (the source of a single K3 pick).
+        base_count: ``(B,)`` how many K2 candidates the unwidened band held.
+        lo, hi: ``(B, len(LEVELS))`` the band bounds.
+        ok: ``(B,)`` False when too few images of other procedures exist (the question is skipped).
+    """
+
+    rows: np.ndarray
+    source: np.ndarray
+    level: np.ndarray
+    base_count: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    ok: np.ndarray
+
+    def band_used(self, b: int) -> list[float]:
+        """The bounds of question ``b``'s band level (``[0, inf]`` beyond the kNN set)."""
+        level = int(self.level[b])
+        if level >= len(LEVELS):
+            return [0.0, math.inf]
+        return [float(self.lo[b, level]), float(self.hi[b, level])]
+
+
+def _pick(mask: np.ndarray, n: int, keys: np.ndarray) -> np.ndarray:
+    """Columns of the ``n`` smallest ``keys`` among ``mask`` per row, in key order (uniform random subsets)."""
+    masked = np.where(mask, keys, np.inf)
+    if masked.shape[1] < n:
+        masked = np.pad(masked, ((0, 0), (0, n - masked.shape[1])), constant_values=np.inf)
+    if n == 1:
+        return masked.argmin(axis=1)[:, None]
+    cols = np.argpartition(masked, n - 1, axis=1)[:, :n]
+    order = np.argsort(np.take_along_axis(masked, cols, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(cols, order, axis=1)
+
+
+def select(
+    cands: Candidates, *, k2: int, need: int, closeness: Closeness | None, rng: np.random.Generator
+) -> Selection:
+    """Draw ``need`` distinct images per question from the K2 band (widened when short).
+
+    With ``closeness`` (K3 on), the first pick must also satisfy it: it comes from the narrowest band level
+    holding such a candidate, else from the question point's own neighbours, else (``relaxed``) it is the
+    image nearest the point. The other picks come from the narrowest level with enough candidates left.
+    Vectorised over questions: no Python loop over candidates.
+    """
+    n_q, k = cands.rows.shape
+    n_levels = len(LEVELS)
+    lo, hi = band_bounds(cands.m, cands.s, k2)
+    valid = (cands.rows >= 0) & (cands.dist > DUPLICATE_DISTANCE)
+    d = cands.dist[None]
+    inband = valid[None] & (d > lo.T[:, :, None]) & (d < hi.T[:, :, None])  # (L, B, K)
+    rows = np.full((n_q, need), -1, dtype=np.int64)
+    source = np.full((n_q, need), -1, dtype=np.int64)
+    ok = np.ones(n_q, dtype=bool)
+    taken = np.zeros((n_q, k), dtype=bool)
+    b = np.arange(n_q)
+    first = 0
+    if closeness is not None:
+        keys = rng.random((n_q, k))
+        q_keys = rng.random(closeness.q_rows.shape)
+        fits = inband & closeness.ok[None]
+        level = _first_level(fits.any(axis=2))
+        at = level < n_levels
+        col = _pick(fits[np.minimum(level, n_levels - 1), b], 1, keys)[:, 0]
+        rows[at, 0] = cands.rows[at, col[at]]
+        source[at, 0] = level[at]
+        extra = ~at & closeness.q_extra.any(axis=1)
+        q_col = _pick(closeness.q_extra, 1, q_keys)[:, 0]
+        rows[extra, 0] = closeness.q_rows[extra, q_col[extra]]
+        source[extra, 0] = QUESTION_KNN
+        relaxed = ~at & ~extra & closeness.q_usable.any(axis=1)
+        nearest = closeness.q_usable.argmax(axis=1)
+        rows[relaxed, 0] = closeness.q_rows[relaxed, nearest[relaxed]]
+        source[relaxed, 0] = RELAXED
+        ok &= at | extra | relaxed
+        taken |= (cands.rows == rows[:, :1]) & (rows[:, :1] >= 0)
+        first = 1
+        level_out = source[:, 0].copy()
+        base_count = fits[0].sum(axis=1)
+    others = need - first
+    if others:
+        keys = rng.random((n_q, k))
+        avail = inband & ~taken[None]
+        counts = avail.sum(axis=2)
+        level = _first_level(counts >= others)
+        cols = _pick(avail[np.minimum(level, n_levels - 1), b], others, keys)
+        good = level < n_levels
+        cols = np.minimum(cols, k - 1)
+        rows[:, first:] = np.where(good[:, None], np.take_along_axis(cands.rows, cols, axis=1), -1)
+        source[:, first:] = np.where(good, level, -1)[:, None]
+        ok &= good
+        level_out = level
+        base_count = counts[0]
+    return Selection(rows, source, level_out, base_count, lo, hi, ok)
+
+
+# -- RecipeQA style -------------------------------------------------------------------------------------------
+def estimate_min_distance(data: VisualData, rng: np.random.Generator, pairs: int = 10_000) -> float:
+    """The median distance between random images of different procedures (the RecipeQA style's fixed distance)."""
+    n = data.n_rows
+    if n < 2:
+        return 0.0
+    i = rng.integers(0, n, pairs)
+    j = rng.integers(0, n, pairs)
+    keep = (i != j) & ((data.owner[i] != data.owner[j]) | (data.owner[i] < 0))
+    if not keep.any():
+        return 0.0
+    diff = data.gather(i[keep]) - data.gather(j[keep])
+    return float(np.median(np.sqrt(np.einsum("nd,nd->n", diff, diff))))
+
+
+def random_far_images(
+    data: VisualData,
+    proc: np.ndarray,
+    anchors: np.ndarray,
+    need: int,
+    min_distance: float,
+    rng: np.random.Generator,
+    *,
+    rounds: int = 8,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """RecipeQA-style negatives: images of other procedures drawn uniformly, beyond ``min_distance``.
+
+    The distance of a candidate is its smallest distance to the ``anchors (B, A)`` images. Draws ``8·need``
+    candidates per round for the questions still short, at most ``rounds`` rounds; a question still short
+    then takes the farthest distinct candidates it drew.
+
+    Returns:
+        ``(rows (B, need), distances (B, need), short (B,) bool: the fallback was taken)``; rows -1 only
+        when fewer than ``need`` images of other procedures were drawn at all.
+    """
+    n_q = len(proc)
+    per_round = 8 * need
+    chosen = np.full((n_q, need), -1, dtype=np.int64)
+    chosen_d = np.full((n_q, need), np.nan, dtype=np.float32)
+    n_chosen = np.zeros(n_q, dtype=np.int64)
+    hist_rows = np.full((n_q, rounds * per_round), -1, dtype=np.int64)
+    hist_d = np.full((n_q, rounds * per_round), -np.inf, dtype=np.float32)
+    anchor_vecs = data.gather(anchors)
+    for r in range(rounds):
+        todo = np.flatnonzero(n_chosen < need)
+        if not len(todo) or data.n_rows == 0:
+            break
+        draw = rng.integers(0, data.n_rows, (len(todo), per_round))
+        dist = np.empty(draw.shape, dtype=np.float32)
+        for start in range(0, len(todo), GATHER_BATCH // 4):
+            part = slice(start, start + GATHER_BATCH // 4)
+            dots = np.einsum("brd,bad->bra", data.gather(draw[part]), anchor_vecs[todo[part]])
+            dist[part] = np.sqrt(np.maximum(0.0, 2.0 - 2.0 * dots)).min(axis=2)  # unit vectors
+        usable = ~data.is_own(proc[todo], draw)
+        order = np.argsort(draw, axis=1, kind="stable")  # first occurrence of each image in the row
+        sorted_draw = np.take_along_axis(draw, order, axis=1)
+        dup_sorted = np.zeros_like(usable)
+        dup_sorted[:, 1:] = sorted_draw[:, 1:] == sorted_draw[:, :-1]
+        dup = np.zeros_like(usable)
+        np.put_along_axis(dup, order, dup_sorted, axis=1)
+        usable &= ~dup & ~(draw[:, :, None] == chosen[todo][:, None, :]).any(axis=2)
+        hist_rows[todo, r * per_round : (r + 1) * per_round] = np.where(usable, draw, -1)
+        hist_d[todo, r * per_round : (r + 1) * per_round] = np.where(usable, dist, -np.inf)
+        usable &= dist > DUPLICATE_DISTANCE
+        far = usable & (dist > min_distance)
+        rank = np.cumsum(far, axis=1) + n_chosen[todo][:, None]
+        accept = far & (rank <= need)
+        qi, cj = np.nonzero(accept)
+        slot = rank[qi, cj] - 1
+        chosen[todo[qi], slot] = draw[qi, cj]
+        chosen_d[todo[qi], slot] = dist[qi, cj]
+        n_chosen[todo] = np.minimum(need, n_chosen[todo] + far.sum(axis=1))
+    short = n_chosen < need
+    for q in np.flatnonzero(short).tolist():  # rare: only questions whose draws all fell near the answer
+        have = set(chosen[q, : n_chosen[q]].tolist())
+        order = np.argsort(-hist_d[q], kind="stable")
+        for j in order.tolist():
+            row = int(hist_rows[q, j])
+            if n_chosen[q] == need or row < 0:
+                break
+            if row in have:
+                continue
+            have.add(row)
+            chosen[q, n_chosen[q]] = row
+            chosen_d[q, n_chosen[q]] = hist_d[q, j]
+            n_chosen[q] += 1
+    return chosen, chosen_d, short
+
+
+def fmt_band(lo: float, hi: float) -> str:
+    """``(0.1234, 0.5678)``."""
+    return f"({lo:.4f}, {hi:.4f})"
+
+
+def band_lists(sel: Selection) -> tuple[list[list[float]], list[list[float]]]:
+    """Per question, the K2 band ``[lo, hi]`` and the band used (the same list object when not widened)."""
+    lo, hi, levels = sel.lo.tolist(), sel.hi.tolist(), sel.level.tolist()
+    base = [[a[0], b[0]] for a, b in zip(lo, hi, strict=True)]
+    used = [
+        base[i] if level == 0 else [a[level], b[level]] if level < len(LEVELS) else [0.0, math.inf]
+        for i, (a, b, level) in enumerate(zip(lo, hi, levels, strict=True))
+    ]
+    return base, used
