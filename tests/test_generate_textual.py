@@ -150,7 +150,7 @@ def _check(
         assert d == pytest.approx(true, abs=1e-4)
     wrong = [d for i, d in enumerate(meta["choice_distances"]) if i != answer]
     if style == "recipeqa":
-        assert all(d > tc.RECIPEQA_MIN_DISTANCE for d in wrong) and meta["knn_mean"] is None
+        assert all(d > meta["min_distance"] for d in wrong) and meta["knn_mean"] is None
     else:  # far kNN candidates: among the k nearest of other procedures, beyond their mean distance
         mean, nearest = oracle.knn_mean(meta["answer_key"], k, splits)
         assert meta["knn_mean"] == pytest.approx(mean, abs=1e-4)

@@ -51,7 +51,7 @@ def command(
     ] = None,
     min_distance: Annotated[
         float | None,
-        typer.Option(help="visual --style recipeqa: fixed negative distance [median distance of random image pairs]."),
+        typer.Option(help="--style recipeqa: fixed negative distance [median distance of random item pairs]."),
     ] = None,
     references: Annotated[
         Path | None, typer.Option(help="sequencing: JSONL of alternative orders {procedure_id, orders}.")

@@ -12,8 +12,12 @@ also be correct) or as a title shown in the question is never a negative.
 Settings (:data:`SWEEP`, all written by ``--sweep``):
 
 - ``recipeqa``: the biased original. Negatives uniformly at random from other procedures' title rows
-  (so frequent titles are drawn often) beyond a fixed distance (:data:`RECIPEQA_MIN_DISTANCE`) from the
-  correct one; several questions of a procedure (``questions_per_procedure``) are drawn freely, so they
+  (so frequent titles are drawn often) beyond a fixed distance from the correct one (``min_distance``;
+  default: the median distance between random titles of different procedures, so the rule means the same
+  whatever the encoder's scale). Keeping negatives far from the answer is what makes the original biased:
+  generic titles (openers, closers) are close to many answers, so they are drawn as negatives far less
+  often than they are correct, and a model that sees only the choices learns to pick them; several
+  questions of a procedure (``questions_per_procedure``) are drawn freely, so they
   may repeat an answer.
 - ``default`` (paper 004): the k=100 nearest distinct titles of other procedures to the correct title
   (a title shared by many procedures counts once, as in Algorithm 1's set of title embeddings); those not
@@ -68,7 +72,6 @@ __all__ = [
     "MIN_STEPS",
     "MIN_STEPS_DEBIAS",
     "N_QUESTION",
-    "RECIPEQA_MIN_DISTANCE",
     "SWEEP",
     "build",
     "normalise_title",
@@ -83,7 +86,8 @@ MIN_STEPS = 3
 MAX_STEPS = 25
 MIN_STEPS_DEBIAS = 6
 #: RecipeQA style draws negatives at random, but never within this Euclidean distance of the correct title.
-RECIPEQA_MIN_DISTANCE = 0.2
+#: Random title pairs sampled to estimate the RecipeQA style's fixed distance.
+_DISTANCE_PAIRS = 10_000
 _STYLES = ("recipeqa", "default", "debias")
 _TAG = 0x7C1
 _RANDOM_BATCH = 64
@@ -334,8 +338,20 @@ class _Drawn:
     n_candidates: int | None = None
 
 
-def _random_negatives(draft: _Draft, pool: _Pool, rng: np.random.Generator) -> _Drawn | None:
-    """RecipeQA style: uniform over other procedures' titles beyond :data:`RECIPEQA_MIN_DISTANCE`."""
+def _median_pair_distance(pool: _Pool, rng: np.random.Generator) -> float:
+    """The median distance between the titles of random pairs of rows from different procedures."""
+    n = len(pool.procedures)
+    i, j = rng.integers(0, n, _DISTANCE_PAIRS), rng.integers(0, n, _DISTANCE_PAIRS)
+    keep = pool.procedures[i] != pool.procedures[j]
+    if n < 2 or not keep.any():
+        return 0.0
+    vectors = pool.embeddings.vectors
+    diff = np.asarray(vectors[i[keep]], dtype=np.float64) - np.asarray(vectors[j[keep]], dtype=np.float64)
+    return float(np.median(np.linalg.norm(diff, axis=1)))
+
+
+def _random_negatives(draft: _Draft, pool: _Pool, rng: np.random.Generator, min_distance: float) -> _Drawn | None:
+    """RecipeQA style: uniform over other procedures' titles farther than ``min_distance`` from the answer."""
     own = pool.procedure_code.get(draft.procedure_id, -2)
     candidates = pool.group_rows[pool.group_of[draft.procedure_id]]
     if not len(candidates):
@@ -351,7 +367,7 @@ def _random_negatives(draft: _Draft, pool: _Pool, rng: np.random.Generator) -> _
         gaps = np.linalg.norm(np.asarray(vectors[batch], dtype=np.float64) - query, axis=1)
         for row, gap in zip(batch.tolist(), gaps.tolist(), strict=True):
             norm = pool.norms[row]
-            if norm is None or norm in seen or gap <= RECIPEQA_MIN_DISTANCE:
+            if norm is None or norm in seen or gap <= min_distance:
                 continue
             seen.add(norm)
             rows.append(row)
@@ -458,6 +474,7 @@ def build(
     clusters: int | None = None,
     questions_per_procedure: int = 1,
     knn_k: int = KNN_K,
+    min_distance: float | None = None,
     splits: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
     """Textual-cloze questions for each setting (``recipeqa``, ``default``, ``debias`` with its budget).
@@ -466,6 +483,7 @@ def build(
         clusters: KMeans clusters for debiasing (default ``round(sqrt(distinct titles))``, at most 100).
         questions_per_procedure: questions drawn per procedure (distinct answers except in RecipeQA style).
         knn_k: neighbours of the correct title the default and debiased samplers look at (paper: 100).
+        min_distance: RecipeQA style's fixed distance (default: the median distance of random title pairs).
         splits: procedure id -> split (the runner passes the split it writes). Negatives are then drawn
             only from procedures of the question's own split, so no title of one split is a choice in
             another; without it (library use) they come from any other procedure, as in Algorithm 1.
@@ -492,6 +510,13 @@ def build(
     }
 
     styles = {s.style for s in settings}
+    recipeqa_distance = 0.0
+    if "recipeqa" in styles:
+        recipeqa_distance = (
+            min_distance
+            if min_distance is not None
+            else _median_pair_distance(pool, np.random.default_rng([seed, _TAG, 0xD15]))
+        )
     in_range = {pid: rows for pid, rows in steps.items() if MIN_STEPS <= len(rows) <= MAX_STEPS}
     drafts_by: dict[bool, dict[str, list[_Draft]]] = {}
     for replace in sorted({s.style == "recipeqa" for s in settings}):
@@ -557,7 +582,7 @@ def build(
                 skipped_questions["no_embedding"] += 1
                 continue
             if setting.style == "recipeqa":
-                drawn, reason = _random_negatives(draft, pool, rng), "few_candidates"
+                drawn, reason = _random_negatives(draft, pool, rng, recipeqa_distance), "few_candidates"
             else:
                 drawn, reason = _far_negatives(
                     draft,
@@ -575,6 +600,9 @@ def build(
             made[i] = _question(draft, setting, pool, drawn, clustering if budget is not None else None)
         ordered = [made[i] for i in sorted(made)]
         questions = [q for q, _ in ordered]
+        if setting.style == "recipeqa":
+            for question in questions:
+                question.meta["min_distance"] = round(recipeqa_distance, 6)
         balance_answer_positions(questions, rng)
         _reorder_choice_meta(questions, [info for _, info in ordered])
         sets[setting.name] = questions
@@ -585,7 +613,7 @@ def build(
             "skipped_questions": dict(sorted(skipped_questions.items())),
         }
         if setting.style == "recipeqa":
-            entry["min_distance"] = RECIPEQA_MIN_DISTANCE
+            entry["min_distance"] = round(recipeqa_distance, 4)
         else:
             entry["knn_k"] = knn_k
         if budget is not None:
