@@ -18,6 +18,7 @@ for training and ``predict`` for evaluation.
 
 from __future__ import annotations
 
+import abc
 from typing import Any
 
 import numpy as np
@@ -128,18 +129,18 @@ class SeqEncoder(nn.Module):
         return out.reshape(*lead, *out.shape[-2:])
 
 
-class Net(nn.Module):
+class Net(nn.Module, abc.ABC):
     """Base class: a model trained with cross-entropy whose predictions the metrics read."""
 
     family = "mc"
 
+    @abc.abstractmethod
     def loss_and_correct(self, batch: dict[str, Tensor]) -> tuple[Tensor, int, int]:
         """Mean loss of the batch, and how many of its decisions were right out of how many."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def predict(self, batch: dict[str, Tensor]) -> list[Any]:
         """One prediction per question: a choice index (MC), a label (pair order) or an order of positions."""
-        raise NotImplementedError
 
 
 class MCNet(Net):
@@ -152,8 +153,9 @@ class MCNet(Net):
         raw = self.score(batch)
         return raw.masked_fill(~batch["choice_valid"], _NEG)
 
+    @abc.abstractmethod
     def score(self, batch: dict[str, Tensor]) -> Tensor:
-        raise NotImplementedError
+        """``(B, K)`` raw scores of the choices (the scoring function of the GM3C model)."""
 
     def loss_and_correct(self, batch: dict[str, Tensor]) -> tuple[Tensor, int, int]:
         scores = self.scores(batch)
