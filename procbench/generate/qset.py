@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from procbench import __version__
-from procbench.generate.questions import Question
+from procbench.generate.questions import Question, paused_gc
 from procbench.generate.splits import SPLITS
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps
@@ -210,7 +210,7 @@ def write_question_sets(
         if row["procedure_id"] in used:
             steps_by_procedure.setdefault(row["procedure_id"], []).append(row)
     written: dict[str, Path] = {}
-    with store.transaction("generate", args={"task": task, **args}, seed=seed) as txn:
+    with paused_gc(), store.transaction("generate", args={"task": task, **args}, seed=seed) as txn:
         for setting, questions in sets.items():
             table = _table(task, questions, splits)
             base = f"questions/{task}/{setting}"

@@ -31,8 +31,6 @@ are generated with it.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -43,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procbench.errors import BadInput
+from procbench.generate.questions import paused_gc
 from procbench.generate.settings import Setting
 from procbench.store import Store
 from procbench.store.views import kept_steps
@@ -144,23 +143,6 @@ def resolve_settings(
         else:
             raise BadInput(f"{task} takes --knobs K1,K2,K3, --style recipeqa or --sweep, not --{setting.style}")
     return specs
-
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a build makes its questions (restored afterwards).
-
-    A sweep creates millions of small, acyclic containers (questions, their meta and choices); the collector
-    would re-scan all of them again and again while they are made (a quarter of the build time at 10,000
-    procedures, growing with size) and could not free any. Reference counting still frees everything.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def chunks(n: int, size: int = CHUNK_PROCEDURES) -> Iterator[tuple[int, int]]:
