@@ -50,7 +50,7 @@ from procbench.generate.visual_common import (
     estimate_min_distance,
     fmt_band,
     paused_gc,
-    plan_questions,
+    plans_by_k1,
     random_far_images,
     resolve_settings,
     select,
@@ -167,12 +167,7 @@ def build(
     data = VisualData(store, with_index=any(s.knobs is not None for s in specs))
     seqs = data.seqs
     contexts = seqs.contexts()
-    plans: dict[int | None, Plan] = {}
-    for spec in specs:
-        key = spec.plan_key
-        if key not in plans:
-            rng = np.random.default_rng([seed, _CODE, 0xB0 + (2 if key is None else key)])
-            plans[key] = plan_questions(seqs.lengths, size=_SIZE, k1=key, rng=rng, anchored=True)
+    plans = plans_by_k1(specs, seqs.lengths, seed=seed, code=_CODE, size=_SIZE, anchored=True)
     tau = 0.0
     if any(s.knobs is None for s in specs):
         tau = (

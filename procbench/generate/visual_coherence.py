@@ -50,7 +50,8 @@ from procbench.generate.visual_common import (
     estimate_min_distance,
     fmt_band,
     paused_gc,
-    plan_questions,
+    plan_meta,
+    plans_by_k1,
     random_far_images,
     resolve_settings,
     select,
@@ -153,12 +154,7 @@ def build(
     data = VisualData(store, with_index=any(s.knobs is not None for s in specs))
     seqs = data.seqs
     contexts = seqs.contexts()
-    plans: dict[int | None, Plan] = {}
-    for spec in specs:
-        key = spec.plan_key
-        if key not in plans:
-            rng = np.random.default_rng([seed, _CODE, 0xB0 + (2 if key is None else key)])
-            plans[key] = plan_questions(seqs.lengths, size=_SIZE, k1=key, rng=rng, anchored=False)
+    plans = plans_by_k1(specs, seqs.lengths, seed=seed, code=_CODE, size=_SIZE, anchored=False)
     tau = 0.0
     if None in plans:
         tau = (
@@ -313,16 +309,7 @@ def _questions(
                 f"recipeqa: no random image of another procedure lay beyond {tau:.4f} of every "
                 "coherent image; took the farthest drawn"
             )
-        meta.update(
-            {
-                "n_steps": int(seqs.offsets[p + 1] - seqs.offsets[p]),
-                "budget": int(plan.budget[i]),
-                "question_number": int(plan.number[i]),
-            }
-        )
-        if spec.knobs is not None:
-            meta["pool_size"] = int(plan.pool[i])
-            meta["removed_steps"] = [int(seqs.steps[seqs.offsets[p] + r]) for r in plan.removed[i]]
+        meta.update(plan_meta(seqs, plan, i, p, knobs=spec.knobs is not None))
         meta.update(
             {
                 "coherent_steps": steps,

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -73,7 +73,9 @@ __all__ = [
     "load_sequences",
     "member",
     "paused_gc",
+    "plan_meta",
     "plan_questions",
+    "plans_by_k1",
     "question_budget",
     "random_far_images",
     "resolve_settings",
@@ -389,6 +391,32 @@ class Plan:
         """Indices of the questions of procedures ``[start, stop)``."""
         lo, hi = np.searchsorted(self.proc, [start, stop])
         return np.arange(lo, hi)
+
+
+def plans_by_k1(
+    specs: Sequence[Spec], lengths: np.ndarray, *, seed: int, code: int, size: int, anchored: bool
+) -> dict[int | None, Plan]:
+    """One :func:`plan_questions` per distinct K1 value of ``specs`` (None: free resampling), seeded per value."""
+    plans: dict[int | None, Plan] = {}
+    for spec in specs:
+        key = spec.plan_key
+        if key not in plans:
+            rng = np.random.default_rng([seed, code, 0xB0 + (2 if key is None else key)])
+            plans[key] = plan_questions(lengths, size=size, k1=key, rng=rng, anchored=anchored)
+    return plans
+
+
+def plan_meta(seqs: Sequences, plan: Plan, i: int, p: int, *, knobs: bool) -> dict[str, Any]:
+    """The ``meta`` entries that K1 planning decided for question ``i`` (of procedure ``p``)."""
+    meta: dict[str, Any] = {
+        "n_steps": int(seqs.offsets[p + 1] - seqs.offsets[p]),
+        "budget": int(plan.budget[i]),
+        "question_number": int(plan.number[i]),
+    }
+    if knobs:
+        meta["pool_size"] = int(plan.pool[i])
+        meta["removed_steps"] = [int(seqs.steps[seqs.offsets[p] + r]) for r in plan.removed[i]]
+    return meta
 
 
 def plan_questions(

@@ -35,7 +35,8 @@ from procbench.generate.visual_common import (
     VisualData,
     chunks,
     paused_gc,
-    plan_questions,
+    plan_meta,
+    plans_by_k1,
     resolve_settings,
 )
 from procbench.progress import SILENT, Progress
@@ -102,12 +103,7 @@ def build(
     data = VisualData(store, with_index=False)
     seqs = data.seqs
     contexts = seqs.contexts()
-    plans: dict[int | None, Plan] = {}
-    for spec in specs:
-        key = spec.plan_key
-        if key not in plans:
-            rng = np.random.default_rng([seed, _CODE, 0xB0 + (2 if key is None else key)])
-            plans[key] = plan_questions(seqs.lengths, size=_SIZE, k1=key, rng=rng, anchored=False)
+    plans = plans_by_k1(specs, seqs.lengths, seed=seed, code=_CODE, size=_SIZE, anchored=False)
     rngs = {s.name: s.rng(seed, _CODE) for s in specs}
     out: dict[str, list[Question]] = {s.name: [] for s in specs}
     tally: dict[str, Counter[str]] = {s.name: Counter() for s in specs}
@@ -193,15 +189,7 @@ def _questions(
                 f"k2: only {int(positive[b])} of the 23 wrong orders have a positive score (identical images); "
                 "the rest were drawn uniformly"
             )
-        meta: dict[str, Any] = {
-            **fixed,
-            "n_steps": int(seqs.offsets[p + 1] - seqs.offsets[p]),
-            "budget": int(plan.budget[i]),
-            "question_number": int(plan.number[i]),
-        }
-        if spec.knobs is not None:
-            meta["pool_size"] = int(plan.pool[i])
-            meta["removed_steps"] = [int(seqs.steps[seqs.offsets[p] + r]) for r in plan.removed[i]]
+        meta: dict[str, Any] = {**fixed, **plan_meta(seqs, plan, i, p, knobs=spec.knobs is not None)}
         meta.update(
             {
                 "question_steps": [int(seqs.steps[s]) for s in positions],
