@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from procbench.errors import BadInput
+from procbench.generate.columns import count, procedure_ids
 from procbench.generate.qset import QuestionSet, iter_settings, read_question_set, write_question_sets
 from procbench.generate.questions import PLACEHOLDER, Question, balance_answer_positions
 from procbench.generate.settings import Setting, parse_knobs
@@ -119,7 +120,7 @@ def generate(
         splits = assign_splits(store, kept, split_by=split_by, ratios=split_ratios, seed=seed)
         options = {**options, "splits": splits}
     sets, counts = module.build(store, settings, seed=seed, progress=progress, **options)
-    used = {q.procedure_id for questions in sets.values() for q in questions}
+    used = set().union(*(procedure_ids(questions) for questions in sets.values()))
     if splits is None:
         splits = assign_splits(store, used, split_by=split_by, ratios=split_ratios, seed=seed)
     args = {
@@ -129,4 +130,4 @@ def generate(
         **{k: (str(v) if isinstance(v, Path) else v) for k, v in options.items() if not isinstance(v, dict)},
     }
     paths = write_question_sets(store, task, sets, splits=splits, seed=seed, args=args, counts=counts)
-    return GenerateResult(task, paths, {name: len(qs) for name, qs in sets.items()}, counts)
+    return GenerateResult(task, paths, {name: count(qs) for name, qs in sets.items()}, counts)

@@ -12,27 +12,20 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from procbench import __version__
-from procbench.generate.questions import Question, paused_gc
+from procbench.generate.columns import COLUMNS, Questions, as_table, count, decoded, procedure_ids
+from procbench.generate.questions import paused_gc
+from procbench.generate.recipeqa_json import RecipeQAWriter
 from procbench.generate.splits import SPLITS
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps
 
 __all__ = ["QuestionSet", "iter_settings", "question_set_dir", "read_question_set", "write_question_sets"]
-
-_VISUAL = {"visual-cloze", "visual-coherence", "visual-ordering"}
-_QUESTION_TEXT = {
-    "textual-cloze": "Choose the best title for the missing blank to correctly complete the recipe.",
-    "visual-cloze": "Choose the best image for the missing blank to correctly complete the recipe.",
-    "visual-coherence": "Select the incoherent image in the following sequence of images.",
-    "visual-ordering": "Choose the correct order of the images to make a complete recipe.",
-    "sequencing": "Put the steps in the order they were written.",
-    "pair-order": "Are the two steps in the order they were written?",
-}
 
 
 def question_set_dir(store: Store, task: str, setting: str) -> Path:
@@ -67,84 +60,50 @@ def read_question_set(path: str | Path) -> QuestionSet:
     return QuestionSet(Path(path))
 
 
-def _table(task: str, questions: list[Question], splits: dict[str, str]) -> pa.Table:
-    per_procedure: Counter[str] = Counter()
-    qids = []
-    for q in questions:
-        qids.append(f"{q.procedure_id}#{per_procedure[q.procedure_id]}")
-        per_procedure[q.procedure_id] += 1
-    ordering = bool(questions) and isinstance(questions[0].choices[0], list)
-    choice_type = pa.list_(pa.list_(pa.string())) if ordering else pa.list_(pa.string())
-    metas = [q.meta for q in questions]
-    meta = pa.array(metas) if metas else pa.array([], pa.struct([("setting", pa.string())]))
+def _table(task: str, questions: Questions, splits: dict[str, str]) -> pa.Table:
+    """The DESIGN §5 table: ``qid`` (``PROCEDURE#n``, n counting the procedure's questions in order),
+    ``task``, ``procedure_id``, ``split``, the question columns (dictionary-encoded as the builder made them)."""
+    base = as_table(questions)
+    proc = base["procedure_id"].combine_chunks()
+    if not pa.types.is_dictionary(proc.type):
+        proc = proc.dictionary_encode()
+    codes = proc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]]) if len(codes) else codes
+    used = set(np.unique(codes).tolist())
+    rank = np.empty(len(codes), dtype=np.int64)
+    rank[order] = np.arange(len(codes)) - np.repeat(starts, np.diff(np.r_[starts, len(codes)]))
+    names = proc.dictionary.to_pylist()
+    try:
+        split_of = pa.array([splits[names[i]] if i in used else None for i in range(len(names))], pa.string())
+    except KeyError as missing:
+        raise ValueError(f"no split for procedure {missing}") from None
+    proc_plain = proc.dictionary.take(proc.indices)
+    n = base.num_rows
     return pa.table(
         {
-            "qid": pa.array(qids, pa.string()),
-            "task": pa.array([task] * len(questions), pa.string()),
-            "procedure_id": pa.array([q.procedure_id for q in questions], pa.string()),
-            "split": pa.array([splits[q.procedure_id] for q in questions], pa.string()),
-            "context": pa.array([q.context for q in questions], pa.list_(pa.int32())),
-            "question": pa.array([q.question for q in questions], pa.list_(pa.string())),
-            "choices": pa.array([q.choices for q in questions], choice_type),
-            "answer": pa.array([q.answer for q in questions], pa.int32()),
-            "meta": meta,
+            "qid": pc.binary_join_element_wise(proc_plain, pc.cast(pa.array(rank), pa.string()), "#"),
+            "task": pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([task])),
+            "procedure_id": proc,
+            "split": split_of.take(proc.indices),
+            **{name: base[name] for name in COLUMNS[1:]},
         }
     )
 
 
-def _image_name(image_id: str) -> str:
-    """How RecipeQA readers name images: a path relative to ``STORE/images``."""
-    return f"{image_id[:2]}/{image_id}.jpg"
+def _value_counts(column: pa.ChunkedArray) -> Counter[Any]:
+    counts = pc.value_counts(column)
+    return Counter(dict(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True)))
 
 
-def _recipeqa_json(task: str, table: pa.Table, steps_by_procedure: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    visual = task in _VISUAL
-
-    def item(x: str) -> str:
-        return x if not visual or x == "@placeholder" else _image_name(x)
-
-    data = []
-    contexts: dict[tuple[str, tuple[int, ...]], list[dict[str, Any]]] = {}  # built once per procedure
-    for row in table.drop_columns(["meta"]).to_pylist():
-        steps = steps_by_procedure[row["procedure_id"]]
-        choices = row["choices"]
-        key = (row["procedure_id"], tuple(row["context"]))
-        if key not in contexts:
-            # The context never shows what the choices are made of: step titles are the items of
-            # textual cloze and step images those of the visual tasks, so either would give answers away.
-            contexts[key] = [
-                {
-                    "id": steps[i]["index"],
-                    "title": "" if task == "textual-cloze" else steps[i]["title"] or "",
-                    "body": steps[i]["text"],
-                    "images": [] if visual else [_image_name(x) for x in steps[i]["image_ids"]],
-                }
-                for i in row["context"]
-            ]
-        data.append(
-            {
-                "qid": row["qid"],
-                "recipe_id": row["procedure_id"],
-                "task": task.replace("-", "_"),
-                "split": row["split"],
-                "question_text": _QUESTION_TEXT.get(task, ""),
-                "context": contexts[key],
-                "question": [item(x) for x in row["question"]],
-                "choice_list": [[item(x) for x in c] if isinstance(c, list) else item(c) for c in choices],
-                "answer": row["answer"],
-            }
-        )
-    return {"version": f"procbench-{__version__}", "data": data}
-
-
-def _card(task: str, setting: str, table: pa.Table, *, seed: int, args: dict[str, Any], store: Store) -> str:
-    counts = Counter(table["split"].to_pylist())
-    ids = set(table["procedure_id"].to_pylist())
-    procs = kept_procedures(store, ["id", "source", "license"])
-    procs = [p for p in procs.to_pylist() if p["id"] in ids]
-    sources = sorted({p["source"] for p in procs})
-    licenses = sorted({p["license"] for p in procs if p["license"]})
-    positions = Counter(table["answer"].to_pylist())
+def _card(task: str, setting: str, table: pa.Table, *, seed: int, args: dict[str, Any], procedures: pa.Table) -> str:
+    counts = _value_counts(table["split"])
+    used = pa.array(sorted(procedure_ids(table)), pa.string())
+    procs = procedures.filter(pc.is_in(procedures["id"], value_set=used))
+    sources = sorted(set(procs["source"].to_pylist()))
+    licenses = sorted({x for x in procs["license"].to_pylist() if x})
+    positions = _value_counts(table["answer"])
     lines = [
         "---",
         f"pretty_name: procbench {task} ({setting})",
@@ -163,7 +122,7 @@ def _card(task: str, setting: str, table: pa.Table, *, seed: int, args: dict[str
         "",
         f"# procbench {task}: `{setting}`",
         "",
-        f"{table.num_rows} questions from {len(ids)} procedures (sources: {', '.join(sources) or 'none'}).",
+        f"{table.num_rows} questions from {len(used)} procedures (sources: {', '.join(sources) or 'none'}).",
         f"Splits are by {args.get('split_by', 'procedure')}: no procedure appears in two splits.",
         "",
         "| split | questions |",
@@ -193,7 +152,7 @@ def _card(task: str, setting: str, table: pa.Table, *, seed: int, args: dict[str
 def write_question_sets(
     store: Store,
     task: str,
-    sets: dict[str, list[Question]],
+    sets: dict[str, Questions],
     *,
     splits: dict[str, str],
     seed: int,
@@ -202,13 +161,13 @@ def write_question_sets(
 ) -> dict[str, Path]:
     """Write each ``{setting: questions}`` of ``task`` (parquet per split, recipeqa.json, card.md) atomically.
 
+    ``questions`` are :class:`Question` objects or a question table (:mod:`procbench.generate.columns`).
     ``splits`` maps every procedure id used to its split. Returns the folder of each setting.
     """
-    steps_by_procedure: dict[str, list[dict[str, Any]]] = {}
-    used = {q.procedure_id for qs in sets.values() for q in qs}
-    for row in kept_steps(store).to_pylist():
-        if row["procedure_id"] in used:
-            steps_by_procedure.setdefault(row["procedure_id"], []).append(row)
+    used = pa.array(sorted(set().union(*(procedure_ids(qs) for qs in sets.values()))), pa.string())
+    steps = kept_steps(store)
+    recipeqa = RecipeQAWriter(task, steps.filter(pc.is_in(steps["procedure_id"], value_set=used)))
+    procedures = kept_procedures(store, ["id", "source", "license"])
     written: dict[str, Path] = {}
     with paused_gc(), store.transaction("generate", args={"task": task, **args}, seed=seed) as txn:
         for setting, questions in sets.items():
@@ -216,14 +175,13 @@ def write_question_sets(
             base = f"questions/{task}/{setting}"
             for split in SPLITS:
                 part = table.filter(pc.equal(table["split"], split))
-                pq.write_table(part, txn.stage(f"{base}/{split}.parquet"), compression="zstd")
-            document = _recipeqa_json(task, table, steps_by_procedure)
-            txn.stage(f"{base}/recipeqa.json").write_text(json.dumps(document, ensure_ascii=False), encoding="utf-8")
+                pq.write_table(decoded(part), txn.stage(f"{base}/{split}.parquet"), compression="zstd")
+            recipeqa.write(txn.stage(f"{base}/recipeqa.json"), table)
             txn.stage(f"{base}/card.md").write_text(
-                _card(task, setting, table, seed=seed, args=args, store=store), encoding="utf-8"
+                _card(task, setting, table, seed=seed, args=args, procedures=procedures), encoding="utf-8"
             )
             written[setting] = question_set_dir(store, task, setting)
-        txn.counts.update({"settings": {s: len(q) for s, q in sets.items()}, **(counts or {})})
+        txn.counts.update({"settings": {s: count(q) for s, q in sets.items()}, **(counts or {})})
     return written
 
 

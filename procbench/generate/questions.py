@@ -10,7 +10,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["N_CHOICES", "PLACEHOLDER", "Question", "balance_answer_positions", "paused_gc"]
+__all__ = [
+    "N_CHOICES",
+    "PLACEHOLDER",
+    "Question",
+    "answer_orders",
+    "balance_answer_positions",
+    "paused_gc",
+    "place_answers",
+]
 
 PLACEHOLDER = "@placeholder"
 N_CHOICES = 4
@@ -33,27 +41,47 @@ class Question:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def answer_orders(n: int, k: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Where ``n`` questions of ``k`` choices put their correct choice, and how they shuffle the wrong ones.
+
+    Returns:
+        ``positions (n,)``: an exactly balanced sequence (counts differ by at most one), shuffled;
+        ``wrong (n, k-1)``: a uniform random permutation of the wrong choices per question.
+    """
+    positions = rng.permutation(np.resize(np.arange(k), n))
+    wrong = np.argsort(rng.random((n, k - 1)), axis=1, kind="stable")
+    return positions, wrong
+
+
+def place_answers(correct: np.ndarray, wrong: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """``(n, k)`` choices: ``wrong (n, k-1)`` in order with ``correct (n,)`` inserted at ``positions``."""
+    n, k = len(correct), wrong.shape[1] + 1
+    out = np.empty((n, k), dtype=np.result_type(correct, wrong))
+    at = np.arange(k) == positions[:, None]
+    out[at] = correct
+    out[~at] = wrong.reshape(-1)
+    return out
+
+
 def balance_answer_positions(questions: list[Question], rng: np.random.Generator) -> None:
     """Move each correct choice to a position so that positions are uniform (counts differ by at most one).
 
     Generators build questions with the correct choice first; this shuffles the wrong choices and places
-    the correct one at a position drawn from a shuffled, exactly balanced sequence.
+    the correct one as :func:`answer_orders` draws (``meta["negatives"]`` follows its wrong choices).
     """
     if not questions:
         return
     n_choices = {len(q.choices) for q in questions}
     if len(n_choices) != 1:
         raise ValueError(f"questions have different numbers of choices: {sorted(n_choices)}")
-    k = n_choices.pop()
-    positions = rng.permutation(np.resize(np.arange(k), len(questions)))
-    for question, position in zip(questions, positions, strict=True):
+    positions, orders = answer_orders(len(questions), n_choices.pop(), rng)
+    for question, position, order in zip(questions, positions.tolist(), orders.tolist(), strict=True):
         correct = question.choices[question.answer]
         wrong = [c for i, c in enumerate(question.choices) if i != question.answer]
-        order = rng.permutation(len(wrong))
         wrong = [wrong[i] for i in order]
-        wrong.insert(int(position), correct)
+        wrong.insert(position, correct)
         question.choices = wrong
-        question.answer = int(position)
+        question.answer = position
         if "negatives" in question.meta and isinstance(question.meta["negatives"], list):
             question.meta["negatives"] = [question.meta["negatives"][i] for i in order]
 

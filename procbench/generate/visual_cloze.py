@@ -17,26 +17,30 @@ set paper 001 reports as hardest.
 images), ``negatives`` (one per wrong choice, in choice order: ``image``, ``source`` (a band level,
 ``question-knn``, ``relaxed``), ``k3`` (the K3 pick), ``d_answer``, ``d_question``) and ``fallbacks``
 (what was widened, in words). RecipeQA-style questions have ``min_distance`` instead of the knob and band
-fields (and no pool fields). Objects a sweep's settings have in common are shared between their
-questions, so a sweep costs little more memory than one setting.
+fields (and no pool fields).
+
+Questions are built as Arrow columns, a chunk of procedures at a time, never as Python objects: image
+ids are indices into one array of ids shared by every setting, so a sweep of millions of questions costs
+a few hundred bytes per question.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from procbench.errors import BadInput
-from procbench.generate.questions import PLACEHOLDER, Question, balance_answer_positions
+from procbench.generate.columns import dictionary, fixed_lists, questions_table, ragged_lists, ranges, struct
+from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
 from procbench.generate.visual_common import (
     DEFAULT_KC,
     LEVELS,
     QUESTION_KNN,
-    SOURCE_NAMES,
     SOURCES,
     Candidates,
     Closeness,
@@ -44,7 +48,6 @@ from procbench.generate.visual_common import (
     Selection,
     Spec,
     VisualData,
-    band_lists,
     chunks,
     distances_to,
     estimate_min_distance,
@@ -65,29 +68,28 @@ SWEEP = Setting.all_knobs(with_k3=True)
 DEFAULT_KNOBS = (0, 1, 1)
 _CODE = 0xC1
 _SIZE = 4
-#: One empty fallback list shared by every question that needed none (never mutated).
-_NONE: list[str] = []
+_RANDOM = SOURCES.index("random")
+#: Source names as an Arrow dictionary (a negative's ``source`` indexes it).
+_SOURCE_NAMES = pa.array(SOURCES, pa.string())
 
 
 @dataclass
 class _Window:
-    """The questions of one plan that fall in a chunk of procedures, with their vectors.
-
-    ``shared`` holds, per question, the Python objects every setting of the plan reuses (question items,
-    step lists, ints and floats), so a sweep builds them once and its questions share them.
-    """
+    """The questions of one plan that fall in a chunk of procedures: their items, vectors and K1 facts."""
 
     plan: Plan
-    idx: np.ndarray
-    proc: np.ndarray
-    answer_row: np.ndarray
-    answer_vec: np.ndarray
-    qmean: np.ndarray  # (B, D)
+    proc: np.ndarray  # (B,)
+    items: np.ndarray  # (B, 4) image rows shown, the answer's replaced by the placeholder row
+    answer_row: np.ndarray  # (B,)
+    answer_vec: np.ndarray  # (B, D)
+    qmean: np.ndarray  # (B, D) mean of the three question images
     radius: np.ndarray  # (B,) answer to question mean
-    shared: dict[str, list[Any]]
+    planned: dict[str, np.ndarray]  # meta columns K1 planning decided, (B,) or (B, 4)
+    removed_lengths: np.ndarray  # (B,)
+    removed_steps: np.ndarray  # flat
 
     @classmethod
-    def of(cls, plan: Plan, start: int, stop: int, data: VisualData, contexts: list[list[int]]) -> _Window:
+    def of(cls, plan: Plan, start: int, stop: int, data: VisualData) -> _Window:
         idx = plan.window(start, stop)
         proc = plan.proc[idx]
         seqs = data.seqs
@@ -99,33 +101,57 @@ class _Window:
         answer_vec = vecs[b, anchor]
         qmean = (vecs.sum(axis=1) - answer_vec) / (_SIZE - 1)
         radius = np.linalg.norm(answer_vec - qmean, axis=1)
-        steps = seqs.steps[seq].tolist()
-        items = [[seqs.images[s] for s in row] for row in seq.tolist()]
-        anchors = anchor.tolist()
-        for row, a in zip(items, anchors, strict=True):
-            row[a] = PLACEHOLDER
-        offsets = seqs.offsets[proc].tolist()
-        seq_steps = seqs.steps
-        shared = {
-            "procedure": [seqs.names[p] for p in proc.tolist()],
-            "context": [contexts[p] for p in proc.tolist()],
-            "question": items,
+        items = rows.copy()
+        items[b, anchor] = data.n_rows  # the placeholder's row in the image dictionary
+        steps = seqs.steps[seq]
+        planned = {
+            "n_steps": seqs.lengths[proc],
+            "budget": plan.budget[idx],
+            "question_number": plan.number[idx],
+            "pool_size": plan.pool[idx],
             "question_steps": steps,
-            "answer_step": [row[a] for row, a in zip(steps, anchors, strict=True)],
-            "answer_image": [seqs.images[s] for s in seq[b, anchor].tolist()],
-            "n_steps": (seqs.offsets[proc + 1] - seqs.offsets[proc]).tolist(),
-            "budget": plan.budget[idx].tolist(),
-            "question_number": plan.number[idx].tolist(),
-            "pool_size": plan.pool[idx].tolist(),
-            "removed_steps": [
-                [int(seq_steps[o + r]) for r in plan.removed[i]] for o, i in zip(offsets, idx.tolist(), strict=True)
-            ],
-            "d_answer_question": radius.tolist(),
+            "answer_step": steps[b, anchor],
         }
-        return cls(plan, idx, proc, rows[b, anchor], answer_vec, qmean, radius, shared)
+        lengths, removed = plan.removed_steps(seqs, idx)
+        return cls(plan, proc, items, rows[b, anchor], answer_vec, qmean, radius, planned, lengths, removed)
 
     def __len__(self) -> int:
-        return len(self.idx)
+        return len(self.proc)
+
+
+@dataclass
+class _Columns:
+    """One setting's questions as numpy columns, a chunk at a time (answers not yet placed)."""
+
+    parts: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # fallback notes, in question order
+
+    def add(self, keep: np.ndarray, w: _Window, columns: dict[str, np.ndarray], notes: dict[int, list[str]]) -> None:
+        """Add the questions ``keep`` (indices into window ``w``); ``columns`` hold values for the whole window."""
+        lengths = w.removed_lengths[keep]
+        starts = np.r_[0, np.cumsum(w.removed_lengths)][keep]
+        values = {
+            "proc": w.proc[keep],
+            "items": w.items[keep],
+            "answer_row": w.answer_row[keep],
+            "d_answer_question": w.radius[keep],
+            "removed_lengths": lengths,
+            "fallback_counts": np.array([len(notes.get(b, ())) for b in keep.tolist()], dtype=np.int64),
+            **{name: column[keep] for name, column in w.planned.items()},
+            **{name: column[keep] for name, column in columns.items()},
+        }
+        values["removed_steps"] = w.removed_steps[ranges(starts, lengths)]
+        for name, value in values.items():
+            self.parts.setdefault(name, []).append(value)
+        for b in keep.tolist():
+            self.notes.extend(notes.get(b, ()))
+
+    def get(self, name: str) -> np.ndarray:
+        """The column ``name`` over every chunk."""
+        return np.concatenate(self.parts[name])
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self.parts.get("proc", []))
 
 
 def _answer_candidates(data: VisualData, windows: dict[int, _Window], kc: int) -> dict[int, Candidates]:
@@ -154,8 +180,8 @@ def build(
     progress: Progress = SILENT,
     kc: int = DEFAULT_KC,
     min_distance: float | None = None,
-) -> tuple[dict[str, list[Question]], dict[str, Any]]:
-    """Visual cloze questions for each setting; neighbour searches are shared by all settings.
+) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+    """Visual cloze questions (a question table per setting); neighbour searches are shared by all settings.
 
     Args:
         kc: K_C, the neighbours of the correct choice that define the K2 band (and of the question mean, K3).
@@ -166,7 +192,6 @@ def build(
     specs = resolve_settings(settings, task=TASK, with_k3=True, default=DEFAULT_KNOBS)
     data = VisualData(store, with_index=any(s.knobs is not None for s in specs))
     seqs = data.seqs
-    contexts = seqs.contexts()
     plans = plans_by_k1(specs, seqs.lengths, seed=seed, code=_CODE, size=_SIZE, anchored=True)
     tau = 0.0
     if any(s.knobs is None for s in specs):
@@ -176,11 +201,11 @@ def build(
             else estimate_min_distance(data, np.random.default_rng([seed, _CODE, 0x7A0]))
         )
     rngs = {s.name: s.rng(seed, _CODE) for s in specs}
-    out: dict[str, list[Question]] = {s.name: [] for s in specs}
+    columns = {s.name: _Columns() for s in specs}
     tally: dict[str, Counter[str]] = {s.name: Counter() for s in specs}
     progress.start(TASK, total=len(seqs.names))
     for start, stop in chunks(len(seqs.names)):
-        windows = {key: _Window.of(plan, start, stop, data, contexts) for key, plan in plans.items()}
+        windows = {key: _Window.of(plan, start, stop, data) for key, plan in plans.items()}
         knob_windows = {k: w for k, w in windows.items() if k is not None and len(w)}
         cands = _answer_candidates(data, knob_windows, kc)  # type: ignore[arg-type]
         close: dict[int, Closeness] = {}
@@ -194,18 +219,16 @@ def build(
             if not len(w):
                 continue
             if spec.knobs is None:
-                questions = _recipeqa_questions(spec, w, data, tau, rngs[spec.name], tally[spec.name])
+                _add_recipeqa(columns[spec.name], w, data, tau, rngs[spec.name], tally[spec.name])
             else:
                 key = spec.knobs[0]
                 k3 = spec.knobs[2]
                 sel = select(
                     cands[key], k2=spec.knobs[1], need=3, closeness=close[key] if k3 else None, rng=rngs[spec.name]
                 )
-                questions = _knob_questions(spec, w, cands[key], sel, data, kc, tally[spec.name])
-            out[spec.name].extend(questions)
+                _add_knobs(columns[spec.name], spec, w, cands[key], sel, data, tally[spec.name])
         progress.advance(stop - start)
-    for spec in specs:
-        balance_answer_positions(out[spec.name], spec.rng(seed, _CODE, salt=1))
+    out = {s.name: _table(s, columns[s.name], data, kc=kc, tau=tau, rng=s.rng(seed, _CODE, salt=1)) for s in specs}
     counts: dict[str, Any] = {
         "k_c": kc,
         "procedures": len(seqs.names),
@@ -213,7 +236,7 @@ def build(
         "queries": dict(data.queries),
         "per_setting": {
             s.name: {
-                "questions": len(out[s.name]),
+                "questions": out[s.name].num_rows,
                 "budget_unused": plans[s.plan_key].budget_unused,
                 **dict(sorted(tally[s.name].items())),
             }
@@ -225,61 +248,53 @@ def build(
     return out, counts
 
 
-def _negatives(
-    data: VisualData, rows: np.ndarray, w: _Window, sources: list[str], k3: bool
-) -> list[list[dict[str, Any]]]:
-    """Per question, its three negatives as meta records (image, source, k3, d_answer, d_question)."""
-    ids = data.ids(rows)
+def _negative_distances(data: VisualData, rows: np.ndarray, w: _Window) -> dict[str, np.ndarray]:
+    """Each negative's distance to the answer and to the question mean, ``(B, 3)`` each."""
     both = distances_to(data, rows, w.answer_vec, w.qmean)
-    d_answer, d_question = both[0].reshape(-1).tolist(), both[1].reshape(-1).tolist()
-    flags = [k3, False, False] * len(rows)
-    records = [
-        {"image": i, "source": s, "k3": k, "d_answer": a, "d_question": q}
-        for i, s, k, a, q in zip(ids, sources, flags, d_answer, d_question, strict=True)
-    ]
-    return [records[j : j + 3] for j in range(0, len(records), 3)]
+    return {"d_answer": both[0], "d_question": both[1]}
 
 
-def _knob_questions(
+def _add_knobs(
+    out: _Columns,
     spec: Spec,
     w: _Window,
     cands: Candidates,
     sel: Selection,
     data: VisualData,
-    kc: int,
     tally: Counter[str],
-) -> list[Question]:
-    k1, k2, k3 = spec.knobs or (0, 0, 0)
-    need_k2 = 2 if k3 else 3
-    negatives = _negatives(data, sel.rows, w, SOURCE_NAMES[sel.source.reshape(-1)].tolist(), bool(k3))
-    level_names = SOURCE_NAMES[sel.level].tolist()
-    bands, used = band_lists(sel)
-    fallbacks = _fallbacks(sel, cands, w, negatives, bool(k3), need_k2, tally)
-    sh = w.shared
-    ms, ss, found = cands.m.tolist(), cands.s.tolist(), cands.found.tolist()
-    name = spec.name
-    questions = []
-    for b in np.flatnonzero(sel.ok).tolist():
-        negs = negatives[b]
-        meta = {
-            "setting": name, "k1": k1, "k2": k2, "k3": k3, "k_c": kc, "k_found": found[b], "m": ms[b], "s": ss[b],
-            "band": bands[b], "band_level": level_names[b], "band_used": used[b],
-            "n_steps": sh["n_steps"][b], "budget": sh["budget"][b], "question_number": sh["question_number"][b],
-            "pool_size": sh["pool_size"][b], "removed_steps": sh["removed_steps"][b],
-            "question_steps": sh["question_steps"][b], "answer_step": sh["answer_step"][b],
-            "d_answer_question": sh["d_answer_question"][b], "negatives": negs, "fallbacks": fallbacks.get(b, _NONE),
-        }  # fmt: skip
-        choices = [sh["answer_image"][b], negs[0]["image"], negs[1]["image"], negs[2]["image"]]
-        questions.append(Question(sh["procedure"][b], sh["context"][b], sh["question"][b], choices, 0, meta))
-    tally["skipped_no_candidates"] += len(w) - len(questions)
-    return questions
+) -> None:
+    k3 = bool(spec.knobs and spec.knobs[2])
+    distances = _negative_distances(data, sel.rows, w)
+    b = np.arange(len(w))
+    level = np.minimum(sel.level, len(LEVELS))
+    beyond = sel.level >= len(LEVELS)
+    used_lo = np.where(beyond, 0.0, sel.lo[b, np.minimum(level, len(LEVELS) - 1)])
+    used_hi = np.where(beyond, np.inf, sel.hi[b, np.minimum(level, len(LEVELS) - 1)])
+    keep = np.flatnonzero(sel.ok)
+    notes = _fallbacks(sel, cands, w, distances["d_question"][:, 0], k3, 2 if k3 else 3, tally)
+    k3_flags = np.zeros((len(w), 3), dtype=bool)
+    k3_flags[:, 0] = k3
+    columns = {
+        "neg_rows": sel.rows,
+        "neg_source": sel.source,
+        "neg_k3": k3_flags,
+        **{f"neg_{name}": value for name, value in distances.items()},
+        "k_found": cands.found,
+        "m": cands.m,
+        "s": cands.s,
+        "band": np.stack([sel.lo[:, 0], sel.hi[:, 0]], axis=1),
+        "band_level": sel.level,
+        "band_used": np.stack([used_lo, used_hi], axis=1),
+    }
+    out.add(keep, w, columns, notes)
+    tally["skipped_no_candidates"] += len(w) - len(keep)
 
 
 def _fallbacks(
     sel: Selection,
     cands: Candidates,
     w: _Window,
-    negatives: list[list[dict[str, Any]]],
+    k3_d_question: np.ndarray,
     k3: bool,
     need_k2: int,
     tally: Counter[str],
@@ -294,7 +309,7 @@ def _fallbacks(
         src = int(first[b])
         if src:
             tally[f"k3:{SOURCES[src]}"] += 1
-            d_q = negatives[b][0]["d_question"]
+            d_q = float(k3_d_question[b])
             if src < len(LEVELS):
                 notes.append(
                     f"k3: no candidate in the band {fmt_band(lo[0], hi[0])} is closer to the question mean than "
@@ -321,36 +336,92 @@ def _fallbacks(
     return out
 
 
-def _recipeqa_questions(
-    spec: Spec,
+def _add_recipeqa(
+    out: _Columns,
     w: _Window,
     data: VisualData,
     tau: float,
     rng: np.random.Generator,
     tally: Counter[str],
-) -> list[Question]:
+) -> None:
     rows, _, short = random_far_images(data, w.proc, w.answer_row[:, None], 3, tau, rng)
-    negatives = _negatives(data, rows, w, ["random"] * rows.size, False)
-    sh = w.shared
-    questions = []
-    for b in range(len(w)):
-        if (rows[b] < 0).any():
-            tally["skipped_no_candidates"] += 1
-            continue
-        fallbacks = _NONE
-        if short[b]:
-            tally["recipeqa:farthest"] += 1
-            fallbacks = [
-                f"recipeqa: fewer than 3 random images of other procedures lay beyond {tau:.4f}; "
-                "took the farthest drawn"
-            ]
-        negs = negatives[b]
+    keep = np.flatnonzero((rows >= 0).all(axis=1))
+    tally["skipped_no_candidates"] += len(w) - len(keep)
+    note = [f"recipeqa: fewer than 3 random images of other procedures lay beyond {tau:.4f}; took the farthest drawn"]
+    notes = {b: note for b in np.flatnonzero(short).tolist()}
+    tally["recipeqa:farthest"] += int(short[keep].sum())
+    columns = {
+        "neg_rows": rows,
+        "neg_source": np.full(rows.shape, _RANDOM, dtype=np.int64),
+        "neg_k3": np.zeros(rows.shape, dtype=bool),
+        **{f"neg_{name}": value for name, value in _negative_distances(data, rows, w).items()},
+    }
+    out.add(keep, w, columns, notes)
+
+
+def _table(spec: Spec, cols: _Columns, data: VisualData, *, kc: int, tau: float, rng: np.random.Generator) -> pa.Table:
+    """The setting's question table: answers placed at balanced positions, ``meta`` as the module says."""
+    n = len(cols)
+    if not n:
+        return questions_table([])
+    images = data.image_dictionary
+    positions, wrong = answer_orders(n, _SIZE, rng)
+    neg_rows = np.take_along_axis(cols.get("neg_rows"), wrong, axis=1)
+    choices = place_answers(cols.get("answer_row"), neg_rows, positions)
+    negatives = struct(
+        {
+            "image": dictionary(neg_rows.reshape(-1), images),
+            "source": dictionary(np.take_along_axis(cols.get("neg_source"), wrong, axis=1).reshape(-1), _SOURCE_NAMES),
+            "k3": np.take_along_axis(cols.get("neg_k3"), wrong, axis=1).reshape(-1),
+            "d_answer": np.take_along_axis(cols.get("neg_d_answer"), wrong, axis=1).reshape(-1).astype(np.float64),
+            "d_question": np.take_along_axis(cols.get("neg_d_question"), wrong, axis=1).reshape(-1).astype(np.float64),
+        }
+    )
+    i64 = {name: cols.get(name).astype(np.int64) for name in ("n_steps", "budget", "question_number", "answer_step")}
+    common = {
+        "n_steps": i64["n_steps"],
+        "budget": i64["budget"],
+        "question_number": i64["question_number"],
+    }
+    tail = {
+        "question_steps": fixed_lists(cols.get("question_steps").astype(np.int64), _SIZE),
+        "answer_step": i64["answer_step"],
+        "d_answer_question": cols.get("d_answer_question").astype(np.float64),
+        "negatives": fixed_lists(negatives, 3),
+        "fallbacks": ragged_lists(pa.array(cols.notes, pa.string()), cols.get("fallback_counts")),
+    }
+    setting = dictionary(np.zeros(n, dtype=np.int32), pa.array([spec.name]))
+    if spec.knobs is None:
+        meta = {"setting": setting, "min_distance": np.full(n, tau), **common, **tail}
+    else:
+        constants = {
+            name: np.full(n, value, dtype=np.int64) for name, value in zip(("k1", "k2", "k3"), spec.knobs, strict=True)
+        }
+        level = cols.get("band_level")
         meta = {
-            "setting": spec.name, "min_distance": tau, "n_steps": sh["n_steps"][b], "budget": sh["budget"][b],
-            "question_number": sh["question_number"][b], "question_steps": sh["question_steps"][b],
-            "answer_step": sh["answer_step"][b], "d_answer_question": sh["d_answer_question"][b],
-            "negatives": negs, "fallbacks": fallbacks,
-        }  # fmt: skip
-        choices = [sh["answer_image"][b], negs[0]["image"], negs[1]["image"], negs[2]["image"]]
-        questions.append(Question(sh["procedure"][b], sh["context"][b], sh["question"][b], choices, 0, meta))
-    return questions
+            "setting": setting,
+            **constants,
+            "k_c": np.full(n, kc, dtype=np.int64),
+            "k_found": cols.get("k_found").astype(np.int64),
+            "m": cols.get("m"),
+            "s": cols.get("s"),
+            "band": fixed_lists(cols.get("band").astype(np.float64), 2),
+            "band_level": dictionary(np.minimum(level, len(LEVELS)), pa.array([*LEVELS, ""])),
+            "band_used": fixed_lists(cols.get("band_used").astype(np.float64), 2),
+            **common,
+            "pool_size": cols.get("pool_size").astype(np.int64),
+            "removed_steps": ragged_lists(cols.get("removed_steps").astype(np.int64), cols.get("removed_lengths")),
+            **tail,
+        }
+    proc = cols.get("proc")
+    contexts = data.seqs.context_lists()
+    return pa.table(
+        {
+            "procedure_id": dictionary(proc, data.seqs.name_array),
+            "context": contexts.take(pa.array(proc)),
+            "question": fixed_lists(dictionary(cols.get("items").reshape(-1), images), _SIZE),
+            "choices": fixed_lists(dictionary(choices.reshape(-1), images), _SIZE),
+            "answer": pa.array(positions.astype(np.int32)),
+            "meta": struct(meta),
+        }
+    )

@@ -31,6 +31,7 @@ are generated with it.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -41,7 +42,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procbench.errors import BadInput
-from procbench.generate.questions import paused_gc
+from procbench.generate.columns import ranges
+from procbench.generate.questions import PLACEHOLDER, paused_gc
 from procbench.generate.settings import Setting
 from procbench.store import Store
 from procbench.store.views import kept_steps
@@ -181,6 +183,16 @@ class Sequences:
         """``(P,)`` sequence length of each procedure."""
         return np.diff(self.offsets)
 
+    @functools.cached_property
+    def name_array(self) -> pa.Array:
+        """:attr:`names` as an Arrow array."""
+        return pa.array(self.names, pa.string())
+
+    def context_lists(self) -> pa.ListArray:
+        """Every procedure's context (all its kept step indices) as an Arrow list array (int32)."""
+        offsets = pa.array(self.context_offsets.astype(np.int32))
+        return pa.ListArray.from_arrays(offsets, pa.array(self.context_steps.astype(np.int32)))
+
     def contexts(self) -> list[list[int]]:
         """Every procedure's context (all its kept step indices), as lists shared by its questions."""
         steps = self.context_steps.tolist()
@@ -280,6 +292,11 @@ class VisualData:
         extra = int(np.bincount(codes // self.n_rows).max()) if len(codes) else 0
         return codes, extra
 
+    @functools.cached_property
+    def image_dictionary(self) -> pa.Array:
+        """The image id of each embedding row, then :data:`PLACEHOLDER` (row ``n_rows``), as an Arrow array."""
+        return pa.concat_arrays([self.embeddings.keys.cast(pa.string()), pa.array([PLACEHOLDER], pa.string())])
+
     def is_own(self, proc: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """``(B, R)`` whether image ``rows[b, j]`` belongs to procedure ``proc[b]`` (filed under it or shared)."""
         own = self.owner[np.maximum(rows, 0)] == proc[:, None]
@@ -338,19 +355,26 @@ class VisualData:
 def distances_to(data: VisualData, rows: np.ndarray, *points: np.ndarray) -> np.ndarray:
     """``(P, B, n)`` Euclidean distances from images ``rows (B, n)`` to each of ``points`` (each ``(B, D)``).
 
-    The vectors are gathered once for all points; nan where a row is < 0. With one point, ``(B, n)``.
+    FAISS reads each image's vector in place (no gathered copies); nan where a row is < 0. With one point,
+    ``(B, n)``.
     """
-    out = np.full((len(points), *rows.shape), np.nan, dtype=np.float32)
-    for start in range(0, len(rows), GATHER_BATCH):
-        stop = min(len(rows), start + GATHER_BATCH)
-        vecs = data.gather(rows[start:stop])
-        norms = np.einsum("bnd,bnd->bn", vecs, vecs, dtype=np.float64)
-        for i, point in enumerate(points):
-            p = np.ascontiguousarray(point[start:stop], dtype=np.float32)
-            dots = np.matmul(vecs, p[:, :, None])[:, :, 0].astype(np.float64)
-            squared = norms - 2 * dots + np.einsum("bd,bd->b", p, p, dtype=np.float64)[:, None]
-            out[i, start:stop] = np.sqrt(np.maximum(squared, 0.0))
-    out[:, rows < 0] = np.nan
+    import faiss
+
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    missing = rows < 0
+    ids = np.where(missing, 0, rows) if missing.any() else rows
+    vectors = np.ascontiguousarray(data.vectors, dtype=np.float32)
+    out = np.empty((len(points), *rows.shape), dtype=np.float32)
+    n_q, width = rows.shape
+    for i, point in enumerate(points):
+        x = np.ascontiguousarray(point, dtype=np.float32)
+        if n_q and width:
+            faiss.fvec_L2sqr_by_idx(
+                faiss.swig_ptr(out[i]), faiss.swig_ptr(x), faiss.swig_ptr(vectors), faiss.swig_ptr(ids),
+                x.shape[1], n_q, width,
+            )  # fmt: skip
+    np.sqrt(np.maximum(out, 0.0, out=out), out=out)
+    out[:, missing] = np.nan
     return out[0] if len(points) == 1 else out
 
 
@@ -372,7 +396,9 @@ class Plan:
         anchor: ``(Q,)`` the slot of the answer (cloze) or of the question step removed from the pool.
         budget, number, pool: ``(Q,)`` the procedure's budget, the question's number in it, the pool size
             before it was drawn (0 for free resampling).
-        removed: sequence positions removed from the pool after each question (empty for free resampling).
+        removed_offsets, removed_positions: the sequence positions removed from the pool after question
+            ``i`` are ``removed_positions[removed_offsets[i]:removed_offsets[i + 1]]`` (none for free
+            resampling).
     """
 
     key: int | None
@@ -383,7 +409,8 @@ class Plan:
     budget: np.ndarray
     number: np.ndarray
     pool: np.ndarray
-    removed: list[list[int]]
+    removed_offsets: np.ndarray
+    removed_positions: np.ndarray
     eligible: int
     budget_unused: int
 
@@ -391,6 +418,13 @@ class Plan:
         """Indices of the questions of procedures ``[start, stop)``."""
         lo, hi = np.searchsorted(self.proc, [start, stop])
         return np.arange(lo, hi)
+
+    def removed_steps(self, seqs: Sequences, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(lengths (B,), steps)``: the step indices removed from the pool after each question of ``idx``."""
+        lengths = self.removed_offsets[idx + 1] - self.removed_offsets[idx]
+        flat = ranges(self.removed_offsets[idx], lengths)
+        owner = np.repeat(self.proc[idx], lengths)
+        return lengths, seqs.steps[seqs.offsets[owner] + self.removed_positions[flat]]
 
 
 def plans_by_k1(
@@ -415,7 +449,8 @@ def plan_meta(seqs: Sequences, plan: Plan, i: int, p: int, *, knobs: bool) -> di
     }
     if knobs:
         meta["pool_size"] = int(plan.pool[i])
-        meta["removed_steps"] = [int(seqs.steps[seqs.offsets[p] + r]) for r in plan.removed[i]]
+        positions = plan.removed_positions[plan.removed_offsets[i] : plan.removed_offsets[i + 1]]
+        meta["removed_steps"] = seqs.steps[seqs.offsets[p] + positions].tolist()
     return meta
 
 
@@ -492,7 +527,8 @@ def plan_questions(
         budget=np.array(budget, **as_int),
         number=np.array(number, **as_int),
         pool=np.array(pool_sizes, **as_int),
-        removed=removed,
+        removed_offsets=np.r_[0, np.cumsum([len(r) for r in removed])].astype(np.int64),
+        removed_positions=np.array([r for gone in removed for r in gone], **as_int),
         eligible=eligible,
         budget_unused=unused,
     )

@@ -1,0 +1,222 @@
+"""``recipeqa.json``: a question set in RecipeQA's JSON layout, so existing RecipeQA readers can load it.
+
+``{"version": ..., "data": [{"qid", "recipe_id", "task", "split", "question_text", "context": [{"id",
+"title", "body", "images"}], "question", "choice_list", "answer"}]}``; visual items are image paths
+relative to ``STORE/images`` (``ab/abcd….jpg``). The context never shows what the choices are made of:
+step titles are the items of textual cloze and step images those of the visual tasks, so either would
+give answers away.
+
+The document is assembled with Arrow string kernels, a batch of questions at a time: each distinct
+string is escaped once, each distinct context is rendered once, and no Python object is made per
+question (a sweep of two million questions writes several gigabytes of JSON).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from procbench import __version__
+from procbench.generate.columns import ranges
+from procbench.generate.questions import PLACEHOLDER
+
+__all__ = ["QUESTION_TEXT", "VISUAL_TASKS", "RecipeQAWriter", "StepDocuments", "json_strings"]
+
+VISUAL_TASKS = frozenset({"visual-cloze", "visual-coherence", "visual-ordering"})
+QUESTION_TEXT = {
+    "textual-cloze": "Choose the best title for the missing blank to correctly complete the recipe.",
+    "visual-cloze": "Choose the best image for the missing blank to correctly complete the recipe.",
+    "visual-coherence": "Select the incoherent image in the following sequence of images.",
+    "visual-ordering": "Choose the correct order of the images to make a complete recipe.",
+    "sequencing": "Put the steps in the order they were written.",
+    "pair-order": "Are the two steps in the order they were written?",
+}
+_BATCH = 65_536
+#: JSON escapes Arrow can apply with plain substring replacement (backslash first).
+_ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"))
+_OTHER_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f]"
+
+
+def _join(*parts: pa.Array | str) -> pa.Array:
+    """Concatenate string arrays and literals element-wise."""
+    return pc.binary_join_element_wise(*[pa.scalar(p) if isinstance(p, str) else p for p in parts], "")
+
+
+def json_strings(values: pa.Array) -> pa.Array:
+    """Each string as a JSON string literal (quoted, escaped; non-ASCII kept); null stays null.
+
+    A dictionary array is escaped through its dictionary, so each distinct string is escaped once.
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_dictionary(values.type):
+        return json_strings(values.dictionary).take(values.indices)
+    escaped = values
+    for plain, escape in _ESCAPES:
+        escaped = pc.replace_substring(escaped, plain, escape)
+    odd = pc.fill_null(pc.match_substring_regex(values, _OTHER_CONTROL), False)
+    if pc.any(odd).as_py():  # rare control characters: let json spell them
+        fixed = [json.dumps(v, ensure_ascii=False)[1:-1] if v is not None else None for v in values.to_pylist()]
+        escaped = pc.if_else(odd, pa.array(fixed, pa.string()), escaped)
+    return _join('"', escaped, '"')
+
+
+def _image_names(values: pa.Array) -> pa.Array:
+    """How RecipeQA readers name images (``ab/ID.jpg``); the placeholder stays as it is."""
+    named = _join(pc.utf8_slice_codeunits(values, 0, 2), "/", values, ".jpg")
+    return pc.if_else(pc.equal(values, PLACEHOLDER), values, named)
+
+
+def _json_lists(lists: pa.Array) -> pa.Array:
+    """Each list of strings as a JSON array of them."""
+    lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
+    rendered = json_strings(pc.list_flatten(lists))
+    return _join("[", pc.binary_join(pa.ListArray.from_arrays(_offsets(lengths), rendered), ", "), "]")
+
+
+class StepDocuments:
+    """The JSON context entry of every step of some procedures, rendered once for all questions of a task.
+
+    Args:
+        steps: ``procedure_id, index, title, text, image_ids`` of the steps (kept steps of the procedures used).
+        task: decides what the entries hide (titles for textual cloze, images for the visual tasks).
+    """
+
+    def __init__(self, steps: pa.Table, task: str) -> None:
+        steps = {name: steps[name].combine_chunks() for name in steps.column_names}
+        self.procedures = pc.unique(steps["procedure_id"])
+        proc = pc.index_in(steps["procedure_id"], value_set=self.procedures).to_numpy(zero_copy_only=False)
+        index = steps["index"].to_numpy(zero_copy_only=False).astype(np.int64)
+        self._width = int(index.max()) + 1 if len(index) else 1
+        keys = proc.astype(np.int64) * self._width + index
+        self._order = np.argsort(keys, kind="stable")
+        self._keys = keys[self._order]
+        if task == "textual-cloze":
+            title: pa.Array | str = '""'
+        else:
+            title = json_strings(pc.fill_null(steps["title"], ""))
+        if task in VISUAL_TASKS:
+            images: pa.Array | str = "[]"
+        else:
+            images = _json_lists(_map_lists(steps["image_ids"], _image_names))
+        body = pc.fill_null(json_strings(steps["text"]), "null")
+        ids = pc.cast(steps["index"], pa.string())
+        self.rendered = _join('{"id": ', ids, ', "title": ', title, ', "body": ', body, ', "images": ', images, "}")
+
+    def contexts(self, procedure_ids: pa.Array, contexts: pa.Array) -> pa.Array:
+        """Each question's ``context`` (step indices of its procedure) as a JSON array of step entries.
+
+        Raises:
+            KeyError: a context names a step these documents do not hold.
+        """
+        if isinstance(contexts, pa.ChunkedArray):
+            contexts = contexts.combine_chunks()
+        proc = pc.index_in(pc.cast(procedure_ids, pa.string()), value_set=self.procedures)
+        proc_np = pc.fill_null(proc, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        lengths = pc.list_value_length(contexts).to_numpy(zero_copy_only=False).astype(np.int64)
+        index = pc.list_flatten(contexts).to_numpy(zero_copy_only=False).astype(np.int64)
+        owner = np.repeat(proc_np, lengths)
+        keys = owner * self._width + index
+        at = np.minimum(np.searchsorted(self._keys, keys), max(0, len(self._keys) - 1))
+        if len(keys) and (not len(self._keys) or (self._keys[at] != keys).any() or (owner < 0).any()):
+            raise KeyError("a question's context names a step that is not among the kept steps")
+        rows = self._order[at]
+        # Questions of a procedure usually share one context: render each distinct one once.
+        offsets = _offsets(lengths)
+        signature = pc.binary_join(pa.ListArray.from_arrays(offsets, pc.cast(pa.array(rows), pa.string())), ",")
+        signature = signature.dictionary_encode()
+        codes = signature.indices.to_numpy(zero_copy_only=False)
+        first = np.empty(len(signature.dictionary), dtype=np.int64)
+        first[codes[::-1]] = np.arange(len(codes))[::-1]
+        unique_lengths = lengths[first]
+        unique_offsets = _offsets(unique_lengths)
+        picked = ranges(offsets.to_numpy()[first], unique_lengths)
+        unique_lists = pa.ListArray.from_arrays(unique_offsets, self.rendered.take(pa.array(rows[picked])))
+        rendered = _join("[", pc.binary_join(unique_lists, ", "), "]")
+        return rendered.take(signature.indices)
+
+
+def _map_lists(lists: pa.Array, item: Callable[[pa.Array], pa.Array]) -> pa.Array:
+    """``lists`` with every value mapped by ``item``."""
+    lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
+    return pa.ListArray.from_arrays(_offsets(lengths), item(pc.list_flatten(lists)))
+
+
+def _offsets(lengths: np.ndarray) -> pa.Array:
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.array(offsets)
+
+
+def _write_joined(fh: BinaryIO, rows: pa.Array, separator: str) -> None:
+    """Write the strings of ``rows`` joined by ``separator`` straight from Arrow's buffer."""
+    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(rows)], pa.int32()), rows), separator)
+    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32, count=2, offset=4 * joined.offset)
+    fh.write(joined.buffers()[2].slice(int(offsets[0]), int(offsets[1] - offsets[0])))
+
+
+class RecipeQAWriter:
+    """Writes question sets of one task in RecipeQA's layout.
+
+    Step entries are rendered once per writer, and so is every dictionary the question tables share (the
+    image ids of a visual sweep): a sweep's settings escape each image id once.
+
+    Args:
+        task: the task of every set written.
+        steps: ``procedure_id, index, title, text, image_ids`` of the steps of the procedures asked about.
+    """
+
+    def __init__(self, task: str, steps: pa.Table) -> None:
+        self.task = task
+        self.steps = StepDocuments(steps, task)
+        self._item = _image_names if task in VISUAL_TASKS else None
+        self._rendered: dict[tuple[int, ...], tuple[pa.Array, pa.Array]] = {}
+        self._head = f', "task": {json.dumps(task.replace("-", "_"))}, "split": '
+        question_text = json.dumps(QUESTION_TEXT.get(task, ""), ensure_ascii=False)
+        self._text = f', "question_text": {question_text}, "context": '
+
+    def write(self, path: Path, table: pa.Table) -> None:
+        """Write ``table`` (questions with ``qid`` and ``split``) to ``path``."""
+        with open(path, "wb") as fh:
+            fh.write(f'{{"version": "procbench-{__version__}", "data": ['.encode())
+            for start in range(0, table.num_rows, _BATCH):
+                if start:
+                    fh.write(b", ")
+                _write_joined(fh, self._rows(table.slice(start, _BATCH)), ", ")
+            fh.write(b"]}")
+
+    def _rows(self, table: pa.Table) -> pa.Array:
+        """One JSON object per question of ``table``."""
+        column = {name: table[name].combine_chunks() for name in table.column_names}
+        return _join(
+            '{"qid": ', json_strings(column["qid"]), ', "recipe_id": ', self._strings(column["procedure_id"]),
+            self._head, self._strings(column["split"]),
+            self._text, self.steps.contexts(column["procedure_id"], column["context"]),
+            ', "question": ', self._lists(column["question"]),
+            ', "choice_list": ', self._lists(column["choices"]),
+            ', "answer": ', pc.cast(column["answer"], pa.string()), "}",
+        )  # fmt: skip
+
+    def _strings(self, values: pa.Array, item: Callable[[pa.Array], pa.Array] | None = None) -> pa.Array:
+        """JSON literals of ``values`` (mapped by ``item`` first); a dictionary is rendered once per writer."""
+        if not pa.types.is_dictionary(values.type):
+            values = pc.dictionary_encode(values)
+        dictionary = values.dictionary
+        key = (item is None, dictionary.offset, len(dictionary), *(b.address for b in dictionary.buffers() if b))
+        if key not in self._rendered:
+            self._rendered[key] = (dictionary, json_strings(item(dictionary) if item else dictionary))
+        return self._rendered[key][1].take(values.indices)
+
+    def _lists(self, lists: pa.Array) -> pa.Array:
+        """Each list of items (or list of lists, for ordering choices) as a JSON array."""
+        values = pc.list_flatten(lists)
+        rendered = self._lists(values) if pa.types.is_list(values.type) else self._strings(values, self._item)
+        lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
+        joined = pc.binary_join(pa.ListArray.from_arrays(_offsets(lengths), rendered), ", ")
+        return _join("[", joined, "]")
