@@ -7,8 +7,10 @@ transaction, so readers never see half a sweep.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -169,20 +171,35 @@ def write_question_sets(
     recipeqa = RecipeQAWriter(task, steps.filter(pc.is_in(steps["procedure_id"], value_set=used)))
     procedures = kept_procedures(store, ["id", "source", "license"])
     written: dict[str, Path] = {}
-    with paused_gc(), store.transaction("generate", args={"task": task, **args}, seed=seed) as txn:
+    with (
+        paused_gc(),
+        store.transaction("generate", args={"task": task, **args}, seed=seed) as txn,
+        ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool,
+    ):
+        # Files are independent and Arrow releases the GIL: a sweep's parquet and JSON files are written
+        # in parallel (staged paths are made here, on one thread).
+        jobs = []
         for setting, questions in sets.items():
             table = _table(task, questions, splits)
             base = f"questions/{task}/{setting}"
-            for split in SPLITS:
-                part = table.filter(pc.equal(table["split"], split))
-                pq.write_table(decoded(part), txn.stage(f"{base}/{split}.parquet"), compression="zstd")
-            recipeqa.write(txn.stage(f"{base}/recipeqa.json"), table)
+            paths = {split: txn.stage(f"{base}/{split}.parquet") for split in SPLITS}
+            jobs.append(pool.submit(_write_splits, table, paths))
+            jobs.append(pool.submit(recipeqa.write, txn.stage(f"{base}/recipeqa.json"), table))
             txn.stage(f"{base}/card.md").write_text(
                 _card(task, setting, table, seed=seed, args=args, procedures=procedures), encoding="utf-8"
             )
             written[setting] = question_set_dir(store, task, setting)
+        for job in jobs:
+            job.result()
         txn.counts.update({"settings": {s: count(q) for s, q in sets.items()}, **(counts or {})})
     return written
+
+
+def _write_splits(table: pa.Table, paths: dict[str, Path]) -> None:
+    """One parquet file per split (plain strings, as every reader expects)."""
+    for split, path in paths.items():
+        part = table.filter(pc.equal(table["split"], split))
+        pq.write_table(decoded(part), path, compression="zstd")
 
 
 def iter_settings(store: Store, task: str) -> Iterable[QuestionSet]:

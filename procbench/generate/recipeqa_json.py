@@ -83,20 +83,24 @@ def _json_lists(lists: pa.Array) -> pa.Array:
 class StepDocuments:
     """The JSON context entry of every step of some procedures, rendered once for all questions of a task.
 
+    A question whose context is its procedure's every step (the usual case) takes the procedure's whole
+    context, also rendered once; other contexts are rendered per batch, each distinct one once.
+
     Args:
         steps: ``procedure_id, index, title, text, image_ids`` of the steps (kept steps of the procedures used).
         task: decides what the entries hide (titles for textual cloze, images for the visual tasks).
     """
 
     def __init__(self, steps: pa.Table, task: str) -> None:
+        steps = steps.sort_by([("procedure_id", "ascending"), ("index", "ascending")])
         steps = {name: steps[name].combine_chunks() for name in steps.column_names}
-        self.procedures = pc.unique(steps["procedure_id"])
-        proc = pc.index_in(steps["procedure_id"], value_set=self.procedures).to_numpy(zero_copy_only=False)
+        encoded = pc.dictionary_encode(steps["procedure_id"])
+        self.procedures = encoded.dictionary
+        proc = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         index = steps["index"].to_numpy(zero_copy_only=False).astype(np.int64)
         self._width = int(index.max()) + 1 if len(index) else 1
-        keys = proc.astype(np.int64) * self._width + index
-        self._order = np.argsort(keys, kind="stable")
-        self._keys = keys[self._order]
+        self._keys = proc * self._width + index  # ascending
+        self._first = np.searchsorted(proc, np.arange(len(self.procedures) + 1))
         if task == "textual-cloze":
             title: pa.Array | str = '""'
         else:
@@ -108,38 +112,56 @@ class StepDocuments:
         body = pc.fill_null(json_strings(steps["text"]), "null")
         ids = pc.cast(steps["index"], pa.string())
         self.rendered = _join('{"id": ', ids, ', "title": ', title, ', "body": ', body, ', "images": ', images, "}")
+        whole = pa.ListArray.from_arrays(pa.array(self._first.astype(np.int32)), self.rendered)
+        self._whole = pc.binary_join(whole, ", ")
+
+    def _codes(self, procedure_ids: pa.Array) -> np.ndarray:
+        """Position of each procedure id among :attr:`procedures` (-1 when absent)."""
+        if pa.types.is_dictionary(procedure_ids.type):
+            codes = self._codes(procedure_ids.dictionary)
+            return codes[procedure_ids.indices.to_numpy(zero_copy_only=False)]
+        found = pc.index_in(procedure_ids, value_set=self.procedures)
+        return pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
 
     def contexts(self, procedure_ids: pa.Array, contexts: pa.Array) -> pa.Array:
-        """Each question's ``context`` (step indices of its procedure) as a JSON array of step entries.
+        """Each question's ``context`` (step indices of its procedure) as the inside of a JSON array of step
+        entries (no brackets).
 
         Raises:
             KeyError: a context names a step these documents do not hold.
         """
         if isinstance(contexts, pa.ChunkedArray):
             contexts = contexts.combine_chunks()
-        proc = pc.index_in(pc.cast(procedure_ids, pa.string()), value_set=self.procedures)
-        proc_np = pc.fill_null(proc, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        proc = self._codes(procedure_ids)
         lengths = pc.list_value_length(contexts).to_numpy(zero_copy_only=False).astype(np.int64)
         index = pc.list_flatten(contexts).to_numpy(zero_copy_only=False).astype(np.int64)
-        owner = np.repeat(proc_np, lengths)
+        owner = np.repeat(proc, lengths)
         keys = owner * self._width + index
         at = np.minimum(np.searchsorted(self._keys, keys), max(0, len(self._keys) - 1))
         if len(keys) and (not len(self._keys) or (self._keys[at] != keys).any() or (owner < 0).any()):
             raise KeyError("a question's context names a step that is not among the kept steps")
-        rows = self._order[at]
-        # Questions of a procedure usually share one context: render each distinct one once.
-        offsets = _offsets(lengths)
-        signature = pc.binary_join(pa.ListArray.from_arrays(offsets, pc.cast(pa.array(rows), pa.string())), ",")
+        offsets = np.r_[0, np.cumsum(lengths)]
+        in_order = (at - self._first[owner]) == np.arange(len(at)) - np.repeat(offsets[:-1], lengths)
+        whole = lengths == np.diff(self._first)[np.maximum(proc, 0)]
+        whole[np.repeat(np.arange(len(proc)), lengths)[~in_order]] = False
+        if whole.all():
+            return self._whole.take(pa.array(proc))
+        # Other contexts: render each distinct one once.
+        other = np.flatnonzero(~whole)
+        rows = at[ranges(offsets[other], lengths[other])]
+        other_offsets = _offsets(lengths[other])
+        signature = pc.binary_join(pa.ListArray.from_arrays(other_offsets, pc.cast(pa.array(rows), pa.string())), ",")
         signature = signature.dictionary_encode()
         codes = signature.indices.to_numpy(zero_copy_only=False)
         first = np.empty(len(signature.dictionary), dtype=np.int64)
         first[codes[::-1]] = np.arange(len(codes))[::-1]
-        unique_lengths = lengths[first]
-        unique_offsets = _offsets(unique_lengths)
-        picked = ranges(offsets.to_numpy()[first], unique_lengths)
-        unique_lists = pa.ListArray.from_arrays(unique_offsets, self.rendered.take(pa.array(rows[picked])))
-        rendered = _join("[", pc.binary_join(unique_lists, ", "), "]")
-        return rendered.take(signature.indices)
+        unique_lengths = lengths[other][first]
+        picked = ranges(other_offsets.to_numpy()[first], unique_lengths)
+        unique = pa.ListArray.from_arrays(_offsets(unique_lengths), self.rendered.take(pa.array(rows[picked])))
+        pieces = pa.concat_arrays([self._whole, pc.binary_join(unique, ", ")])
+        choice = proc.copy()
+        choice[other] = len(self._whole) + codes
+        return pieces.take(pa.array(choice))
 
 
 def _map_lists(lists: pa.Array, item: Callable[[pa.Array], pa.Array]) -> pa.Array:
@@ -154,11 +176,11 @@ def _offsets(lengths: np.ndarray) -> pa.Array:
     return pa.array(offsets)
 
 
-def _write_joined(fh: BinaryIO, rows: pa.Array, separator: str) -> None:
-    """Write the strings of ``rows`` joined by ``separator`` straight from Arrow's buffer."""
-    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(rows)], pa.int32()), rows), separator)
-    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32, count=2, offset=4 * joined.offset)
-    fh.write(joined.buffers()[2].slice(int(offsets[0]), int(offsets[1] - offsets[0])))
+def _write_strings(fh: BinaryIO, rows: pa.Array, skip: int = 0) -> None:
+    """Write the strings of ``rows`` back to back straight from Arrow's buffer, less ``skip`` leading bytes."""
+    offsets = np.frombuffer(rows.buffers()[1], dtype=np.int32, count=len(rows) + 1, offset=4 * rows.offset)
+    start, stop = int(offsets[0]) + skip, int(offsets[-1])
+    fh.write(rows.buffers()[2].slice(start, stop - start))
 
 
 class RecipeQAWriter:
@@ -179,28 +201,26 @@ class RecipeQAWriter:
         self._rendered: dict[tuple[int, ...], tuple[pa.Array, pa.Array]] = {}
         self._head = f', "task": {json.dumps(task.replace("-", "_"))}, "split": '
         question_text = json.dumps(QUESTION_TEXT.get(task, ""), ensure_ascii=False)
-        self._text = f', "question_text": {question_text}, "context": '
+        self._text = f', "question_text": {question_text}, "context": ['
 
     def write(self, path: Path, table: pa.Table) -> None:
         """Write ``table`` (questions with ``qid`` and ``split``) to ``path``."""
         with open(path, "wb") as fh:
             fh.write(f'{{"version": "procbench-{__version__}", "data": ['.encode())
-            for start in range(0, table.num_rows, _BATCH):
-                if start:
-                    fh.write(b", ")
-                _write_joined(fh, self._rows(table.slice(start, _BATCH)), ", ")
+            for start in range(0, table.num_rows, _BATCH):  # every row starts with ", " but the first
+                _write_strings(fh, self._rows(table.slice(start, _BATCH)), skip=0 if start else 2)
             fh.write(b"]}")
 
     def _rows(self, table: pa.Table) -> pa.Array:
         """One JSON object per question of ``table``."""
         column = {name: table[name].combine_chunks() for name in table.column_names}
         return _join(
-            '{"qid": ', json_strings(column["qid"]), ', "recipe_id": ', self._strings(column["procedure_id"]),
+            ', {"qid": ', json_strings(column["qid"]), ', "recipe_id": ', self._strings(column["procedure_id"]),
             self._head, self._strings(column["split"]),
             self._text, self.steps.contexts(column["procedure_id"], column["context"]),
-            ', "question": ', self._lists(column["question"]),
-            ', "choice_list": ', self._lists(column["choices"]),
-            ', "answer": ', pc.cast(column["answer"], pa.string()), "}",
+            '], "question": [', self._lists(column["question"]),
+            '], "choice_list": [', self._lists(column["choices"]),
+            '], "answer": ', pc.cast(column["answer"], pa.string()), "}",
         )  # fmt: skip
 
     def _strings(self, values: pa.Array, item: Callable[[pa.Array], pa.Array] | None = None) -> pa.Array:
@@ -214,9 +234,11 @@ class RecipeQAWriter:
         return self._rendered[key][1].take(values.indices)
 
     def _lists(self, lists: pa.Array) -> pa.Array:
-        """Each list of items (or list of lists, for ordering choices) as a JSON array."""
+        """Each list of items (or list of lists, for ordering choices) as the inside of a JSON array."""
         values = pc.list_flatten(lists)
-        rendered = self._lists(values) if pa.types.is_list(values.type) else self._strings(values, self._item)
+        if pa.types.is_list(values.type):
+            rendered = _join("[", self._lists(values), "]")
+        else:
+            rendered = self._strings(values, self._item)
         lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
-        joined = pc.binary_join(pa.ListArray.from_arrays(_offsets(lengths), rendered), ", ")
-        return _join("[", joined, "]")
+        return pc.binary_join(pa.ListArray.from_arrays(_offsets(lengths), rendered), ", ")

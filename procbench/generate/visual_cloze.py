@@ -96,10 +96,9 @@ class _Window:
         seq = seqs.offsets[proc][:, None] + plan.slots[idx]
         rows = seqs.rows[seq]
         anchor = plan.anchor[idx]
-        vecs = data.gather(rows)
         b = np.arange(len(idx))
-        answer_vec = vecs[b, anchor]
-        qmean = (vecs.sum(axis=1) - answer_vec) / (_SIZE - 1)
+        answer_vec = data.gather(rows[b, anchor])
+        qmean = (data.sum_of(rows) - answer_vec) / (_SIZE - 1)
         radius = np.linalg.norm(answer_vec - qmean, axis=1)
         items = rows.copy()
         items[b, anchor] = data.n_rows  # the placeholder's row in the image dictionary
@@ -127,24 +126,30 @@ class _Columns:
     notes: list[str] = field(default_factory=list)  # fallback notes, in question order
 
     def add(self, keep: np.ndarray, w: _Window, columns: dict[str, np.ndarray], notes: dict[int, list[str]]) -> None:
-        """Add the questions ``keep`` (indices into window ``w``); ``columns`` hold values for the whole window."""
+        """Add the questions ``keep`` (ascending indices into window ``w``); ``columns`` hold values for the
+        whole window and ``notes`` the fallback notes of some of its questions."""
         lengths = w.removed_lengths[keep]
         starts = np.r_[0, np.cumsum(w.removed_lengths)][keep]
+        kept = np.zeros(len(w), dtype=bool)
+        kept[keep] = True
+        noted = [b for b in sorted(notes) if kept[b]]
+        note_counts = np.zeros(len(w), dtype=np.int64)
+        note_counts[noted] = [len(notes[b]) for b in noted]
         values = {
             "proc": w.proc[keep],
             "items": w.items[keep],
             "answer_row": w.answer_row[keep],
             "d_answer_question": w.radius[keep],
             "removed_lengths": lengths,
-            "fallback_counts": np.array([len(notes.get(b, ())) for b in keep.tolist()], dtype=np.int64),
+            "removed_steps": w.removed_steps[ranges(starts, lengths)],
+            "fallback_counts": note_counts[keep],
             **{name: column[keep] for name, column in w.planned.items()},
             **{name: column[keep] for name, column in columns.items()},
         }
-        values["removed_steps"] = w.removed_steps[ranges(starts, lengths)]
         for name, value in values.items():
             self.parts.setdefault(name, []).append(value)
-        for b in keep.tolist():
-            self.notes.extend(notes.get(b, ()))
+        for b in noted:
+            self.notes.extend(notes[b])
 
     def get(self, name: str) -> np.ndarray:
         """The column ``name`` over every chunk."""
@@ -248,10 +253,24 @@ def build(
     return out, counts
 
 
-def _negative_distances(data: VisualData, rows: np.ndarray, w: _Window) -> dict[str, np.ndarray]:
-    """Each negative's distance to the answer and to the question mean, ``(B, 3)`` each."""
-    both = distances_to(data, rows, w.answer_vec, w.qmean)
-    return {"d_answer": both[0], "d_question": both[1]}
+def _negative_distances(
+    data: VisualData, rows: np.ndarray, w: _Window, cands: Candidates | None = None, cols: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """Each negative's distance to the answer and to the question mean, ``(B, 3)`` each.
+
+    A negative drawn from the answer's candidates (``cols`` >= 0) keeps the distance its band was judged by.
+    """
+    if cands is None or cols is None:
+        both = distances_to(data, rows, w.answer_vec, w.qmean)
+        return {"d_answer": both[0], "d_question": both[1]}
+    d_answer = np.take_along_axis(cands.dist, np.maximum(cols, 0), axis=1)
+    other = np.flatnonzero((cols < 0).any(axis=1))
+    if len(other):
+        d_answer[other] = np.where(
+            cols[other] < 0, distances_to(data, rows[other], w.answer_vec[other]), d_answer[other]
+        )
+    d_answer[rows < 0] = np.nan
+    return {"d_answer": d_answer, "d_question": distances_to(data, rows, w.qmean)}
 
 
 def _add_knobs(
@@ -264,7 +283,7 @@ def _add_knobs(
     tally: Counter[str],
 ) -> None:
     k3 = bool(spec.knobs and spec.knobs[2])
-    distances = _negative_distances(data, sel.rows, w)
+    distances = _negative_distances(data, sel.rows, w, cands, sel.cols)
     b = np.arange(len(w))
     level = np.minimum(sel.level, len(LEVELS))
     beyond = sel.level >= len(LEVELS)

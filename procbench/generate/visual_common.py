@@ -351,6 +351,14 @@ class VisualData:
             out[missing] = 0
         return out.reshape(*rows.shape, self.vectors.shape[1])
 
+    def sum_of(self, rows: np.ndarray) -> np.ndarray:
+        """``(B, D)`` float32: the sum of the vectors of each row of ``rows (B, n)`` (a column at a time, so no
+        ``(B, n, D)`` copy is made)."""
+        total = self.gather(rows[:, 0])
+        for j in range(1, rows.shape[1]):
+            total += self.gather(rows[:, j])
+        return total
+
 
 def distances_to(data: VisualData, rows: np.ndarray, *points: np.ndarray) -> np.ndarray:
     """``(P, B, n)`` Euclidean distances from images ``rows (B, n)`` to each of ``points`` (each ``(B, D)``).
@@ -462,76 +470,128 @@ def plan_questions(
     ``anchored``: whether the anchor is part of what makes two free-resampled questions different (the
     placeholder of a cloze question); free resampling never repeats an identical question.
     """
-    min_steps = MIN_STEPS_KNOBS if k1 is not None else size
+    if k1 is not None:
+        return _pooled_plan(lengths, size=size, k1=k1, rng=rng)
     proc: list[int] = []
     slots: list[list[int]] = []
     anchor: list[int] = []
     budget: list[int] = []
     number: list[int] = []
-    pool_sizes: list[int] = []
-    removed: list[list[int]] = []
     eligible = unused = 0
     for p, n in enumerate(lengths.tolist()):
-        if n < min_steps:
+        if n < size:
             continue
         eligible += 1
-        allowed = question_budget(n, k1)
+        allowed = question_budget(n, None)
         drawn = 0
-        if k1 is None:
-            seen: set[tuple[int, ...]] = set()
-            for u in rng.random((4 * allowed, n + 1)).tolist():
-                if drawn == allowed:
-                    break
-                chosen = sorted(sorted(range(n), key=u.__getitem__)[:size])
-                a = min(size - 1, int(u[n] * size))
-                key = (*chosen, a) if anchored else tuple(chosen)
-                if key in seen:
-                    continue
-                seen.add(key)
-                proc.append(p)
-                slots.append(chosen)
-                anchor.append(a)
-                budget.append(allowed)
-                number.append(drawn)
-                pool_sizes.append(0)
-                removed.append([])
-                drawn += 1
-        else:
-            pool = list(range(n))
-            draws = rng.random((allowed, n + 2)).tolist()
-            while drawn < allowed and len(pool) >= size:
-                u = draws[drawn]
-                picked = sorted(sorted(range(len(pool)), key=u.__getitem__)[:size])
-                chosen = [pool[i] for i in picked]
-                a = min(size - 1, int(u[-2] * size))
-                proc.append(p)
-                slots.append(chosen)
-                anchor.append(a)
-                budget.append(allowed)
-                number.append(drawn)
-                pool_sizes.append(len(pool))
-                pool.remove(chosen[a])
-                gone = [chosen[a]]
-                if k1 == 1 and pool:
-                    gone.append(pool.pop(min(len(pool) - 1, int(u[-1] * len(pool)))))
-                removed.append(gone)
-                drawn += 1
+        seen: set[tuple[int, ...]] = set()
+        for u in rng.random((4 * allowed, n + 1)).tolist():
+            if drawn == allowed:
+                break
+            chosen = sorted(sorted(range(n), key=u.__getitem__)[:size])
+            a = min(size - 1, int(u[n] * size))
+            key = (*chosen, a) if anchored else tuple(chosen)
+            if key in seen:
+                continue
+            seen.add(key)
+            proc.append(p)
+            slots.append(chosen)
+            anchor.append(a)
+            budget.append(allowed)
+            number.append(drawn)
+            drawn += 1
         unused += allowed - drawn
     as_int = {"dtype": np.int64}
     return Plan(
-        key=k1,
+        key=None,
         size=size,
         proc=np.array(proc, **as_int),
         slots=np.array(slots, **as_int).reshape(-1, size),
         anchor=np.array(anchor, **as_int),
         budget=np.array(budget, **as_int),
         number=np.array(number, **as_int),
-        pool=np.array(pool_sizes, **as_int),
-        removed_offsets=np.r_[0, np.cumsum([len(r) for r in removed])].astype(np.int64),
-        removed_positions=np.array([r for gone in removed for r in gone], **as_int),
+        pool=np.zeros(len(proc), **as_int),
+        removed_offsets=np.zeros(len(proc) + 1, **as_int),
+        removed_positions=np.zeros(0, **as_int),
         eligible=eligible,
         budget_unused=unused,
     )
+
+
+def _pooled_plan(lengths: np.ndarray, *, size: int, k1: int, rng: np.random.Generator) -> Plan:
+    """K1 planning, vectorised over the procedures of each sequence length (their pools shrink alike).
+
+    Each eligible procedure, in order, takes ``budget × (n + 2)`` uniform numbers: per question, ``n`` keys
+    whose ``size`` smallest among the pool's positions pick the question's steps, one for the anchor and
+    one for the extra step K1=1 removes.
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    eligible = np.flatnonzero(lengths >= MIN_STEPS_KNOBS)
+    n_of = lengths[eligible]
+    allowed_of = n_of // (2 if k1 == 0 else 3)
+    widths = allowed_of * (n_of + 2)
+    offsets = np.r_[0, np.cumsum(widths)]
+    draws = rng.random(int(offsets[-1]))
+    parts: dict[str, list[np.ndarray]] = {
+        k: [] for k in ("proc", "slots", "anchor", "budget", "number", "pool", "gone")
+    }
+    unused = 0
+    for n in np.unique(n_of).tolist():
+        group = np.flatnonzero(n_of == n)
+        allowed = int(allowed_of[group[0]])
+        u_all = draws[ranges(offsets[group], widths[group])].reshape(len(group), allowed, n + 2)
+        pool = np.tile(np.arange(n, dtype=np.int64), (len(group), 1))
+        rows = np.arange(len(group))
+        drawn = 0
+        while drawn < allowed and pool.shape[1] >= size:
+            u = u_all[:, drawn]
+            size_now = pool.shape[1]
+            picked = np.sort(np.argsort(u[:, :size_now], axis=1, kind="stable")[:, :size], axis=1)
+            chosen = np.take_along_axis(pool, picked, axis=1)
+            a = np.minimum(size - 1, (u[:, n] * size).astype(np.int64))
+            drop = [picked[rows, a]]
+            gone = [chosen[rows, a]]
+            pool = _without(pool, drop[0])
+            if k1 == 1 and pool.shape[1]:
+                drop.append(np.minimum(pool.shape[1] - 1, (u[:, n + 1] * pool.shape[1]).astype(np.int64)))
+                gone.append(pool[rows, drop[1]])
+                pool = _without(pool, drop[1])
+            for key, value in (
+                ("proc", eligible[group]), ("slots", chosen), ("anchor", a), ("budget", np.full(len(group), allowed)),
+                ("number", np.full(len(group), drawn)), ("pool", np.full(len(group), size_now)),
+                ("gone", np.stack(gone, axis=1)),
+            ):  # fmt: skip
+                parts[key].append(value)
+            drawn += 1
+        unused += (allowed - drawn) * len(group)
+    if not parts["proc"]:
+        empty = np.zeros(0, dtype=np.int64)
+        return Plan(k1, size, empty, empty.reshape(0, size), empty, empty, empty, empty, np.zeros(1, np.int64), empty,
+                    len(eligible), unused)  # fmt: skip
+    col = {key: np.concatenate(value) for key, value in parts.items()}
+    order = np.lexsort((col["number"], col["proc"]))
+    gone = col["gone"][order]
+    return Plan(
+        key=k1,
+        size=size,
+        proc=col["proc"][order],
+        slots=col["slots"][order],
+        anchor=col["anchor"][order],
+        budget=col["budget"][order].astype(np.int64),
+        number=col["number"][order].astype(np.int64),
+        pool=col["pool"][order].astype(np.int64),
+        removed_offsets=np.arange(len(gone) + 1, dtype=np.int64) * gone.shape[1],
+        removed_positions=gone.reshape(-1),
+        eligible=len(eligible),
+        budget_unused=int(unused),
+    )
+
+
+def _without(pool: np.ndarray, column: np.ndarray) -> np.ndarray:
+    """``pool (G, L)`` without ``column[g]`` in each row (order kept)."""
+    keep = np.ones(pool.shape, dtype=bool)
+    keep[np.arange(len(pool)), column] = False
+    return pool[keep].reshape(len(pool), -1)
 
 
 # -- K2: candidates and bands -----------------------------------------------------------------------------
@@ -541,7 +601,8 @@ class Candidates:
 
     Attributes:
         rows: ``(B, K)`` int64 image rows, -1 where none.
-        dist: ``(B, K)`` float32 distances (to the correct choice), inf where none.
+        dist: ``(B, K)`` float32 distances (to the correct choice), ascending along each row as kNN results
+            come, inf where none (last).
         m, s: ``(B,)`` mean and (population) standard deviation of the valid distances; nan when none.
         found: ``(B,)`` number of valid candidates.
     """
@@ -576,11 +637,6 @@ def band_bounds(m: np.ndarray, s: np.ndarray, k2: int) -> tuple[np.ndarray, np.n
     lo = np.concatenate([lo, np.zeros((len(m), 1))], axis=1)
     hi = np.concatenate([hi, np.full((len(m), 1), np.inf)], axis=1)
     return lo, hi
-
-
-def _first_level(hit: np.ndarray) -> np.ndarray:
-    """Index of the first True along axis 0 of ``(L, B)``; ``L`` where none."""
-    return np.where(hit.any(axis=0), hit.argmax(axis=0), hit.shape[0])
 
 
 def member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
@@ -651,6 +707,7 @@ class Selection:
 
     Attributes:
         rows: ``(B, need)`` int64 image rows (the K3 pick first when K3 is on), -1 where it failed.
+        cols: ``(B, need)`` the column of each pick in :class:`Candidates` (-1 when it is not a candidate).
         source: ``(B, need)`` index into :data:`SOURCES`.
         level: ``(B,)`` the band level of the K2 picks (the source of a single K3 pick).
         base_count: ``(B,)`` how many K2 candidates the unwidened band held.
@@ -659,6 +716,7 @@ class Selection:
     """
 
     rows: np.ndarray
+    cols: np.ndarray
     source: np.ndarray
     level: np.ndarray
     base_count: np.ndarray
@@ -674,16 +732,67 @@ class Selection:
         return [float(self.lo[b, level]), float(self.hi[b, level])]
 
 
-def _pick(mask: np.ndarray, n: int, keys: np.ndarray) -> np.ndarray:
-    """Columns of the ``n`` smallest ``keys`` among ``mask`` per row, in key order (uniform random subsets)."""
-    masked = np.where(mask, keys, np.inf)
-    if masked.shape[1] < n:
-        masked = np.pad(masked, ((0, 0), (0, n - masked.shape[1])), constant_values=np.inf)
-    if n == 1:
-        return masked.argmin(axis=1)[:, None]
-    cols = np.argpartition(masked, n - 1, axis=1)[:, :n]
-    order = np.argsort(np.take_along_axis(masked, cols, axis=1), axis=1, kind="stable")
-    return np.take_along_axis(cols, order, axis=1)
+def _row_search(keys: np.ndarray, width: int, targets: np.ndarray, side: str) -> np.ndarray:
+    """Per-row ``searchsorted``: ``keys`` are ``(B, width)`` rows of ``row << 32 | value`` flattened (so
+    globally ascending) and ``targets (B, T)`` values; returns column positions ``(B, T)``."""
+    base = np.arange(len(targets), dtype=np.int64)[:, None]
+    return np.searchsorted(keys, (base << 32) | targets, side=side) - base * width  # type: ignore[call-overload]
+
+
+def _band_ranges(cands: Candidates, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(start, end)``, each ``(B, L)``: the candidate columns with ``max(lo, DUPLICATE_DISTANCE) < d < hi``.
+
+    Candidate distances ascend along a row, so each band is a run of columns, found by binary search on
+    the exact float32 distances (thresholds are rounded to the float32 that keeps the strict comparison).
+    """
+    n_q, k = cands.dist.shape
+    bits = np.abs(cands.dist).astype(np.float32).view(np.int32).astype(np.int64)
+    keys = ((np.arange(n_q, dtype=np.int64)[:, None] << 32) | bits).ravel()
+    low = np.maximum(np.where(np.isnan(lo), np.inf, lo), DUPLICATE_DISTANCE)  # nan: no band
+    high = np.where(np.isnan(hi), 0.0, hi)
+    below = low.astype(np.float32)  # d > low  <=>  d > the largest float32 <= low
+    below = np.where(below > low, np.nextafter(below, np.float32(-np.inf)), below)
+    above = high.astype(np.float32)  # d < high  <=>  d < the smallest float32 >= high
+    above = np.where(above < high, np.nextafter(above, np.float32(np.inf)), above)
+    start = _row_search(keys, k, below.view(np.int32).astype(np.int64), "right")
+    end = _row_search(keys, k, np.abs(np.maximum(above, 0)).view(np.int32).astype(np.int64), "left")
+    return start, np.maximum(start, end)
+
+
+def _first(hit: np.ndarray) -> np.ndarray:
+    """Per row of ``(B, L)``, the first column that is True; ``L`` where none."""
+    return np.where(hit.any(axis=1), hit.argmax(axis=1), hit.shape[1])
+
+
+def _running_count(mask: np.ndarray) -> np.ndarray:
+    """``(B, K+1)`` int32: ``[:, c]`` is how many of ``mask[:, :c]`` are True."""
+    seen = np.zeros((mask.shape[0], mask.shape[1] + 1), dtype=np.int32)
+    np.cumsum(mask, axis=1, dtype=np.int32, out=seen[:, 1:])
+    return seen
+
+
+def _random_true(seen: np.ndarray, start: np.ndarray, end: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Per row, a uniformly drawn column ``c`` in ``[start, end)`` of a mask whose :func:`_running_count` is
+    ``seen`` (``u`` uniform in [0, 1)); -1 where the mask has no True there."""
+    n_q, k = seen.shape[0], seen.shape[1] - 1
+    b = np.arange(n_q)
+    before = seen[b, np.minimum(start, k)].astype(np.int64)
+    count = seen[b, np.minimum(end, k)] - before
+    j = np.minimum((u * count).astype(np.int64), np.maximum(count - 1, 0))
+    keys = ((b.astype(np.int64)[:, None] << 32) | seen[:, 1:]).ravel()
+    col = _row_search(keys, k, (before + j + 1)[:, None], "left")[:, 0]
+    return np.where(count > 0, col, -1)
+
+
+def _distinct(n: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """``(B, m)`` distinct integers drawn uniformly from ``[0, n)`` in draw order (``u (B, m)`` uniform)."""
+    picks = np.zeros(u.shape, dtype=np.int64)
+    for i in range(u.shape[1]):
+        j = np.minimum((u[:, i] * np.maximum(n - i, 0)).astype(np.int64), np.maximum(n - i - 1, 0))
+        for p in np.sort(picks[:, :i], axis=1).T:  # skip the earlier picks, smallest first
+            j += j >= p
+        picks[:, i] = j
+    return picks
 
 
 def select(
@@ -694,57 +803,62 @@ def select(
     With ``closeness`` (K3 on), the first pick must also satisfy it: it comes from the narrowest band level
     holding such a candidate, else from the question point's own neighbours, else (``relaxed``) it is the
     image nearest the point. The other picks come from the narrowest level with enough candidates left.
-    Vectorised over questions: no Python loop over candidates.
+    Every draw is uniform; vectorised over questions (bands are runs of the distance-sorted candidates).
     """
     n_q, k = cands.rows.shape
     n_levels = len(LEVELS)
     lo, hi = band_bounds(cands.m, cands.s, k2)
-    valid = (cands.rows >= 0) & (cands.dist > DUPLICATE_DISTANCE)
-    d = cands.dist[None]
-    inband = valid[None] & (d > lo.T[:, :, None]) & (d < hi.T[:, :, None])  # (L, B, K)
+    start, end = _band_ranges(cands, lo, hi)
+    first = 1 if closeness is not None else 0
+    u = rng.random((n_q, 2 + need - first))
     rows = np.full((n_q, need), -1, dtype=np.int64)
+    cols = np.full((n_q, need), -1, dtype=np.int64)
     source = np.full((n_q, need), -1, dtype=np.int64)
     ok = np.ones(n_q, dtype=bool)
-    taken = np.zeros((n_q, k), dtype=bool)
     b = np.arange(n_q)
-    first = 0
+    taken = np.full(n_q, -1, dtype=np.int64)  # the K3 pick's candidate column
     if closeness is not None:
-        keys = rng.random((n_q, k))
-        q_keys = rng.random(closeness.q_rows.shape)
-        fits = inband & closeness.ok[None]
-        level = _first_level(fits.any(axis=2))
+        seen = _running_count(closeness.ok)
+        fits = np.take_along_axis(seen, end, axis=1) - np.take_along_axis(seen, start, axis=1)  # (B, L)
+        level = _first(fits > 0)
         at = level < n_levels
-        col = _pick(fits[np.minimum(level, n_levels - 1), b], 1, keys)[:, 0]
+        lv = np.minimum(level, n_levels - 1)
+        col = _random_true(seen, start[b, lv], end[b, lv], u[:, 0])
+        cols[at, 0] = col[at]
         rows[at, 0] = cands.rows[at, col[at]]
         source[at, 0] = level[at]
-        extra = ~at & closeness.q_extra.any(axis=1)
-        q_col = _pick(closeness.q_extra, 1, q_keys)[:, 0]
+        q_k = closeness.q_rows.shape[1]
+        q_col = _random_true(_running_count(closeness.q_extra), np.zeros(n_q, np.int64), np.full(n_q, q_k), u[:, 1])
+        extra = ~at & (q_col >= 0)
         rows[extra, 0] = closeness.q_rows[extra, q_col[extra]]
         source[extra, 0] = QUESTION_KNN
-        relaxed = ~at & ~extra & closeness.q_usable.any(axis=1)
-        nearest = closeness.q_usable.argmax(axis=1)
-        rows[relaxed, 0] = closeness.q_rows[relaxed, nearest[relaxed]]
+        relaxed = np.flatnonzero(~at & ~extra & closeness.q_usable.any(axis=1))
+        rows[relaxed, 0] = closeness.q_rows[relaxed, closeness.q_usable[relaxed].argmax(axis=1)]
         source[relaxed, 0] = RELAXED
-        ok &= at | extra | relaxed
-        taken |= (cands.rows == rows[:, :1]) & (rows[:, :1] >= 0)
-        first = 1
+        same = cands.rows[relaxed] == rows[relaxed, :1]  # the image nearest the point may be a candidate
+        cols[relaxed, 0] = np.where(same.any(axis=1), same.argmax(axis=1), -1)
+        ok[~at & ~extra] = False
+        ok[relaxed] = True
+        taken = cols[:, 0]
         level_out = source[:, 0].copy()
-        base_count = fits[0].sum(axis=1)
+        base_count = fits[:, 0]
     others = need - first
     if others:
-        keys = rng.random((n_q, k))
-        avail = inband & ~taken[None]
-        counts = avail.sum(axis=2)
-        level = _first_level(counts >= others)
-        cols = _pick(avail[np.minimum(level, n_levels - 1), b], others, keys)
+        inside = (taken[:, None] >= start) & (taken[:, None] < end)
+        avail = end - start - inside  # (B, L)
+        level = _first(avail >= others)
         good = level < n_levels
-        cols = np.minimum(cols, k - 1)
-        rows[:, first:] = np.where(good[:, None], np.take_along_axis(cands.rows, cols, axis=1), -1)
+        lv = np.minimum(level, n_levels - 1)
+        picks = _distinct(avail[b, lv], u[:, 2:]) + start[b, lv][:, None]
+        picks += inside[b, lv][:, None] & (picks >= taken[:, None])  # step over the K3 pick
+        picks = np.where(good[:, None], np.minimum(picks, k - 1), -1)
+        cols[:, first:] = picks
+        rows[:, first:] = np.where(good[:, None], np.take_along_axis(cands.rows, np.maximum(picks, 0), axis=1), -1)
         source[:, first:] = np.where(good, level, -1)[:, None]
         ok &= good
         level_out = level
-        base_count = counts[0]
-    return Selection(rows, source, level_out, base_count, lo, hi, ok)
+        base_count = avail[:, 0]
+    return Selection(rows, cols, source, level_out, base_count, lo, hi, ok)
 
 
 # -- RecipeQA style -------------------------------------------------------------------------------------------
