@@ -316,7 +316,7 @@ def _store_contexts(store: Store, procedure_ids: list[str], contexts: list[list[
 
     from procbench.store.views import kept_steps
 
-    steps = kept_steps(store).select(["procedure_id", "index", "text"])
+    steps = kept_steps(store, ["procedure_id", "index", "text"])
     steps = steps.filter(pc.is_in(steps["procedure_id"], value_set=pa.array(sorted(set(procedure_ids)))))
     text = {(r["procedure_id"], r["index"]): r["text"] or "" for r in steps.to_pylist()}
     return [" ".join(text.get((p, i), "") for i in idx) for p, idx in zip(procedure_ids, contexts, strict=True)]

@@ -40,7 +40,7 @@ def build(
     if pairs_per_procedure < 1:
         raise BadInput("--pairs-per-procedure must be at least 1")
     counts_per_procedure: dict[str, int] = {}
-    for row in kept_steps(store).select(["procedure_id"]).to_pylist():
+    for row in kept_steps(store, ["procedure_id"]).to_pylist():
         counts_per_procedure[row["procedure_id"]] = counts_per_procedure.get(row["procedure_id"], 0) + 1
     roots = {p["id"]: (p["category"] or ["(none)"])[0] for p in kept_procedures(store, ["id", "category"]).to_pylist()}
     rng = np.random.default_rng([seed, 0x9A1])

@@ -10,7 +10,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -167,8 +167,6 @@ def write_question_sets(
     ``splits`` maps every procedure id used to its split. Returns the folder of each setting.
     """
     used = pa.array(sorted(set().union(*(procedure_ids(qs) for qs in sets.values()))), pa.string())
-    steps = kept_steps(store)
-    recipeqa = RecipeQAWriter(task, steps.filter(pc.is_in(steps["procedure_id"], value_set=used)))
     procedures = kept_procedures(store, ["id", "source", "license"])
     written: dict[str, Path] = {}
     with (
@@ -178,13 +176,14 @@ def write_question_sets(
     ):
         # Files are independent and Arrow releases the GIL: a sweep's parquet and JSON files are written
         # in parallel (staged paths are made here, on one thread).
+        recipeqa = pool.submit(_recipeqa_writer, store, task, used)
         jobs = []
         for setting, questions in sets.items():
             table = _table(task, questions, splits)
             base = f"questions/{task}/{setting}"
             paths = {split: txn.stage(f"{base}/{split}.parquet") for split in SPLITS}
             jobs.append(pool.submit(_write_splits, table, paths))
-            jobs.append(pool.submit(recipeqa.write, txn.stage(f"{base}/recipeqa.json"), table))
+            jobs.append(pool.submit(_write_recipeqa, recipeqa, txn.stage(f"{base}/recipeqa.json"), table))
             txn.stage(f"{base}/card.md").write_text(
                 _card(task, setting, table, seed=seed, args=args, procedures=procedures), encoding="utf-8"
             )
@@ -193,6 +192,15 @@ def write_question_sets(
             job.result()
         txn.counts.update({"settings": {s: count(q) for s, q in sets.items()}, **(counts or {})})
     return written
+
+
+def _recipeqa_writer(store: Store, task: str, used: pa.Array) -> RecipeQAWriter:
+    steps = kept_steps(store)
+    return RecipeQAWriter(task, steps.filter(pc.is_in(steps["procedure_id"], value_set=used)))
+
+
+def _write_recipeqa(writer: Future[RecipeQAWriter], path: Path, table: pa.Table) -> None:
+    writer.result().write(path, table)
 
 
 def _write_splits(table: pa.Table, paths: dict[str, Path]) -> None:

@@ -60,7 +60,7 @@ def build(
             raise BadInput("sequencing has a single setting; drop --style/--knobs/--debias")
     references = references or {}
     stored = _stored_image_ids(store)
-    steps = kept_steps(store).select(["procedure_id", "index", "image_ids"]).to_pylist()
+    steps = kept_steps(store, ["procedure_id", "index", "image_ids"]).to_pylist()
     by_procedure: dict[str, list[dict[str, Any]]] = {}
     for row in steps:
         by_procedure.setdefault(row["procedure_id"], []).append(row)

@@ -154,7 +154,7 @@ def _titles(store: Store) -> tuple[dict[str, list[tuple[int, str | None, str | N
 
         strip = strip_step_indicator
     steps: dict[str, list[tuple[int, str | None, str | None]]] = {}
-    for row in kept_steps(store).select(["procedure_id", "index", "title"]).to_pylist():
+    for row in kept_steps(store, ["procedure_id", "index", "title"]).to_pylist():
         title = row["title"]
         if title is not None:
             title = " ".join((strip(title) if strip else title).split()) or None

@@ -26,7 +26,9 @@ a few hundred bytes per question.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,7 +101,8 @@ class _Window:
         b = np.arange(len(idx))
         answer_vec = data.gather(rows[b, anchor])
         qmean = (data.sum_of(rows) - answer_vec) / (_SIZE - 1)
-        radius = np.linalg.norm(answer_vec - qmean, axis=1)
+        diff = answer_vec - qmean
+        radius = np.sqrt(np.einsum("bd,bd->b", diff, diff))
         items = rows.copy()
         items[b, anchor] = data.n_rows  # the placeholder's row in the image dictionary
         steps = seqs.steps[seq]
@@ -209,16 +212,10 @@ def build(
     columns = {s.name: _Columns() for s in specs}
     tally: dict[str, Counter[str]] = {s.name: Counter() for s in specs}
     progress.start(TASK, total=len(seqs.names))
-    for start, stop in chunks(len(seqs.names)):
-        windows = {key: _Window.of(plan, start, stop, data) for key, plan in plans.items()}
-        knob_windows = {k: w for k, w in windows.items() if k is not None and len(w)}
-        cands = _answer_candidates(data, knob_windows, kc)  # type: ignore[arg-type]
-        close: dict[int, Closeness] = {}
-        for spec in specs:
-            key = spec.plan_key
-            if spec.knobs and spec.knobs[2] and key in cands and key not in close:
-                w = windows[key]
-                close[key] = Closeness.build(data, cands[key], w.qmean, w.radius, w.proc, kc)  # type: ignore[index]
+
+    def add_chunk(
+        windows: dict[int | None, _Window], cands: dict[int, Candidates], close: dict[int, Closeness]
+    ) -> None:
         for spec in specs:
             w = windows[spec.plan_key]
             if not len(w):
@@ -226,14 +223,36 @@ def build(
             if spec.knobs is None:
                 _add_recipeqa(columns[spec.name], w, data, tau, rngs[spec.name], tally[spec.name])
             else:
-                key = spec.knobs[0]
-                k3 = spec.knobs[2]
-                sel = select(
-                    cands[key], k2=spec.knobs[1], need=3, closeness=close[key] if k3 else None, rng=rngs[spec.name]
-                )
+                key, k2, k3 = spec.knobs
+                sel = select(cands[key], k2=k2, need=3, closeness=close[key] if k3 else None, rng=rngs[spec.name])
                 _add_knobs(columns[spec.name], spec, w, cands[key], sel, data, tally[spec.name])
-        progress.advance(stop - start)
-    out = {s.name: _table(s, columns[s.name], data, kc=kc, tau=tau, rng=s.rng(seed, _CODE, salt=1)) for s in specs}
+
+    # A pipeline: while one thread searches the neighbours of a chunk (FAISS releases the GIL), another draws
+    # the previous chunk's questions; chunks are drawn in order, so the random streams are unchanged.
+    with ThreadPoolExecutor(max_workers=1) as drawer:
+        drawing: Future[None] | None = None
+        for start, stop in chunks(len(seqs.names)):
+            windows = {key: _Window.of(plan, start, stop, data) for key, plan in plans.items()}
+            knob_windows = {k: w for k, w in windows.items() if k is not None and len(w)}
+            cands = _answer_candidates(data, knob_windows, kc)  # type: ignore[arg-type]
+            close: dict[int, Closeness] = {}
+            for spec in specs:
+                key = spec.plan_key
+                if spec.knobs and spec.knobs[2] and key in cands and key not in close:
+                    w = windows[key]
+                    close[key] = Closeness.build(data, cands[key], w.qmean, w.radius, w.proc, kc)  # type: ignore[index]
+            if drawing is not None:
+                drawing.result()
+            drawing = drawer.submit(add_chunk, windows, cands, close)
+            progress.advance(stop - start)
+        if drawing is not None:
+            drawing.result()
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        tables = {
+            s.name: pool.submit(_table, s, columns[s.name], data, kc=kc, tau=tau, rng=s.rng(seed, _CODE, salt=1))
+            for s in specs
+        }
+        out = {name: table.result() for name, table in tables.items()}
     counts: dict[str, Any] = {
         "k_c": kc,
         "procedures": len(seqs.names),

@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -205,7 +206,7 @@ def load_sequences(store: Store, embeddings: Embeddings, image_ids: list[str] | 
 
     ``image_ids``: the embedding's keys as Python strings, if already made (their objects are reused).
     """
-    steps = kept_steps(store).select(["procedure_id", "index", "image_ids"]).combine_chunks()
+    steps = kept_steps(store, ["procedure_id", "index", "image_ids"]).combine_chunks()
     encoded = pc.dictionary_encode(steps["procedure_id"]).combine_chunks()
     names = [str(x) for x in encoded.dictionary.to_pylist()]
     step_proc = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -262,17 +263,19 @@ class VisualData:
     def __init__(self, store: Store, *, with_index: bool) -> None:
         from procbench.embed import load_embeddings, load_index
 
-        self.index: NeighborIndex | None = load_index(store, "image") if with_index else None
-        self.embeddings: Embeddings = self.index.embeddings if self.index else load_embeddings(store, "image")
-        self.vectors: np.ndarray = self.embeddings.vectors
-        self.n_rows = len(self.embeddings)
-        #: Image id of each embedding row (one string object per image, shared by every question).
-        self.image_ids: list[str] = [str(k) for k in self.embeddings.keys.to_pylist()]
-        self.seqs = load_sequences(store, self.embeddings, self.image_ids)
-        self.queries = {"answer": 0, "question_mean": 0}
-        self._own_codes, self.extra = self._shared_images(store)
-        owner = pc.index_in(pc.fill_null(self.embeddings.procedure_ids, ""), value_set=pa.array(self.seqs.names))
-        self.owner = pc.fill_null(owner, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        self.embeddings: Embeddings = load_embeddings(store, "image")
+        with ThreadPoolExecutor(max_workers=1) as loader:  # FAISS reads the index without holding the GIL
+            index = loader.submit(load_index, store, "image") if with_index else None
+            self.vectors: np.ndarray = self.embeddings.vectors
+            self.n_rows = len(self.embeddings)
+            #: Image id of each embedding row (one string object per image, shared by every question).
+            self.image_ids: list[str] = [str(k) for k in self.embeddings.keys.to_pylist()]
+            self.seqs = load_sequences(store, self.embeddings, self.image_ids)
+            self.queries = {"answer": 0, "question_mean": 0}
+            self._own_codes, self.extra = self._shared_images(store)
+            owner = pc.index_in(pc.fill_null(self.embeddings.procedure_ids, ""), value_set=pa.array(self.seqs.names))
+            self.owner = pc.fill_null(owner, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+            self.index: NeighborIndex | None = index.result() if index else None
 
     def _shared_images(self, store: Store) -> tuple[np.ndarray, int]:
         """Codes ``procedure * N + row`` of images a procedure uses but the embedding files under another one."""
@@ -643,7 +646,7 @@ def member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
     """``np.isin(values, pool)`` for int64 codes, by sorting ``pool`` once and binary search."""
     if not len(pool):
         return np.zeros(values.shape, dtype=bool)
-    ordered = np.sort(pool, kind="stable")
+    ordered = np.sort(pool)
     at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
     return ordered[at] == values
 

@@ -192,7 +192,7 @@ class _Vectors:
             from procbench.store.views import kept_steps
 
             images = self.field("image")
-            steps = kept_steps(self.store).select(["procedure_id", "index", "image_ids"]).to_pylist()
+            steps = kept_steps(self.store, ["procedure_id", "index", "image_ids"]).to_pylist()
             self._step_images = {}
             for row in steps:
                 for image_id in row["image_ids"]:

@@ -23,20 +23,17 @@ def kept_procedures(store: Store, columns: list[str] | None = None) -> pa.Table:
     return table.filter(pc.fill_null(table["keep"], False)).select(wanted)
 
 
-def kept_steps(store: Store) -> pa.Table:
+def kept_steps(store: Store, columns: list[str] | None = None) -> pa.Table:
     """Steps of kept procedures in authored order: ``procedure_id, index, title, text, image_ids``.
 
     ``title`` and ``text`` are ``title_clean`` and ``text_clean`` when the store has been cleaned.
+    ``columns``: only these (``procedure_id`` and ``index`` are read anyway, to order the steps).
     """
-    names = set(store.columns("steps"))
-    cleaned = {"title_clean", "text_clean"} <= names
-    columns = ["procedure_id", "index", "image_ids"] + (
-        ["title_clean", "text_clean"] if cleaned else ["title", "text"]
-    )
-    steps = store.table("steps", columns)
-    if cleaned:
-        steps = steps.rename_columns(["procedure_id", "index", "image_ids", "title", "text"])
+    wanted = columns or ["procedure_id", "index", "title", "text", "image_ids"]
+    cleaned = {"title_clean", "text_clean"} <= set(store.columns("steps"))
+    source = {"title": "title_clean", "text": "text_clean"} if cleaned else {}
+    read = list(dict.fromkeys(["procedure_id", "index", *wanted]))
+    steps = store.table("steps", [source.get(name, name) for name in read]).rename_columns(read)
     keep_ids = kept_procedures(store, ["id"])["id"]
     steps = steps.filter(pc.is_in(steps["procedure_id"], value_set=keep_ids))
-    steps = steps.select(["procedure_id", "index", "title", "text", "image_ids"])
-    return steps.sort_by([("procedure_id", "ascending"), ("index", "ascending")])
+    return steps.sort_by([("procedure_id", "ascending"), ("index", "ascending")]).select(wanted)
