@@ -214,8 +214,15 @@ def build(
     progress.start(TASK, total=len(seqs.names))
 
     def add_chunk(
-        windows: dict[int | None, _Window], cands: dict[int, Candidates], close: dict[int, Closeness]
+        windows: dict[int | None, _Window],
+        cands: dict[int, Candidates],
+        near: dict[int, tuple[np.ndarray, np.ndarray]],
     ) -> None:
+        close = {
+            key: Closeness.mark(data, cands[key], w.qmean, w.radius, *near[key])
+            for key, w in windows.items()
+            if key in near
+        }  # type: ignore[index]
         for spec in specs:
             w = windows[spec.plan_key]
             if not len(w):
@@ -227,23 +234,21 @@ def build(
                 sel = select(cands[key], k2=k2, need=3, closeness=close[key] if k3 else None, rng=rngs[spec.name])
                 _add_knobs(columns[spec.name], spec, w, cands[key], sel, data, tally[spec.name])
 
-    # A pipeline: while one thread searches the neighbours of a chunk (FAISS releases the GIL), another draws
-    # the previous chunk's questions; chunks are drawn in order, so the random streams are unchanged.
+    # A pipeline: while one thread searches the neighbours of a chunk (FAISS releases the GIL), another marks
+    # and draws the previous chunk's questions; chunks are drawn in order, so the random streams are unchanged.
     with ThreadPoolExecutor(max_workers=1) as drawer:
         drawing: Future[None] | None = None
         for start, stop in chunks(len(seqs.names)):
             windows = {key: _Window.of(plan, start, stop, data) for key, plan in plans.items()}
             knob_windows = {k: w for k, w in windows.items() if k is not None and len(w)}
             cands = _answer_candidates(data, knob_windows, kc)  # type: ignore[arg-type]
-            close: dict[int, Closeness] = {}
-            for spec in specs:
-                key = spec.plan_key
-                if spec.knobs and spec.knobs[2] and key in cands and key not in close:
-                    w = windows[key]
-                    close[key] = Closeness.build(data, cands[key], w.qmean, w.radius, w.proc, kc)  # type: ignore[index]
+            near = {  # the neighbours of each question mean (K3), searched once per plan
+                key: data.search(windows[key].qmean, windows[key].proc, kc, kind="question_mean")
+                for key in sorted({s.plan_key for s in specs if s.knobs and s.knobs[2]} & set(cands))  # type: ignore[type-var]
+            }
             if drawing is not None:
                 drawing.result()
-            drawing = drawer.submit(add_chunk, windows, cands, close)
+            drawing = drawer.submit(add_chunk, windows, cands, near)
             progress.advance(stop - start)
         if drawing is not None:
             drawing.result()

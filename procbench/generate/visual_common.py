@@ -681,12 +681,25 @@ class Closeness:
         proc: np.ndarray,
         k: int,
     ) -> Closeness:
-        """Search the neighbours of ``points`` once and mark the candidates within ``radius`` of them.
+        """Search the neighbours of ``points`` once and mark the candidates within ``radius`` of them."""
+        q_dist, q_rows = data.search(points, proc, k, kind="question_mean")
+        return cls.mark(data, cands, points, radius, q_dist, q_rows)
 
-        When a point's ``k`` neighbours are all within the radius, candidates beyond them may be too: their
+    @classmethod
+    def mark(
+        cls,
+        data: VisualData,
+        cands: Candidates,
+        points: np.ndarray,
+        radius: np.ndarray,
+        q_dist: np.ndarray,
+        q_rows: np.ndarray,
+    ) -> Closeness:
+        """Mark the candidates within ``radius`` of ``points``, given the points' neighbours ``q_dist, q_rows``.
+
+        When a point's neighbours are all within the radius, candidates beyond them may be too: their
         distances are then computed directly.
         """
-        q_dist, q_rows = data.search(points, proc, k, kind="question_mean")
         b = np.arange(len(points), dtype=np.int64)[:, None] * data.n_rows
         q_close = (q_rows >= 0) & (q_dist < radius[:, None])
         c_valid = cands.rows >= 0
