@@ -27,7 +27,15 @@ from procbench.generate.visual_common import (
     band_bounds,
 )
 
-TRICKY = ['plain', 'quote " and \\ backslash', "new\nline\ttab\rcr", "bell\x07 and \x1f", "naïve café ☕", "", "\u2028"]
+TRICKY = [
+    "plain",
+    'quote " and \\ backslash',
+    "new\nline\ttab\rcr",
+    "bell\x07 and \x1f",
+    "naïve café ☕",
+    "",
+    "\u2028",
+]
 
 
 def _steps(titles: list[str | None], texts: list[str | None]) -> pa.Table:

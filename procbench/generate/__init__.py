@@ -1,8 +1,9 @@
 """``procbench generate``: question sets from the store (DESIGN §5-6).
 
 Each task is a module with ``SWEEP`` (its settings) and ``build(store, settings, *, seed, progress,
-**options) -> ({setting name: [Question]}, counts)``; this package splits the procedures, writes the
-files and records provenance.
+**options) -> ({setting name: questions}, counts)``, the questions being :class:`Question` objects or a
+question table (:mod:`procbench.generate.columns`); this package splits the procedures, writes the files
+and records provenance.
 """
 
 from __future__ import annotations

@@ -59,7 +59,6 @@ __all__ = [
     "LEVELS",
     "MIN_STEPS_KNOBS",
     "SOURCES",
-    "SOURCE_NAMES",
     "Candidates",
     "Closeness",
     "Plan",
@@ -68,7 +67,6 @@ __all__ = [
     "Spec",
     "VisualData",
     "band_bounds",
-    "band_lists",
     "chunks",
     "distances_to",
     "estimate_min_distance",
@@ -94,8 +92,6 @@ LEVELS = ("band", "band±s/2", "band±s", "knn")
 #: Where a negative came from: a band level, a neighbour of the question mean, the image nearest it, or a
 #: random image (RecipeQA style).
 SOURCES = (*LEVELS, "question-knn", "relaxed", "random")
-#: :data:`SOURCES` as an object array, to name many sources at once (index -1 gives "").
-SOURCE_NAMES = np.array([*SOURCES, ""], dtype=object)
 QUESTION_KNN, RELAXED = 4, 5
 _WIDEN = np.array([0.0, 0.5, 1.0])
 CHUNK_PROCEDURES = 2048
@@ -969,14 +965,3 @@ def random_far_images(
 def fmt_band(lo: float, hi: float) -> str:
     """``(0.1234, 0.5678)``."""
     return f"({lo:.4f}, {hi:.4f})"
-
-
-def band_lists(sel: Selection) -> tuple[list[list[float]], list[list[float]]]:
-    """Per question, the K2 band ``[lo, hi]`` and the band used (the same list object when not widened)."""
-    lo, hi, levels = sel.lo.tolist(), sel.hi.tolist(), sel.level.tolist()
-    base = [[a[0], b[0]] for a, b in zip(lo, hi, strict=True)]
-    used = [
-        base[i] if level == 0 else [a[level], b[level]] if level < len(LEVELS) else [0.0, math.inf]
-        for i, (a, b, level) in enumerate(zip(lo, hi, levels, strict=True))
-    ]
-    return base, used
