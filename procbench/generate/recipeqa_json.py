@@ -37,7 +37,8 @@ QUESTION_TEXT = {
     "sequencing": "Put the steps in the order they were written.",
     "pair-order": "Are the two steps in the order they were written?",
 }
-_BATCH = 65_536
+#: Questions rendered at once (small enough that a batch of long contexts stays far below 2 GB of text).
+_BATCH = 16_384
 #: JSON escapes Arrow can apply with plain substring replacement (backslash first).
 _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"))
 _OTHER_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f]"
@@ -75,9 +76,8 @@ def _image_names(values: pa.Array) -> pa.Array:
 
 def _json_lists(lists: pa.Array) -> pa.Array:
     """Each list of strings as a JSON array of them."""
-    lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
     rendered = json_strings(pc.list_flatten(lists))
-    return _join("[", pc.binary_join(pa.ListArray.from_arrays(_offsets(lengths), rendered), ", "), "]")
+    return _join("[", pc.binary_join(pa.ListArray.from_arrays(_offsets(_lengths(lists)), rendered), ", "), "]")
 
 
 class StepDocuments:
@@ -92,25 +92,25 @@ class StepDocuments:
     """
 
     def __init__(self, steps: pa.Table, task: str) -> None:
-        steps = steps.sort_by([("procedure_id", "ascending"), ("index", "ascending")])
-        steps = {name: steps[name].combine_chunks() for name in steps.column_names}
-        encoded = pc.dictionary_encode(steps["procedure_id"])
+        ordered = steps.sort_by([("procedure_id", "ascending"), ("index", "ascending")])
+        column = {name: ordered[name].combine_chunks() for name in ordered.column_names}
+        encoded = pc.dictionary_encode(column["procedure_id"])
         self.procedures = encoded.dictionary
         proc = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        index = steps["index"].to_numpy(zero_copy_only=False).astype(np.int64)
+        index = column["index"].to_numpy(zero_copy_only=False).astype(np.int64)
         self._width = int(index.max()) + 1 if len(index) else 1
         self._keys = proc * self._width + index  # ascending
         self._first = np.searchsorted(proc, np.arange(len(self.procedures) + 1))
         if task == "textual-cloze":
             title: pa.Array | str = '""'
         else:
-            title = json_strings(pc.fill_null(steps["title"], ""))
+            title = json_strings(pc.fill_null(column["title"], ""))
         if task in VISUAL_TASKS:
             images: pa.Array | str = "[]"
         else:
-            images = _json_lists(_map_lists(steps["image_ids"], _image_names))
-        body = pc.fill_null(json_strings(steps["text"]), "null")
-        ids = pc.cast(steps["index"], pa.string())
+            images = _json_lists(_map_lists(column["image_ids"], _image_names))
+        body = pc.fill_null(json_strings(column["text"]), "null")
+        ids = pc.cast(column["index"], pa.string())
         self.rendered = _join('{"id": ', ids, ', "title": ', title, ', "body": ', body, ', "images": ', images, "}")
         whole = pa.ListArray.from_arrays(pa.array(self._first.astype(np.int32)), self.rendered)
         self._whole = pc.binary_join(whole, ", ")
@@ -133,7 +133,7 @@ class StepDocuments:
         if isinstance(contexts, pa.ChunkedArray):
             contexts = contexts.combine_chunks()
         proc = self._codes(procedure_ids)
-        lengths = pc.list_value_length(contexts).to_numpy(zero_copy_only=False).astype(np.int64)
+        lengths = _lengths(contexts)
         index = pc.list_flatten(contexts).to_numpy(zero_copy_only=False).astype(np.int64)
         owner = np.repeat(proc, lengths)
         keys = owner * self._width + index
@@ -166,8 +166,12 @@ class StepDocuments:
 
 def _map_lists(lists: pa.Array, item: Callable[[pa.Array], pa.Array]) -> pa.Array:
     """``lists`` with every value mapped by ``item``."""
-    lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
-    return pa.ListArray.from_arrays(_offsets(lengths), item(pc.list_flatten(lists)))
+    return pa.ListArray.from_arrays(_offsets(_lengths(lists)), item(pc.list_flatten(lists)))
+
+
+def _lengths(lists: pa.Array) -> np.ndarray:
+    """The length of each list (0 for a null list), int64."""
+    return pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 def _offsets(lengths: np.ndarray) -> pa.Array:
@@ -225,9 +229,11 @@ class RecipeQAWriter:
 
     def _strings(self, values: pa.Array, item: Callable[[pa.Array], pa.Array] | None = None) -> pa.Array:
         """JSON literals of ``values`` (mapped by ``item`` first); a dictionary is rendered once per writer."""
-        if not pa.types.is_dictionary(values.type):
+        if not pa.types.is_dictionary(values.type):  # distinct strings of this batch only: not kept
             values = pc.dictionary_encode(values)
+            return json_strings(item(values.dictionary) if item else values.dictionary).take(values.indices)
         dictionary = values.dictionary
+        # The cache holds the dictionary itself, so its buffers (the key) are never reused by another array.
         key = (item is None, dictionary.offset, len(dictionary), *(b.address for b in dictionary.buffers() if b))
         if key not in self._rendered:
             self._rendered[key] = (dictionary, json_strings(item(dictionary) if item else dictionary))
@@ -240,5 +246,4 @@ class RecipeQAWriter:
             rendered = _join("[", self._lists(values), "]")
         else:
             rendered = self._strings(values, self._item)
-        lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
-        return pc.binary_join(pa.ListArray.from_arrays(_offsets(lengths), rendered), ", ")
+        return pc.binary_join(pa.ListArray.from_arrays(_offsets(_lengths(lists)), rendered), ", ")
