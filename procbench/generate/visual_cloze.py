@@ -52,11 +52,11 @@ from procbench.generate.visual_common import (
     VisualData,
     chunks,
     distances_to,
-    estimate_min_distance,
     fmt_band,
     paused_gc,
     plans_by_k1,
     random_far_images,
+    recipeqa_distance,
     resolve_settings,
     select,
 )
@@ -201,13 +201,7 @@ def build(
     data = VisualData(store, with_index=any(s.knobs is not None for s in specs))
     seqs = data.seqs
     plans = plans_by_k1(specs, seqs.lengths, seed=seed, code=_CODE, size=_SIZE, anchored=True)
-    tau = 0.0
-    if any(s.knobs is None for s in specs):
-        tau = (
-            min_distance
-            if min_distance is not None
-            else estimate_min_distance(data, np.random.default_rng([seed, _CODE, 0x7A0]))
-        )
+    tau = recipeqa_distance(data, plans, min_distance, seed=seed, code=_CODE)
     rngs = {s.name: s.rng(seed, _CODE) for s in specs}
     columns = {s.name: _Columns() for s in specs}
     tally: dict[str, Counter[str]] = {s.name: Counter() for s in specs}

@@ -47,12 +47,12 @@ from procbench.generate.visual_common import (
     VisualData,
     chunks,
     distances_to,
-    estimate_min_distance,
     fmt_band,
     paused_gc,
     plan_meta,
     plans_by_k1,
     random_far_images,
+    recipeqa_distance,
     resolve_settings,
     select,
 )
@@ -155,13 +155,7 @@ def build(
     seqs = data.seqs
     contexts = seqs.contexts()
     plans = plans_by_k1(specs, seqs.lengths, seed=seed, code=_CODE, size=_SIZE, anchored=False)
-    tau = 0.0
-    if None in plans:
-        tau = (
-            min_distance
-            if min_distance is not None
-            else estimate_min_distance(data, np.random.default_rng([seed, _CODE, 0x7A0]))
-        )
+    tau = recipeqa_distance(data, plans, min_distance, seed=seed, code=_CODE)
     rngs = {s.name: s.rng(seed, _CODE) for s in specs}
     out: dict[str, list[Question]] = {s.name: [] for s in specs}
     tally: dict[str, Counter[str]] = {s.name: Counter() for s in specs}

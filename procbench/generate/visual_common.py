@@ -79,6 +79,7 @@ __all__ = [
     "plans_by_k1",
     "question_budget",
     "random_far_images",
+    "recipeqa_distance",
     "resolve_settings",
     "select",
 ]
@@ -886,6 +887,18 @@ def estimate_min_distance(data: VisualData, rng: np.random.Generator, pairs: int
         return 0.0
     diff = data.gather(i[keep]) - data.gather(j[keep])
     return float(np.median(np.sqrt(np.einsum("nd,nd->n", diff, diff))))
+
+
+def recipeqa_distance(
+    data: VisualData, plans: dict[int | None, Plan], min_distance: float | None, *, seed: int, code: int
+) -> float:
+    """The RecipeQA style's fixed distance when a plan resamples freely: ``min_distance`` if given, else the
+    median distance of random image pairs (:func:`estimate_min_distance`); 0.0 when no setting needs it."""
+    if None not in plans:
+        return 0.0
+    if min_distance is not None:
+        return min_distance
+    return estimate_min_distance(data, np.random.default_rng([seed, code, 0x7A0]))
 
 
 def random_far_images(
