@@ -29,16 +29,24 @@ from __future__ import annotations
 import os
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from procbench.errors import BadInput
-from procbench.generate.columns import dictionary, fixed_lists, questions_table, ragged_lists, ranges, struct
+from procbench.generate.columns import dictionary, fixed_lists, questions_table, struct
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
+from procbench.generate.visual_columns import (
+    SOURCE_NAMES,
+    QuestionColumns,
+    band_columns,
+    meta_head,
+    planned_columns,
+    question_table,
+)
 from procbench.generate.visual_common import (
     DEFAULT_KC,
     LEVELS,
@@ -71,8 +79,6 @@ DEFAULT_KNOBS = (0, 1, 1)
 _CODE = 0xC1
 _SIZE = 4
 _RANDOM = SOURCES.index("random")
-#: Source names as an Arrow dictionary (a negative's ``source`` indexes it).
-_SOURCE_NAMES = pa.array(SOURCES, pa.string())
 
 
 @dataclass
@@ -86,9 +92,8 @@ class _Window:
     answer_vec: np.ndarray  # (B, D)
     qmean: np.ndarray  # (B, D) mean of the three question images
     radius: np.ndarray  # (B,) answer to question mean
-    planned: dict[str, np.ndarray]  # meta columns K1 planning decided, (B,) or (B, 4)
-    removed_lengths: np.ndarray  # (B,)
-    removed_steps: np.ndarray  # flat
+    columns: dict[str, np.ndarray]  # per-question columns every setting of the plan shares
+    ragged: dict[str, tuple[np.ndarray, np.ndarray]]
 
     @classmethod
     def of(cls, plan: Plan, start: int, stop: int, data: VisualData) -> _Window:
@@ -106,60 +111,26 @@ class _Window:
         items = rows.copy()
         items[b, anchor] = data.n_rows  # the placeholder's row in the image dictionary
         steps = seqs.steps[seq]
-        planned = {
-            "n_steps": seqs.lengths[proc],
-            "budget": plan.budget[idx],
-            "question_number": plan.number[idx],
-            "pool_size": plan.pool[idx],
+        planned, ragged = planned_columns(plan, seqs, idx)
+        columns = {
+            "proc": proc,
+            "items": items,
+            "answer_row": rows[b, anchor],
+            "d_answer_question": radius,
             "question_steps": steps,
             "answer_step": steps[b, anchor],
+            **planned,
         }
-        lengths, removed = plan.removed_steps(seqs, idx)
-        return cls(plan, proc, items, rows[b, anchor], answer_vec, qmean, radius, planned, lengths, removed)
+        return cls(plan, proc, items, rows[b, anchor], answer_vec, qmean, radius, columns, ragged)
 
     def __len__(self) -> int:
         return len(self.proc)
 
-
-@dataclass
-class _Columns:
-    """One setting's questions as numpy columns, a chunk at a time (answers not yet placed)."""
-
-    parts: dict[str, list[np.ndarray]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)  # fallback notes, in question order
-
-    def add(self, keep: np.ndarray, w: _Window, columns: dict[str, np.ndarray], notes: dict[int, list[str]]) -> None:
-        """Add the questions ``keep`` (ascending indices into window ``w``); ``columns`` hold values for the
-        whole window and ``notes`` the fallback notes of some of its questions."""
-        lengths = w.removed_lengths[keep]
-        starts = np.r_[0, np.cumsum(w.removed_lengths)][keep]
-        kept = np.zeros(len(w), dtype=bool)
-        kept[keep] = True
-        noted = [b for b in sorted(notes) if kept[b]]
-        note_counts = np.zeros(len(w), dtype=np.int64)
-        note_counts[noted] = [len(notes[b]) for b in noted]
-        values = {
-            "proc": w.proc[keep],
-            "items": w.items[keep],
-            "answer_row": w.answer_row[keep],
-            "d_answer_question": w.radius[keep],
-            "removed_lengths": lengths,
-            "removed_steps": w.removed_steps[ranges(starts, lengths)],
-            "fallback_counts": note_counts[keep],
-            **{name: column[keep] for name, column in w.planned.items()},
-            **{name: column[keep] for name, column in columns.items()},
-        }
-        for name, value in values.items():
-            self.parts.setdefault(name, []).append(value)
-        for b in noted:
-            self.notes.extend(notes[b])
-
-    def get(self, name: str) -> np.ndarray:
-        """The column ``name`` over every chunk."""
-        return np.concatenate(self.parts[name])
-
-    def __len__(self) -> int:
-        return sum(len(p) for p in self.parts.get("proc", []))
+    def add(
+        self, out: QuestionColumns, keep: np.ndarray, columns: dict[str, np.ndarray], notes: dict[int, list[str]]
+    ) -> None:
+        """Add the questions ``keep`` of this window, with a setting's own ``columns``, to ``out``."""
+        out.add(keep, {**self.columns, **columns}, ragged=self.ragged, notes=notes)
 
 
 def _answer_candidates(data: VisualData, windows: dict[int, _Window], kc: int) -> dict[int, Candidates]:
@@ -203,7 +174,7 @@ def build(
     plans = plans_by_k1(specs, seqs.lengths, seed=seed, code=_CODE, size=_SIZE, anchored=True)
     tau = recipeqa_distance(data, plans, min_distance, seed=seed, code=_CODE)
     rngs = {s.name: s.rng(seed, _CODE) for s in specs}
-    columns = {s.name: _Columns() for s in specs}
+    columns = {s.name: QuestionColumns() for s in specs}
     tally: dict[str, Counter[str]] = {s.name: Counter() for s in specs}
     progress.start(TASK, total=len(seqs.names))
 
@@ -292,7 +263,7 @@ def _negative_distances(
 
 
 def _add_knobs(
-    out: _Columns,
+    out: QuestionColumns,
     spec: Spec,
     w: _Window,
     cands: Candidates,
@@ -302,11 +273,6 @@ def _add_knobs(
 ) -> None:
     k3 = bool(spec.knobs and spec.knobs[2])
     distances = _negative_distances(data, sel.rows, w, cands, sel.cols)
-    b = np.arange(len(w))
-    level = np.minimum(sel.level, len(LEVELS) - 1)
-    beyond = sel.level >= len(LEVELS)
-    used_lo = np.where(beyond, 0.0, sel.lo[b, level])
-    used_hi = np.where(beyond, np.inf, sel.hi[b, level])
     keep = np.flatnonzero(sel.ok)
     notes = _fallbacks(sel, cands, w, distances["d_question"][:, 0], k3, 2 if k3 else 3, tally)
     k3_flags = np.zeros((len(w), 3), dtype=bool)
@@ -316,14 +282,9 @@ def _add_knobs(
         "neg_source": sel.source,
         "neg_k3": k3_flags,
         **{f"neg_{name}": value for name, value in distances.items()},
-        "k_found": cands.found,
-        "m": cands.m,
-        "s": cands.s,
-        "band": np.stack([sel.lo[:, 0], sel.hi[:, 0]], axis=1),
-        "band_level": sel.level,
-        "band_used": np.stack([used_lo, used_hi], axis=1),
+        **band_columns(sel, cands),
     }
-    out.add(keep, w, columns, notes)
+    w.add(out, keep, columns, notes)
     tally["skipped_no_candidates"] += len(w) - len(keep)
 
 
@@ -374,7 +335,7 @@ def _fallbacks(
 
 
 def _add_recipeqa(
-    out: _Columns,
+    out: QuestionColumns,
     w: _Window,
     data: VisualData,
     tau: float,
@@ -393,72 +354,46 @@ def _add_recipeqa(
         "neg_k3": np.zeros(rows.shape, dtype=bool),
         **{f"neg_{name}": value for name, value in _negative_distances(data, rows, w).items()},
     }
-    out.add(keep, w, columns, notes)
+    w.add(out, keep, columns, notes)
 
 
-def _table(spec: Spec, cols: _Columns, data: VisualData, *, kc: int, tau: float, rng: np.random.Generator) -> pa.Table:
+def _table(
+    spec: Spec, cols: QuestionColumns, data: VisualData, *, kc: int, tau: float, rng: np.random.Generator
+) -> pa.Table:
     """The setting's question table: answers placed at balanced positions, ``meta`` as the module says."""
     n = len(cols)
     if not n:
         return questions_table([])
     images = data.image_dictionary
     positions, wrong = answer_orders(n, _SIZE, rng)
-    neg_rows = np.take_along_axis(cols.get("neg_rows"), wrong, axis=1)
-    choices = place_answers(cols.get("answer_row"), neg_rows, positions)
+
+    def shuffled(name: str) -> np.ndarray:  # a negatives column in choice order, flat
+        return np.take_along_axis(cols.get(name), wrong, axis=1).reshape(-1)
+
+    neg_rows = shuffled("neg_rows")
     negatives = struct(
         {
-            "image": dictionary(neg_rows.reshape(-1), images),
-            "source": dictionary(np.take_along_axis(cols.get("neg_source"), wrong, axis=1).reshape(-1), _SOURCE_NAMES),
-            "k3": np.take_along_axis(cols.get("neg_k3"), wrong, axis=1).reshape(-1),
-            "d_answer": np.take_along_axis(cols.get("neg_d_answer"), wrong, axis=1).reshape(-1).astype(np.float64),
-            "d_question": np.take_along_axis(cols.get("neg_d_question"), wrong, axis=1).reshape(-1).astype(np.float64),
+            "image": dictionary(neg_rows, images),
+            "source": dictionary(shuffled("neg_source"), SOURCE_NAMES),
+            "k3": shuffled("neg_k3"),
+            "d_answer": shuffled("neg_d_answer").astype(np.float64),
+            "d_question": shuffled("neg_d_question").astype(np.float64),
         }
     )
-    i64 = {name: cols.get(name).astype(np.int64) for name in ("n_steps", "budget", "question_number", "answer_step")}
-    common = {
-        "n_steps": i64["n_steps"],
-        "budget": i64["budget"],
-        "question_number": i64["question_number"],
-    }
-    tail = {
+    meta = {
+        **meta_head(spec, cols, kc=kc, tau=tau),
         "question_steps": fixed_lists(cols.get("question_steps").astype(np.int64), _SIZE),
-        "answer_step": i64["answer_step"],
+        "answer_step": cols.get("answer_step").astype(np.int64),
         "d_answer_question": cols.get("d_answer_question").astype(np.float64),
         "negatives": fixed_lists(negatives, 3),
-        "fallbacks": ragged_lists(pa.array(cols.notes, pa.string()), cols.get("fallback_counts")),
+        "fallbacks": cols.fallbacks(),
     }
-    setting = dictionary(np.zeros(n, dtype=np.int32), pa.array([spec.name]))
-    if spec.knobs is None:
-        meta = {"setting": setting, "min_distance": np.full(n, tau), **common, **tail}
-    else:
-        constants = {
-            name: np.full(n, value, dtype=np.int64) for name, value in zip(("k1", "k2", "k3"), spec.knobs, strict=True)
-        }
-        level = cols.get("band_level")
-        meta = {
-            "setting": setting,
-            **constants,
-            "k_c": np.full(n, kc, dtype=np.int64),
-            "k_found": cols.get("k_found").astype(np.int64),
-            "m": cols.get("m"),
-            "s": cols.get("s"),
-            "band": fixed_lists(cols.get("band").astype(np.float64), 2),
-            "band_level": dictionary(np.minimum(level, len(LEVELS)), pa.array([*LEVELS, ""])),
-            "band_used": fixed_lists(cols.get("band_used").astype(np.float64), 2),
-            **common,
-            "pool_size": cols.get("pool_size").astype(np.int64),
-            "removed_steps": ragged_lists(cols.get("removed_steps").astype(np.int64), cols.get("removed_lengths")),
-            **tail,
-        }
-    proc = cols.get("proc")
-    contexts = data.seqs.context_lists()
-    return pa.table(
-        {
-            "procedure_id": dictionary(proc, data.seqs.name_array),
-            "context": contexts.take(pa.array(proc)),
-            "question": fixed_lists(dictionary(cols.get("items").reshape(-1), images), _SIZE),
-            "choices": fixed_lists(dictionary(choices.reshape(-1), images), _SIZE),
-            "answer": pa.array(positions.astype(np.int32)),
-            "meta": struct(meta),
-        }
+    choices = place_answers(cols.get("answer_row"), neg_rows.reshape(n, 3), positions)
+    return question_table(
+        data,
+        cols,
+        question=fixed_lists(dictionary(cols.get("items").reshape(-1), images), _SIZE),
+        choices=fixed_lists(dictionary(choices.reshape(-1), images), _SIZE),
+        answer=positions,
+        meta=meta,
     )

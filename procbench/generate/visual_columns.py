@@ -1,0 +1,160 @@
+"""Visual questions as columns: how the visual tasks gather their questions and turn them into tables.
+
+A task adds each chunk's questions to a :class:`QuestionColumns` per setting as numpy columns (one value
+or row per question of the chunk's window, and the indices of the questions kept); at the end
+:func:`meta_head` and :func:`question_table` assemble the question table (:mod:`procbench.generate.columns`)
+with the ``meta`` fields every visual task shares, in the same order for every task:
+``setting``, then ``k1 k2 k3 k_c k_found m s band band_level band_used`` (knob settings) or
+``min_distance`` (RecipeQA style), then ``n_steps budget question_number`` and, for knob settings,
+``pool_size removed_steps``. No Python object is made per question.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, ranges, struct
+from procbench.generate.visual_common import LEVELS, SOURCES, Candidates, Plan, Selection, Sequences, Spec, VisualData
+
+__all__ = ["QuestionColumns", "band_columns", "meta_head", "planned_columns", "question_table"]
+
+#: Source names as an Arrow dictionary (``band_level`` and a negative's ``source`` index it).
+SOURCE_NAMES = pa.array(SOURCES, pa.string())
+
+
+@dataclass
+class QuestionColumns:
+    """One setting's questions as numpy columns, gathered a chunk at a time, with their fallback notes."""
+
+    parts: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # in question order
+
+    def add(
+        self,
+        keep: np.ndarray,
+        columns: dict[str, np.ndarray],
+        *,
+        ragged: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+        notes: dict[int, list[str]] | None = None,
+    ) -> None:
+        """Add the questions ``keep`` (ascending indices into a window of ``B`` questions).
+
+        Args:
+            columns: ``(B, ...)`` arrays, one value or row per question of the window.
+            ragged: ``name: (lengths (B,), values)`` for columns of varying length (read with :meth:`lists`).
+            notes: the fallback notes of some questions of the window, by index.
+        """
+        for name, value in columns.items():
+            self.parts.setdefault(name, []).append(value[keep])
+        for name, (lengths, values) in (ragged or {}).items():
+            starts = np.cumsum(lengths) - lengths
+            self.parts.setdefault(f"{name}.lengths", []).append(lengths[keep])
+            self.parts.setdefault(name, []).append(values[ranges(starts[keep], lengths[keep])])
+        notes = notes or {}
+        n_window = len(next(iter(columns.values())))
+        kept = np.zeros(n_window, dtype=bool)
+        kept[keep] = True
+        noted = [b for b in sorted(notes) if kept[b]]
+        counts = np.zeros(n_window, dtype=np.int64)
+        counts[noted] = [len(notes[b]) for b in noted]
+        self.parts.setdefault("fallbacks.lengths", []).append(counts[keep])
+        for b in noted:
+            self.notes.extend(notes[b])
+
+    def get(self, name: str) -> np.ndarray:
+        """The column ``name`` over every chunk."""
+        return np.concatenate(self.parts[name])
+
+    def lists(self, name: str) -> pa.ListArray:
+        """A ragged column as an Arrow list array (int64 values)."""
+        return ragged_lists(self.get(name).astype(np.int64), self.get(f"{name}.lengths"))
+
+    def fallbacks(self) -> pa.ListArray:
+        """Each question's fallback notes."""
+        return ragged_lists(pa.array(self.notes, pa.string()), self.get("fallbacks.lengths"))
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self.parts.get("fallbacks.lengths", []))
+
+
+def planned_columns(
+    plan: Plan, seqs: Sequences, idx: np.ndarray
+) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """What K1 planning decided for questions ``idx`` of ``plan``: plain columns and ``removed_steps``."""
+    columns = {
+        "n_steps": seqs.lengths[plan.proc[idx]],
+        "budget": plan.budget[idx],
+        "question_number": plan.number[idx],
+        "pool_size": plan.pool[idx],
+    }
+    return columns, {"removed_steps": plan.removed_steps(seqs, idx)}
+
+
+def band_columns(sel: Selection, cands: Candidates) -> dict[str, np.ndarray]:
+    """The K2 facts of each question: neighbours found, m, s, the band, the level used and its bounds."""
+    b = np.arange(len(sel.level))
+    level = np.minimum(sel.level, len(LEVELS) - 1)
+    beyond = sel.level >= len(LEVELS)  # the whole kNN set or a K3 fallback: no band
+    used_lo, used_hi = sel.lo[b, level], sel.hi[b, level]
+    return {
+        "k_found": cands.found,
+        "m": cands.m,
+        "s": cands.s,
+        "band": np.stack([sel.lo[:, 0], sel.hi[:, 0]], axis=1),
+        "band_level": sel.level,
+        "band_used": np.stack([np.where(beyond, 0.0, used_lo), np.where(beyond, np.inf, used_hi)], axis=1),
+    }
+
+
+def meta_head(spec: Spec, cols: QuestionColumns, *, kc: int, tau: float) -> dict[str, Any]:
+    """The ``meta`` fields every visual task starts with (see the module docstring), as Arrow-ready columns."""
+    n = len(cols)
+    head: dict[str, Any] = {"setting": dictionary(np.zeros(n, dtype=np.int32), pa.array([spec.name]))}
+    if spec.knobs is None:
+        head["min_distance"] = np.full(n, tau)
+    else:
+        knobs = zip(("k1", "k2", "k3"), spec.knobs, strict=True)
+        head.update({name: np.full(n, value, dtype=np.int64) for name, value in knobs})
+        head.update(
+            {
+                "k_c": np.full(n, kc, dtype=np.int64),
+                "k_found": cols.get("k_found").astype(np.int64),
+                "m": cols.get("m"),
+                "s": cols.get("s"),
+                "band": fixed_lists(cols.get("band").astype(np.float64), 2),
+                "band_level": dictionary(cols.get("band_level"), SOURCE_NAMES),
+                "band_used": fixed_lists(cols.get("band_used").astype(np.float64), 2),
+            }
+        )
+    head.update({name: cols.get(name).astype(np.int64) for name in ("n_steps", "budget", "question_number")})
+    if spec.knobs is not None:
+        head["pool_size"] = cols.get("pool_size").astype(np.int64)
+        head["removed_steps"] = cols.lists("removed_steps")
+    return head
+
+
+def question_table(
+    data: VisualData,
+    cols: QuestionColumns,
+    *,
+    question: pa.Array,
+    choices: pa.Array,
+    answer: np.ndarray,
+    meta: dict[str, Any],
+) -> pa.Table:
+    """The question table of ``cols`` (whose ``proc`` column names each question's procedure)."""
+    proc = cols.get("proc")
+    return pa.table(
+        {
+            "procedure_id": dictionary(proc, data.seqs.name_array),
+            "context": data.seqs.context_lists().take(pa.array(proc)),
+            "question": question,
+            "choices": choices,
+            "answer": pa.array(answer.astype(np.int32)),
+            "meta": struct(meta),
+        }
+    )
