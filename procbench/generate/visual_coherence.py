@@ -30,10 +30,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from procbench.errors import BadInput
-from procbench.generate.questions import Question, balance_answer_positions
+from procbench.generate.columns import dictionary, fixed_lists, questions_table, ragged_lists, struct
+from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
+from procbench.generate.visual_columns import QuestionColumns, band_columns, meta_head, planned_columns, question_table
 from procbench.generate.visual_common import (
     DEFAULT_KC,
     LEVELS,
@@ -49,7 +52,6 @@ from procbench.generate.visual_common import (
     distances_to,
     fmt_band,
     paused_gc,
-    plan_meta,
     plans_by_k1,
     random_far_images,
     recipeqa_distance,
@@ -80,6 +82,8 @@ class _Window:
     rows: np.ndarray  # (B, 3)
     mean: np.ndarray  # (B, D)
     min_pairwise: np.ndarray  # (B,)
+    columns: dict[str, np.ndarray]  # per-question columns every setting of the plan shares
+    ragged: dict[str, tuple[np.ndarray, np.ndarray]]
 
     @classmethod
     def of(cls, plan: Plan, start: int, stop: int, data: VisualData) -> _Window:
@@ -90,7 +94,15 @@ class _Window:
         vecs = data.gather(rows)
         pairwise = np.stack([np.linalg.norm(vecs[:, i] - vecs[:, j], axis=1) for i, j in _PAIRS], axis=1)
         min_pairwise = pairwise.min(axis=1) if len(idx) else np.zeros(0, np.float32)
-        return cls(plan, idx, proc, seq, rows, vecs.mean(axis=1), min_pairwise)
+        planned, ragged = planned_columns(plan, data.seqs, idx)
+        columns = {
+            "proc": proc,
+            "coherent_rows": rows,
+            "coherent_steps": data.seqs.steps[seq],
+            "min_pairwise": min_pairwise,
+            **planned,
+        }
+        return cls(plan, idx, proc, seq, rows, vecs.mean(axis=1), min_pairwise, columns, ragged)
 
     def __len__(self) -> int:
         return len(self.idx)
@@ -141,8 +153,8 @@ def build(
     progress: Progress = SILENT,
     kc: int = DEFAULT_KC,
     min_distance: float | None = None,
-) -> tuple[dict[str, list[Question]], dict[str, Any]]:
-    """Visual coherence questions for each setting; neighbour searches are shared by all settings.
+) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+    """Visual coherence questions (a question table per setting); neighbour searches are shared by all settings.
 
     Args:
         kc: K_C, the neighbours of each coherent image (and of their mean, for K3).
@@ -153,11 +165,10 @@ def build(
     specs = resolve_settings(settings, task=TASK, with_k3=True, default=DEFAULT_KNOBS)
     data = VisualData(store, with_index=any(s.knobs is not None for s in specs))
     seqs = data.seqs
-    contexts = seqs.contexts()
     plans = plans_by_k1(specs, seqs.lengths, seed=seed, code=_CODE, size=_SIZE, anchored=False)
     tau = recipeqa_distance(data, plans, min_distance, seed=seed, code=_CODE)
     rngs = {s.name: s.rng(seed, _CODE) for s in specs}
-    out: dict[str, list[Question]] = {s.name: [] for s in specs}
+    columns = {s.name: QuestionColumns() for s in specs}
     tally: dict[str, Counter[str]] = {s.name: Counter() for s in specs}
     progress.start(TASK, total=len(seqs.names))
     for start, stop in chunks(len(seqs.names)):
@@ -177,20 +188,13 @@ def build(
             rng = rngs[spec.name]
             if spec.knobs is None:
                 rows, _, short = random_far_images(data, w.proc, w.rows, 1, tau, rng)
-                questions = _questions(spec, w, data, contexts, rows[:, 0], kc, tally[spec.name], tau=tau, short=short)
+                _add(columns[spec.name], spec, w, data, rows[:, 0], tally[spec.name], tau=tau, short=short)
             else:
                 key, k2, k3 = spec.knobs
                 sel = select(cands[key], k2=k2, need=1, closeness=close[key] if k3 else None, rng=rng)
-                questions = _questions(
-                    spec, w, data, contexts, sel.rows[:, 0], kc, tally[spec.name], sel=sel, cands=cands[key]
-                )
-            out[spec.name].extend(questions)
+                _add(columns[spec.name], spec, w, data, sel.rows[:, 0], tally[spec.name], sel=sel, cands=cands[key])
         progress.advance(stop - start)
-    for spec in specs:
-        questions = out[spec.name]
-        balance_answer_positions(questions, spec.rng(seed, _CODE, salt=1))
-        for question in questions:
-            _restore_authored_order(question)
+    out = {s.name: _table(s, columns[s.name], data, kc=kc, tau=tau, rng=s.rng(seed, _CODE, salt=1)) for s in specs}
     counts: dict[str, Any] = {
         "k_c": kc,
         "procedures": len(seqs.names),
@@ -198,7 +202,7 @@ def build(
         "queries": dict(data.queries),
         "per_setting": {
             s.name: {
-                "questions": len(out[s.name]),
+                "questions": out[s.name].num_rows,
                 "budget_unused": plans[s.plan_key].budget_unused,
                 **dict(sorted(tally[s.name].items())),
             }
@@ -210,126 +214,122 @@ def build(
     return out, counts
 
 
-def _restore_authored_order(question: Question) -> None:
-    """Put the coherent images (the wrong choices) back in authored order around the balanced answer."""
-    negatives = sorted(question.meta["negatives"], key=lambda n: n["step"])
-    images = [n["image"] for n in negatives]
-    images.insert(question.answer, question.choices[question.answer])
-    question.choices = images
-    question.meta["negatives"] = negatives
-
-
-def _questions(
+def _add(
+    out: QuestionColumns,
     spec: Spec,
     w: _Window,
     data: VisualData,
-    contexts: list[list[int]],
     picks: np.ndarray,
-    kc: int,
     tally: Counter[str],
     *,
     sel: Selection | None = None,
     cands: Candidates | None = None,
     tau: float = 0.0,
     short: np.ndarray | None = None,
-) -> list[Question]:
-    """Questions of a window whose incoherent images are ``picks (B,)`` (from ``sel`` or RecipeQA draws)."""
-    n_q = len(w)
-    pick_vecs = data.gather(picks)
-    both = distances_to(data, w.rows, pick_vecs, w.mean)
-    d_coherent, d_coh_mean = both[0].tolist(), both[1].tolist()
-    d_mean = distances_to(data, picks[:, None], w.mean)[:, 0].tolist()
-    pick_images = data.ids(np.maximum(picks, 0))
-    min_pairwise = w.min_pairwise.tolist()
-    seqs = data.seqs
-    k3 = bool(spec.knobs and spec.knobs[2])
-    if spec.knobs:
-        k1, k2, k3_ = spec.knobs
-        fixed: dict[str, Any] = {"setting": spec.name, "k1": k1, "k2": k2, "k3": k3_, "k_c": kc}
+) -> None:
+    """Add a window's questions whose incoherent images are ``picks (B,)`` (from ``sel`` or RecipeQA draws)."""
+    ok = picks >= 0
+    if sel is not None:
+        ok &= sel.ok
+    keep = np.flatnonzero(ok)
+    tally["skipped_no_candidates"] += len(w) - len(keep)
+    both = distances_to(data, w.rows, data.gather(picks), w.mean)
+    d_mean = distances_to(data, picks[:, None], w.mean)[:, 0]
+    columns = {
+        "pick": picks,
+        "answer_d_coherent": both[0],
+        "coherent_d_mean": both[1],
+        "d_answer_question": d_mean,
+    }
+    if sel is not None and cands is not None:
+        columns.update(band_columns(sel, cands))
+        notes = _fallbacks(sel, cands, w, d_mean, ok, bool(spec.knobs and spec.knobs[2]), tally)
     else:
-        fixed = {"setting": spec.name, "min_distance": tau}
-    questions = []
-    for b in range(n_q):
-        if picks[b] < 0 or (sel is not None and not sel.ok[b]):
-            tally["skipped_no_candidates"] += 1
-            continue
-        i, p = int(w.idx[b]), int(w.proc[b])
-        plan = w.plan
-        seq = w.seq[b].tolist()
-        coherent = [seqs.images[s] for s in seq]
-        steps = [int(seqs.steps[s]) for s in seq]
-        fallbacks: list[str] = []
-        meta: dict[str, Any] = dict(fixed)
-        if sel is not None and cands is not None:
-            level = int(sel.level[b])
-            lo, hi = sel.lo[b].tolist(), sel.hi[b].tolist()
-            if level:
-                tally[f"{'k3' if k3 else 'k2'}:{SOURCES[level]}"] += 1
-                rule = (
-                    f"is closer to the mean of the coherent images than their smallest pairwise distance "
-                    f"({min_pairwise[b]:.4f})"
-                )
-                if level < len(LEVELS):
-                    fallbacks.append(
-                        (
-                            f"k3: no candidate in the band {fmt_band(lo[0], hi[0])} {rule}"
-                            if k3
-                            else f"k2: the band {fmt_band(lo[0], hi[0])} held no candidate"
-                        )
-                        + f"; widened to {LEVELS[level]} {fmt_band(lo[level], hi[level])}"
-                    )
-                elif level == QUESTION_KNN:
-                    fallbacks.append(
-                        f"k3: none of the {int(cands.found[b])} union candidates {rule}; "
-                        f"took a neighbour of the mean ({d_mean[b]:.4f})"
-                    )
-                else:
-                    fallbacks.append(
-                        f"k3: no image of another procedure {rule}; took the image nearest the mean ({d_mean[b]:.4f})"
-                    )
-            meta.update(
-                {
-                    "k_found": int(cands.found[b]),
-                    "m": float(cands.m[b]),
-                    "s": float(cands.s[b]),
-                    "band": [lo[0], hi[0]],
-                    "band_level": SOURCES[level],
-                    "band_used": sel.band_used(b),
-                }
-            )
-        elif short is not None and short[b]:
-            tally["recipeqa:farthest"] += 1
-            fallbacks.append(
+        notes = {}
+        if short is not None:
+            farthest = [
                 f"recipeqa: no random image of another procedure lay beyond {tau:.4f} of every "
                 "coherent image; took the farthest drawn"
-            )
-        meta.update(plan_meta(seqs, plan, i, p, knobs=spec.knobs is not None))
-        meta.update(
-            {
-                "coherent_steps": steps,
-                "answer_d_coherent": d_coherent[b],
-                "d_answer_question": d_mean[b],
-                "min_pairwise": min_pairwise[b],
-                "negatives": [
-                    {
-                        "image": coherent[j],
-                        "step": steps[j],
-                        "d_answer": d_coherent[b][j],
-                        "d_question": d_coh_mean[b][j],
-                    }
-                    for j in range(_SIZE)
-                ],
-                "fallbacks": fallbacks,
-            }
+            ]
+            notes = {b: farthest for b in np.flatnonzero(short & ok).tolist()}
+            tally["recipeqa:farthest"] += len(notes)
+    out.add(keep, {**w.columns, **columns}, ragged=w.ragged, notes=notes)
+
+
+def _fallbacks(
+    sel: Selection,
+    cands: Candidates,
+    w: _Window,
+    d_mean: np.ndarray,
+    ok: np.ndarray,
+    k3: bool,
+    tally: Counter[str],
+) -> dict[int, list[str]]:
+    """The widening recorded for each kept question that needed one (by question index)."""
+    notes: dict[int, list[str]] = {}
+    for b in np.flatnonzero(ok & (sel.level > 0)).tolist():
+        level = int(sel.level[b])
+        lo, hi = sel.lo[b].tolist(), sel.hi[b].tolist()
+        tally[f"{'k3' if k3 else 'k2'}:{SOURCES[level]}"] += 1
+        rule = (
+            "is closer to the mean of the coherent images than their smallest pairwise distance "
+            f"({float(w.min_pairwise[b]):.4f})"
         )
-        questions.append(
-            Question(
-                procedure_id=seqs.names[p],
-                context=contexts[p],
-                question=[],
-                choices=[pick_images[b], *coherent],
-                answer=0,
-                meta=meta,
+        if level < len(LEVELS):
+            note = (
+                f"k3: no candidate in the band {fmt_band(lo[0], hi[0])} {rule}"
+                if k3
+                else f"k2: the band {fmt_band(lo[0], hi[0])} held no candidate"
+            ) + f"; widened to {LEVELS[level]} {fmt_band(lo[level], hi[level])}"
+        elif level == QUESTION_KNN:
+            note = (
+                f"k3: none of the {int(cands.found[b])} union candidates {rule}; "
+                f"took a neighbour of the mean ({float(d_mean[b]):.4f})"
             )
-        )
-    return questions
+        else:
+            note = (
+                f"k3: no image of another procedure {rule}; took the image nearest the mean ({float(d_mean[b]):.4f})"
+            )
+        notes[b] = [note]
+    return notes
+
+
+def _table(
+    spec: Spec, cols: QuestionColumns, data: VisualData, *, kc: int, tau: float, rng: np.random.Generator
+) -> pa.Table:
+    """The setting's question table: the incoherent image at a balanced position among the coherent ones
+    (kept in authored order), ``meta`` as the module says."""
+    n = len(cols)
+    if not n:
+        return questions_table([])
+    images = data.image_dictionary
+    positions = answer_orders(n, _SIZE + 1, rng)[0]
+    coherent = cols.get("coherent_rows")
+    steps = cols.get("coherent_steps").astype(np.int64)
+    answer_d = cols.get("answer_d_coherent").astype(np.float64)
+    negatives = struct(
+        {
+            "image": dictionary(coherent.reshape(-1), images),
+            "step": steps.reshape(-1),
+            "d_answer": answer_d.reshape(-1),
+            "d_question": cols.get("coherent_d_mean").astype(np.float64).reshape(-1),
+        }
+    )
+    meta = {
+        **meta_head(spec, cols, kc=kc, tau=tau),
+        "coherent_steps": fixed_lists(steps, _SIZE),
+        "answer_d_coherent": fixed_lists(answer_d, _SIZE),
+        "d_answer_question": cols.get("d_answer_question").astype(np.float64),
+        "min_pairwise": cols.get("min_pairwise").astype(np.float64),
+        "negatives": fixed_lists(negatives, _SIZE),
+        "fallbacks": cols.fallbacks(),
+    }
+    choices = place_answers(cols.get("pick"), coherent, positions)
+    return question_table(
+        data,
+        cols,
+        question=ragged_lists(pa.array([], pa.string()), np.zeros(n, dtype=np.int64)),
+        choices=fixed_lists(dictionary(choices.reshape(-1), images), _SIZE + 1),
+        answer=positions,
+        meta=meta,
+    )
