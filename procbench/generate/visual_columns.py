@@ -3,10 +3,11 @@
 A task adds each chunk's questions to a :class:`QuestionColumns` per setting as numpy columns (one value
 or row per question of the chunk's window, and the indices of the questions kept); at the end
 :func:`meta_head` and :func:`question_table` assemble the question table (:mod:`procbench.generate.columns`)
-with the ``meta`` fields every visual task shares, in the same order for every task:
-``setting``, then ``k1 k2 k3 k_c k_found m s band band_level band_used`` (knob settings) or
-``min_distance`` (RecipeQA style), then ``n_steps budget question_number`` and, for knob settings,
-``pool_size removed_steps``. No Python object is made per question.
+with the ``meta`` fields every visual task shares, in the same order for every task: ``setting``, then
+``k1 k2 k3`` and (tasks with neighbours) ``k_c k_found m s band band_level band_used`` for knob
+settings, or ``min_distance`` (RecipeQA style with a fixed distance), then ``n_steps budget
+question_number`` and, for knob settings, ``pool_size removed_steps``. No Python object is made per
+question.
 """
 
 from __future__ import annotations
@@ -110,15 +111,23 @@ def band_columns(sel: Selection, cands: Candidates) -> dict[str, np.ndarray]:
     }
 
 
-def meta_head(spec: Spec, cols: QuestionColumns, *, kc: int, tau: float) -> dict[str, Any]:
-    """The ``meta`` fields every visual task starts with (see the module docstring), as Arrow-ready columns."""
+def meta_head(
+    spec: Spec, cols: QuestionColumns, *, kc: int = 0, tau: float | None = None, bands: bool = True
+) -> dict[str, Any]:
+    """The ``meta`` fields every visual task starts with (see the module docstring), as Arrow-ready columns.
+
+    ``bands``: whether knob settings record K_C and the band (not for ordering, which has no neighbours);
+    ``tau`` is recorded as ``min_distance`` when it is not None.
+    """
     n = len(cols)
     head: dict[str, Any] = {"setting": dictionary(np.zeros(n, dtype=np.int32), pa.array([spec.name]))}
     if spec.knobs is None:
-        head["min_distance"] = np.full(n, tau)
+        if tau is not None:
+            head["min_distance"] = np.full(n, tau)
     else:
         knobs = zip(("k1", "k2", "k3"), spec.knobs, strict=True)
         head.update({name: np.full(n, value, dtype=np.int64) for name, value in knobs})
+    if spec.knobs is not None and bands:
         head.update(
             {
                 "k_c": np.full(n, kc, dtype=np.int64),

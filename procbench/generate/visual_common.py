@@ -32,11 +32,10 @@ are generated with it.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -74,7 +73,6 @@ __all__ = [
     "load_sequences",
     "member",
     "paused_gc",
-    "plan_meta",
     "plan_questions",
     "plans_by_k1",
     "question_budget",
@@ -163,7 +161,6 @@ class Sequences:
         offsets: ``(P+1,)`` int64; procedure ``p``'s sequence is ``[offsets[p], offsets[p+1])``.
         steps: ``(M,)`` int64 step index of each sequence item.
         rows: ``(M,)`` int64 row of its image in the image embedding.
-        images: ``(M,)`` image ids.
         context_offsets: ``(P+1,)`` int64 into ``context_steps``.
         context_steps: every kept step index of each procedure (the textual context).
     """
@@ -172,7 +169,6 @@ class Sequences:
     offsets: np.ndarray
     steps: np.ndarray
     rows: np.ndarray
-    images: list[str]
     context_offsets: np.ndarray
     context_steps: np.ndarray
 
@@ -191,18 +187,9 @@ class Sequences:
         offsets = pa.array(self.context_offsets.astype(np.int32))
         return pa.ListArray.from_arrays(offsets, pa.array(self.context_steps.astype(np.int32)))
 
-    def contexts(self) -> list[list[int]]:
-        """Every procedure's context (all its kept step indices), as lists shared by its questions."""
-        steps = self.context_steps.tolist()
-        bounds = self.context_offsets.tolist()
-        return [steps[bounds[p] : bounds[p + 1]] for p in range(len(self.names))]
 
-
-def load_sequences(store: Store, embeddings: Embeddings, image_ids: list[str] | None = None) -> Sequences:
-    """Build the image sequence of every kept procedure from ``steps.image_ids`` and the image embedding.
-
-    ``image_ids``: the embedding's keys as Python strings, if already made (their objects are reused).
-    """
+def load_sequences(store: Store, embeddings: Embeddings) -> Sequences:
+    """Build the image sequence of every kept procedure from ``steps.image_ids`` and the image embedding."""
     steps = kept_steps(store, ["procedure_id", "index", "image_ids"]).combine_chunks()
     encoded = pc.dictionary_encode(steps["procedure_id"]).combine_chunks()
     names = [str(x) for x in encoded.dictionary.to_pylist()]
@@ -217,13 +204,11 @@ def load_sequences(store: Store, embeddings: Embeddings, image_ids: list[str] | 
     seq_step_rows, seq_rows = _first_unused(step_proc, parents, rows, max(1, len(embeddings)))
     seq_proc = step_proc[seq_step_rows]
     procs = np.arange(len(names) + 1)
-    ids = image_ids if image_ids is not None else embeddings.keys.to_pylist()
     return Sequences(
         names=names,
         offsets=np.searchsorted(seq_proc, procs).astype(np.int64),
         steps=step_index[seq_step_rows],
         rows=seq_rows,
-        images=[ids[r] for r in seq_rows.tolist()],
         context_offsets=np.searchsorted(step_proc, procs).astype(np.int64),
         context_steps=step_index,
     )
@@ -265,9 +250,7 @@ class VisualData:
             index = loader.submit(load_index, store, "image") if with_index else None
             self.vectors: np.ndarray = self.embeddings.vectors
             self.n_rows = len(self.embeddings)
-            #: Image id of each embedding row (one string object per image, shared by every question).
-            self.image_ids: list[str] = [str(k) for k in self.embeddings.keys.to_pylist()]
-            self.seqs = load_sequences(store, self.embeddings, self.image_ids)
+            self.seqs = load_sequences(store, self.embeddings)
             self.queries = {"answer": 0, "question_mean": 0}
             self._own_codes, self.extra = self._shared_images(store)
             owner = pc.index_in(pc.fill_null(self.embeddings.procedure_ids, ""), value_set=pa.array(self.seqs.names))
@@ -336,11 +319,6 @@ class VisualData:
             out_d[start:stop] = dist[:, :k]
         self.queries[kind] += n
         return out_d, out_r
-
-    def ids(self, rows: np.ndarray) -> list[str]:
-        """Image ids of ``rows`` (flattened)."""
-        image_ids = self.image_ids
-        return [image_ids[r] for r in rows.reshape(-1).tolist()]
 
     def gather(self, rows: np.ndarray) -> np.ndarray:
         """Vectors of ``rows`` (any shape), float32; rows < 0 give zero vectors."""
@@ -446,20 +424,6 @@ def plans_by_k1(
             rng = np.random.default_rng([seed, code, 0xB0 + (2 if key is None else key)])
             plans[key] = plan_questions(lengths, size=size, k1=key, rng=rng, anchored=anchored)
     return plans
-
-
-def plan_meta(seqs: Sequences, plan: Plan, i: int, p: int, *, knobs: bool) -> dict[str, Any]:
-    """The ``meta`` entries that K1 planning decided for question ``i`` (of procedure ``p``)."""
-    meta: dict[str, Any] = {
-        "n_steps": int(seqs.offsets[p + 1] - seqs.offsets[p]),
-        "budget": int(plan.budget[i]),
-        "question_number": int(plan.number[i]),
-    }
-    if knobs:
-        meta["pool_size"] = int(plan.pool[i])
-        positions = plan.removed_positions[plan.removed_offsets[i] : plan.removed_offsets[i + 1]]
-        meta["removed_steps"] = seqs.steps[seqs.offsets[p] + positions].tolist()
-    return meta
 
 
 def plan_questions(
@@ -736,13 +700,6 @@ class Selection:
     lo: np.ndarray
     hi: np.ndarray
     ok: np.ndarray
-
-    def band_used(self, b: int) -> list[float]:
-        """The bounds of question ``b``'s band level (``[0, inf]`` beyond the kNN set)."""
-        level = int(self.level[b])
-        if level >= len(LEVELS):
-            return [0.0, math.inf]
-        return [float(self.lo[b, level]), float(self.hi[b, level])]
 
 
 def _row_search(keys: np.ndarray, width: int, targets: np.ndarray, side: str) -> np.ndarray:

@@ -26,16 +26,17 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
-from procbench.generate.questions import Question, balance_answer_positions
+from procbench.generate.columns import dictionary, fixed_lists, questions_table, ragged_lists, struct
+from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
+from procbench.generate.visual_columns import QuestionColumns, meta_head, planned_columns, question_table
 from procbench.generate.visual_common import (
-    Plan,
     Spec,
     VisualData,
     chunks,
     paused_gc,
-    plan_meta,
     plans_by_k1,
     resolve_settings,
 )
@@ -97,54 +98,57 @@ def build(
     *,
     seed: int = 0,
     progress: Progress = SILENT,
-) -> tuple[dict[str, list[Question]], dict[str, Any]]:
-    """Visual ordering questions for each setting (no neighbour search: only the question's own images)."""
+) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+    """Visual ordering questions (a question table per setting; no neighbour search: only the question's
+    own images)."""
     specs = resolve_settings(settings, task=TASK, with_k3=False, default=DEFAULT_KNOBS)
     data = VisualData(store, with_index=False)
     seqs = data.seqs
-    contexts = seqs.contexts()
     plans = plans_by_k1(specs, seqs.lengths, seed=seed, code=_CODE, size=_SIZE, anchored=False)
     rngs = {s.name: s.rng(seed, _CODE) for s in specs}
-    out: dict[str, list[Question]] = {s.name: [] for s in specs}
+    columns = {s.name: QuestionColumns() for s in specs}
     tally: dict[str, Counter[str]] = {s.name: Counter() for s in specs}
     progress.start(TASK, total=len(seqs.names))
     for start, stop in chunks(len(seqs.names)):
         scored = {}
         for key, plan in plans.items():
             idx = plan.window(start, stop)
-            seq = seqs.offsets[plan.proc[idx]][:, None] + plan.slots[idx]
-            scored[key] = (idx, seq, *order_scores(data.gather(seqs.rows[seq])))
+            proc = plan.proc[idx]
+            seq = seqs.offsets[proc][:, None] + plan.slots[idx]
+            rows = seqs.rows[seq]
+            planned, ragged = planned_columns(plan, seqs, idx)
+            shared = {"proc": proc, "rows": rows, "question_steps": seqs.steps[seq], **planned}
+            scored[key] = (shared, ragged, *order_scores(data.gather(rows)))
         for spec in specs:
-            idx, seq, authored, wrong = scored[spec.plan_key]
-            if not len(idx):
+            shared, ragged, authored, wrong = scored[spec.plan_key]
+            if not len(authored):
                 continue
             k2 = 0 if spec.knobs is None else spec.knobs[1]
             picked, probability, positive = _draw_wrong(wrong, k2, rngs[spec.name])
-            out[spec.name].extend(
-                _questions(
-                    spec,
-                    plans[spec.plan_key],
-                    idx,
-                    seq,
-                    authored,
-                    wrong,
-                    picked,
-                    probability,
-                    positive,
-                    data,
-                    contexts,
-                    tally[spec.name],
-                )
-            )
+            notes: dict[int, list[str]] = {}
+            if k2 == 1:
+                for b in np.flatnonzero(positive < 3).tolist():
+                    notes[b] = [
+                        f"k2: only {int(positive[b])} of the 23 wrong orders have a positive score (identical "
+                        "images); the rest were drawn uniformly"
+                    ]
+                tally[spec.name]["k2:uniform"] += len(notes)
+            own = {
+                "answer_score": authored,
+                "neg_order": picked,
+                "neg_score": np.take_along_axis(wrong, picked, axis=1),
+                "neg_probability": np.take_along_axis(probability, picked, axis=1),
+            }
+            keep = np.arange(len(authored))
+            columns[spec.name].add(keep, {**shared, **own}, ragged=ragged, notes=notes)
         progress.advance(stop - start)
-    for spec in specs:
-        balance_answer_positions(out[spec.name], spec.rng(seed, _CODE, salt=1))
+    out = {s.name: _table(s, columns[s.name], data, rng=s.rng(seed, _CODE, salt=1)) for s in specs}
     counts: dict[str, Any] = {
         "procedures": len(seqs.names),
         "eligible": {("recipeqa" if k is None else f"k1={k}"): p.eligible for k, p in plans.items()},
         "per_setting": {
             s.name: {
-                "questions": len(out[s.name]),
+                "questions": out[s.name].num_rows,
                 "budget_unused": plans[s.plan_key].budget_unused,
                 **dict(sorted(tally[s.name].items())),
             }
@@ -154,61 +158,39 @@ def build(
     return out, counts
 
 
-def _questions(
-    spec: Spec,
-    plan: Plan,
-    idx: np.ndarray,
-    seq: np.ndarray,
-    authored: np.ndarray,
-    wrong: np.ndarray,
-    picked: np.ndarray,
-    probability: np.ndarray,
-    positive: np.ndarray,
-    data: VisualData,
-    contexts: list[list[int]],
-    tally: Counter[str],
-) -> list[Question]:
-    seqs = data.seqs
-    wrong_orders = _WRONG.tolist()
-    authored_l, wrong_l, prob_l = authored.tolist(), wrong.tolist(), probability.tolist()
-    picked_l = picked.tolist()
-    if spec.knobs is None:
-        fixed: dict[str, Any] = {"setting": spec.name}
-    else:
-        k1, k2, k3 = spec.knobs
-        fixed = {"setting": spec.name, "k1": k1, "k2": k2, "k3": k3}
-    questions = []
-    for b, i in enumerate(idx.tolist()):
-        p = int(plan.proc[i])
-        positions = seq[b].tolist()
-        images = [seqs.images[s] for s in positions]
-        fallbacks: list[str] = []
-        if fixed.get("k2") == 1 and positive[b] < 3:
-            tally["k2:uniform"] += 1
-            fallbacks.append(
-                f"k2: only {int(positive[b])} of the 23 wrong orders have a positive score (identical images); "
-                "the rest were drawn uniformly"
-            )
-        meta: dict[str, Any] = {**fixed, **plan_meta(seqs, plan, i, p, knobs=spec.knobs is not None)}
-        meta.update(
-            {
-                "question_steps": [int(seqs.steps[s]) for s in positions],
-                "answer_score": authored_l[b],
-                "negatives": [
-                    {"order": wrong_orders[j], "score": wrong_l[b][j], "probability": prob_l[b][j]}
-                    for j in picked_l[b]
-                ],
-                "fallbacks": fallbacks,
-            }
-        )
-        questions.append(
-            Question(
-                procedure_id=seqs.names[p],
-                context=contexts[p],
-                question=[],
-                choices=[images, *([images[k] for k in wrong_orders[j]] for j in picked_l[b])],
-                answer=0,
-                meta=meta,
-            )
-        )
-    return questions
+def _table(spec: Spec, cols: QuestionColumns, data: VisualData, *, rng: np.random.Generator) -> pa.Table:
+    """The setting's question table: the authored order at a balanced position, ``meta`` as the module says."""
+    n = len(cols)
+    if not n:
+        return questions_table([])
+    positions, shuffle = answer_orders(n, _SIZE, rng)
+
+    def shuffled(name: str) -> np.ndarray:  # a negatives column in choice order
+        return np.take_along_axis(cols.get(name), shuffle, axis=1)
+
+    picked = shuffled("neg_order")
+    negatives = struct(
+        {
+            "order": fixed_lists(_WRONG[picked].reshape(-1), _SIZE),
+            "score": shuffled("neg_score").astype(np.float64).reshape(-1),
+            "probability": shuffled("neg_probability").astype(np.float64).reshape(-1),
+        }
+    )
+    meta = {
+        **meta_head(spec, cols, bands=False),
+        "question_steps": fixed_lists(cols.get("question_steps").astype(np.int64), _SIZE),
+        "answer_score": cols.get("answer_score").astype(np.float64),
+        "negatives": fixed_lists(negatives, 3),
+        "fallbacks": cols.fallbacks(),
+    }
+    orders = place_answers(np.zeros(n, dtype=np.int64), picked + 1, positions)  # indices into PERMUTATIONS
+    rows = np.take_along_axis(cols.get("rows")[:, None, :], PERMUTATIONS[orders], axis=2)  # (n, 4 orders, 4)
+    images = dictionary(rows.reshape(-1), data.image_dictionary)
+    return question_table(
+        data,
+        cols,
+        question=ragged_lists(pa.array([], pa.string()), np.zeros(n, dtype=np.int64)),
+        choices=fixed_lists(fixed_lists(images, _SIZE), _SIZE),
+        answer=positions,
+        meta=meta,
+    )
