@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procbench import __version__
-from procbench.generate.columns import ranges
+from procbench.generate.columns import ragged_lists, ranges
 from procbench.generate.questions import PLACEHOLDER
 
 __all__ = ["QUESTION_TEXT", "VISUAL_TASKS", "RecipeQAWriter", "StepDocuments", "json_strings"]
@@ -77,7 +77,7 @@ def _image_names(values: pa.Array) -> pa.Array:
 def _json_lists(lists: pa.Array) -> pa.Array:
     """Each list of strings as a JSON array of them."""
     rendered = json_strings(pc.list_flatten(lists))
-    return _join("[", pc.binary_join(pa.ListArray.from_arrays(_offsets(_lengths(lists)), rendered), ", "), "]")
+    return _join("[", pc.binary_join(ragged_lists(rendered, _lengths(lists)), ", "), "]")
 
 
 class StepDocuments:
@@ -148,16 +148,16 @@ class StepDocuments:
             return self._whole.take(pa.array(proc))
         # Other contexts: render each distinct one once.
         other = np.flatnonzero(~whole)
-        rows = at[ranges(offsets[other], lengths[other])]
-        other_offsets = _offsets(lengths[other])
-        signature = pc.binary_join(pa.ListArray.from_arrays(other_offsets, pc.cast(pa.array(rows), pa.string())), ",")
+        other_lengths = lengths[other]
+        rows = at[ranges(offsets[other], other_lengths)]
+        signature = pc.binary_join(ragged_lists(pc.cast(pa.array(rows), pa.string()), other_lengths), ",")
         signature = signature.dictionary_encode()
         codes = signature.indices.to_numpy(zero_copy_only=False)
         first = np.empty(len(signature.dictionary), dtype=np.int64)
         first[codes[::-1]] = np.arange(len(codes))[::-1]
-        unique_lengths = lengths[other][first]
-        picked = ranges(other_offsets.to_numpy()[first], unique_lengths)
-        unique = pa.ListArray.from_arrays(_offsets(unique_lengths), self.rendered.take(pa.array(rows[picked])))
+        unique_lengths = other_lengths[first]
+        picked = ranges((np.cumsum(other_lengths) - other_lengths)[first], unique_lengths)
+        unique = ragged_lists(self.rendered.take(pa.array(rows[picked])), unique_lengths)
         pieces = pa.concat_arrays([self._whole, pc.binary_join(unique, ", ")])
         choice = proc.copy()
         choice[other] = len(self._whole) + codes
@@ -166,18 +166,12 @@ class StepDocuments:
 
 def _map_lists(lists: pa.Array, item: Callable[[pa.Array], pa.Array]) -> pa.Array:
     """``lists`` with every value mapped by ``item``."""
-    return pa.ListArray.from_arrays(_offsets(_lengths(lists)), item(pc.list_flatten(lists)))
+    return ragged_lists(item(pc.list_flatten(lists)), _lengths(lists))
 
 
 def _lengths(lists: pa.Array) -> np.ndarray:
     """The length of each list (0 for a null list), int64."""
     return pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False).astype(np.int64)
-
-
-def _offsets(lengths: np.ndarray) -> pa.Array:
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    return pa.array(offsets)
 
 
 def _write_strings(fh: BinaryIO, rows: pa.Array, skip: int = 0) -> None:
@@ -246,4 +240,4 @@ class RecipeQAWriter:
             rendered = _join("[", self._lists(values), "]")
         else:
             rendered = self._strings(values, self._item)
-        return pc.binary_join(pa.ListArray.from_arrays(_offsets(_lengths(lists)), rendered), ", ")
+        return pc.binary_join(ragged_lists(rendered, _lengths(lists)), ", ")
