@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,10 +58,10 @@ from procbench.generate.visual_common import (
     Selection,
     Spec,
     VisualData,
-    chunks,
     distances_to,
     fmt_band,
     paused_gc,
+    pipelined,
     plans_by_k1,
     random_far_images,
     recipeqa_distance,
@@ -178,11 +178,20 @@ def build(
     tally: dict[str, Counter[str]] = {s.name: Counter() for s in specs}
     progress.start(TASK, total=len(seqs.names))
 
-    def add_chunk(
-        windows: dict[int | None, _Window],
-        cands: dict[int, Candidates],
-        near: dict[int, tuple[np.ndarray, np.ndarray]],
-    ) -> None:
+    k3_plans = {s.plan_key for s in specs if s.knobs and s.knobs[2]}
+
+    def search(start: int, stop: int) -> tuple[dict[int | None, _Window], dict[int, Candidates], dict[int, Any]]:
+        windows = {key: _Window.of(plan, start, stop, data) for key, plan in plans.items()}
+        knob_windows = {k: w for k, w in windows.items() if k is not None and len(w)}
+        cands = _answer_candidates(data, knob_windows, kc)  # type: ignore[arg-type]
+        near = {  # the neighbours of each question mean (K3), searched once per plan
+            key: data.search(windows[key].qmean, windows[key].proc, kc, kind="question_mean")
+            for key in k3_plans & set(cands)
+        }
+        return windows, cands, near
+
+    def draw(searched: tuple[dict[int | None, _Window], dict[int, Candidates], dict[int, Any]]) -> None:
+        windows, cands, near = searched
         close = {
             key: Closeness.mark(data, cands[key], w.qmean, w.radius, *near[key])
             for key, w in windows.items()
@@ -199,24 +208,7 @@ def build(
                 sel = select(cands[key], k2=k2, need=3, closeness=close[key] if k3 else None, rng=rngs[spec.name])
                 _add_knobs(columns[spec.name], spec, w, cands[key], sel, data, tally[spec.name])
 
-    # A pipeline: while one thread searches the neighbours of a chunk (FAISS releases the GIL), another marks
-    # and draws the previous chunk's questions; chunks are drawn in order, so the random streams are unchanged.
-    with ThreadPoolExecutor(max_workers=1) as drawer:
-        drawing: Future[None] | None = None
-        for start, stop in chunks(len(seqs.names)):
-            windows = {key: _Window.of(plan, start, stop, data) for key, plan in plans.items()}
-            knob_windows = {k: w for k, w in windows.items() if k is not None and len(w)}
-            cands = _answer_candidates(data, knob_windows, kc)  # type: ignore[arg-type]
-            near = {  # the neighbours of each question mean (K3), searched once per plan
-                key: data.search(windows[key].qmean, windows[key].proc, kc, kind="question_mean")
-                for key in sorted({s.plan_key for s in specs if s.knobs and s.knobs[2]} & set(cands))  # type: ignore[type-var]
-            }
-            if drawing is not None:
-                drawing.result()
-            drawing = drawer.submit(add_chunk, windows, cands, near)
-            progress.advance(stop - start)
-        if drawing is not None:
-            drawing.result()
+    pipelined(len(seqs.names), search, draw, progress)
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
         tables = {
             s.name: pool.submit(_table, s, columns[s.name], data, kc=kc, tau=tau, rng=s.rng(seed, _CODE, salt=1))

@@ -48,10 +48,10 @@ from procbench.generate.visual_common import (
     Selection,
     Spec,
     VisualData,
-    chunks,
     distances_to,
     fmt_band,
     paused_gc,
+    pipelined,
     plans_by_k1,
     random_far_images,
     recipeqa_distance,
@@ -171,16 +171,25 @@ def build(
     columns = {s.name: QuestionColumns() for s in specs}
     tally: dict[str, Counter[str]] = {s.name: Counter() for s in specs}
     progress.start(TASK, total=len(seqs.names))
-    for start, stop in chunks(len(seqs.names)):
+    k3_plans = {s.plan_key for s in specs if s.knobs and s.knobs[2]}
+
+    def search(start: int, stop: int) -> tuple[dict[int | None, _Window], dict[int, Candidates], dict[int, Any]]:
         windows = {key: _Window.of(plan, start, stop, data) for key, plan in plans.items()}
         knob_windows = {k: w for k, w in windows.items() if k is not None and len(w)}
-        cands = _union_candidates(data, knob_windows, kc)
-        close: dict[int, Closeness] = {}
-        for spec in specs:
-            key = spec.plan_key
-            if spec.knobs and spec.knobs[2] and key in cands and key not in close:
-                w = windows[key]
-                close[key] = Closeness.build(data, cands[key], w.mean, w.min_pairwise, w.proc, kc)
+        cands = _union_candidates(data, knob_windows, kc)  # type: ignore[arg-type]
+        near = {  # the neighbours of each coherent mean (K3), searched once per plan
+            key: data.search(windows[key].mean, windows[key].proc, kc, kind="question_mean")
+            for key in k3_plans & set(cands)
+        }
+        return windows, cands, near
+
+    def draw(searched: tuple[dict[int | None, _Window], dict[int, Candidates], dict[int, Any]]) -> None:
+        windows, cands, near = searched
+        close = {
+            key: Closeness.mark(data, cands[key], w.mean, w.min_pairwise, *near[key])  # type: ignore[index]
+            for key, w in windows.items()
+            if key in near
+        }
         for spec in specs:
             w = windows[spec.plan_key]
             if not len(w):
@@ -193,7 +202,8 @@ def build(
                 key, k2, k3 = spec.knobs
                 sel = select(cands[key], k2=k2, need=1, closeness=close[key] if k3 else None, rng=rng)
                 _add(columns[spec.name], spec, w, data, sel.rows[:, 0], tally[spec.name], sel=sel, cands=cands[key])
-        progress.advance(stop - start)
+
+    pipelined(len(seqs.names), search, draw, progress)
     out = {s.name: _table(s, columns[s.name], data, kc=kc, tau=tau, rng=s.rng(seed, _CODE, salt=1)) for s in specs}
     counts: dict[str, Any] = {
         "k_c": kc,

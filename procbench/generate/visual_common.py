@@ -26,16 +26,17 @@ image nearest the point (``relaxed``).
 
 Every random draw comes from ``np.random.default_rng`` seeded by the seed, the task and the setting, and
 procedures are processed in fixed chunks, so a setting's questions do not depend on which other settings
-are generated with it.
+are generated with it. :func:`pipelined` searches a chunk's neighbours while the previous chunk's
+questions are drawn, on two threads; the draws stay in chunk order.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -45,6 +46,7 @@ from procbench.errors import BadInput
 from procbench.generate.columns import ranges
 from procbench.generate.questions import PLACEHOLDER, paused_gc
 from procbench.generate.settings import Setting
+from procbench.progress import Progress
 from procbench.store import Store
 from procbench.store.views import kept_steps
 
@@ -73,6 +75,7 @@ __all__ = [
     "load_sequences",
     "member",
     "paused_gc",
+    "pipelined",
     "plan_questions",
     "plans_by_k1",
     "question_budget",
@@ -82,6 +85,7 @@ __all__ = [
     "select",
 ]
 
+T = TypeVar("T")
 DEFAULT_KC = 100
 #: Images closer than this to the correct choice count as copies of it and are never negatives.
 DUPLICATE_DISTANCE = 1e-3
@@ -149,6 +153,27 @@ def chunks(n: int, size: int = CHUNK_PROCEDURES) -> Iterator[tuple[int, int]]:
     """``(start, stop)`` windows over ``range(n)`` (fixed, so random streams never depend on the data size)."""
     for start in range(0, n, size):
         yield start, min(n, start + size)
+
+
+def pipelined(
+    n_procedures: int,
+    search: Callable[[int, int], T],
+    draw: Callable[[T], None],
+    progress: Progress,
+) -> None:
+    """For each chunk of procedures, ``search(start, stop)`` on this thread, then ``draw`` its result on another
+    thread while the next chunk is searched (FAISS releases the GIL, so the two overlap). ``draw`` sees the
+    chunks one at a time and in order, so its random streams are those of a plain loop."""
+    with ThreadPoolExecutor(max_workers=1) as drawer:
+        drawing: Future[None] | None = None
+        for start, stop in chunks(n_procedures):
+            searched = search(start, stop)
+            if drawing is not None:
+                drawing.result()
+            drawing = drawer.submit(draw, searched)
+            progress.advance(stop - start)
+        if drawing is not None:
+            drawing.result()
 
 
 # -- image sequences --------------------------------------------------------------------------------------
@@ -631,20 +656,6 @@ class Closeness:
     q_dist: np.ndarray
     q_extra: np.ndarray
     q_usable: np.ndarray
-
-    @classmethod
-    def build(
-        cls,
-        data: VisualData,
-        cands: Candidates,
-        points: np.ndarray,
-        radius: np.ndarray,
-        proc: np.ndarray,
-        k: int,
-    ) -> Closeness:
-        """Search the neighbours of ``points`` once and mark the candidates within ``radius`` of them."""
-        q_dist, q_rows = data.search(points, proc, k, kind="question_mean")
-        return cls.mark(data, cands, points, radius, q_dist, q_rows)
 
     @classmethod
     def mark(
