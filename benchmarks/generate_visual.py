@@ -1,4 +1,4 @@
-"""Benchmark of `procbench generate --task visual-cloze --sweep` (issue 6).
+"""Benchmark of `procbench generate --task visual-cloze --sweep` (issue 6; `--task` for the other visual tasks).
 
 Run by hand: `python benchmarks/generate_visual.py [--sizes 10000,100000] [--dim 512] [--keep DIR]`.
 
@@ -96,7 +96,7 @@ def child_setup(path: str, n: int, dim: int) -> None:
     )
 
 
-def child_run(path: str) -> None:
+def child_run(path: str, task: str) -> None:
     import pyarrow.parquet as pq
 
     import procbench.generate as gen
@@ -131,7 +131,7 @@ def child_run(path: str) -> None:
     sampler.phase = "build"
     store = Store.open(path)
     started, cpu_started = time.perf_counter(), _cpu_s()
-    result = gen.generate(store, "visual-cloze", sweep=True, seed=0)
+    result = gen.generate(store, task, sweep=True, seed=0)
     total, cpu = time.perf_counter() - started, _cpu_s() - cpu_started
     sampler.stop()
     build = total - timers["write"] - timers["search"]
@@ -179,6 +179,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000", help="procedure counts, comma-separated")
     parser.add_argument("--dim", type=int, default=512)
+    parser.add_argument("--task", default="visual-cloze", choices=["visual-cloze", "visual-coherence"])
     parser.add_argument("--keep", type=Path, default=None, help="keep (and reuse) the stores under this folder")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -186,7 +187,7 @@ def main() -> None:
         if args.child[0] == "setup":
             child_setup(args.child[1], int(args.child[2]), int(args.child[3]))
         else:
-            child_run(args.child[1])
+            child_run(args.child[1], args.child[2])
         return
     sizes = [int(s) for s in args.sizes.split(",")]
     results: dict[str, Any] = {"dim": args.dim}
@@ -201,7 +202,7 @@ def main() -> None:
                 import shutil
 
                 shutil.rmtree(path / "questions", ignore_errors=True)
-            run = _child("--child", "run", str(path))
+            run = _child("--child", "run", str(path), args.task)
             results[str(n)] = {"setup": setup, "run": run}
             print(json.dumps({n: results[str(n)]}, indent=1), flush=True)
     if len(sizes) >= 2:

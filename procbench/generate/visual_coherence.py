@@ -127,8 +127,9 @@ def _union(dist: np.ndarray, rows: np.ndarray) -> Candidates:
     return Candidates.from_rows(np.take_along_axis(d, keep, axis=1), np.take_along_axis(r, keep, axis=1))
 
 
-def _union_candidates(data: VisualData, windows: dict[int, _Window], kc: int) -> dict[int, Candidates]:
-    """One kNN search per distinct (procedure, coherent image) across the windows of every K1 plan."""
+def _neighbours(data: VisualData, windows: dict[int, _Window], kc: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """``(dist, rows)``, each ``(B, 3, K_C)``, per K1 plan: one kNN search per distinct (procedure, coherent
+    image) across the windows of every plan."""
     if not windows:
         return {}
     n = data.n_rows
@@ -139,7 +140,7 @@ def _union_candidates(data: VisualData, windows: dict[int, _Window], kc: int) ->
     start = 0
     for key, w in windows.items():
         part = inverse[start : start + _SIZE * len(w)].reshape(len(w), _SIZE)
-        out[key] = _union(dist[part], rows[part])
+        out[key] = (dist[part], rows[part])
         start += _SIZE * len(w)
     return out
 
@@ -173,18 +174,19 @@ def build(
     progress.start(TASK, total=len(seqs.names))
     k3_plans = {s.plan_key for s in specs if s.knobs and s.knobs[2]}
 
-    def search(start: int, stop: int) -> tuple[dict[int | None, _Window], dict[int, Candidates], dict[int, Any]]:
+    def search(start: int, stop: int) -> tuple[dict[int | None, _Window], dict[int, Any], dict[int, Any]]:
         windows = {key: _Window.of(plan, start, stop, data) for key, plan in plans.items()}
         knob_windows = {k: w for k, w in windows.items() if k is not None and len(w)}
-        cands = _union_candidates(data, knob_windows, kc)  # type: ignore[arg-type]
+        knn = _neighbours(data, knob_windows, kc)  # type: ignore[arg-type]
         near = {  # the neighbours of each coherent mean (K3), searched once per plan
             key: data.search(windows[key].mean, windows[key].proc, kc, kind="question_mean")
-            for key in k3_plans & set(cands)
+            for key in k3_plans & set(knn)
         }
-        return windows, cands, near
+        return windows, knn, near
 
-    def draw(searched: tuple[dict[int | None, _Window], dict[int, Candidates], dict[int, Any]]) -> None:
-        windows, cands, near = searched
+    def draw(searched: tuple[dict[int | None, _Window], dict[int, Any], dict[int, Any]]) -> None:
+        windows, knn, near = searched
+        cands = {key: _union(*found) for key, found in knn.items()}
         close = {
             key: Closeness.mark(data, cands[key], w.mean, w.min_pairwise, *near[key])  # type: ignore[index]
             for key, w in windows.items()
