@@ -43,6 +43,7 @@ from procbench.generate.visual_columns import (
     SOURCE_NAMES,
     QuestionColumns,
     band_columns,
+    build_counts,
     meta_head,
     planned_columns,
     question_table,
@@ -85,9 +86,7 @@ _RANDOM = SOURCES.index("random")
 class _Window:
     """The questions of one plan that fall in a chunk of procedures: their items, vectors and K1 facts."""
 
-    plan: Plan
     proc: np.ndarray  # (B,)
-    items: np.ndarray  # (B, 4) image rows shown, the answer's replaced by the placeholder row
     answer_row: np.ndarray  # (B,)
     answer_vec: np.ndarray  # (B, D)
     qmean: np.ndarray  # (B, D) mean of the three question images
@@ -121,7 +120,7 @@ class _Window:
             "answer_step": steps[b, anchor],
             **planned,
         }
-        return cls(plan, proc, items, rows[b, anchor], answer_vec, qmean, radius, columns, ragged)
+        return cls(proc, rows[b, anchor], answer_vec, qmean, radius, columns, ragged)
 
     def __len__(self) -> int:
         return len(self.proc)
@@ -215,22 +214,7 @@ def build(
             for s in specs
         }
         out = {name: table.result() for name, table in tables.items()}
-    counts: dict[str, Any] = {
-        "k_c": kc,
-        "procedures": len(seqs.names),
-        "eligible": {("recipeqa" if k is None else f"k1={k}"): p.eligible for k, p in plans.items()},
-        "queries": dict(data.queries),
-        "per_setting": {
-            s.name: {
-                "questions": out[s.name].num_rows,
-                "budget_unused": plans[s.plan_key].budget_unused,
-                **dict(sorted(tally[s.name].items())),
-            }
-            for s in specs
-        },
-    }
-    if None in plans:
-        counts["min_distance"] = tau
+    counts = build_counts(specs, plans, out, tally, procedures=len(seqs.names), kc=kc, queries=data.queries, tau=tau)
     return out, counts
 
 

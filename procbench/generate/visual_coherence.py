@@ -36,7 +36,14 @@ from procbench.errors import BadInput
 from procbench.generate.columns import dictionary, fixed_lists, questions_table, ragged_lists, struct
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
-from procbench.generate.visual_columns import QuestionColumns, band_columns, meta_head, planned_columns, question_table
+from procbench.generate.visual_columns import (
+    QuestionColumns,
+    band_columns,
+    build_counts,
+    meta_head,
+    planned_columns,
+    question_table,
+)
 from procbench.generate.visual_common import (
     DEFAULT_KC,
     LEVELS,
@@ -75,10 +82,7 @@ _PAIRS = ((0, 1), (0, 2), (1, 2))
 class _Window:
     """The questions of one plan that fall in a chunk of procedures, with their vectors."""
 
-    plan: Plan
-    idx: np.ndarray
     proc: np.ndarray
-    seq: np.ndarray  # (B, 3) flat sequence positions of the coherent images
     rows: np.ndarray  # (B, 3)
     mean: np.ndarray  # (B, D)
     min_pairwise: np.ndarray  # (B,)
@@ -102,10 +106,10 @@ class _Window:
             "min_pairwise": min_pairwise,
             **planned,
         }
-        return cls(plan, idx, proc, seq, rows, vecs.mean(axis=1), min_pairwise, columns, ragged)
+        return cls(proc, rows, vecs.mean(axis=1), min_pairwise, columns, ragged)
 
     def __len__(self) -> int:
-        return len(self.idx)
+        return len(self.proc)
 
 
 def _union(dist: np.ndarray, rows: np.ndarray) -> Candidates:
@@ -207,22 +211,7 @@ def build(
 
     pipelined(len(seqs.names), search, draw, progress)
     out = {s.name: _table(s, columns[s.name], data, kc=kc, tau=tau, rng=s.rng(seed, _CODE, salt=1)) for s in specs}
-    counts: dict[str, Any] = {
-        "k_c": kc,
-        "procedures": len(seqs.names),
-        "eligible": {("recipeqa" if k is None else f"k1={k}"): p.eligible for k, p in plans.items()},
-        "queries": dict(data.queries),
-        "per_setting": {
-            s.name: {
-                "questions": out[s.name].num_rows,
-                "budget_unused": plans[s.plan_key].budget_unused,
-                **dict(sorted(tally[s.name].items())),
-            }
-            for s in specs
-        },
-    }
-    if None in plans:
-        counts["min_distance"] = tau
+    counts = build_counts(specs, plans, out, tally, procedures=len(seqs.names), kc=kc, queries=data.queries, tau=tau)
     return out, counts
 
 

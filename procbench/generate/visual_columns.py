@@ -12,6 +12,8 @@ question.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +23,7 @@ import pyarrow as pa
 from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, ranges, struct
 from procbench.generate.visual_common import LEVELS, SOURCES, Candidates, Plan, Selection, Sequences, Spec, VisualData
 
-__all__ = ["QuestionColumns", "band_columns", "meta_head", "planned_columns", "question_table"]
+__all__ = ["QuestionColumns", "band_columns", "build_counts", "meta_head", "planned_columns", "question_table"]
 
 #: Source names as an Arrow dictionary (``band_level`` and a negative's ``source`` index it).
 SOURCE_NAMES = pa.array(SOURCES, pa.string())
@@ -167,3 +169,34 @@ def question_table(
             "meta": struct(meta),
         }
     )
+
+
+def build_counts(
+    specs: list[Spec],
+    plans: dict[int | None, Plan],
+    out: dict[str, pa.Table],
+    tally: dict[str, Counter[str]],
+    *,
+    procedures: int,
+    kc: int | None = None,
+    queries: Mapping[str, int] | None = None,
+    tau: float | None = None,
+) -> dict[str, Any]:
+    """A visual task's ``counts``: K_C, procedures, eligible ones per plan, kNN queries, per setting the
+    questions, unused budget and every tally, and the RecipeQA style's fixed distance."""
+    counts: dict[str, Any] = {} if kc is None else {"k_c": kc}
+    counts["procedures"] = procedures
+    counts["eligible"] = {("recipeqa" if k is None else f"k1={k}"): p.eligible for k, p in plans.items()}
+    if queries is not None:
+        counts["queries"] = dict(queries)
+    counts["per_setting"] = {
+        s.name: {
+            "questions": out[s.name].num_rows,
+            "budget_unused": plans[s.plan_key].budget_unused,
+            **dict(sorted(tally[s.name].items())),
+        }
+        for s in specs
+    }
+    if None in plans and tau is not None:
+        counts["min_distance"] = tau
+    return counts

@@ -31,7 +31,7 @@ import pyarrow as pa
 from procbench.generate.columns import dictionary, fixed_lists, questions_table, ragged_lists, struct
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
-from procbench.generate.visual_columns import QuestionColumns, meta_head, planned_columns, question_table
+from procbench.generate.visual_columns import QuestionColumns, build_counts, meta_head, planned_columns, question_table
 from procbench.generate.visual_common import (
     Spec,
     VisualData,
@@ -143,19 +143,7 @@ def build(
             columns[spec.name].add(keep, {**shared, **own}, ragged=ragged, notes=notes)
         progress.advance(stop - start)
     out = {s.name: _table(s, columns[s.name], data, rng=s.rng(seed, _CODE, salt=1)) for s in specs}
-    counts: dict[str, Any] = {
-        "procedures": len(seqs.names),
-        "eligible": {("recipeqa" if k is None else f"k1={k}"): p.eligible for k, p in plans.items()},
-        "per_setting": {
-            s.name: {
-                "questions": out[s.name].num_rows,
-                "budget_unused": plans[s.plan_key].budget_unused,
-                **dict(sorted(tally[s.name].items())),
-            }
-            for s in specs
-        },
-    }
-    return out, counts
+    return out, build_counts(specs, plans, out, tally, procedures=len(seqs.names))
 
 
 def _table(spec: Spec, cols: QuestionColumns, data: VisualData, *, rng: np.random.Generator) -> pa.Table:
