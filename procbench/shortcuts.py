@@ -1,0 +1,332 @@
+"""Context-free shortcuts of multiple-choice questions: per-choice features and a cross-fitted probe ensemble.
+
+A question can be answered without its context when something about the choices alone gives the answer
+away: the answer *looks* different (paper 004's choice-only bias), or it stands in a telling relation to the
+question items (paper 001's bias 3: the answer is the choice nearest to, or at a telling distance rank
+from, the question; it shares words with the question; it is the odd one out among the choices). This
+module measures both, the same way for the audit (``partial_input`` probe, per-question shortcut scores)
+and for generation (adversarial negatives, AFLite):
+
+- :func:`choice_features` turns a :class:`ChoiceBatch` into ``(Q, C, F)`` features that need no context:
+  distances to the question mean, to the nearest question item and to the other choices, each with its
+  rank among the question's choices and centred within the question; for text items the length and word
+  overlap with the question items; and how often the item (and its cluster) is a choice in the whole batch.
+- :class:`ShortcutEnsemble` fits, per procedure-grouped fold, a *choice-only* model (logistic regression on
+  each choice's embedding) and a *partial-input* model (gradient-boosted trees on those features), and
+  scores every question with the models that never saw its procedure (cross-fitting).
+
+>>> probs = ShortcutEnsemble(n_folds=5, seed=0).fit(batch).predict(batch)   # doctest: +SKIP
+>>> probs["ensemble"].argmax(axis=1) == batch.answers                        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "FEATURE_NAMES",
+    "MODELS",
+    "ChoiceBatch",
+    "ShortcutEnsemble",
+    "answer_scores",
+    "choice_features",
+    "group_folds",
+    "hits",
+]
+
+#: The probes of the ensemble; ``ensemble`` is the mean of their within-question probabilities.
+MODELS = ("choice_only", "partial_input")
+
+_DISTANCES = ("qmean", "nearest_item", "other_choices")
+_TEXT = ("chars", "words", "word_overlap")
+_FREQUENCY = ("item_count", "cluster_count")
+#: ``(F,)`` names of :func:`choice_features`' last axis: each base feature as a value, centred within the
+#: question, and as its rank among the question's choices (0 = smallest, scaled to [0, 1]).
+FEATURE_NAMES: tuple[str, ...] = tuple(
+    f"{base}_{kind}" for base in (*_DISTANCES, *_TEXT, *_FREQUENCY) for kind in ("value", "centred", "rank")
+)
+_WORD = re.compile(r"[^\W\d_]{3,}")
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "your",
+        "you",
+        "this",
+        "that",
+        "from",
+        "into",
+        "are",
+        "was",
+        "will",
+        "can",
+        "but",
+        "not",
+        "all",
+        "any",
+        "its",
+        "then",
+        "them",
+        "they",
+        "have",
+        "has",
+        "had",
+        "use",
+        "using",
+        "make",
+        "sure",
+        "one",
+        "two",
+        "out",
+        "off",
+        "onto",
+        "over",
+    ]
+)
+
+
+@dataclass
+class ChoiceBatch:
+    """Q multiple-choice questions with C choice slots, L question-item slots and D-dimensional items.
+
+    Attributes:
+        choice_vectors: ``(Q, C, D)`` float32, L2-normalised item embeddings (zero rows where missing).
+        question_vectors: ``(Q, L, D)`` question items (the placeholder and missing items are zero rows).
+        question_mask: ``(Q, L)`` True where a question item has a vector.
+        valid: ``(Q, C)`` True where a choice exists and has a vector.
+        answers: ``(Q,)`` index of the correct choice.
+        groups: ``(Q,)`` procedure of each question; cross-fitting never splits a procedure.
+        choice_texts: per question, its choices' texts (text items only: length and overlap features).
+        question_texts: per question, its question items' texts (the placeholder left out).
+        choice_ids: ``(Q, C)`` int64 identity of each choice's item (e.g. its embedding row; -1 missing):
+            how often an item is a choice in the batch is a feature (frequent negatives give themselves away).
+        clusters: ``(Q, C)`` int64 cluster of each choice's item (-1: none), for the cluster-frequency feature.
+    """
+
+    choice_vectors: np.ndarray
+    question_vectors: np.ndarray
+    question_mask: np.ndarray
+    valid: np.ndarray
+    answers: np.ndarray
+    groups: np.ndarray
+    choice_texts: Sequence[Sequence[str]] | None = None
+    question_texts: Sequence[Sequence[str]] | None = None
+    choice_ids: np.ndarray | None = None
+    clusters: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.answers.shape[0])
+
+    @property
+    def n_choices(self) -> int:
+        return int(self.valid.shape[1])
+
+
+def _within(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``(Q, C, 3)``: each value, its deviation from the question's mean, and its rank among valid choices."""
+    big = np.where(valid, values, np.inf)
+    order = np.argsort(np.argsort(big, axis=1, kind="stable"), axis=1, kind="stable").astype(np.float64)
+    n_valid = np.maximum(valid.sum(axis=1, keepdims=True) - 1, 1)
+    rank = np.where(valid, order / n_valid, 0.0)
+    masked = np.where(valid, values, 0.0)
+    mean = masked.sum(axis=1, keepdims=True) / np.maximum(valid.sum(axis=1, keepdims=True), 1)
+    centred = np.where(valid, values - mean, 0.0)
+    return np.stack([masked, centred, rank], axis=2)
+
+
+def _distance_features(batch: ChoiceBatch) -> list[np.ndarray]:
+    choices = batch.choice_vectors.astype(np.float32, copy=False)
+    mask = batch.question_mask.astype(np.float32)
+    n_items = mask.sum(axis=1)
+    qmean = np.einsum("ql,qld->qd", mask, batch.question_vectors) / np.maximum(n_items, 1)[:, None]
+    # no question items (e.g. coherence): the question is the choices themselves; d(qmean) = 0 everywhere
+    to_qmean = np.linalg.norm(choices - qmean[:, None, :], axis=2)
+    to_qmean = np.where(n_items[:, None] > 0, to_qmean, 0.0)
+    # distance to each question item via the inner product (vectors are unit length): (Q, C, L)
+    sims = np.einsum("qcd,qld->qcl", choices, batch.question_vectors)
+    item_dist = np.sqrt(np.maximum(2.0 - 2.0 * sims, 0.0))
+    item_dist = np.where(batch.question_mask[:, None, :], item_dist, np.inf)
+    nearest = np.min(item_dist, axis=2, initial=np.inf)
+    nearest = np.where(np.isfinite(nearest), nearest, 0.0)
+    gram = np.einsum("qcd,qed->qce", choices, choices)
+    pair = np.sqrt(np.maximum(2.0 - 2.0 * gram, 0.0))
+    both = batch.valid[:, :, None] & batch.valid[:, None, :]
+    np.einsum("qcc->qc", both)[...] = False
+    others = np.where(both, pair, 0.0).sum(axis=2) / np.maximum(both.sum(axis=2), 1)
+    return [_within(v.astype(np.float64), batch.valid) for v in (to_qmean, nearest, others)]
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.casefold()) if w not in _STOP}
+
+
+def _text_features(batch: ChoiceBatch) -> list[np.ndarray]:
+    q, c = batch.valid.shape
+    chars = np.zeros((q, c))
+    words = np.zeros((q, c))
+    overlap = np.zeros((q, c))
+    if batch.choice_texts is not None:
+        question_texts = batch.question_texts or [[] for _ in range(q)]
+        for i, (texts, shown) in enumerate(zip(batch.choice_texts, question_texts, strict=True)):
+            seen: set[str] = set().union(*(_words(t) for t in shown)) if shown else set()
+            for j, text in enumerate(texts[:c]):
+                chars[i, j] = len(text)
+                words[i, j] = len(text.split())
+                vocab = _words(text)
+                overlap[i, j] = len(vocab & seen) / max(len(vocab), 1)
+    return [_within(v, batch.valid) for v in (chars, words, overlap)]
+
+
+def _frequency_features(batch: ChoiceBatch) -> list[np.ndarray]:
+    out = []
+    for ids in (batch.choice_ids, batch.clusters):
+        if ids is None:
+            out.append(_within(np.zeros(batch.valid.shape), batch.valid))
+            continue
+        ids = np.asarray(ids, dtype=np.int64)
+        present = batch.valid & (ids >= 0)
+        _, inverse, counts = np.unique(ids[present], return_inverse=True, return_counts=True)
+        freq = np.zeros(batch.valid.shape)
+        freq[present] = np.log1p(counts[inverse])
+        out.append(_within(freq, batch.valid))
+    return out
+
+
+def choice_features(batch: ChoiceBatch) -> np.ndarray:
+    """``(Q, C, F)`` float64 context-free features of every choice (:data:`FEATURE_NAMES` along the last axis)."""
+    parts = _distance_features(batch) + _text_features(batch) + _frequency_features(batch)
+    return np.concatenate(parts, axis=2)
+
+
+def group_folds(groups: np.ndarray, n_folds: int, seed: int) -> dict[int, int]:
+    """A seeded fold for every group: shuffled groups dealt round-robin (fold sizes differ by at most one)."""
+    unique = np.unique(np.asarray(groups, dtype=np.int64))
+    order = np.random.default_rng([seed, 0x5C7]).permutation(len(unique))
+    return {int(g): int(i % n_folds) for i, g in zip(range(len(unique)), unique[order].tolist(), strict=True)}
+
+
+def _softmax_within(scores: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    masked = np.where(valid, scores, -np.inf)
+    top = np.max(masked, axis=1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    weights = np.where(valid, np.exp(masked - top), 0.0)
+    return weights / np.maximum(weights.sum(axis=1, keepdims=True), 1e-300)
+
+
+def _normalise_within(probs: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    probs = np.where(valid, np.clip(probs, 1e-9, 1.0), 0.0)
+    return probs / np.maximum(probs.sum(axis=1, keepdims=True), 1e-300)
+
+
+@dataclass
+class _FoldModels:
+    choice_only: Any
+    partial_input: Any
+
+
+@dataclass
+class ShortcutEnsemble:
+    """Cross-fitted context-free probes: choice-only (linear) and partial-input (gradient-boosted trees).
+
+    ``fit`` deals the batch's procedures into ``n_folds`` folds and fits both models on every fold's
+    complement; ``predict`` scores each question with the models of its procedure's fold, so no question
+    is scored by a model that saw its procedure (procedures unseen at fit time use fold 0's models). The
+    within-question probabilities of each model are returned, and ``ensemble``, their mean.
+    """
+
+    n_folds: int = 5
+    seed: int = 0
+    models: tuple[str, ...] = MODELS
+    fold_of: dict[int, int] = field(default_factory=dict)
+    _fitted: list[_FoldModels] = field(default_factory=list, repr=False)
+
+    def _folds(self, groups: np.ndarray) -> np.ndarray:
+        return np.array([self.fold_of.get(int(g), 0) for g in np.asarray(groups).tolist()], dtype=np.int64)
+
+    def fit(self, batch: ChoiceBatch, features: np.ndarray | None = None) -> ShortcutEnsemble:
+        """Fit one model pair per fold on the other folds' questions (``features``: precomputed, optional)."""
+        from sklearn.ensemble import HistGradientBoostingClassifier
+        from sklearn.linear_model import LogisticRegression
+        from threadpoolctl import threadpool_limits
+
+        n_folds = int(min(self.n_folds, len(np.unique(batch.groups))))
+        if n_folds < 2:
+            raise ValueError("cross-fitting needs questions from at least 2 procedures")
+        self.fold_of = group_folds(batch.groups, n_folds, self.seed)
+        folds = self._folds(batch.groups)
+        feats = choice_features(batch) if features is None else features
+        labels = np.arange(batch.n_choices)[None, :] == batch.answers[:, None]
+        self._fitted = []
+        with threadpool_limits(limits=1):
+            for fold in range(n_folds):
+                train = (folds != fold)[:, None] & batch.valid
+                y = labels[train].astype(np.int64)
+                linear = trees = None
+                if len(np.unique(y)) == 2:
+                    if "choice_only" in self.models:
+                        linear = LogisticRegression(C=1.0, max_iter=300, class_weight="balanced")
+                        linear.fit(batch.choice_vectors[train].astype(np.float64), y)
+                    if "partial_input" in self.models:
+                        trees = HistGradientBoostingClassifier(
+                            max_iter=150,
+                            learning_rate=0.08,
+                            max_leaf_nodes=15,
+                            min_samples_leaf=20,
+                            l2_regularization=1.0,
+                            early_stopping=False,
+                            class_weight="balanced",
+                            random_state=self.seed,
+                        )
+                        trees.fit(feats[train], y)
+                self._fitted.append(_FoldModels(linear, trees))
+        return self
+
+    def predict(self, batch: ChoiceBatch, features: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """``{model: (Q, C)}`` cross-fitted within-question probabilities (rows sum to 1 over valid choices)."""
+        from threadpoolctl import threadpool_limits
+
+        if not self._fitted:
+            raise ValueError("fit the ensemble first")
+        feats = choice_features(batch) if features is None else features
+        folds = self._folds(batch.groups)
+        q, c = batch.valid.shape
+        uniform = _normalise_within(np.ones((q, c)), batch.valid)
+        out = {name: uniform.copy() for name in self.models}
+        with threadpool_limits(limits=1):
+            for fold, fitted in enumerate(self._fitted):
+                rows = folds == fold
+                if not rows.any():
+                    continue
+                cells = rows[:, None] & batch.valid
+                for name, model, x in (
+                    ("choice_only", fitted.choice_only, batch.choice_vectors),
+                    ("partial_input", fitted.partial_input, feats),
+                ):
+                    if model is None or name not in out:
+                        continue
+                    score = np.full((q, c), -np.inf)
+                    score[cells] = model.decision_function(np.asarray(x[cells], dtype=np.float64))
+                    out[name][rows] = _softmax_within(score[rows], batch.valid[rows])
+        out["ensemble"] = np.mean([out[name] for name in self.models], axis=0)
+        return out
+
+
+def hits(probs: np.ndarray, answers: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``(Q,)`` True where the highest-probability valid choice is the answer (ties count as misses)."""
+    masked = np.where(valid, probs, -np.inf)
+    top = masked.max(axis=1)
+    correct = masked[np.arange(len(answers)), answers]
+    return (correct >= top) & ((masked >= top[:, None]).sum(axis=1) == 1)
+
+
+def answer_scores(probs: dict[str, np.ndarray], answers: np.ndarray) -> np.ndarray:
+    """``(Q,)`` the ensemble's cross-fitted probability of each question's answer (cleanlab-style score)."""
+    ensemble = probs["ensemble"]
+    return np.asarray(ensemble[np.arange(len(answers)), answers], dtype=np.float64)

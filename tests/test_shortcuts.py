@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from procbench.shortcuts import (
+    FEATURE_NAMES,
+    ChoiceBatch,
+    ShortcutEnsemble,
+    answer_scores,
+    choice_features,
+    group_folds,
+    hits,
+)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def _batch(n: int, *, shortcut: str | None, seed: int = 0, dim: int = 16) -> ChoiceBatch:
+    """Questions of 3 items and 4 choices; ``shortcut`` plants a context-free tell in the answer."""
+    rng = np.random.default_rng(seed)
+    topics = _unit(rng.normal(size=(n, dim)))
+    items = _unit(topics[:, None, :] + 0.6 * rng.normal(size=(n, 3, dim)))
+    choices = _unit(rng.normal(size=(n, 4, dim)))
+    answers = rng.integers(0, 4, n)
+    if shortcut == "near":  # the answer is on the question's topic, negatives are random
+        choices[np.arange(n), answers] = _unit(topics + 0.4 * rng.normal(size=(n, dim)))
+    elif shortcut == "look":  # the answer points along a fixed direction (choice-only bias)
+        tell = np.zeros(dim, dtype=np.float32)
+        tell[0] = 3.0
+        choices[np.arange(n), answers] = _unit(rng.normal(size=(n, dim)) + tell)
+    texts = [[f"choice {j} of {i}" for j in range(4)] for i in range(n)]
+    shown = [[f"item {i}"] * 3 for i in range(n)]
+    return ChoiceBatch(
+        choice_vectors=choices,
+        question_vectors=items,
+        question_mask=np.ones((n, 3), dtype=bool),
+        valid=np.ones((n, 4), dtype=bool),
+        answers=answers,
+        groups=np.arange(n) // 2,
+        choice_texts=texts,
+        question_texts=shown,
+    )
+
+
+def test_features_shape_and_ranks() -> None:
+    batch = _batch(20, shortcut="near")
+    feats = choice_features(batch)
+    assert feats.shape == (20, 4, len(FEATURE_NAMES))
+    rank = feats[:, :, FEATURE_NAMES.index("qmean_rank")]
+    assert np.allclose(np.sort(rank, axis=1), [0, 1 / 3, 2 / 3, 1])
+    centred = feats[:, :, FEATURE_NAMES.index("qmean_centred")]
+    assert np.allclose(centred.sum(axis=1), 0, atol=1e-9)
+
+
+def test_invalid_choices_do_not_count() -> None:
+    batch = _batch(10, shortcut=None)
+    batch.valid[:, 3] = False
+    feats = choice_features(batch)
+    rank = feats[:, :, FEATURE_NAMES.index("qmean_rank")]
+    assert np.allclose(np.sort(rank[:, :3], axis=1), [0, 0.5, 1])
+    assert np.all(rank[:, 3] == 0)
+
+
+@pytest.mark.parametrize("shortcut", ["near", "look"])
+def test_planted_shortcuts_are_found(shortcut: str) -> None:
+    batch = _batch(400, shortcut=shortcut)
+    probs = ShortcutEnsemble(n_folds=5, seed=0).fit(batch).predict(batch)
+    model = "partial_input" if shortcut == "near" else "choice_only"
+    assert hits(probs[model], batch.answers, batch.valid).mean() > 0.6
+    assert hits(probs["ensemble"], batch.answers, batch.valid).mean() > 0.6
+    assert np.allclose(probs["ensemble"].sum(axis=1), 1.0)
+
+
+def test_no_shortcut_stays_near_chance() -> None:
+    batch = _batch(400, shortcut=None, seed=3)
+    probs = ShortcutEnsemble(n_folds=5, seed=0).fit(batch).predict(batch)
+    for name in ("choice_only", "partial_input", "ensemble"):
+        assert 0.18 < hits(probs[name], batch.answers, batch.valid).mean() < 0.32
+
+
+def test_cross_fitting_is_deterministic_and_grouped() -> None:
+    batch = _batch(300, shortcut="near")
+    a = ShortcutEnsemble(seed=1).fit(batch)
+    b = ShortcutEnsemble(seed=1).fit(batch)
+    assert np.array_equal(a.predict(batch)["ensemble"], b.predict(batch)["ensemble"])
+    assert a.fold_of == group_folds(batch.groups, 5, 1)
+    scores = answer_scores(a.predict(batch), batch.answers)
+    assert scores.shape == (300,) and np.all((scores > 0) & (scores < 1))
+
+
+def test_frequent_items_are_a_feature() -> None:
+    batch = _batch(400, shortcut=None, seed=5)
+    ids = np.arange(400 * 4).reshape(400, 4)
+    wrong = np.arange(4)[None, :] != batch.answers[:, None]
+    ids[wrong] = np.random.default_rng(0).integers(0, 20, wrong.sum())  # negatives reuse 20 hub items
+    batch.choice_ids = ids
+    probs = ShortcutEnsemble(seed=0, models=("partial_input",)).fit(batch).predict(batch)
+    assert hits(probs["partial_input"], batch.answers, batch.valid).mean() > 0.9
