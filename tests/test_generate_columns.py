@@ -12,10 +12,10 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from procbench.formats.recipeqa import RecipeQAWriter, json_strings
 from procbench.generate.columns import dictionary, fixed_lists, procedure_ids, questions_table, ranges
 from procbench.generate.qset import _table
 from procbench.generate.questions import Question, answer_orders, place_answers
-from procbench.generate.recipeqa_json import RecipeQAWriter, json_strings
 from procbench.generate.visual_common import (
     DUPLICATE_DISTANCE,
     LEVELS,

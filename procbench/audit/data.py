@@ -11,7 +11,6 @@ files.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from procbench.errors import BadInput, InputFileNotFound, ProcbenchError
-from procbench.generate.questions import PLACEHOLDER
+from procbench.formats.recipeqa import PLACEHOLDER, context_text, read_entries
 from procbench.store import Store
 
 __all__ = [
@@ -326,14 +325,10 @@ def _json_contexts(path: Path, qids: list[str]) -> list[str] | None:
     if not path.is_file():
         return None
     try:
-        document = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        entries = read_entries(path)
+    except (OSError, BadInput):
         return None
-    by_qid = {
-        str(e.get("qid")): " ".join(str(s.get("body") or "") for s in e.get("context") or [])
-        for e in document.get("data", [])
-        if isinstance(e, dict)
-    }
+    by_qid = {str(e.get("qid")): context_text(e) for e in entries if isinstance(e, dict)}
     return [by_qid.get(q, "") for q in qids]
 
 
@@ -508,13 +503,7 @@ def load_recipeqa(
     path = Path(path)
     if not path.is_file():
         raise InputFileNotFound(f"no such RecipeQA JSON file: {path}")
-    try:
-        document = json.loads(path.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadInput(f"{path} is not RecipeQA JSON: {exc}") from exc
-    entries = document.get("data") if isinstance(document, dict) else document
-    if not isinstance(entries, list):
-        raise BadInput(f"{path} is not RecipeQA JSON: expected an object with a 'data' list")
+    entries = read_entries(path)
     by_task: dict[str, list[dict[str, Any]]] = {}
     for number, entry in enumerate(entries, 1):
         if not isinstance(entry, dict) or not isinstance(entry.get("choice_list"), list):
@@ -534,7 +523,7 @@ def load_recipeqa(
         questions = [[str(x) for x in e.get("question") or []] for e in rows]
         choices = [[[str(x) for x in c] if isinstance(c, list) else str(c) for c in e["choice_list"]] for e in rows]
         kind = task_kind(task, choices)
-        contexts = [" ".join(str(s.get("body") or "") for s in e.get("context") or []) for e in rows]
+        contexts = [context_text(e) for e in rows]
         items = [x for q in questions for x in q if x != PLACEHOLDER]
         items += [x for cs in choices for c in cs for x in (c if isinstance(c, list) else [c])]
         if kind.items == "text" or (kind.items == "unknown" and not kind.ordering):

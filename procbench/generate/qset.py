@@ -20,9 +20,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from procbench import __version__
+from procbench.formats.recipeqa import RecipeQAWriter
 from procbench.generate.columns import COLUMNS, Questions, as_table, count, decoded, procedure_ids
 from procbench.generate.questions import paused_gc
-from procbench.generate.recipeqa_json import RecipeQAWriter
 from procbench.generate.splits import SPLITS
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps

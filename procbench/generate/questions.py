@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from procbench.formats.recipeqa import PLACEHOLDER
+
 __all__ = [
     "N_CHOICES",
     "PLACEHOLDER",
@@ -20,7 +22,6 @@ __all__ = [
     "place_answers",
 ]
 
-PLACEHOLDER = "@placeholder"
 N_CHOICES = 4
 
 

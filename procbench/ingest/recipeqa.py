@@ -1,4 +1,5 @@
-"""RecipeQA's JSON (``{"data": [entry, ...]}``): each entry holds a whole recipe as its ``context``.
+"""Recipes from RecipeQA's JSON (read by :mod:`procbench.formats.recipeqa`): each entry holds a whole recipe
+as its ``context``.
 
 The same recipe appears under several tasks (textual cloze, visual cloze ...); it is read once, keyed
 by its ``recipe_id``. Image names are resolved against the image folder when the files are there.
@@ -6,12 +7,11 @@ by its ``recipe_id``. Image names are resolved against the image folder when the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from procbench.errors import BadInput
+from procbench.formats.recipeqa import read_entries
 from procbench.ingest.records import Problem
 from procbench.procedure import Procedure, Step, procedure_id
 
@@ -52,13 +52,7 @@ def read_recipeqa(path: Path) -> Iterator[tuple[str, Procedure | Problem]]:
 
     The split is taken from the file name (``train.json``, ``val.json``, ``test.json``) when it names one.
     """
-    try:
-        document = json.loads(path.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadInput(f"{path} is not RecipeQA JSON: {exc}") from exc
-    entries = document.get("data") if isinstance(document, dict) else document
-    if not isinstance(entries, list):
-        raise BadInput(f"{path} is not RecipeQA JSON: expected an object with a 'data' list")
+    entries = read_entries(path)
     split = _SPLITS.get(path.stem.lower())
     seen: set[str] = set()
     for number, entry in enumerate(entries, 1):

@@ -1,4 +1,9 @@
-"""``recipeqa.json``: a question set in RecipeQA's JSON layout, so existing RecipeQA readers can load it.
+"""RecipeQA's JSON layout, read (:func:`read_entries`) and written (:class:`RecipeQAWriter`, ``recipeqa.json``).
+
+Reading: ingest takes the recipes of a RecipeQA file as procedures, the audit takes its questions; both get
+the entries through :func:`read_entries`, and a question's context text through :func:`context_text`.
+
+Writing: a question set in RecipeQA's JSON layout, so existing RecipeQA readers can load it.
 
 ``{"version": ..., "data": [{"qid", "recipe_id", "task", "split", "question_text", "context": [{"id",
 "title", "body", "images"}], "question", "choice_list", "answer"}]}``; visual items are image paths
@@ -16,18 +21,29 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from procbench import __version__
-from procbench.generate.columns import ragged_lists, ranges
-from procbench.generate.questions import PLACEHOLDER
+from procbench.arrays import ragged_lists, ranges
+from procbench.errors import BadInput
 
-__all__ = ["QUESTION_TEXT", "VISUAL_TASKS", "RecipeQAWriter", "StepDocuments", "json_strings"]
+__all__ = [
+    "PLACEHOLDER",
+    "QUESTION_TEXT",
+    "VISUAL_TASKS",
+    "RecipeQAWriter",
+    "StepDocuments",
+    "context_text",
+    "json_strings",
+    "read_entries",
+]
 
+#: What RecipeQA puts in a question where the missing item goes.
+PLACEHOLDER = "@placeholder"
 VISUAL_TASKS = frozenset({"visual-cloze", "visual-coherence", "visual-ordering"})
 QUESTION_TEXT = {
     "textual-cloze": "Choose the best title for the missing blank to correctly complete the recipe.",
@@ -42,6 +58,27 @@ _BATCH = 16_384
 #: JSON escapes Arrow can apply with plain substring replacement (backslash first).
 _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"))
 _OTHER_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f]"
+
+
+def read_entries(path: Path) -> list[Any]:
+    """The entries of a RecipeQA JSON file (``{"data": [entry, ...]}``, or a bare list), unchecked.
+
+    Raises:
+        BadInput: the file is not JSON, or holds no ``data`` list.
+    """
+    try:
+        document = json.loads(path.read_bytes())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadInput(f"{path} is not RecipeQA JSON: {exc}") from exc
+    entries = document.get("data") if isinstance(document, dict) else document
+    if not isinstance(entries, list):
+        raise BadInput(f"{path} is not RecipeQA JSON: expected an object with a 'data' list")
+    return entries
+
+
+def context_text(entry: dict[str, Any]) -> str:
+    """A question's context as one text: the bodies of its context steps, joined by spaces."""
+    return " ".join(str(step.get("body") or "") for step in entry.get("context") or [])
 
 
 def _join(*parts: pa.Array | str) -> pa.Array:

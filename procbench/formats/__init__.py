@@ -1,0 +1,1 @@
+"""File formats procbench reads and writes besides its own store: RecipeQA JSON (:mod:`.recipeqa`)."""
