@@ -13,17 +13,9 @@ each decides whether it applies to a task and says why not when it does not. Eve
 from __future__ import annotations
 
 from procbench.audit import probes as _probes  # noqa: F401  (registers the probes)
+from procbench.audit.auditset import TASK_KINDS, ArrayVectors, AuditSet, TaskKind
 from procbench.audit.core import DEFAULT_BOOTSTRAP, DEFAULT_FOLDS, AuditRun, audit_set, audit_sets, run_audit
-from procbench.audit.data import (
-    TASK_KINDS,
-    ArrayVectors,
-    AuditSet,
-    TaskKind,
-    default_report_path,
-    load_question_set,
-    load_recipeqa,
-    load_sets,
-)
+from procbench.audit.loaders import default_report_path, load_question_set, load_recipeqa, load_sets
 from procbench.audit.plots import write_plots
 from procbench.audit.registry import PROBES, ProbeSpec, register, resolve_probes
 from procbench.audit.report import AuditReport, ProbeResult, SetAudit, write_report

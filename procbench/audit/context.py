@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from procbench.audit.data import AuditSet
+from procbench.audit.auditset import AuditSet
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import Bootstrap, chance_level, group_codes, percentile_ci, procedure_folds
 

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from procbench.audit.auditset import AuditSet
 from procbench.audit.context import ProbeContext
-from procbench.audit.data import AuditSet, default_report_path, load_sets
+from procbench.audit.loaders import default_report_path, load_sets
 from procbench.audit.registry import resolve_probes
 from procbench.audit.report import AuditReport, ProbeResult, SetAudit, write_report
 from procbench.errors import BadInput

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from procbench.errors import BadInput
 
 if TYPE_CHECKING:
+    from procbench.audit.auditset import AuditSet
     from procbench.audit.context import ProbeContext
-    from procbench.audit.data import AuditSet
     from procbench.audit.report import ProbeResult
 
 __all__ = ["PROBES", "ProbeFn", "ProbeSpec", "register", "resolve_probes"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from procbench.audit.data import AuditSet
+from procbench.audit.auditset import AuditSet
 
 __all__ = ["choices_with_vectors", "multiple_choice_reason"]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from procbench.audit.auditset import AuditSet
 from procbench.audit.context import ProbeContext, cv_choice_scores
-from procbench.audit.data import AuditSet
 from procbench.audit.probes.common import choices_with_vectors, multiple_choice_reason
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult

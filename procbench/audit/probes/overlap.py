@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from procbench.audit.auditset import AuditSet
 from procbench.audit.context import ProbeContext
-from procbench.audit.data import AuditSet
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import percentile_ci

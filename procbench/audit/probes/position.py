@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from procbench.audit.auditset import AuditSet
 from procbench.audit.context import ProbeContext
-from procbench.audit.data import AuditSet
 from procbench.audit.probes.common import multiple_choice_reason
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult

@@ -21,8 +21,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from procbench.audit.auditset import AuditSet
 from procbench.audit.context import ProbeContext
-from procbench.audit.data import AuditSet
 from procbench.audit.probes.common import multiple_choice_reason
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
