@@ -6,14 +6,14 @@
 {'value': 0.41, 'chance': 0.25, 'ci': [0.39, 0.43], ...}
 
 Probes live in a registry (:data:`PROBES`), one module per family under ``procbench.audit.probes``;
-each decides whether it applies to a task and says why not when it does not. Everything heavy
-(scikit-learn, scipy, matplotlib) is imported inside the functions that use it.
+each decides whether it applies to a task and raises :class:`NotApplicable` saying why when it does not.
+Everything heavy (scikit-learn, scipy, matplotlib) is imported inside the functions that use it.
 """
 
 from __future__ import annotations
 
 from procbench.audit import probes as _probes  # noqa: F401  (registers the probes)
-from procbench.audit.auditset import TASK_KINDS, ArrayVectors, AuditSet, TaskKind
+from procbench.audit.auditset import TASK_KINDS, ArrayVectors, AuditSet, NotApplicable, TaskKind
 from procbench.audit.core import DEFAULT_BOOTSTRAP, DEFAULT_FOLDS, AuditRun, audit_set, audit_sets, run_audit
 from procbench.audit.loaders import default_report_path, load_question_set, load_recipeqa, load_sets
 from procbench.audit.plots import write_plots
@@ -29,6 +29,7 @@ __all__ = [
     "AuditReport",
     "AuditRun",
     "AuditSet",
+    "NotApplicable",
     "ProbeResult",
     "ProbeSpec",
     "SetAudit",

@@ -18,7 +18,24 @@ import numpy as np
 from procbench.errors import ProcbenchError
 from procbench.formats.recipeqa import PLACEHOLDER
 
-__all__ = ["TASK_KINDS", "ArrayVectors", "AuditSet", "ItemIndex", "TaskKind", "VectorLookup", "task_kind"]
+__all__ = [
+    "TASK_KINDS",
+    "ArrayVectors",
+    "AuditSet",
+    "ItemIndex",
+    "NotApplicable",
+    "TaskKind",
+    "VectorLookup",
+    "task_kind",
+]
+
+
+class NotApplicable(Exception):  # noqa: N818  (a verdict, not a failure)
+    """A probe does not apply to a set, or cannot be computed on it; the message says why.
+
+    Raised by the set's views (no item vectors), the probe context (too few questions for cross-validation)
+    and the probes themselves; the audit loop catches it once and reports the probe as not applicable.
+    """
 
 
 @dataclass(frozen=True)
@@ -218,21 +235,26 @@ class AuditSet:
         self._cache["index"] = cached
         return cached
 
-    def item_vectors(self) -> tuple[np.ndarray, np.ndarray] | str:
-        """``((u, D) float32 vectors of every item key, (u,) found mask)``, or why there are none."""
+    def item_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(u, D)`` float32 vectors of every item key and the ``(u,)`` mask of keys that have one.
+
+        Raises:
+            NotApplicable: the set has no item vectors (the reason is kept and raised again on later calls).
+        """
         cached = self._cache.get("vectors")
-        if cached is not None:
-            return cached  # type: ignore[no-any-return]
+        if cached is None:
+            cached = self._cache["vectors"] = self._load_vectors()
+        if isinstance(cached, NotApplicable):
+            raise NotApplicable(str(cached))
+        return cached  # type: ignore[no-any-return]
+
+    def _load_vectors(self) -> tuple[np.ndarray, np.ndarray] | NotApplicable:
         if self.vectors is None:
-            result: tuple[np.ndarray, np.ndarray] | str = self.vectors_note or "the set has no item embeddings"
-        else:
-            keys = self.index().keys
-            try:
-                matrix = np.asarray(self.vectors.get(keys), dtype=np.float32)
-            except ProcbenchError as exc:
-                result = f"no item embeddings: {exc}"
-            else:
-                found = np.linalg.norm(matrix, axis=1) > 0 if len(keys) else np.zeros(0, dtype=bool)
-                result = (matrix, found) if found.any() else "none of the set's items has an embedding"
-        self._cache["vectors"] = result
-        return result
+            return NotApplicable(self.vectors_note or "the set has no item embeddings")
+        keys = self.index().keys
+        try:
+            matrix = np.asarray(self.vectors.get(keys), dtype=np.float32)
+        except ProcbenchError as exc:
+            return NotApplicable(f"no item embeddings: {exc}")
+        found = np.linalg.norm(matrix, axis=1) > 0 if len(keys) else np.zeros(0, dtype=bool)
+        return (matrix, found) if found.any() else NotApplicable("none of the set's items has an embedding")

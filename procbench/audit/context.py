@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from procbench.audit.auditset import AuditSet
+from procbench.audit.auditset import AuditSet, NotApplicable
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import Bootstrap, chance_level, group_codes, percentile_ci, procedure_folds
 
@@ -67,27 +67,26 @@ class ProbeContext:
         info.update(details or {})
         return ProbeResult(value, chance_level(valid, rows), percentile_ci(replicates), details=info)
 
-    def check_cv(self, rows: np.ndarray) -> str | None:
-        """Why cross-validation cannot run on ``rows`` (None when it can)."""
+    def require_cv(self, rows: np.ndarray) -> None:
+        """Raise :class:`NotApplicable` when cross-validation cannot run on ``rows``."""
         if rows.sum() < 20:
-            return f"too few usable questions ({int(rows.sum())}; at least 20 are needed)"
+            raise NotApplicable(f"too few usable questions ({int(rows.sum())}; at least 20 are needed)")
         if len(np.unique(self.folds[rows])) < 2:
-            return "too few procedures for procedure-grouped cross-validation (at least 2 are needed)"
-        return None
+            raise NotApplicable("too few procedures for procedure-grouped cross-validation (at least 2 are needed)")
 
     # -- shared features ---------------------------------------------------------------------------------
-    def reduced_items(self, aset: AuditSet, dims: int = 64) -> np.ndarray | str:
+    def reduced_items(self, aset: AuditSet, dims: int = 64) -> np.ndarray:
         """``(u, r)`` item vectors projected on their first ``r <= dims`` principal components (zero rows for
-        items without a vector), or why there are no vectors. The PCA (an eigendecomposition of the
-        covariance, signs fixed) is fitted on a seeded sample of items."""
+        items without a vector). The PCA (an eigendecomposition of the covariance, signs fixed) is fitted on
+        a seeded sample of items.
+
+        Raises:
+            NotApplicable: the set has no item vectors.
+        """
         key = f"reduced:{dims}"
         if key in self.cache:
             return self.cache[key]  # type: ignore[no-any-return]
-        vectors = aset.item_vectors()
-        if isinstance(vectors, str):
-            self.cache[key] = vectors
-            return vectors
-        matrix, found = vectors
+        matrix, found = aset.item_vectors()
         rows = np.flatnonzero(found)
         r = int(min(dims, matrix.shape[1], max(1, len(rows) - 1)))
         out = np.zeros((len(matrix), r), dtype=np.float32)

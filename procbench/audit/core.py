@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from procbench.audit.auditset import AuditSet
+from procbench.audit.auditset import AuditSet, NotApplicable
 from procbench.audit.context import ProbeContext
 from procbench.audit.loaders import default_report_path, load_sets
 from procbench.audit.registry import resolve_probes
@@ -31,7 +31,7 @@ def audit_set(
     probes: Iterable[str] | str | None = None,
     progress: Progress = SILENT,
 ) -> SetAudit:
-    """Every (selected) probe on one set; probes that do not apply say why."""
+    """Every (selected) probe on one set; a probe that raises :class:`NotApplicable` is reported with its reason."""
     from threadpoolctl import threadpool_limits
 
     specs = resolve_probes(probes)
@@ -42,10 +42,12 @@ def audit_set(
     with threadpool_limits(limits=1):
         ctx = ProbeContext.for_set(aset, seed=seed, n_boot=n_boot, n_folds=n_folds) if len(aset) else None
         for spec in specs:
-            if ctx is None:
-                results[spec.name] = ProbeResult.not_applicable("the set has no questions")
-            else:
+            try:
+                if ctx is None:
+                    raise NotApplicable("the set has no questions")
                 results[spec.name] = spec.fn(aset, ctx)
+            except NotApplicable as exc:
+                results[spec.name] = ProbeResult.not_applicable(str(exc))
             progress.advance()
     return SetAudit(aset.name, aset.task, len(aset), results, aset.source)
 

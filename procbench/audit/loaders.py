@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from procbench.audit.auditset import AuditSet, VectorLookup, task_kind
+from procbench.audit.auditset import AuditSet, NotApplicable, VectorLookup, task_kind
 from procbench.audit.vectors import fitted_text_vectors, image_vectors, store_vectors
 from procbench.errors import BadInput, InputFileNotFound
 from procbench.formats.recipeqa import PLACEHOLDER, context_text, read_entries
@@ -124,7 +124,10 @@ def load_question_set(
     elif home is None:
         note = f"no store to read {kind.field} embeddings from: pass --store"
     elif kind.items != "text" or question_keys is not None:
-        vectors, note, encoder = store_vectors(home, kind.field)
+        try:
+            vectors, encoder = store_vectors(home, kind.field)
+        except NotApplicable as exc:
+            note = str(exc)
     if vectors is None and kind.items == "text" and n:
         # titles without step keys, or a store without title embeddings: embed the set's own texts
         items = [x for q in questions for x in q] + [x for c in choices for x in c]
@@ -136,7 +139,11 @@ def load_question_set(
                 keys = [k for ks in question_keys for k in ks] + [k for ks in choice_keys for k in ks]
             else:  # keys that do not line up with the items: identify items by their text
                 question_keys = choice_keys = None
-        vectors, note, encoder = fitted_text_vectors(items, contexts or [], seed=seed, keys=keys)
+        try:
+            vectors, encoder = fitted_text_vectors(items, contexts or [], seed=seed, keys=keys)
+            note = None
+        except NotApplicable as exc:
+            note = str(exc)
     return AuditSet(
         name=name or f"{task}/{folder.name}",
         task=task,
@@ -197,12 +204,17 @@ def load_recipeqa(
         contexts = [context_text(e) for e in rows]
         items = [x for q in questions for x in q if x != PLACEHOLDER]
         items += [x for cs in choices for c in cs for x in (c if isinstance(c, list) else [c])]
-        if kind.items == "text" or (kind.items == "unknown" and not kind.ordering):
-            vectors, note, encoder = fitted_text_vectors(items, contexts, seed=seed)
-        else:
-            vectors, note, encoder = image_vectors(
-                items, store=home, images=Path(images) if images is not None else None, base=path.parent
-            )
+        vectors: VectorLookup | None = None
+        note: str | None = None
+        encoder = ""
+        try:
+            if kind.items == "text" or (kind.items == "unknown" and not kind.ordering):
+                vectors, encoder = fitted_text_vectors(items, contexts, seed=seed)
+            else:
+                folder = Path(images) if images is not None else None
+                vectors, encoder = image_vectors(items, store=home, images=folder, base=path.parent)
+        except NotApplicable as exc:
+            note = str(exc)
         name = label if len(by_task) == 1 and in_set else f"{label}:{task}"
         sets.append(
             AuditSet(

@@ -1,7 +1,7 @@
 """The probe registry: each probe family registers its probes by name, like cleanlab's issue managers.
 
 A probe is a function ``(audit_set, context) -> ProbeResult``. It decides for itself whether it applies
-to the set's task and says why not when it does not; it never fakes a value.
+to the set's task and, when it does not, raises ``NotApplicable`` saying why; it never fakes a value.
 """
 
 from __future__ import annotations

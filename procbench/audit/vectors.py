@@ -1,5 +1,8 @@
 """Item vectors for sets: the store's frozen embeddings, or computed for sets that have no store (the
-``hashed`` text encoder fitted on the set's own texts, the ``colour-layout`` descriptor for image files)."""
+``hashed`` text encoder fitted on the set's own texts, the ``colour-layout`` descriptor for image files).
+
+Each returns ``(lookup, encoder description)`` or raises :class:`NotApplicable` saying why there are none.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from procbench.audit.auditset import ArrayVectors, VectorLookup
+from procbench.audit.auditset import ArrayVectors, NotApplicable, VectorLookup
 from procbench.errors import BadInput, ProcbenchError
 from procbench.formats.recipeqa import PLACEHOLDER
 from procbench.store import Store
@@ -16,20 +19,21 @@ from procbench.store import Store
 __all__ = ["fitted_text_vectors", "image_vectors", "store_vectors"]
 
 
-def store_vectors(store: Store, fieldname: str) -> tuple[VectorLookup | None, str | None, str]:
+def store_vectors(store: Store, fieldname: str) -> tuple[VectorLookup, str]:
+    """The store's frozen ``fieldname`` embeddings."""
     from procbench.features import ItemVectors
 
     vectors = ItemVectors(store, fieldname)
     try:
         encoder = vectors.encoder
     except ProcbenchError as exc:
-        return None, f"no {fieldname} embeddings in the store ({exc}); run `procbench embed`", ""
-    return vectors, None, f"{fieldname}.{encoder}"
+        raise NotApplicable(f"no {fieldname} embeddings in the store ({exc}); run `procbench embed`") from exc
+    return vectors, f"{fieldname}.{encoder}"
 
 
 def fitted_text_vectors(
     items: Iterable[str], corpus: Iterable[str], *, seed: int, keys: Iterable[str | None] | None = None
-) -> tuple[VectorLookup | None, str | None, str]:
+) -> tuple[VectorLookup, str]:
     """Vectors of ``items`` from the ``hashed`` encoder fitted on ``corpus`` and the items themselves, looked
     up by ``keys`` (aligned with ``items``; default: the items themselves)."""
     from procbench.embed.hashed import HashedParams, HashedTextEncoder
@@ -45,25 +49,28 @@ def fitted_text_vectors(
             [*corpus, *unique], params=HashedParams(dim=128, sample_size=30_000, seed=seed)
         )
     except BadInput as exc:
-        return None, f"cannot fit a text encoder on this set: {exc}", ""
+        raise NotApplicable(f"cannot fit a text encoder on this set: {exc}") from exc
     matrix = encoder.encode(unique, batch_size=4096)
     row = {text: i for i, text in enumerate(unique)}
     rows = np.array([row[text] for text in by_key.values()], dtype=np.int64)
     vectors = ArrayVectors(list(by_key), matrix[rows] if len(rows) else matrix, encoder="hashed")
-    return vectors, None, f"hashed (fitted on the set, {encoder.dim}-d)"
+    return vectors, f"hashed (fitted on the set, {encoder.dim}-d)"
 
 
 def image_vectors(
     names: list[str], *, store: Store | None, images: Path | None, base: Path
-) -> tuple[VectorLookup | None, str | None, str]:
+) -> tuple[VectorLookup, str]:
     """Vectors of image names: the store's image embeddings by id (the file stem), else the files themselves."""
     unique = sorted(set(names))
     matrix = np.zeros((0, 0), dtype=np.float32)
     found = np.zeros(len(unique), dtype=bool)
     encoders = []
     if store is not None:
-        lookup, note, encoder = store_vectors(store, "image")
-        if lookup is not None:
+        try:
+            lookup, encoder = store_vectors(store, "image")
+        except NotApplicable:
+            pass
+        else:
             matrix = np.asarray(lookup.get([Path(n).stem for n in unique]), dtype=np.float32)
             found = np.linalg.norm(matrix, axis=1) > 0
             encoders.append(encoder)
@@ -84,11 +91,9 @@ def image_vectors(
 
         colour = ColourLayoutEncoder()
         if matrix.shape[1] not in (0, colour.dim):
-            return (
-                (ArrayVectors(unique, matrix, encoder=encoders[0]), None, encoders[0])
-                if found.any()
-                else (None, "image embeddings and files disagree in dimension", "")
-            )
+            if not found.any():
+                raise NotApplicable("image embeddings and files disagree in dimension")
+            return ArrayVectors(unique, matrix, encoder=encoders[0]), encoders[0]
         if matrix.shape[1] == 0:
             matrix = np.zeros((len(unique), colour.dim), dtype=np.float32)
         for i, path in files.items():
@@ -100,9 +105,7 @@ def image_vectors(
         encoders.append("colour-layout (image files)")
     if not matrix.size or not np.linalg.norm(matrix, axis=1).any():
         where = str(images) if images is not None else f"{base} or {base / 'images'}"
-        return (
-            None,
-            f"no image embeddings: the images are neither in a store (--store) nor under {where} (--images)",
-            "",
+        raise NotApplicable(
+            f"no image embeddings: the images are neither in a store (--store) nor under {where} (--images)"
         )
-    return ArrayVectors(unique, matrix, encoder=" + ".join(encoders)), None, " + ".join(encoders)
+    return ArrayVectors(unique, matrix, encoder=" + ".join(encoders)), " + ".join(encoders)

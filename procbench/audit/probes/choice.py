@@ -20,7 +20,7 @@ import numpy as np
 
 from procbench.audit.auditset import AuditSet
 from procbench.audit.context import ProbeContext
-from procbench.audit.probes.common import choices_with_vectors, multiple_choice_reason
+from procbench.audit.probes.common import choices_with_vectors, require_multiple_choice
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import chance_level, mc_hits, percentile_ci
@@ -65,19 +65,11 @@ def contrasts(features: np.ndarray, valid: np.ndarray, answers: np.ndarray) -> n
 @register("choice_only", kind="accuracy", summary="classifier that sees only the choices (hasty student)")
 def choice_only(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     """Cross-validated accuracy of a linear discriminant on the choices' embeddings alone."""
-    reason = multiple_choice_reason(aset)
-    if reason:
-        return ProbeResult.not_applicable(reason)
-    vectors = aset.item_vectors()
-    if isinstance(vectors, str):
-        return ProbeResult.not_applicable(vectors)
+    require_multiple_choice(aset)
+    _, found = aset.item_vectors()
     reduced = ctx.reduced_items(aset, DIMS)
-    if isinstance(reduced, str):
-        return ProbeResult.not_applicable(reduced)
-    rows = choices_with_vectors(aset, vectors[1])
-    why = ctx.check_cv(rows)
-    if why:
-        return ProbeResult.not_applicable(why)
+    rows = choices_with_vectors(aset, found)
+    ctx.require_cv(rows)
     valid = aset.index().valid
     answers = aset.answers
     features = choice_features(aset, reduced)

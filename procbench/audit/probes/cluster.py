@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from procbench.audit.auditset import AuditSet
+from procbench.audit.auditset import AuditSet, NotApplicable
 from procbench.audit.context import FIT_SAMPLE, ProbeContext
-from procbench.audit.probes.common import choices_with_vectors, multiple_choice_reason
+from procbench.audit.probes.common import choices_with_vectors, require_multiple_choice
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import js_divergence, recentred_ci
@@ -51,29 +51,21 @@ def _js_from_sums(sums: np.ndarray, n_clusters: int) -> np.ndarray:
 @register("cluster_balance", kind="divergence", summary="JS divergence of correct vs wrong choices over clusters")
 def cluster_balance(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     """Jensen-Shannon divergence between the KMeans-cluster distributions of correct and wrong choices."""
-    reason = multiple_choice_reason(aset)
-    if reason:
-        return ProbeResult.not_applicable(reason)
+    require_multiple_choice(aset)
     if aset.kind.ordering:
-        return ProbeResult.not_applicable(
-            f"every choice of a {aset.task} question holds the same items in another order"
-        )
-    vectors = aset.item_vectors()
-    if isinstance(vectors, str):
-        return ProbeResult.not_applicable(vectors)
-    matrix, found = vectors
+        raise NotApplicable(f"every choice of a {aset.task} question holds the same items in another order")
+    matrix, found = aset.item_vectors()
     index = aset.index()
     valid = index.valid
     rows = choices_with_vectors(aset, found)
     if rows.sum() < 20:
-        return ProbeResult.not_applicable(f"too few usable questions ({int(rows.sum())}; at least 20 are needed)")
+        raise NotApplicable(f"too few usable questions ({int(rows.sum())}; at least 20 are needed)")
     choice = np.where(valid, index.choice[:, :, 0], -1)[rows]
     items = np.unique(choice[choice >= 0])
     n_clusters = int(min(N_CLUSTERS, max(2, len(items) // 20)))
     if len(items) < 2 * n_clusters:
-        return ProbeResult.not_applicable(f"too few distinct choice items ({len(items)}) to cluster")
-    reduced = ctx.reduced_items(aset, DIMS)
-    points = matrix if isinstance(reduced, str) else reduced
+        raise NotApplicable(f"too few distinct choice items ({len(items)}) to cluster")
+    points = ctx.reduced_items(aset, DIMS)
     labels = _cluster_items(points, items, n_clusters, ctx.seed)
     cluster = np.full(valid.shape, -1, dtype=np.int64)
     cluster[rows] = np.where(choice >= 0, labels[np.maximum(choice, 0)], -1)

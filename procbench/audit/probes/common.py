@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from procbench.audit.auditset import AuditSet
+from procbench.audit.auditset import AuditSet, NotApplicable
 
-__all__ = ["choices_with_vectors", "multiple_choice_reason"]
+__all__ = ["choices_with_vectors", "require_multiple_choice"]
 
 
-def multiple_choice_reason(aset: AuditSet, *, needs_items: bool = True) -> str | None:
-    """Why a multiple-choice probe does not apply to ``aset`` (None when it does)."""
+def require_multiple_choice(aset: AuditSet, *, needs_items: bool = True) -> None:
+    """Raise :class:`NotApplicable` unless ``aset`` is multiple choice (over items, unless ``needs_items``
+    is False)."""
     kind = aset.kind
     if not kind.multiple_choice:
-        return f"{aset.task} is not multiple choice: its answer is the authored order, not one of several choices"
+        raise NotApplicable(
+            f"{aset.task} is not multiple choice: its answer is the authored order, not one of several choices"
+        )
     if needs_items and kind.label_choices:
-        return f"{aset.task} choices are fixed labels ({', '.join(map(str, aset.choices[0]))}), not items"
-    return None
+        raise NotApplicable(
+            f"{aset.task} choices are fixed labels ({', '.join(map(str, aset.choices[0]))}), not items"
+        )
 
 
 def choices_with_vectors(aset: AuditSet, found: np.ndarray) -> np.ndarray:

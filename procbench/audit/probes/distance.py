@@ -18,7 +18,7 @@ import numpy as np
 
 from procbench.audit.auditset import AuditSet
 from procbench.audit.context import ProbeContext, cv_choice_scores
-from procbench.audit.probes.common import choices_with_vectors, multiple_choice_reason
+from procbench.audit.probes.common import choices_with_vectors, require_multiple_choice
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import mc_hits
@@ -86,20 +86,13 @@ def _model(seed: int) -> Any:
 @register("question_distance", kind="accuracy", summary="SVM on each choice's distance to the question (paper 001)")
 def question_distance(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     """Cross-validated accuracy of a linear SVM on choice-to-question distances."""
-    reason = multiple_choice_reason(aset)
-    if reason:
-        return ProbeResult.not_applicable(reason)
-    vectors = aset.item_vectors()
-    if isinstance(vectors, str):
-        return ProbeResult.not_applicable(vectors)
-    matrix, found = vectors
+    require_multiple_choice(aset)
+    matrix, found = aset.item_vectors()
     dist, ok, reference = choice_distances(aset, matrix, found)
     index = aset.index()
     valid = index.valid
     rows = choices_with_vectors(aset, found) & ok & np.isfinite(np.where(valid, dist, 0.0)).all(axis=1)
-    why = ctx.check_cv(rows)
-    if why:
-        return ProbeResult.not_applicable(why)
+    ctx.require_cv(rows)
     answers = aset.answers
     features = distance_features(dist, valid)
     scores = cv_choice_scores(features, valid, answers, ctx.folds, rows, lambda: _model(ctx.seed))

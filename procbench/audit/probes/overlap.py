@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from procbench.audit.auditset import AuditSet
+from procbench.audit.auditset import AuditSet, NotApplicable
 from procbench.audit.context import ProbeContext
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
@@ -55,7 +55,7 @@ def _units(aset: AuditSet, i: int, qkeys: list[Any], ckeys: list[Any]) -> tuple[
 def question_overlap(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     """Share of questions whose answer another question of the same procedure reveals."""
     if aset.kind.label_choices:
-        return ProbeResult.not_applicable(f"{aset.task} answers are labels, not items another question could show")
+        raise NotApplicable(f"{aset.task} answers are labels, not items another question could show")
     qkeys = aset.qkeys()
     ckeys = aset.ckeys()
     by_procedure: dict[int, list[int]] = {}
@@ -79,7 +79,7 @@ def question_overlap(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
             partial[i] = sum(seen) / len(seen)
             revealed[i] = float(all(seen) if rule == "all" else any(seen))
     if not usable.any():
-        return ProbeResult.not_applicable("no question has an answer to look for")
+        raise NotApplicable("no question has an answer to look for")
     value = float(revealed[usable].mean())
     replicates = ctx.bootstrap.ratio(np.where(usable, revealed, 0.0), usable.astype(np.float64))
     sizes = np.array([len(m) for m in by_procedure.values()])

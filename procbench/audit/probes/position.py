@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from procbench.audit.auditset import AuditSet
+from procbench.audit.auditset import AuditSet, NotApplicable
 from procbench.audit.context import ProbeContext
-from procbench.audit.probes.common import multiple_choice_reason
+from procbench.audit.probes.common import require_multiple_choice
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import percentile_ci
@@ -25,9 +25,7 @@ __all__ = ["answer_position"]
 @register("answer_position", kind="share", summary="share of answers at the most common position")
 def answer_position(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     """Share of the most common answer position, with a chi-square test against uniform."""
-    reason = multiple_choice_reason(aset, needs_items=False)
-    if reason:
-        return ProbeResult.not_applicable(reason)
+    require_multiple_choice(aset, needs_items=False)
     from scipy.stats import chisquare
 
     n_choices = aset.index().valid.sum(axis=1)
@@ -35,7 +33,7 @@ def answer_position(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     k = int(values[np.argmax(counts)])
     rows = (n_choices == k) & (aset.answers >= 0) & (aset.answers < k)
     if k < 2 or rows.sum() < 2:
-        return ProbeResult.not_applicable("fewer than two choices per question, or too few questions")
+        raise NotApplicable("fewer than two choices per question, or too few questions")
     per_position = np.bincount(aset.answers[rows], minlength=k)
     top = int(np.argmax(per_position))
     share = per_position / per_position.sum()

@@ -21,9 +21,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from procbench.audit.auditset import AuditSet
+from procbench.audit.auditset import AuditSet, NotApplicable
 from procbench.audit.context import ProbeContext
-from procbench.audit.probes.common import multiple_choice_reason
+from procbench.audit.probes.common import require_multiple_choice
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import cv_rule_hits
@@ -47,14 +47,11 @@ def tokens(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in stop}
 
 
-def _text_reason(aset: AuditSet) -> str | None:
-    reason = multiple_choice_reason(aset)
-    if reason:
-        return reason
+def _require_text(aset: AuditSet) -> None:
+    require_multiple_choice(aset)
     if aset.kind.items != "text" or aset.kind.ordering:
         what = {"image": "images", "step": "step keys"}.get(aset.kind.items, "not texts")
-        return f"{aset.task} choices are {what}: text shortcuts do not apply"
-    return None
+        raise NotApplicable(f"{aset.task} choices are {what}: text shortcuts do not apply")
 
 
 def _rows(aset: AuditSet) -> tuple[np.ndarray, np.ndarray]:
@@ -77,13 +74,9 @@ def _matrix(aset: AuditSet, fn: Callable[[str], float]) -> np.ndarray:
 @register("length", kind="accuracy", summary="longest/shortest choice wins (text choices)")
 def length(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     """Cross-validated accuracy of the best of: longest/shortest choice in characters/words."""
-    reason = _text_reason(aset)
-    if reason:
-        return ProbeResult.not_applicable(reason)
+    _require_text(aset)
     valid, rows = _rows(aset)
-    why = ctx.check_cv(rows)
-    if why:
-        return ProbeResult.not_applicable(why)
+    ctx.require_cv(rows)
     chars = _matrix(aset, lambda c: len(c.strip()))
     words = _matrix(aset, lambda c: len(c.split()))
     rules = {"longest_chars": chars, "shortest_chars": -chars, "longest_words": words, "shortest_words": -words}
@@ -95,13 +88,9 @@ def length(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
 @register("lexical_overlap", kind="accuracy", summary="choice sharing most words with question/context wins")
 def lexical_overlap(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     """Cross-validated accuracy of the best word-overlap rule (with the question items, and with the context)."""
-    reason = _text_reason(aset)
-    if reason:
-        return ProbeResult.not_applicable(reason)
+    _require_text(aset)
     valid, rows = _rows(aset)
-    why = ctx.check_cv(rows)
-    if why:
-        return ProbeResult.not_applicable(why)
+    ctx.require_cv(rows)
     from procbench.generate.questions import PLACEHOLDER
 
     question_words = [set().union(*(tokens(x) for x in q if x != PLACEHOLDER)) for q in aset.questions]
