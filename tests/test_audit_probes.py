@@ -314,3 +314,67 @@ def test_bootstrap_resamples_procedures_deterministically() -> None:
     assert replicates.shape == (300,) and ((replicates >= 0) & (replicates <= 1)).all()
     huge = Bootstrap(np.arange(200_000), 200_000, n_boot=1000, seed=0)
     assert huge.n_boot < 1000  # capped work for very large sets
+
+
+def make_rank_set(n: int = 400, *, answer_rank: int = 1, seed: int = 0, dim: int = 16) -> AuditSet:
+    """Visual-cloze-like questions whose answer is the choice at distance rank ``answer_rank`` from the
+    question mean (0 = nearest), never at another rank: the K3 'second closest' shortcut."""
+    rng = np.random.default_rng(seed)
+    keys: list[str] = []
+    vectors: list[np.ndarray] = []
+
+    def item(vector: np.ndarray) -> str:
+        keys.append(f"img{len(keys)}")
+        vectors.append(vector / np.linalg.norm(vector))
+        return keys[-1]
+
+    rows: dict[str, list] = {k: [] for k in ("pid", "q", "c", "a")}
+    for i in range(n):
+        mean = rng.normal(size=dim)
+        mean /= np.linalg.norm(mean)
+        shown = [item(mean + rng.normal(size=dim) * 0.05) for _ in range(3)]
+        made = []
+        for radius in (0.3, 0.6, 0.9, 1.2):  # distance ranks 0..3
+            direction = rng.normal(size=dim)
+            direction -= direction @ mean * mean
+            made.append(item(mean + radius * direction / np.linalg.norm(direction)))
+        order = rng.permutation(4)
+        choices = [made[r] for r in order]
+        rows["pid"].append(f"p{i // 2}")
+        rows["q"].append([*shown[:2], "@placeholder", shown[2]])
+        rows["c"].append(choices)
+        rows["a"].append(int(np.flatnonzero(order == answer_rank)[0]))
+    return AuditSet(
+        name=f"rank{answer_rank}",
+        task="visual-cloze",
+        procedure_ids=rows["pid"],
+        questions=rows["q"],
+        choices=rows["c"],
+        answers=np.array(rows["a"]),
+        vectors=ArrayVectors(keys, np.array(vectors), encoder="synthetic"),
+    )
+
+
+def test_answer_at_the_second_distance_rank_is_found_by_the_rank_aware_distance_probe() -> None:
+    result = audit_set(make_rank_set(answer_rank=1), seed=0, n_boot=200, probes="question_distance")
+    distance = result.probes["question_distance"]
+    _assert_found(distance, at_least=0.9)
+    assert distance.details["nearest_accuracy"] == 0.0  # a nearest-choice rule reads far below chance
+    assert distance.details["answer_rank_shares"] == [0.0, 1.0, 0.0, 0.0]
+    assert distance.details["best_rank_rule"]["accuracy"] == 1.0
+    assert set(distance.details["best_rank_rule"]["rule_per_fold"]) == {"rank_1"}
+    assert distance.flagged and distance.to_dict()["flagged"] is True
+
+
+def test_an_interval_below_chance_is_flagged_as_a_bias_unless_the_probe_is_a_reference() -> None:
+    from procbench.audit import ProbeResult
+
+    below = ProbeResult(0.04, 0.25, (0.02, 0.06))
+    assert below.verdict == "below" and below.flagged
+    assert below.to_dict()["flagged"] is True
+    at_chance = ProbeResult(0.26, 0.25, (0.22, 0.30))
+    assert at_chance.verdict == "chance" and not at_chance.flagged
+    reference = ProbeResult(0.9, 0.25, (0.85, 0.95), reference=True)
+    assert reference.verdict == "above" and not reference.flagged and reference.to_dict()["reference"] is True
+    rate = ProbeResult(0.3, None, (0.2, 0.4))
+    assert rate.verdict is None and not rate.flagged and "flagged" not in rate.to_dict()

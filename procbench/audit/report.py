@@ -43,7 +43,8 @@ class ProbeResult:
     ``value`` is the probe's statistic (an accuracy, a share, a divergence or a rate), ``chance`` what it is
     expected to be when the set has no such bias (None when the probe has no chance level), ``ci`` a
     bootstrap 95% interval of ``value``. A probe that does not apply has ``value`` None and a ``reason``.
-    ``arrays`` keeps raw per-question data for plots; it is not written to JSON.
+    ``reference`` marks a probe that measures what the *context* gives (not a shortcut: being above chance
+    is what it should be). ``arrays`` keeps raw per-question data for plots; it is not written to JSON.
     """
 
     value: float | None
@@ -52,6 +53,7 @@ class ProbeResult:
     reason: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
     arrays: dict[str, Any] = field(default_factory=dict, repr=False)
+    reference: bool = False
 
     @classmethod
     def not_applicable(cls, reason: str, **details: Any) -> ProbeResult:
@@ -76,8 +78,19 @@ class ProbeResult:
             return "below"
         return "chance"
 
+    @property
+    def flagged(self) -> bool:
+        """Whether the result shows a bias: a shortcut probe whose interval excludes chance on *either* side.
+
+        Far below chance is a shortcut with the sign flipped (e.g. the answer is almost never the choice
+        nearest the question: a model that knows the distance rank exploits it). Reference probes are
+        never flagged.
+        """
+        return not self.reference and self.verdict in ("above", "below")
+
     def to_dict(self) -> dict[str, Any]:
-        """``{"value", "chance", "ci"}`` plus ``reason`` (when not applicable) and ``details``."""
+        """``{"value", "chance", "ci"}`` plus ``reason`` (when not applicable), ``verdict`` and ``flagged`` (when
+        there is a chance level), ``reference`` (context-using probes) and ``details``."""
         out: dict[str, Any] = {
             "value": _num(self.value),
             "chance": _num(self.chance),
@@ -87,6 +100,9 @@ class ProbeResult:
             out["reason"] = self.reason
         if self.verdict is not None:
             out["verdict"] = self.verdict
+            out["flagged"] = self.flagged
+        if self.reference:
+            out["reference"] = True
         if self.details:
             out["details"] = _jsonable(self.details)
         return out
@@ -127,13 +143,15 @@ class AuditReport:
         return {"sets": {name: audit.to_dict() for name, audit in self.sets.items()}}
 
     def counts(self) -> dict[str, int]:
-        """How many sets, probe results with a value, and results whose interval lies above chance."""
+        """How many sets, probe results with a value, results whose interval lies above chance, and results
+        flagged as a bias (above or below chance, reference probes left out)."""
         results = [r for a in self.sets.values() for r in a.probes.values()]
         return {
             "sets": len(self.sets),
             "questions": sum(a.n_questions for a in self.sets.values()),
             "probes_run": sum(r.applies for r in results),
             "above_chance": sum(r.verdict == "above" for r in results),
+            "flagged": sum(r.flagged for r in results),
         }
 
 

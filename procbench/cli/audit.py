@@ -9,7 +9,7 @@ from procbench.cli._options import DEFAULT_STORE, JsonOption, SeedOption, StoreO
 
 NAME = "audit"
 
-_VERDICT_STYLE = {"above": "bold red", "below": "yellow", "chance": "green"}
+_VERDICT_STYLE = {"above": "bold red", "below": "bold red", "chance": "green"}
 
 
 def command(
@@ -83,7 +83,10 @@ def _cell(result: Any, kind: str) -> str:
     def fmt(x: float, unit: bool = True) -> str:
         return (f"{x:.1%}" if unit else f"{100 * x:.1f}") if percent else f"{x:.3f}"
 
-    style = _VERDICT_STYLE.get(result.verdict or "", "")
+    if result.reference:
+        style = "bold blue" if result.verdict == "above" else ""
+    else:
+        style = _VERDICT_STYLE.get(result.verdict or "", "")
     text = f"[{style}]{fmt(result.value)}[/]" if style else fmt(result.value)
     if result.ci is not None:
         text += f" [{fmt(result.ci[0], False)}-{fmt(result.ci[1], False)}]"
@@ -97,7 +100,10 @@ def _render(console: Any, run: Any, kinds: dict[str, str]) -> None:
 
     report = run.report
     table = Table(
-        title="Bias audit: value \\[95% interval] and chance level; red = interval above chance",
+        title=(
+            "Bias audit: value \\[95% interval] and chance level; red = a bias (interval above chance, or below it:"
+            " a shortcut with the sign flipped); blue = what the context gives (reference)"
+        ),
         title_justify="left",
         show_lines=True,
     )

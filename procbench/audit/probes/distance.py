@@ -5,9 +5,15 @@ Euclidean distance to that mean (embeddings are L2-normalised). Tasks whose ques
 (visual coherence in RecipeQA's layout) use the mean of the *other* choices instead, the odd-one-out
 distance; ordering tasks use the choice's path length, the sum of distances between consecutive items,
 which is what Control-Knob 2 weights wrong orders by. A linear SVM scores each choice from its distance
-relative to the question's other choices (centred, squared and standardised within the question, so it
-can prefer the nearest, the farthest or a middling choice); the highest-scoring choice is the answer.
-``value`` is the cross-validated multiple-choice accuracy, ``chance`` the mean of 1/#choices.
+relative to the question's other choices (centred, squared and standardised within the question, and its
+distance *rank* among them one-hot, so it can prefer the nearest, the farthest, a middling or the second
+nearest choice); the highest-scoring choice is the answer. ``value`` is the cross-validated
+multiple-choice accuracy, ``chance`` the mean of 1/#choices.
+
+A set where the answer is almost never the nearest choice is as easy as one where it always is: a model
+that knows the rank reads it off. ``details.answer_rank_shares`` gives the share of answers at each
+distance rank (0 = nearest) and ``details.best_rank_rule`` the cross-validated accuracy of "pick the
+choice at rank r" for the best r.
 """
 
 from __future__ import annotations
@@ -21,9 +27,9 @@ from procbench.audit.context import ProbeContext, cv_choice_scores
 from procbench.audit.probes.common import choices_with_vectors, require_multiple_choice
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
-from procbench.audit.stats import mc_hits
+from procbench.audit.stats import cv_rule_hits, mc_hits
 
-__all__ = ["choice_distances", "question_distance"]
+__all__ = ["choice_distances", "distance_ranks", "question_distance"]
 
 
 def choice_distances(aset: AuditSet, matrix: np.ndarray, found: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
@@ -64,15 +70,26 @@ def choice_distances(aset: AuditSet, matrix: np.ndarray, found: np.ndarray) -> t
     return dist, ok, what
 
 
+def distance_ranks(dist: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``(n, k)`` rank of each valid choice's distance within its question (0 = nearest; ties in choice
+    order); -1 for missing choices."""
+    big = np.where(valid, np.nan_to_num(dist, nan=np.inf), np.inf)
+    ranks = np.argsort(np.argsort(big, axis=1, kind="stable"), axis=1, kind="stable")
+    return np.where(valid, ranks, -1)
+
+
 def distance_features(dist: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """``(n, k, 3)``: distance minus the question's mean distance, its square, and its within-question z-score."""
+    """``(n, k, 3 + k)``: distance minus the question's mean distance, its square, its within-question
+    z-score, and its rank among the question's choices one-hot."""
     masked = np.where(valid, dist, np.nan)
     with np.errstate(invalid="ignore"):
         mean = np.nanmean(masked, axis=1, keepdims=True)
         std = np.nanstd(masked, axis=1, keepdims=True)
     centred = np.nan_to_num(masked - mean)
     z = centred / (np.nan_to_num(std) + 1e-6)
-    return np.stack([centred, centred**2, z], axis=2)
+    ranks = distance_ranks(dist, valid)
+    onehot = (ranks[:, :, None] == np.arange(valid.shape[1])[None, None, :]).astype(np.float64)
+    return np.concatenate([np.stack([centred, centred**2, z], axis=2), onehot], axis=2)
 
 
 def _model(seed: int) -> Any:
@@ -98,6 +115,12 @@ def question_distance(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     scores = cv_choice_scores(features, valid, answers, ctx.folds, rows, lambda: _model(ctx.seed))
     rows = rows & np.isfinite(np.where(valid, scores, 0.0)).all(axis=1)
     hits = mc_hits(scores, answers, valid)
+    ranks = distance_ranks(dist, valid)
+    k = valid.shape[1]
+    rules = {f"rank_{r}": (ranks == r).astype(np.float64) for r in range(k)}
+    rank_hits, _, chosen, _ = cv_rule_hits(rules, answers, valid, ctx.folds, rows)
+    answer_rank = ranks[np.arange(len(answers)), np.clip(answers, 0, k - 1)][rows]
+    rank_shares = np.bincount(answer_rank[answer_rank >= 0], minlength=k) / max(len(answer_rank), 1)
     nearest = mc_hits(-np.nan_to_num(dist, nan=np.inf), answers, valid)
     farthest = mc_hits(np.nan_to_num(dist, nan=-np.inf), answers, valid)
     correct = np.arange(valid.shape[1])[None, :] == answers[:, None]
@@ -112,6 +135,8 @@ def question_distance(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
             "distance_to": reference,
             "encoder": aset.encoder,
             "nearest_accuracy": float(nearest[rows].mean()),
+            "answer_rank_shares": rank_shares.tolist(),
+            "best_rank_rule": {"accuracy": float(rank_hits[rows].mean()), "rule_per_fold": chosen},
             "farthest_accuracy": float(farthest[rows].mean()),
             "mean_distance_correct": float(d_correct.mean()) if len(d_correct) else None,
             "mean_distance_wrong": float(d_wrong.mean()) if len(d_wrong) else None,
