@@ -132,7 +132,8 @@ def test_recipeqa_export_and_card(sample_store: Path, tmp_path: Path) -> None:
     assert len(document["data"]) == total
     assert {"recipe_id", "task", "context", "question", "choice_list", "answer"} <= set(document["data"][0])
     card = (folder / "card.md").read_text()
-    assert card.startswith("---\n") and "seed: 0" in card and "CC0-1.0" in card
+    assert card.startswith("---\n") and "seed 0" in card and "CC0-1.0" in card and "license: cc0-1.0" in card
+    assert "task_categories:\n- text-classification" in card and "answer positions" not in card  # not MC
     assert store.provenance[-1]["command"] == "generate"
 
 

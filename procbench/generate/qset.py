@@ -6,9 +6,7 @@ transaction, so readers never see half a sweep.
 
 from __future__ import annotations
 
-import json
 import os
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -19,7 +17,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from procbench import __version__
+from procbench.card import (
+    HUB_SPLITS,
+    SET_FIELDS,
+    DatasetCard,
+    dataset_card,
+    procedure_facts,
+    provenance_facts,
+    summarise_set,
+)
 from procbench.formats.recipeqa import RecipeQAWriter
 from procbench.generate.columns import COLUMNS, Questions, as_table, count, decoded, procedure_ids
 from procbench.generate.questions import paused_gc
@@ -94,61 +100,35 @@ def _table(task: str, questions: Questions, splits: dict[str, str]) -> pa.Table:
     )
 
 
-def _value_counts(column: pa.ChunkedArray) -> Counter[Any]:
-    counts = pc.value_counts(column)
-    return Counter(dict(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True)))
-
-
-def _card(task: str, setting: str, table: pa.Table, *, seed: int, args: dict[str, Any], procedures: pa.Table) -> str:
-    counts = _value_counts(table["split"])
+def _card(
+    task: str,
+    setting: str,
+    table: pa.Table,
+    *,
+    seed: int,
+    args: dict[str, Any],
+    counts: dict[str, Any],
+    procedures: pa.Table,
+    build: dict[str, Any],
+) -> str:
+    """``card.md``: the shared dataset card (:mod:`procbench.card`) of one set, loadable as it lies with
+    ``datasets.load_dataset(SET_FOLDER)`` (its ``configs`` name the split files)."""
+    summary = summarise_set(task, setting, table)
+    summary.config_name = setting
+    summary.data_files = {HUB_SPLITS[s]: f"{s}.parquet" for s in SPLITS if summary.splits.get(s)}
     used = pa.array(sorted(procedure_ids(table)), pa.string())
     procs = procedures.filter(pc.is_in(procedures["id"], value_set=used))
-    sources = sorted(set(procs["source"].to_pylist()))
-    licenses = sorted({x for x in procs["license"].to_pylist() if x})
-    positions = _value_counts(table["answer"])
-    lines = [
-        "---",
-        f"pretty_name: procbench {task} ({setting})",
-        "task_categories:",
-        "- multiple-choice",
-        "language:",
-        "- en",
-        "license: other" if licenses else "license: unknown",
-        f"procbench_version: {__version__}",
-        f"task: {task}",
-        f"setting: {setting}",
-        f"seed: {seed}",
-        "splits:",
-        *[f"  {s}: {counts.get(s, 0)}" for s in SPLITS],
-        "---",
-        "",
-        f"# procbench {task}: `{setting}`",
-        "",
-        f"{table.num_rows} questions from {len(used)} procedures (sources: {', '.join(sources) or 'none'}).",
-        f"Splits are by {args.get('split_by', 'procedure')}: no procedure appears in two splits.",
-        "",
-        "| split | questions |",
-        "|---|---|",
-        *[f"| {s} | {counts.get(s, 0)} |" for s in SPLITS],
-        "",
-        "Answer positions: " + ", ".join(f"{k}: {positions.get(k, 0)}" for k in sorted(positions)) + ".",
-        "",
-        "## Generation",
-        "",
-        "```json",
-        json.dumps({"task": task, "setting": setting, "seed": seed, **args}, indent=2, sort_keys=True, default=str),
-        "```",
-        "",
-        "Each question's `meta` column records the sampling decisions (knobs, distances, bands, fallbacks).",
-        "",
-        "## Licenses",
-        "",
-        "The questions are derived from the procedures' text and images, which keep their own licenses: "
-        + (", ".join(licenses) if licenses else "not recorded")
-        + ".",
-        "",
-    ]
-    return "\n".join(lines)
+    card = DatasetCard(
+        title=f"procbench {task} ({setting})",
+        sets=[summary],
+        fields=SET_FIELDS,
+        procedures=procedure_facts(procs),
+        generation={task: {"seed": seed, "args": args, "counts": counts}},
+        build=build,
+        usage="Items are keys into the procbench store it was made from (step keys, image ids); "
+        "`procbench export` writes a self-contained copy with texts and images inlined.",
+    )
+    return dataset_card(card)
 
 
 def write_question_sets(
@@ -167,7 +147,9 @@ def write_question_sets(
     ``splits`` maps every procedure id used to its split. Returns the folder of each setting.
     """
     used = pa.array(sorted(set().union(*(procedure_ids(qs) for qs in sets.values()))), pa.string())
-    procedures = kept_procedures(store, ["id", "source", "license"])
+    columns = [c for c in ("id", "source", "license", "language") if c in store.columns("procedures")]
+    procedures = kept_procedures(store, columns)
+    build = provenance_facts(store.provenance)
     written: dict[str, Path] = {}
     with (
         paused_gc(),
@@ -185,7 +167,17 @@ def write_question_sets(
             jobs.append(pool.submit(_write_splits, table, paths))
             jobs.append(pool.submit(_write_recipeqa, recipeqa, txn.stage(f"{base}/recipeqa.json"), table))
             txn.stage(f"{base}/card.md").write_text(
-                _card(task, setting, table, seed=seed, args=args, procedures=procedures), encoding="utf-8"
+                _card(
+                    task,
+                    setting,
+                    table,
+                    seed=seed,
+                    args=args,
+                    counts=counts or {},
+                    procedures=procedures,
+                    build=build,
+                ),
+                encoding="utf-8",
             )
             written[setting] = question_set_dir(store, task, setting)
         for job in jobs:

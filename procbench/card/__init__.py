@@ -1,0 +1,475 @@
+"""Dataset cards: one builder for the ``card.md`` that ``generate`` writes beside a question set and the
+``README.md`` of a Hugging Face export (``procbench export``).
+
+A card is YAML the Hub reads (``pretty_name``, ``license`` as Hub/SPDX ids, ``language``, ``task_categories``,
+``size_categories``, ``configs`` with their data files) followed by sections: what the set is, its
+configurations and split sizes, its fields, how it was built (sources, cleaning, encoders with revisions,
+generation parameters and seed), the audit table, licenses, limitations and citations.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from procbench import __version__
+from procbench.card.citations import BIBTEX, citations_for
+from procbench.card.licenses import hub_license, spdx_license
+
+__all__ = [
+    "BIBTEX",
+    "SET_FIELDS",
+    "TASKS",
+    "CardSet",
+    "DatasetCard",
+    "dataset_card",
+    "hub_license",
+    "procedure_facts",
+    "provenance_facts",
+    "set_parameters",
+    "spdx_license",
+    "summarise_set",
+]
+
+SPLITS = ("train", "val", "test")
+#: procbench's split names as the Hub names them.
+HUB_SPLITS = {"train": "train", "val": "validation", "test": "test"}
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """How a task reads to a person and to the Hub."""
+
+    summary: str
+    category: str  # Hub task category
+    multiple_choice: bool
+
+
+TASKS: dict[str, TaskInfo] = {
+    "textual-cloze": TaskInfo(
+        "four consecutive step titles with one blanked (`@placeholder`); pick the missing title among four "
+        "(paper 004)",
+        "multiple-choice",
+        True,
+    ),
+    "visual-cloze": TaskInfo(
+        "four step images in authored order with one blanked; pick the missing image among four (paper 001)",
+        "multiple-choice",
+        True,
+    ),
+    "visual-coherence": TaskInfo(
+        "four images, three from the procedure in authored order and one from elsewhere; pick the incoherent "
+        "one (paper 001)",
+        "multiple-choice",
+        True,
+    ),
+    "visual-ordering": TaskInfo(
+        "four orders of a procedure's images; pick the authored one (paper 001)", "multiple-choice", True
+    ),
+    "sequencing": TaskInfo(
+        "up to five consecutive steps shuffled; put them back in order (`choices` are the acceptable orders, "
+        "`answer` is always 0; paper 000)",
+        "text-classification",
+        False,
+    ),
+    "pair-order": TaskInfo(
+        "two steps of a procedure; are they shown in authored order? (label 1) or inverted (label 0; paper 003)",
+        "text-classification",
+        False,
+    ),
+}
+
+#: The columns of a question set's parquet files (DESIGN §5).
+SET_FIELDS: list[tuple[str, str, str]] = [
+    ("qid", "string", "question id, `PROCEDURE_ID#n` (n counts the procedure's questions)"),
+    ("task", "string", "the task"),
+    ("procedure_id", "string", "`SOURCE:ID` of the procedure the question is about (in the store)"),
+    ("split", "string", "train, val or test; no procedure is in two splits"),
+    ("context", "list<int32>", "indices of the procedure's steps given as context"),
+    (
+        "question",
+        "list<string>",
+        "question items: step titles (textual cloze), image ids (visual), step keys `PROCEDURE_ID#INDEX` "
+        "(sequencing, pair order); `@placeholder` marks the blank",
+    ),
+    ("choices", "list<string> or list<list<string>>", "the choices: items, or orders of items"),
+    ("answer", "int32", "index of the correct choice (pair order: 1 = in authored order)"),
+    ("meta", "struct", "every sampling decision that made the question (differs per setting)"),
+]
+
+
+@dataclass
+class CardSet:
+    """What a card says about one question set (one setting of one task)."""
+
+    task: str
+    setting: str
+    splits: dict[str, int]
+    procedures: int
+    answer_positions: dict[int, int] = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict)
+    audit: dict[str, Any] | None = None
+    #: Hub split name -> file pattern, when the card declares configs.
+    data_files: dict[str, str] | None = None
+    config_name: str | None = None
+
+    @property
+    def questions(self) -> int:
+        """All questions of the set."""
+        return sum(self.splits.values())
+
+
+@dataclass
+class DatasetCard:
+    """Everything a card is built from."""
+
+    title: str
+    sets: list[CardSet]
+    fields: list[tuple[str, str, str]]
+    #: Counters over the procedures the sets use: ``sources``, ``licenses`` (as recorded), ``languages``.
+    procedures: dict[str, Counter[str]]
+    #: Per task: ``{"seed", "args", "counts"}`` of the ``generate`` run that wrote it.
+    generation: dict[str, dict[str, Any]]
+    #: Facts from the store's provenance log (:func:`provenance_facts`).
+    build: dict[str, Any]
+    usage: str = ""
+    limitations: list[str] = field(default_factory=list)
+
+
+def _value_counts(column: pa.ChunkedArray | pa.Array) -> Counter[Any]:
+    counts = pc.value_counts(column)
+    return Counter(dict(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True)))
+
+
+def set_parameters(meta: pa.ChunkedArray | pa.Array) -> dict[str, Any]:
+    """The scalar ``meta`` fields that hold one value over the whole set (knobs, budget, distances fixed for the
+    setting, ...): what distinguishes a setting, read from its questions, whatever its name."""
+    if not pa.types.is_struct(meta.type) or len(meta) == 0:
+        return {}
+    chunked = meta if isinstance(meta, pa.ChunkedArray) else pa.chunked_array([meta])
+    out: dict[str, Any] = {}
+    for child in meta.type:
+        kind = child.type
+        scalar = pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_string(kind)
+        if not (scalar or pa.types.is_boolean(kind)):
+            continue
+        values = pc.unique(pc.struct_field(chunked, child.name)).drop_null()
+        if len(values) == 1:
+            out[child.name] = values[0].as_py()
+    return out
+
+
+def summarise_set(task: str, setting: str, table: pa.Table) -> CardSet:
+    """A :class:`CardSet` from a question table (``split``, ``procedure_id``, ``answer``, ``meta`` columns)."""
+    splits = _value_counts(table["split"]) if table.num_rows else Counter()
+    positions = _value_counts(table["answer"]) if table.num_rows else Counter()
+    return CardSet(
+        task=task,
+        setting=setting,
+        splits={s: int(splits.get(s, 0)) for s in SPLITS},
+        procedures=len(pc.unique(table["procedure_id"])) if table.num_rows else 0,
+        answer_positions={int(k): int(v) for k, v in sorted(positions.items())},
+        parameters=set_parameters(table["meta"]) if "meta" in table.column_names else {},
+    )
+
+
+def procedure_facts(procedures: pa.Table) -> dict[str, Counter[str]]:
+    """Counters of ``source``, ``license`` and ``language`` over a procedures table (missing values skipped)."""
+    out: dict[str, Counter[str]] = {}
+    for name, column in (("sources", "source"), ("licenses", "license"), ("languages", "language")):
+        if column in procedures.column_names:
+            out[name] = Counter(v for v in procedures[column].to_pylist() if v)
+        else:
+            out[name] = Counter()
+    return out
+
+
+def provenance_facts(provenance: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """What the store's log says about how its procedures were obtained, cleaned and embedded."""
+    sources: list[dict[str, Any]] = []
+    clean: dict[str, Any] | None = None
+    encoders: dict[str, dict[str, Any]] = {}
+    generate: list[dict[str, Any]] = []
+    for entry in provenance:
+        command = entry.get("command")
+        args = entry.get("args") or {}
+        if command in ("scrape", "ingest", "fetch-images"):
+            keep = {k: args[k] for k in ("source", "manifest", "categories", "urls", "file", "format") if args.get(k)}
+            sources.append({"command": command, **keep, "time": entry.get("time")})
+        elif command == "clean":
+            clean = {"args": args, "counts": entry.get("counts") or {}}
+        elif command == "embed":
+            for name, info in (entry.get("counts") or {}).items():
+                if isinstance(info, dict) and info.get("encoder"):
+                    encoders[name] = {k: info.get(k) for k in ("encoder", "revision", "dim", "rows", "index")}
+        elif command == "generate":
+            generate.append(entry)
+    return {"sources": sources, "clean": clean, "encoders": encoders, "generate": generate}
+
+
+def generation_of(build: dict[str, Any], task: str, setting: str) -> dict[str, Any] | None:
+    """The last ``generate`` log entry that wrote ``task``/``setting``."""
+    for entry in reversed(build.get("generate", [])):
+        args = entry.get("args") or {}
+        if args.get("task") == task and setting in (args.get("settings") or []):
+            return {"seed": entry.get("seed"), "args": args, "counts": entry.get("counts") or {}}
+    return None
+
+
+def _size_category(n: int) -> str:
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if n < limit:
+            return name
+    return "1M<n<10M" if n < 10_000_000 else "10M<n<100M"
+
+
+def _header(card: DatasetCard) -> dict[str, Any]:
+    spdx = sorted({spdx_license(text) or "other" for text in card.procedures["licenses"]})
+    licenses = [hub_license(None if s == "other" else s) for s in spdx] or ["unknown"]
+    tasks = list(dict.fromkeys(s.task for s in card.sets))
+    header: dict[str, Any] = {
+        "pretty_name": card.title,
+        "license": licenses[0] if len(licenses) == 1 else licenses,
+    }
+    if "other" in licenses:
+        unnamed = sorted(t for t in card.procedures["licenses"] if spdx_license(t) is None)
+        header["license_name"] = "; ".join(unnamed)[:200]
+    header["language"] = sorted(card.procedures["languages"]) or ["en"]
+    header["task_categories"] = list(dict.fromkeys(TASKS[t].category for t in tasks if t in TASKS))
+    if any(TASKS[t].multiple_choice for t in tasks if t in TASKS):
+        header["task_ids"] = ["multiple-choice-qa"]
+    header["size_categories"] = [_size_category(sum(s.questions for s in card.sets))]
+    header["source_datasets"] = ["original"]
+    header["tags"] = ["procbench", "procedural-comprehension", *tasks]
+    configs = [s for s in card.sets if s.data_files]
+    if configs:
+        header["configs"] = [
+            {
+                "config_name": s.config_name or s.setting,
+                "data_files": [{"split": split, "path": path} for split, path in (s.data_files or {}).items()],
+                **({"default": True} if i == 0 else {}),
+            }
+            for i, s in enumerate(configs)
+        ]
+    return header
+
+
+def _yaml(header: dict[str, Any]) -> str:
+    import yaml
+
+    return yaml.safe_dump(header, sort_keys=False, allow_unicode=True, width=1000)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, dict)):
+        return "`" + json.dumps(value, sort_keys=True, default=str) + "`"
+    return str(value)
+
+
+def _configurations(card: DatasetCard) -> list[str]:
+    lines = [
+        "## Configurations",
+        "",
+        "| config | task | train | validation | test | procedures | parameters |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in card.sets:
+        params = ", ".join(f"{k}={_fmt(v)}" for k, v in s.parameters.items() if k != "setting") or "-"
+        lines.append(
+            f"| `{s.config_name or s.setting}` | {s.task} | {s.splits.get('train', 0)} | {s.splits.get('val', 0)} "
+            f"| {s.splits.get('test', 0)} | {s.procedures} | {params} |"
+        )
+    empty = [f"`{s.config_name or s.setting}` {name}" for s in card.sets for name, n in s.splits.items() if n == 0]
+    lines.append("")
+    if empty:
+        lines += [f"Empty splits: {', '.join(empty)}.", ""]
+    lines.append(
+        "Splits are by procedure (or by whole categories, see the generation arguments): no procedure appears in "
+        "two splits. `parameters` are the `meta` values shared by every question of the configuration."
+    )
+    for s in card.sets:
+        info = TASKS.get(s.task)
+        if info and info.multiple_choice and s.answer_positions:
+            positions = ", ".join(f"{k}: {v}" for k, v in s.answer_positions.items())
+            lines.append(f"- `{s.config_name or s.setting}` answer positions: {positions}.")
+    lines.append("")
+    return lines
+
+
+def _build_section(card: DatasetCard) -> list[str]:
+    build = card.build
+    lines = ["## How it was built", ""]
+    sources = build.get("sources") or []
+    if sources:
+        lines.append("**Sources.** " + "; ".join(_describe_source(s) for s in sources) + ".")
+    counts = card.procedures["sources"]
+    lines.append(
+        "Procedures used: "
+        + (", ".join(f"{name} {n}" for name, n in sorted(counts.items())) or "none recorded")
+        + f" (languages: {', '.join(sorted(card.procedures['languages'])) or 'not recorded'})."
+    )
+    lines.append("")
+    clean = build.get("clean")
+    if clean:
+        args = clean["args"]
+        keep = {k: args[k] for k in sorted(args) if k in _CLEAN_KEYS and args[k] not in (None, [], "")}
+        dropped = {k[8:]: v for k, v in clean["counts"].items() if k.startswith("dropped_") and v}
+        lines.append(
+            "**Cleaning** (`procbench clean`, papers 001 and 004): "
+            + ", ".join(f"{k}={_fmt(v)}" for k, v in keep.items())
+            + f"; kept {clean['counts'].get('kept', '?')} of {clean['counts'].get('procedures', '?')} procedures"
+            + (f" (dropped: {', '.join(f'{k} {v}' for k, v in dropped.items())})" if dropped else "")
+            + "."
+        )
+    else:
+        lines.append("**Cleaning:** the store was not cleaned (raw titles and texts).")
+    lines.append("")
+    encoders = build.get("encoders") or {}
+    if encoders:
+        lines += ["**Encoders** (distances that chose negatives and that the audit measures):", ""]
+        lines += ["| field | encoder | revision | dim |", "|---|---|---|---|"]
+        for name, info in sorted(encoders.items()):
+            lines.append(f"| {name} | {info['encoder']} | {info.get('revision') or '-'} | {info.get('dim') or '-'} |")
+        lines.append("")
+    lines += ["**Generation** (`procbench generate`):", ""]
+    for task, gen in card.generation.items():
+        args = {k: v for k, v in (gen.get("args") or {}).items() if k not in ("task",)}
+        lines.append(f"- {task}: seed {gen.get('seed')}, " + ", ".join(f"{k}={_fmt(v)}" for k, v in args.items()))
+        skipped = {k: v for k, v in (gen.get("counts") or {}).items() if k.startswith("skipped") and v}
+        if skipped:
+            lines.append(f"  skipped: {_fmt(skipped)}")
+    lines += [
+        "",
+        "Each question's `meta` records the sampling decisions that made it (knobs, bands, distances, clusters, "
+        "fallbacks). The same store, options and seed give byte-identical files.",
+        "",
+    ]
+    return lines
+
+
+_CLEAN_KEYS = (
+    "min_steps",
+    "max_steps",
+    "languages",
+    "categories",
+    "exclude_categories",
+    "keywords",
+    "exclude_keywords",
+    "split_fused",
+    "ascii_only",
+    "dedupe",
+)
+
+
+def _describe_source(entry: dict[str, Any]) -> str:
+    parts = [f"`procbench {entry['command']}`"]
+    for key in ("source", "manifest", "file", "format"):
+        if entry.get(key):
+            parts.append(f"{key}={entry[key]}")
+    if entry.get("categories"):
+        parts.append("categories=" + ", ".join(map(str, entry["categories"][:8])))
+    return " ".join(parts)
+
+
+def _audit_section(card: DatasetCard) -> list[str]:
+    audited = [s for s in card.sets if s.audit and s.audit.get("probes")]
+    lines = ["## Audit", ""]
+    if not audited:
+        return [*lines, "Not audited yet: `procbench audit` measures shortcut biases with 95% intervals.", ""]
+    probes = list(dict.fromkeys(p for s in audited for p in s.audit["probes"]))  # type: ignore[index]
+    lines += [
+        "Bias probes of `procbench audit` (value [95% interval], chance); **bold**: the interval lies above chance, "
+        "so the probe answers better than chance without reading the context.",
+        "",
+        "| probe | " + " | ".join(f"`{s.config_name or s.setting}`" for s in audited) + " |",
+        "|---|" + "---|" * len(audited),
+    ]
+    for probe in probes:
+        cells = []
+        for s in audited:
+            result = (s.audit or {})["probes"].get(probe)
+            cells.append(_audit_cell(result))
+        lines.append(f"| {probe} | " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
+
+
+def _audit_cell(result: dict[str, Any] | None) -> str:
+    if not result or result.get("value") is None:
+        return "n/a"
+    text = f"{result['value']:.3f}"
+    if result.get("ci"):
+        lo, hi = result["ci"]
+        text += f" [{lo:.3f}, {hi:.3f}]"
+    if result.get("chance") is not None:
+        text += f" ({result['chance']:.3f})"
+    return f"**{text}**" if result.get("verdict") == "above" else text
+
+
+def _licenses_section(card: DatasetCard) -> list[str]:
+    lines = [
+        "## Licenses",
+        "",
+        "The questions are made of the procedures' texts and images, which keep their own licenses:",
+        "",
+        "| license (SPDX) | as recorded | procedures |",
+        "|---|---|---|",
+    ]
+    for text, n in sorted(card.procedures["licenses"].items()):
+        lines.append(f"| {spdx_license(text) or 'other'} | {text} | {n} |")
+    if not card.procedures["licenses"]:
+        lines.append("| unknown | not recorded | - |")
+    lines.append("")
+    return lines
+
+
+def dataset_card(card: DatasetCard) -> str:
+    """The card as Markdown with the YAML header the Hub reads."""
+    tasks = list(dict.fromkeys(s.task for s in card.sets))
+    total = sum(s.questions for s in card.sets)
+    lines = ["---", _yaml(_header(card)).rstrip("\n"), "---", "", f"# {card.title}", ""]
+    lines.append(
+        f"{total} questions in {len(card.sets)} configuration(s) over "
+        f"{sum(card.procedures['sources'].values())} procedures, made with procbench {__version__}."
+    )
+    lines.append("")
+    for task in tasks:
+        info = TASKS.get(task)
+        if info:
+            lines.append(f"- **{task}**: {info.summary}.")
+    lines.append("")
+    if card.usage:
+        lines += [card.usage, ""]
+    lines += _configurations(card)
+    lines += ["## Fields", "", "| field | type | description |", "|---|---|---|"]
+    lines += [f"| `{name}` | {kind} | {text} |" for name, kind, text in card.fields]
+    lines.append("")
+    lines += _build_section(card)
+    lines += _audit_section(card)
+    lines += _licenses_section(card)
+    lines += ["## Limitations", ""]
+    lines += [f"- {text}" for text in [*card.limitations, *_LIMITATIONS]]
+    lines.append("")
+    own, other = citations_for(tasks)
+    lines += ["## Citation", "", "The papers whose methods made these questions:", "", "```bibtex"]
+    lines += ["\n\n".join(own), "```", ""]
+    if other:
+        lines += ["The other papers procbench implements:", "", "```bibtex", "\n\n".join(other), "```", ""]
+    return "\n".join(lines)
+
+
+_LIMITATIONS = [
+    "Questions are generated automatically from How-To procedures; nobody checked that every question has one "
+    "defensible answer (steps can be interchangeable, titles generic).",
+    "Negatives are chosen by embedding distances: what is hard depends on the encoders above, and a model "
+    "using the same encoders may find shortcuts the audit does not probe.",
+    "Audit values are measured on this set with bootstrap intervals over procedures; small sets give wide intervals.",
+]
