@@ -130,15 +130,19 @@ class ChoiceBatch:
 
 
 def _within(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """``(Q, C, 3)``: each value, its deviation from the question's mean, and its rank among valid choices."""
-    big = np.where(valid, values, np.inf)
-    order = np.argsort(np.argsort(big, axis=1, kind="stable"), axis=1, kind="stable").astype(np.float64)
+    """``(Q, C, 3)``: each value, its deviation from the question's mean, and its rank among valid choices.
+
+    Ranks count ties as half (so equal values share a rank and choice order never matters), scaled to [0, 1].
+    """
+    v = np.where(valid, values, 0.0)
+    both = valid[:, :, None] & valid[:, None, :]
+    below = ((v[:, None, :] < v[:, :, None]) & both).sum(axis=2)
+    equal = ((v[:, None, :] == v[:, :, None]) & both).sum(axis=2) - 1
     n_valid = np.maximum(valid.sum(axis=1, keepdims=True) - 1, 1)
-    rank = np.where(valid, order / n_valid, 0.0)
-    masked = np.where(valid, values, 0.0)
-    mean = masked.sum(axis=1, keepdims=True) / np.maximum(valid.sum(axis=1, keepdims=True), 1)
+    rank = np.where(valid, (below + 0.5 * equal) / n_valid, 0.0)
+    mean = v.sum(axis=1, keepdims=True) / np.maximum(valid.sum(axis=1, keepdims=True), 1)
     centred = np.where(valid, values - mean, 0.0)
-    return np.stack([masked, centred, rank], axis=2)
+    return np.stack([v, centred, rank], axis=2)
 
 
 def _distance_features(batch: ChoiceBatch) -> list[np.ndarray]:

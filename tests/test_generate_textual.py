@@ -151,6 +151,14 @@ def _check(
     wrong = [d for i, d in enumerate(meta["choice_distances"]) if i != answer]
     if style == "recipeqa":
         assert all(d > meta["min_distance"] for d in wrong) and meta["knn_mean"] is None
+    elif style == "adversarial":  # no paraphrase of the answer or of a shown title: cosine below the ceiling
+        answer_vec = oracle.vectors[oracle.row[meta["answer_key"]]]
+        shown_keys = [k for k in meta["question_keys"] if k is not None]
+        for key in negatives:
+            vec = oracle.vectors[oracle.row[key]]
+            assert float(vec @ answer_vec) < meta["ceiling"]
+            assert all(float(vec @ oracle.vectors[oracle.row[k]]) < meta["ceiling"] for k in shown_keys)
+        assert meta["knn_mean"] is None and meta["replacements"] >= 0
     else:  # far kNN candidates: among the k nearest of other procedures, beyond their mean distance
         mean, nearest = oracle.knn_mean(meta["answer_key"], k, splits)
         assert meta["knn_mean"] == pytest.approx(mean, abs=1e-4)
@@ -348,14 +356,14 @@ def test_settings_are_paired_and_answer_positions_uniform(sample_store: Path) ->
     sets, _ = tc.build(store, list(tc.SWEEP), seed=4, questions_per_procedure=3)
     # the first question of each procedure is the same in every setting: only the negatives differ
     single, _ = tc.build(store, list(tc.SWEEP), seed=4)
-    for group in (single, {k: v for k, v in sets.items() if k != "debias-b10"}):
+    for group in (single, {k: v for k, v in sets.items() if k not in ("debias-auto", "adversarial")}):
         first: dict[str, dict[str, tuple[str, int]]] = {}
         for name, questions in group.items():
             for q in questions:
                 where = (q.meta["answer_key"], q.meta["window_start"])
                 first.setdefault(q.procedure_id, {}).setdefault(name, where)
         assert len(first) == 45 and all(len(set(v.values())) == 1 for v in first.values())
-    assert len(single["debias-b10"]) == 36  # procedures with at least 6 steps
+    assert len(single["debias-auto"]) == 36  # procedures with at least 6 steps
     for name, questions in sets.items():
         positions = Counter(q.answer for q in questions)
         assert max(positions.values()) - min(positions.get(i, 0) for i in range(4)) <= 1, name
@@ -424,7 +432,7 @@ def test_same_seed_gives_byte_identical_files(sample_store: Path, tmp_path: Path
         )
     assert set(snapshots[0]) == {
         f"{s}/{f}"
-        for s in ("recipeqa", "default", "debias-b10")
+        for s in ("recipeqa", "default", "debias-auto", "adversarial")
         for f in ("card.md", "recipeqa.json", "test.parquet", "train.parquet", "val.parquet")
     }
     assert snapshots[0] == snapshots[1]

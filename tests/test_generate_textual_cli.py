@@ -56,11 +56,13 @@ def test_cli_three_styles_and_sweep(embedded: Path, tmp_path: Path) -> None:
 
     sweep = runner.invoke(app, ["generate", "--task", "textual-cloze", "--sweep", "--store", store])
     assert sweep.exit_code == 0, sweep.output
-    assert "textual-cloze/debias-b10" in sweep.output and "title_source" in sweep.output
+    assert "textual-cloze/debias-auto" in sweep.output and "title_source" in sweep.output
     written = sorted(p.name for p in (Path(store) / "questions" / "textual-cloze").iterdir())
-    assert written == ["debias-b10", "debias-b6", "default", "recipeqa"]
+    assert written == ["adversarial", "debias-auto", "debias-b6", "default", "recipeqa"]
     provenance = Store.open(store).provenance[-1]
-    assert provenance["command"] == "generate" and "debias-b10" in provenance["counts"]
+    assert provenance["command"] == "generate" and "debias-auto" in provenance["counts"]
+    auto = provenance["counts"]["debias-auto"]
+    assert auto["auto_budget"]["chosen"] == auto["budget"]["per_cluster"] and auto["yield"] >= 0.98
 
 
 def test_cli_rejects_what_does_not_apply(embedded: Path, tmp_path: Path) -> None:

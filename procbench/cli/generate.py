@@ -21,7 +21,41 @@ def command(
         str | None, typer.Option("--style", help="'recipeqa' (the biased original) or 'default'.")
     ] = None,
     debias: Annotated[bool, typer.Option("--debias", help="Budgeted debiasing (Algorithm 1 of paper 004).")] = False,
-    budget: Annotated[int, typer.Option("--budget", help="Per-cluster budget for --debias.", min=1)] = 10,
+    budget: Annotated[
+        str | None,
+        typer.Option(
+            "--budget",
+            help="Per-cluster budget for --debias: a number, or 'auto' (the smallest budget, from an even share "
+            "per cluster, that keeps nearly every question) [auto].",
+        ),
+    ] = None,
+    adversarial: Annotated[
+        bool,
+        typer.Option(
+            "--adversarial",
+            help="Adversarial negatives: replace the negatives that context-free probes reject until the probes "
+            "are at chance (setting 'adversarial').",
+        ),
+    ] = False,
+    rounds: Annotated[
+        int | None, typer.Option("--rounds", help="--adversarial: round limit of the filtering [10].", min=0)
+    ] = None,
+    ceiling: Annotated[
+        float | None,
+        typer.Option(
+            "--ceiling",
+            help="--adversarial: a negative's cosine similarity to the answer and the question items stays below "
+            "this (no paraphrases) [0.8].",
+        ),
+    ] = None,
+    items: Annotated[
+        str | None,
+        typer.Option(
+            "--items",
+            help="textual-cloze: what questions and choices show: 'title' (step headlines) or 'text' (step texts, "
+            "for corpora without headlines) [title].",
+        ),
+    ] = None,
     clusters: Annotated[
         int | None,
         typer.Option(
@@ -34,7 +68,8 @@ def command(
         bool,
         typer.Option(
             "--sweep",
-            help="Write every setting of the task in one run (textual-cloze: recipeqa, default, debias-b10).",
+            help="Write every setting of the task in one run (textual-cloze: recipeqa, default, debias-auto, "
+            "adversarial).",
         ),
     ] = False,
     split_by: Annotated[
@@ -62,10 +97,13 @@ def command(
 ) -> None:
     """Generate a question set (or a whole sweep) from the store.
 
-    Choose one way of sampling: --style recipeqa, --knobs K1,K2,K3, --debias [--budget B], or --sweep.
+    Choose one way of sampling: --style recipeqa, --knobs K1,K2,K3, --debias [--budget B|auto], --adversarial,
+    or --sweep.
 
     textual-cloze: --style recipeqa (the biased original), the default paper-004 sampler (far kNN negatives),
-    or --debias --budget B [--clusters C] (Algorithm 1); --sweep writes recipeqa, default and debias-b10.
+    --debias --budget B|auto [--clusters C] (Algorithm 1), or --adversarial [--rounds R] [--ceiling S]
+    (negatives the context-free probes cannot tell from the answer); --sweep writes recipeqa, default,
+    debias-auto and adversarial. Corpora without step headlines: --items text.
 
     Output: STORE/questions/TASK/SETTING/ with train/val/test parquet, recipeqa.json and card.md.
     """
@@ -73,20 +111,33 @@ def command(
     from procbench.errors import BadInput
     from procbench.generate import Setting, generate, parse_knobs
     from procbench.generate.sequencing import read_references
+    from procbench.generate.settings import parse_budget
     from procbench.generate.splits import parse_ratios
     from procbench.store import Store
 
     chosen = [
-        name for name, on in (("--knobs", knobs), ("--style", style), ("--debias", debias), ("--sweep", sweep)) if on
+        name
+        for name, on in (
+            ("--knobs", knobs),
+            ("--style", style),
+            ("--debias", debias),
+            ("--adversarial", adversarial),
+            ("--sweep", sweep),
+        )
+        if on
     ]
     if len(chosen) > 1:
         raise BadInput(f"choose one of {', '.join(chosen)}")
+    if budget is not None and not debias:
+        raise BadInput("--budget applies only with --debias")
     if style not in (None, "recipeqa", "default"):
         raise BadInput(f"--style takes 'recipeqa' or 'default', not {style!r}")
     if knobs:
         setting = Setting("knobs", parse_knobs(knobs))
     elif debias:
-        setting = Setting("debias", budget=budget)
+        setting = Setting("debias", budget=parse_budget(budget or "auto"))
+    elif adversarial:
+        setting = Setting("adversarial")
     else:
         setting = Setting(style or "default")
     options = {
@@ -96,6 +147,9 @@ def command(
         "adjacent": adjacent,
         "kc": kc,
         "min_distance": min_distance,
+        "items": items,
+        "rounds": rounds,
+        "ceiling": ceiling,
         "references": read_references(references) if references else None,
     }
     ratios = parse_ratios(split_ratios)

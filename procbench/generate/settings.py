@@ -6,24 +6,24 @@ from dataclasses import dataclass
 
 from procbench.errors import BadInput
 
-__all__ = ["Setting", "parse_knobs"]
+__all__ = ["Setting", "parse_budget", "parse_knobs"]
 
 
 @dataclass(frozen=True)
 class Setting:
     """One way of sampling a question set; ``name`` is its folder under ``questions/TASK/``."""
 
-    style: str  # "recipeqa" | "default" | "knobs" | "debias"
+    style: str  # "recipeqa" | "default" | "knobs" | "debias" | "adversarial"
     knobs: tuple[int, int, int] | None = None
-    budget: int | None = None
+    budget: int | str | None = None  # debias: a per-cluster budget, or "auto"
 
     @property
     def name(self) -> str:
-        """``recipeqa``, ``default``, ``knobs-011`` (K1 K2 K3) or ``debias-b10`` (budget)."""
+        """``recipeqa``, ``default``, ``adversarial``, ``knobs-011`` (K1 K2 K3), ``debias-b10`` or ``debias-auto``."""
         if self.style == "knobs" and self.knobs is not None:
             return "knobs-" + "".join(map(str, self.knobs))
         if self.style == "debias":
-            return f"debias-b{self.budget}"
+            return "debias-auto" if self.budget == "auto" else f"debias-b{self.budget}"
         return self.style
 
     @classmethod
@@ -40,3 +40,13 @@ def parse_knobs(text: str) -> tuple[int, int, int]:
         raise BadInput(f"--knobs takes three 0/1 values K1,K2,K3 such as 0,1,1, not {text!r}")
     k1, k2, k3 = (int(p) for p in parts)
     return k1, k2, k3
+
+
+def parse_budget(text: str | int) -> int | str:
+    """``--budget``: a per-cluster budget of at least 1, or ``auto``."""
+    value = str(text).strip().lower()
+    if value == "auto":
+        return "auto"
+    if not value.isdigit() or int(value) < 1:
+        raise BadInput(f"--budget takes a whole number of at least 1 or 'auto', not {text!r}")
+    return int(value)

@@ -44,6 +44,7 @@ it), and ``choice_clusters`` and ``answer_cluster`` (KMeans cluster ids; debias 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import unicodedata
 import zlib
@@ -55,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from procbench.errors import BadInput
+from procbench.generate.adversarial import AdversarialOptions, Arena, filter_negatives, initial_negatives
 from procbench.generate.debias import ClusterBudget, Clustering, cluster_titles, default_n_clusters, draw_negatives
 from procbench.generate.questions import PLACEHOLDER, Question, balance_answer_positions
 from procbench.generate.settings import Setting
@@ -78,7 +80,7 @@ __all__ = [
 ]
 
 DEFAULT_BUDGET = 10
-SWEEP = [Setting("recipeqa"), Setting("default"), Setting("debias", budget=DEFAULT_BUDGET)]
+SWEEP = [Setting("recipeqa"), Setting("default"), Setting("debias", budget="auto"), Setting("adversarial")]
 N_QUESTION = 4
 N_NEGATIVES = 3
 KNN_K = 100
@@ -88,7 +90,7 @@ MIN_STEPS_DEBIAS = 6
 #: RecipeQA style draws negatives at random, but never within this Euclidean distance of the correct title.
 #: Random title pairs sampled to estimate the RecipeQA style's fixed distance.
 _DISTANCE_PAIRS = 10_000
-_STYLES = ("recipeqa", "default", "debias")
+_STYLES = ("recipeqa", "default", "debias", "adversarial")
 _TAG = 0x7C1
 _RANDOM_BATCH = 64
 _RANDOM_TRIES = 16
@@ -145,21 +147,33 @@ class _Pool:
     group_of: dict[str, int]  # procedure id -> split code
 
 
-def _titles(store: Store) -> tuple[dict[str, list[tuple[int, str | None, str | None]]], str]:
-    """Per procedure, its steps as ``(index, display title, normalised title)``, and where titles came from."""
+#: ``--items``: what a question shows and its choices are, and the embedding field that holds their vectors.
+ITEM_FIELDS = {"title": "step_title", "text": "step_text"}
+
+
+def _titles(store: Store, items: str = "title") -> tuple[dict[str, list[tuple[int, str | None, str | None]]], str]:
+    """Per procedure, its steps as ``(index, display item, normalised item)``, and where items came from.
+
+    ``items`` is ``title`` (step headlines, step indicators stripped) or ``text`` (the step texts, for
+    corpora without headlines).
+    """
     cleaned = {"title_clean", "text_clean"} <= set(store.columns("steps"))
     strip = None
-    if not cleaned:
+    if not cleaned and items == "title":
         from procbench.clean.titles import strip_step_indicator
 
         strip = strip_step_indicator
+    column = "title" if items == "title" else "text"
     steps: dict[str, list[tuple[int, str | None, str | None]]] = {}
-    for row in kept_steps(store, ["procedure_id", "index", "title"]).to_pylist():
-        title = row["title"]
+    for row in kept_steps(store, ["procedure_id", "index", column]).to_pylist():
+        title = row[column]
         if title is not None:
             title = " ".join((strip(title) if strip else title).split()) or None
         steps.setdefault(row["procedure_id"], []).append((row["index"], title, normalise_title(title)))
-    source = "title_clean" if cleaned else "title (store not cleaned: step indicators stripped here)"
+    if items == "text":
+        source = "text_clean (--items text)" if cleaned else "text (--items text; store not cleaned)"
+    else:
+        source = "title_clean" if cleaned else "title (store not cleaned: step indicators stripped here)"
     return steps, source
 
 
@@ -216,10 +230,13 @@ def _drafts(
     per_procedure: int,
     replace: bool,
     seed: int,
+    hide_window: bool = False,
 ) -> list[_Draft]:
     """Questions of one procedure: windows of consecutive titled steps whose answer title is not shown too.
 
     The first draw is the same with and without ``replace``, so single-question settings are paired.
+    With ``hide_window`` the context leaves out the question's own steps (text items: their texts would
+    give the answer away).
     """
     n = len(rows)
     length = min(N_QUESTION, n)
@@ -247,12 +264,13 @@ def _drafts(
         windows = by_answer[answer]
         start, position = windows[int(rng.integers(len(windows)))]
         window = rows[start : start + length]
+        shown = context[:start] + context[start + length :] if hide_window else context
         drafts.append(
             _Draft(
                 procedure_id=pid,
                 number=number,
                 n_steps=n,
-                context=context,
+                context=shown,
                 start=start,
                 keys=[f"{pid}#{index}" for index, _, _ in window],
                 titles=[str(title) for _, title, _ in window],
@@ -448,21 +466,246 @@ def _reorder_choice_meta(questions: list[Question], infos: list[dict[str, tuple[
             question.meta["choice_clusters"] = [r[2] for r in rows]
 
 
-def _check(settings: list[Setting], clusters: int | None, per_procedure: int, knn_k: int) -> None:
+def _check(settings: list[Setting], clusters: int | None, per_procedure: int, knn_k: int, items: str) -> None:
     for setting in settings:
         if setting.style not in _STYLES:
             raise BadInput(
-                "textual-cloze takes --style recipeqa, the default sampler, or --debias [--budget B]; "
-                "Control-Knobs are for the visual tasks"
+                "textual-cloze takes --style recipeqa, the default sampler, --debias [--budget B|auto] or "
+                "--adversarial; Control-Knobs are for the visual tasks"
             )
-        if setting.style == "debias" and (setting.budget is None or setting.budget < 1):
-            raise BadInput("--debias needs --budget B with B >= 1")
+        budget = setting.budget
+        if setting.style == "debias" and budget != "auto" and not (isinstance(budget, int) and budget >= 1):
+            raise BadInput("--debias needs --budget B with B >= 1, or --budget auto")
     if clusters is not None and not any(s.style == "debias" for s in settings):
         raise BadInput("--clusters applies only with --debias (or --sweep)")
     if per_procedure < 1:
         raise BadInput("--questions-per-procedure must be at least 1")
     if knn_k <= N_NEGATIVES:
         raise BadInput(f"k for the nearest titles must be above {N_NEGATIVES}, not {knn_k}")
+    if items not in ITEM_FIELDS:
+        raise BadInput(f"--items takes {' or '.join(ITEM_FIELDS)}, not {items!r}")
+
+
+def _item_embeddings(store: Store, items: str) -> Embeddings:
+    from procbench.embed import load_embeddings
+
+    field = ITEM_FIELDS[items]
+    try:
+        return load_embeddings(store, field)
+    except BadInput as exc:
+        hint = "" if items == "text" else " (a corpus without step headlines: pass --items text)"
+        raise BadInput(f"textual-cloze --items {items} needs {field} embeddings: {exc}{hint}") from None
+
+
+@dataclass
+class _Outcome:
+    """One setting's questions (in draft order) and what was skipped."""
+
+    made: dict[int, tuple[Question, dict[str, tuple[str, float, int | None]]]]
+    skipped_questions: Counter[str]
+    budget: ClusterBudget | None = None
+
+
+def _sample(
+    setting: Setting,
+    drafts: list[_Draft],
+    pool: _Pool,
+    knn: dict[str, tuple[np.ndarray, np.ndarray]],
+    rng: np.random.Generator,
+    *,
+    clustering: Clustering | None,
+    budget: int | None,
+    recipeqa_distance: float,
+    progress: Progress,
+) -> _Outcome:
+    """Negatives for every draft under ``setting`` (recipeqa, default, or debias with ``budget``)."""
+    spend = ClusterBudget(clustering.n_clusters, budget) if budget is not None and clustering is not None else None
+    visit = rng.permutation(len(drafts)) if spend is not None else np.arange(len(drafts))
+    outcome = _Outcome({}, Counter(), spend)
+    progress.start(f"textual-cloze/{setting.name}", total=len(drafts))
+    for i in visit.tolist():
+        progress.advance()
+        draft = drafts[i]
+        if draft.answer_key not in pool.positions:
+            outcome.skipped_questions["no_embedding"] += 1
+            continue
+        if setting.style == "recipeqa":
+            drawn, reason = _random_negatives(draft, pool, rng, recipeqa_distance), "few_candidates"
+        else:
+            drawn, reason = _far_negatives(
+                draft, pool, knn[draft.answer_key], rng, clustering=clustering if spend else None, budget=spend
+            )
+        if drawn is None:
+            outcome.skipped_questions[str(reason)] += 1
+            continue
+        if spend is not None and clustering is not None:  # the draw checked the budget: never below zero
+            spend.spend(clustering.labels[drawn.rows])
+        outcome.made[i] = _question(draft, setting, pool, drawn, clustering if spend is not None else None)
+    return outcome
+
+
+#: ``--budget auto``: the budget starts at the even share ``ceil(3 Q / C)`` and grows by this factor until
+#: at least :data:`AUTO_YIELD` of the questions are kept (at most :data:`AUTO_STEPS` tries).
+AUTO_GROWTH = 1.25
+AUTO_YIELD = 0.98
+AUTO_STEPS = 12
+
+
+def _auto_budget(
+    setting: Setting,
+    drafts: list[_Draft],
+    pool: _Pool,
+    knn: dict[str, tuple[np.ndarray, np.ndarray]],
+    clustering: Clustering,
+    *,
+    seed: int,
+    progress: Progress,
+) -> tuple[_Outcome, dict[str, Any]]:
+    """Algorithm 1 with the smallest budget (from an even share per cluster, growing) that keeps nearly all."""
+    need = max(1, len(drafts))
+    budget = max(1, math.ceil(N_NEGATIVES * need / clustering.n_clusters))
+    tried = []
+    for _ in range(AUTO_STEPS):
+        rng = np.random.default_rng([seed, _TAG, zlib.crc32(setting.name.encode("utf-8"))])
+        outcome = _sample(
+            setting,
+            drafts,
+            pool,
+            knn,
+            rng,
+            clustering=clustering,
+            budget=budget,
+            recipeqa_distance=0.0,
+            progress=progress,
+        )
+        kept = len(outcome.made) / need
+        tried.append({"budget": budget, "yield": round(kept, 4)})
+        exhausted = outcome.skipped_questions.get("budget_exhausted", 0)
+        if kept >= AUTO_YIELD or not exhausted:
+            break
+        budget = max(budget + 1, math.ceil(budget * AUTO_GROWTH))
+    return outcome, {"chosen": budget, "even_share": tried[0]["budget"], "tried": tried}
+
+
+#: Adversarial negatives: candidates per question, half nearest the answer, half nearest the question.
+ADVERSARIAL_CANDIDATES = 48
+
+
+def _adversarial_candidates(drafts: list[_Draft], pool: _Pool, k: int) -> np.ndarray:
+    """``(Q, 2k)`` candidate rows per draft: the titles nearest its answer, then those nearest its question.
+
+    Candidates are titles of other procedures of the question's split, one row per normalised title. How
+    often a title may be a negative is bounded by how many of its step rows are not answers (see
+    :func:`_copies`), so negatives are drawn from the same population as answers: random steps.
+    """
+    import faiss
+
+    vectors = pool.embeddings.vectors
+    answer_rows = np.array([pool.positions[d.answer_key] for d in drafts], dtype=np.int64)
+    # one row per distinct title (the first that is not an answer), so a candidate list holds distinct items
+    usable = pool.norm_codes >= 0
+    usable[answer_rows] = False
+    _, first = np.unique(np.where(usable, pool.norm_codes, -1), return_index=True)
+    distinct = np.zeros(len(usable), dtype=bool)
+    distinct[first] = True
+    usable &= distinct
+    out = np.full((len(drafts), 2 * k), -1, dtype=np.int64)
+    own = np.array([pool.procedure_code.get(d.procedure_id, -2) for d in drafts], dtype=np.int64)
+    group = np.array([pool.group_of[d.procedure_id] for d in drafts], dtype=np.int64)
+    for g in np.unique(group).tolist():
+        rows = np.flatnonzero(usable & (pool.groups == g))
+        members = np.flatnonzero(group == g)
+        if not len(rows) or not len(members):
+            continue
+        index = faiss.IndexFlatIP(vectors.shape[1])
+        index.add(np.ascontiguousarray(vectors[rows], dtype=np.float32))
+        answers = np.asarray(vectors[[pool.positions[drafts[i].answer_key] for i in members.tolist()]], np.float32)
+        questions = np.zeros_like(answers)
+        for j, i in enumerate(members.tolist()):
+            shown = [pool.positions[key] for n, key in enumerate(drafts[i].keys) if n != drafts[i].position]
+            mean = np.asarray(vectors[shown], dtype=np.float32).mean(axis=0) if shown else answers[j]
+            questions[j] = mean / max(float(np.linalg.norm(mean)), 1e-12)
+        fetch = min(len(rows), k + MAX_STEPS)  # room for the question's own procedure's titles
+        for half, queries in enumerate((answers, questions)):
+            _, found = index.search(np.ascontiguousarray(queries), fetch)
+            for j, i in enumerate(members.tolist()):
+                hit = rows[found[j][found[j] >= 0]]
+                hit = hit[pool.procedures[hit] != own[i]][:k]
+                out[i, half * k : half * k + len(hit)] = hit
+    return out
+
+
+def _copies(pool: _Pool, answers: np.ndarray) -> np.ndarray:
+    """``(n_titles,)`` step rows showing each normalised title that are not an answer of the set."""
+    free = np.ones(len(pool.norm_codes), dtype=bool)
+    free[answers] = False
+    codes = pool.norm_codes[free & (pool.norm_codes >= 0)]
+    return np.bincount(codes, minlength=len(pool.norm_counts)).astype(np.int64)
+
+
+def _adversarial(
+    setting: Setting,
+    drafts: list[_Draft],
+    pool: _Pool,
+    options: AdversarialOptions,
+    *,
+    seed: int,
+    progress: Progress,
+) -> tuple[_Outcome, dict[str, Any]]:
+    """Adversarially filtered negatives (:mod:`procbench.generate.adversarial`) for every draft."""
+    outcome = _Outcome({}, Counter())
+    embedded = [i for i, d in enumerate(drafts) if d.answer_key in pool.positions]
+    outcome.skipped_questions["no_embedding"] = len(drafts) - len(embedded)
+    if not outcome.skipped_questions["no_embedding"]:
+        del outcome.skipped_questions["no_embedding"]
+    drafts = [drafts[i] for i in embedded]
+    if not drafts:
+        return outcome, {}
+    progress.start(f"textual-cloze/{setting.name}: candidates", total=None)
+    candidates = _adversarial_candidates(drafts, pool, ADVERSARIAL_CANDIDATES // 2)
+    answers = np.array([pool.positions[d.answer_key] for d in drafts], dtype=np.int64)
+    width = max(len(d.keys) for d in drafts)
+    question_items = np.full((len(drafts), width), -1, dtype=np.int64)
+    for i, d in enumerate(drafts):
+        for n, key in enumerate(d.keys):
+            if n != d.position:
+                question_items[i, n] = pool.positions.get(key, -1)
+    groups = np.array([pool.procedure_code.get(d.procedure_id, -1) for d in drafts], dtype=np.int64)
+    arena = Arena(
+        vectors=np.asarray(pool.embeddings.vectors, dtype=np.float32),
+        identity=pool.norm_codes,
+        answers=answers,
+        question_items=question_items,
+        negatives=np.full((len(drafts), N_NEGATIVES), -1, dtype=np.int64),
+        candidates=candidates,
+        groups=groups,
+        texts=pool.texts,
+        copies=_copies(pool, answers),
+    )
+    start, unfilled = initial_negatives(arena, options, seed=seed)
+    keep = ~unfilled
+    outcome.skipped_questions["few_candidates"] += int(unfilled.sum())
+    if not outcome.skipped_questions["few_candidates"]:
+        del outcome.skipped_questions["few_candidates"]
+    arena = arena.subset(keep, negatives=start[keep])
+    drafts = [d for d, k in zip(drafts, keep.tolist(), strict=True) if k]
+    if len(np.unique(arena.groups)) < 2:
+        result = None
+        final = arena.negatives
+    else:
+        result = filter_negatives(arena, options, seed=seed, progress=progress)
+        final = result.negatives
+    vectors = arena.vectors
+    for i, draft in enumerate(drafts):
+        rows = [int(r) for r in final[i]]
+        gaps = np.linalg.norm(vectors[rows] - vectors[arena.answers[i]], axis=1).astype(np.float64).tolist()
+        drawn = _Drawn(rows, gaps, n_candidates=int((arena.candidates[i] >= 0).sum()))
+        question, info = _question(draft, setting, pool, drawn, None)
+        question.meta["replacements"] = int(result.replacements[i]) if result is not None else 0
+        question.meta["ceiling"] = options.ceiling
+        outcome.made[i] = (question, info)
+    summary = result.summary() if result is not None else {**options.to_dict(), "rounds_run": 0}
+    return outcome, summary
 
 
 def build(
@@ -475,41 +718,56 @@ def build(
     questions_per_procedure: int = 1,
     knn_k: int = KNN_K,
     min_distance: float | None = None,
+    items: str = "title",
+    rounds: int | None = None,
+    ceiling: float | None = None,
     splits: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
-    """Textual-cloze questions for each setting (``recipeqa``, ``default``, ``debias`` with its budget).
+    """Textual-cloze questions for each setting (``recipeqa``, ``default``, ``debias``, ``adversarial``).
 
     Args:
         clusters: KMeans clusters for debiasing (default ``round(sqrt(distinct titles))``, at most 100).
         questions_per_procedure: questions drawn per procedure (distinct answers except in RecipeQA style).
         knn_k: neighbours of the correct title the default and debiased samplers look at (paper: 100).
         min_distance: RecipeQA style's fixed distance (default: the median distance of random title pairs).
+        items: ``title`` (step headlines) or ``text`` (step texts, for corpora without headlines; the context
+            then leaves out the question's own steps).
+        rounds: adversarial filtering's round limit (default 10).
+        ceiling: adversarial negatives' cosine-similarity ceiling to the answer and question items (default 0.8).
         splits: procedure id -> split (the runner passes the split it writes). Negatives are then drawn
             only from procedures of the question's own split, so no title of one split is a choice in
             another; without it (library use) they come from any other procedure, as in Algorithm 1.
 
     Returns:
         ``({setting name: questions}, counts)``; counts hold, per setting, ``questions``,
-        ``skipped_procedures`` and ``skipped_questions`` by reason, and for debiasing the clustering
-        (clusters, inertia) and budget usage (spent in total and per cluster, exhausted clusters).
+        ``skipped_procedures`` and ``skipped_questions`` by reason, for debiasing the clustering
+        (clusters, inertia) and budget usage (spent in total and per cluster, exhausted clusters, and for
+        ``--budget auto`` the budgets tried and their yield), for the adversarial setting the filtering
+        account (rounds, replacements, probe accuracy per round, the ceiling).
 
     Raises:
-        BadInput: a setting or option that does not apply; no step-title embeddings (run ``procbench embed``).
+        BadInput: a setting or option that does not apply; no embeddings of the items (run ``procbench embed``).
     """
-    from procbench.embed import load_embeddings, load_index
+    from procbench.embed import load_index
 
-    _check(settings, clusters, questions_per_procedure, knn_k)
-    steps, title_source = _titles(store)
-    embeddings = load_embeddings(store, "step_title")
+    _check(settings, clusters, questions_per_procedure, knn_k, items)
+    styles = {s.style for s in settings}
+    if (rounds is not None or ceiling is not None) and "adversarial" not in styles:
+        raise BadInput("--rounds and --ceiling apply only with --adversarial (or --sweep)")
+    options = AdversarialOptions(rounds=10 if rounds is None else rounds, ceiling=0.8 if ceiling is None else ceiling)
+    if options.rounds < 0 or not 0.0 < options.ceiling <= 1.0:
+        raise BadInput("--rounds must be >= 0 and --ceiling in (0, 1]")
+    steps, title_source = _titles(store, items)
+    embeddings = _item_embeddings(store, items)
     pool = _pool(embeddings, steps, splits)
     counts: dict[str, Any] = {
+        "items": items,
         "title_source": title_source,
         "titles": len(pool.keys),
         "encoder": embeddings.encoder,
         "negatives_from": "other procedures of the same split" if splits is not None else "any other procedure",
     }
 
-    styles = {s.style for s in settings}
     recipeqa_distance = 0.0
     if "recipeqa" in styles:
         recipeqa_distance = (
@@ -521,13 +779,20 @@ def build(
     drafts_by: dict[bool, dict[str, list[_Draft]]] = {}
     for replace in sorted({s.style == "recipeqa" for s in settings}):
         drafts_by[replace] = {
-            pid: _drafts(pid, rows, per_procedure=questions_per_procedure, replace=replace, seed=seed)
+            pid: _drafts(
+                pid,
+                rows,
+                per_procedure=questions_per_procedure,
+                replace=replace,
+                seed=seed,
+                hide_window=items != "title",
+            )
             for pid, rows in sorted(in_range.items())
         }
 
     knn: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if styles & {"default", "debias"}:
-        index = load_index(store, "step_title")
+        index = load_index(store, ITEM_FIELDS[items])
         wanted = sorted(
             {
                 d.answer_key
@@ -557,7 +822,6 @@ def build(
         rng = np.random.default_rng([seed, _TAG, zlib.crc32(setting.name.encode("utf-8"))])
         min_steps = MIN_STEPS_DEBIAS if setting.style == "debias" else MIN_STEPS
         skipped_procedures: Counter[str] = Counter()
-        skipped_questions: Counter[str] = Counter()
         skipped_procedures["step_count"] = len(steps) - len(in_range)
         drafts: list[_Draft] = []
         for pid, found in drafts_by[setting.style == "recipeqa"].items():
@@ -569,36 +833,26 @@ def build(
                 skipped_procedures["no_titled_window"] += 1
             else:
                 drafts.extend(found)
-        budget = None
-        if setting.style == "debias" and clustering is not None:
-            budget = ClusterBudget(clustering.n_clusters, int(setting.budget or 0))
-        visit = rng.permutation(len(drafts)) if budget is not None else np.arange(len(drafts))
-        made: dict[int, tuple[Question, dict[str, tuple[str, float, int | None]]]] = {}
-        progress.start(f"textual-cloze/{setting.name}", total=len(drafts))
-        for i in visit.tolist():
-            progress.advance()
-            draft = drafts[i]
-            if draft.answer_key not in pool.positions:
-                skipped_questions["no_embedding"] += 1
-                continue
-            if setting.style == "recipeqa":
-                drawn, reason = _random_negatives(draft, pool, rng, recipeqa_distance), "few_candidates"
-            else:
-                drawn, reason = _far_negatives(
-                    draft,
-                    pool,
-                    knn[draft.answer_key],
-                    rng,
-                    clustering=clustering if budget is not None else None,
-                    budget=budget,
-                )
-            if drawn is None:
-                skipped_questions[str(reason)] += 1
-                continue
-            if budget is not None and clustering is not None:  # the draw checked the budget: never below zero
-                budget.spend(clustering.labels[drawn.rows])
-            made[i] = _question(draft, setting, pool, drawn, clustering if budget is not None else None)
-        ordered = [made[i] for i in sorted(made)]
+        entry: dict[str, Any] = {}
+        if setting.style == "adversarial":
+            outcome, entry["adversarial"] = _adversarial(setting, drafts, pool, options, seed=seed, progress=progress)
+        elif setting.style == "debias" and setting.budget == "auto" and clustering is not None:
+            outcome, entry["auto_budget"] = _auto_budget(
+                setting, drafts, pool, knn, clustering, seed=seed, progress=progress
+            )
+        else:
+            outcome = _sample(
+                setting,
+                drafts,
+                pool,
+                knn,
+                rng,
+                clustering=clustering,
+                budget=int(setting.budget) if setting.style == "debias" and setting.budget is not None else None,
+                recipeqa_distance=recipeqa_distance,
+                progress=progress,
+            )
+        ordered = [outcome.made[i] for i in sorted(outcome.made)]
         questions = [q for q, _ in ordered]
         if setting.style == "recipeqa":
             for question in questions:
@@ -606,17 +860,20 @@ def build(
         balance_answer_positions(questions, rng)
         _reorder_choice_meta(questions, [info for _, info in ordered])
         sets[setting.name] = questions
-        entry: dict[str, Any] = {
+        if setting.style in ("debias", "adversarial"):
+            entry["yield"] = round(len(questions) / max(1, len(drafts)), 4)
+        entry = {
             "questions": len(questions),
             "procedures": len({q.procedure_id for q in questions}),
             "skipped_procedures": dict(sorted((k, v) for k, v in skipped_procedures.items() if v)),
-            "skipped_questions": dict(sorted(skipped_questions.items())),
+            "skipped_questions": dict(sorted(outcome.skipped_questions.items())),
+            **entry,
         }
         if setting.style == "recipeqa":
             entry["min_distance"] = round(recipeqa_distance, 4)
-        else:
+        elif setting.style != "adversarial":
             entry["knn_k"] = knn_k
-        if budget is not None:
-            entry["budget"] = budget.summary()
+        if outcome.budget is not None:
+            entry["budget"] = outcome.budget.summary()
         counts[setting.name] = entry
     return sets, counts

@@ -1,0 +1,340 @@
+"""Adversarial negatives (SWAG/HellaSwag-style adversarial filtering) for multiple-choice question sets.
+
+A set is solvable without its context when its negatives differ from its answers in ways a model can see
+in the choices alone. Adversarial filtering removes those differences with the context-free probes that
+find them (:mod:`procbench.shortcuts`): each round fits the probe ensemble with procedure-grouped
+cross-fitting, and for every question it solves, replaces the negative it rejects most easily with the
+candidate from the question's pool that leaves it least sure, until the held-out accuracy of every probe
+is within noise of chance or the round limit is reached. A fresh ensemble is fitted every round, so the
+final accuracy is that of probes trained on the final set.
+
+Constraints every replacement keeps: a candidate is never a paraphrase of the answer or of a question
+item (cosine similarity below ``ceiling``), never repeats an item already in the question (by identity
+code, e.g. the normalised title), and is used as a negative at most ``max_uses`` times in the whole set
+(items reused across questions give themselves away). Candidates come from the task's own pool
+(other procedures of the same split), so its split and overlap rules hold by construction.
+
+>>> arena = Arena(vectors, identity, answers, question_items, negatives, candidates, groups)  # doctest: +SKIP
+>>> result = filter_negatives(arena, AdversarialOptions(rounds=8), seed=0)                      # doctest: +SKIP
+>>> result.negatives, result.rounds[-1]["accuracy"]                                            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from procbench.progress import SILENT, Progress
+from procbench.shortcuts import MODELS, ChoiceBatch, ShortcutEnsemble, choice_features, hits
+
+__all__ = ["AdversarialOptions", "AdversarialResult", "Arena", "filter_negatives", "initial_negatives"]
+
+
+@dataclass(frozen=True)
+class AdversarialOptions:
+    """How adversarial filtering runs.
+
+    Attributes:
+        rounds: at most this many fit-and-replace rounds.
+        ceiling: a candidate's cosine similarity to the answer and to every question item must stay below it
+            (no paraphrases of the answer; no near-copies of what the question shows).
+        max_uses: how many questions may use one item as a negative.
+        n_folds: procedure-grouped folds of the cross-fitting.
+        z: the stop rule: every probe's accuracy at most chance + ``z`` binomial standard errors.
+    """
+
+    rounds: int = 10
+    ceiling: float = 0.8
+    max_uses: int = 1
+    n_folds: int = 5
+    z: float = 1.645
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rounds": self.rounds,
+            "ceiling": self.ceiling,
+            "max_uses": self.max_uses,
+            "n_folds": self.n_folds,
+            "z": self.z,
+        }
+
+
+@dataclass
+class Arena:
+    """Q questions over a pool of N items (rows of ``vectors``), with K negatives and M candidates each.
+
+    Attributes:
+        vectors: ``(N, D)`` float32 L2-normalised item vectors.
+        identity: ``(N,)`` int64 item identity (rows with the same code show the same item; -1: unusable).
+        answers: ``(Q,)`` row of each correct choice.
+        question_items: ``(Q, L)`` rows of the items the question shows (-1: placeholder or none).
+        negatives: ``(Q, K)`` rows of the current negatives (the starting point; replaced in place).
+        candidates: ``(Q, M)`` rows a negative may be replaced by (-1: padding), best first.
+        groups: ``(Q,)`` procedure of each question (cross-fitting never splits one).
+        texts: ``(N,)`` item texts (text items: length and word-overlap features), or None.
+        clusters: ``(N,)`` cluster of each item (cluster-frequency feature), or None.
+        copies: ``(n_identities,)`` how many pool rows show each identity; an identity may be a negative
+            ``max_uses`` times per copy (so a title that many procedures share is drawn about as often as a
+            negative as it is correct). None: one copy each.
+    """
+
+    vectors: np.ndarray
+    identity: np.ndarray
+    answers: np.ndarray
+    question_items: np.ndarray
+    negatives: np.ndarray
+    candidates: np.ndarray
+    groups: np.ndarray
+    texts: Sequence[str | None] | None = None
+    clusters: np.ndarray | None = None
+    copies: np.ndarray | None = None
+
+    def capacity(self, max_uses: int) -> np.ndarray:
+        """``(n_identities,)`` how many questions may use each identity as a negative."""
+        n = int(self.identity.max()) + 1 if len(self.identity) else 0
+        copies = np.ones(n, dtype=np.int64) if self.copies is None else np.asarray(self.copies, dtype=np.int64)
+        return copies * max_uses
+
+    def choices(self) -> np.ndarray:
+        """``(Q, 1 + K)`` rows: the answer first, then the negatives."""
+        return np.concatenate([self.answers[:, None], self.negatives], axis=1)
+
+    def subset(self, keep: np.ndarray, *, negatives: np.ndarray) -> Arena:
+        """The questions where ``keep`` (``(Q,)`` bool) is True, with these ``negatives``."""
+        return Arena(
+            vectors=self.vectors,
+            identity=self.identity,
+            answers=self.answers[keep],
+            question_items=self.question_items[keep],
+            negatives=negatives,
+            candidates=self.candidates[keep],
+            groups=self.groups[keep],
+            texts=self.texts,
+            clusters=self.clusters,
+            copies=self.copies,
+        )
+
+    def batch(self) -> ChoiceBatch:
+        """The probes' view of the current choices (the answer is column 0)."""
+        return _batch(self, self.choices(), self.question_items, self.groups)
+
+
+def _batch(arena: Arena, rows: np.ndarray, q_rows: np.ndarray, groups: np.ndarray) -> ChoiceBatch:
+    dim = arena.vectors.shape[1]
+    padded = np.vstack([arena.vectors, np.zeros((1, dim), dtype=arena.vectors.dtype)])
+    valid = rows >= 0
+    q_mask = q_rows >= 0
+    texts = arena.texts
+    choice_texts = question_texts = None
+    if texts is not None:
+        choice_texts = [[str(texts[r] or "") if r >= 0 else "" for r in row] for row in rows.tolist()]
+        question_texts = [[str(texts[r] or "") for r in row if r >= 0] for row in q_rows.tolist()]
+    return ChoiceBatch(
+        choice_vectors=padded[rows],
+        question_vectors=padded[q_rows],
+        question_mask=q_mask,
+        valid=valid,
+        answers=np.zeros(len(rows), dtype=np.int64),
+        groups=groups,
+        choice_texts=choice_texts,
+        question_texts=question_texts,
+        choice_ids=np.where(valid, arena.identity[np.maximum(rows, 0)], -1),
+        clusters=None if arena.clusters is None else np.where(valid, arena.clusters[np.maximum(rows, 0)], -1),
+    )
+
+
+@dataclass
+class AdversarialResult:
+    """What filtering did: final negatives, replacements per question, and one log entry per round."""
+
+    negatives: np.ndarray
+    replacements: np.ndarray
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    stopped: str = "rounds"
+    options: AdversarialOptions = field(default_factory=AdversarialOptions)
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready account for the set's counts and card."""
+        last = self.rounds[-1] if self.rounds else {}
+        return {
+            **self.options.to_dict(),
+            "rounds_run": max(0, len(self.rounds) - 1),
+            "stopped": self.stopped,
+            "questions_changed": int((self.replacements > 0).sum()),
+            "replacements": int(self.replacements.sum()),
+            "final_accuracy": last.get("accuracy"),
+            "chance_bound": last.get("bound"),
+            "history": [{k: v for k, v in r.items() if k != "bound"} for r in self.rounds],
+        }
+
+
+def _allowed(arena: Arena, options: AdversarialOptions) -> np.ndarray:
+    """``(Q, M)`` candidates that are usable at all: not a paraphrase of the answer or of a question item."""
+    cand = arena.candidates
+    ok = cand >= 0
+    safe = np.maximum(cand, 0)
+    vec = arena.vectors
+    to_answer = np.einsum("qmd,qd->qm", vec[safe], vec[arena.answers])
+    ok &= to_answer < options.ceiling
+    ok &= arena.identity[safe] >= 0
+    ok &= arena.identity[safe] != arena.identity[arena.answers][:, None]
+    for column in range(arena.question_items.shape[1]):
+        item = arena.question_items[:, column]
+        present = item >= 0
+        sim = np.einsum("qmd,qd->qm", vec[safe], vec[np.maximum(item, 0)])
+        ok &= ~present[:, None] | ((sim < options.ceiling) & (arena.identity[safe] != arena.identity[item][:, None]))
+    return ok
+
+
+def initial_negatives(
+    arena: Arena, options: AdversarialOptions = AdversarialOptions(), *, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """A starting point: K usable candidates per question, uniformly at random, within ``max_uses``.
+
+    Questions are visited in a seeded random order. Returns ``(negatives (Q, K), unfilled (Q,))``: rows
+    of the questions that could not get K distinct usable candidates are -1 there and ``unfilled`` True.
+    """
+    rng = np.random.default_rng([seed, 0x1A1])
+    n_q, n_neg = arena.negatives.shape
+    allowed = _allowed(arena, options)
+    capacity = arena.capacity(options.max_uses)
+    uses = np.zeros(len(capacity), dtype=np.int64)
+    negatives = np.full((n_q, n_neg), -1, dtype=np.int64)
+    unfilled = np.zeros(n_q, dtype=bool)
+    for q in rng.permutation(n_q).tolist():
+        seen = {int(arena.identity[arena.answers[q]])}
+        seen.update(int(arena.identity[r]) for r in arena.question_items[q].tolist() if r >= 0)
+        picked: list[int] = []
+        for m in rng.permutation(arena.candidates.shape[1]).tolist():
+            row = int(arena.candidates[q, m])
+            code = int(arena.identity[row])
+            if not allowed[q, m] or uses[code] >= capacity[code] or code in seen:
+                continue
+            seen.add(code)
+            picked.append(row)
+            if len(picked) == n_neg:
+                break
+        if len(picked) < n_neg:
+            unfilled[q] = True
+            continue
+        np.add.at(uses, arena.identity[picked], 1)
+        negatives[q] = picked
+    return negatives, unfilled
+
+
+def _accuracies(probs: dict[str, np.ndarray], valid: np.ndarray) -> dict[str, float]:
+    answers = np.zeros(len(valid), dtype=np.int64)
+    return {name: round(float(hits(p, answers, valid).mean()), 4) for name, p in probs.items()}
+
+
+def filter_negatives(
+    arena: Arena,
+    options: AdversarialOptions = AdversarialOptions(),
+    *,
+    seed: int = 0,
+    progress: Progress = SILENT,
+) -> AdversarialResult:
+    """Replace the negatives the context-free probes reject most easily until the probes are at chance.
+
+    ``arena.negatives`` is the starting point and is not modified; every question keeps its answer and
+    question items. Deterministic for a given ``seed``.
+    """
+    rng = np.random.default_rng([seed, 0xADF])
+    negatives = arena.negatives.copy()
+    work = Arena(**{**arena.__dict__, "negatives": negatives})
+    n_q, n_neg = negatives.shape
+    allowed = _allowed(arena, options)
+    capacity = arena.capacity(options.max_uses)
+    uses = np.bincount(arena.identity[negatives[negatives >= 0]], minlength=len(capacity))
+    replacements = np.zeros(n_q, dtype=np.int64)
+    chance = 1.0 / (n_neg + 1)
+    bound = chance + options.z * math.sqrt(chance * (1 - chance) / max(n_q, 1))
+    result = AdversarialResult(negatives, replacements, options=options)
+    progress.start("adversarial filtering", total=options.rounds)
+    for round_number in range(options.rounds + 1):
+        batch = work.batch()
+        features = choice_features(batch)
+        ensemble = ShortcutEnsemble(n_folds=options.n_folds, seed=seed + round_number).fit(batch, features)
+        probs = ensemble.predict(batch, features)
+        accuracy = _accuracies(probs, batch.valid)
+        entry: dict[str, Any] = {"round": round_number, "accuracy": accuracy, "bound": round(bound, 4)}
+        result.rounds.append(entry)
+        if all(accuracy[name] <= bound for name in MODELS):
+            result.stopped = "chance"
+            break
+        if round_number == options.rounds:
+            break
+        solved = np.zeros(n_q, dtype=bool)
+        for name in ("ensemble", *MODELS):
+            solved |= hits(probs[name], batch.answers, batch.valid)
+        targets = np.flatnonzero(solved)
+        changed = _replace(work, targets, probs["ensemble"], ensemble, allowed, uses, capacity, rng)
+        replacements[changed] += 1
+        entry["replaced"] = int(len(changed))
+        progress.advance()
+        if not len(changed):
+            result.stopped = "no_candidates"
+            break
+    return result
+
+
+def _replace(
+    work: Arena,
+    targets: np.ndarray,
+    ensemble_probs: np.ndarray,
+    ensemble: ShortcutEnsemble,
+    allowed: np.ndarray,
+    uses: np.ndarray,
+    capacity: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Swap the weakest negative of each target question for its best usable candidate; the questions changed."""
+    if not len(targets):
+        return targets
+    negatives = work.negatives
+    n_neg = negatives.shape[1]
+    n_cand = work.candidates.shape[1]
+    weakest = np.argmin(ensemble_probs[targets, 1:], axis=1)  # (T,) negative slot the probes reject most easily
+    shown = np.concatenate([work.choices()[targets], work.question_items[targets]], axis=1)
+    shown_ids = np.where(shown >= 0, work.identity[np.maximum(shown, 0)], -2)
+    cand = work.candidates[targets]
+    cand_ids = work.identity[np.maximum(cand, 0)]
+    usable = allowed[targets] & ~(cand_ids[:, :, None] == shown_ids[:, None, :]).any(axis=2)
+    usable &= uses[cand_ids] < capacity[cand_ids]
+    # every (question, candidate) variant: the weakest negative replaced by the candidate
+    base = np.repeat(work.choices()[targets][:, None, :], n_cand, axis=1)  # (T, M, 1 + K)
+    base[np.arange(len(targets)), :, 1 + weakest] = cand
+    flat_rows = base.reshape(-1, 1 + n_neg)
+    live = usable.reshape(-1)
+    answer_prob = np.full(len(flat_rows), np.inf)
+    if live.any():
+        q_rows = np.repeat(work.question_items[targets], n_cand, axis=0)[live]
+        groups = np.repeat(work.groups[targets], n_cand)[live]
+        variant = _batch(work, flat_rows[live], q_rows, groups)
+        probs = ensemble.predict(variant)["ensemble"]
+        answer_prob[live] = probs[:, 0]
+    answer_prob = answer_prob.reshape(len(targets), n_cand)
+    changed = []
+    current = ensemble_probs[targets, 0]
+    for t in rng.permutation(len(targets)).tolist():
+        order = np.argsort(answer_prob[t] + rng.random(n_cand) * 1e-9, kind="stable")
+        for m in order.tolist():
+            if not np.isfinite(answer_prob[t, m]) or answer_prob[t, m] >= current[t]:
+                break
+            row = int(cand[t, m])
+            code = int(cand_ids[t, m])
+            if uses[code] >= capacity[code]:
+                continue
+            q = int(targets[t])
+            old = int(negatives[q, weakest[t]])
+            if old >= 0:
+                uses[work.identity[old]] -= 1
+            uses[code] += 1
+            negatives[q, weakest[t]] = row
+            changed.append(q)
+            break
+    return np.array(sorted(changed), dtype=np.int64)
