@@ -9,8 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from procbench.clean import CleanOptions, clean_store, clean_tables
-from procbench.errors import BadInput
+from procbench.clean import clean_store, clean_tables
 from procbench.ingest import ingest_file
 from procbench.store import PROCEDURES, STEPS, Store, conform
 from procbench.store.views import kept_procedures, kept_steps
@@ -131,24 +130,6 @@ def test_later_stages_read_clean_columns(tmp_path: Path) -> None:
     steps = kept_steps(store)
     assert steps.num_rows == 9
     assert not any("<p>" in t for t in steps["text"].to_pylist())
-
-
-def test_manifest_section_and_errors(tmp_path: Path) -> None:
-    manifest = tmp_path / "m.toml"
-    manifest.write_text(
-        '[source]\nname = "x"\n\n[clean]\nmin_steps = 1\nlanguages = ["en", "fr"]\n'
-        'exclude_keywords = ["calculator"]\n',
-        encoding="utf-8",
-    )
-    options = CleanOptions.from_manifest(manifest)
-    assert options.min_steps == 1 and options.languages == ("en", "fr") and options.exclude_keywords == ("calculator",)
-    assert options.max_steps == 25
-    manifest.write_text("[clean]\nminimum_steps = 1\n", encoding="utf-8")
-    with pytest.raises(BadInput, match="minimum_steps"):
-        CleanOptions.from_manifest(manifest)
-    manifest.write_text("[clean\n", encoding="utf-8")
-    with pytest.raises(BadInput):
-        CleanOptions.from_manifest(manifest)
 
 
 def test_empty_store_is_cleaned_without_writing(tmp_path: Path) -> None:

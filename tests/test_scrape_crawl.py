@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from procbench.cli import app
 from procbench.errors import RateLimited
-from procbench.scrape import Filters, HttpConfig, ScrapeOptions, load_manifest, scrape
+from procbench.scrape import Filters, HttpConfig, ScrapeOptions, scrape
 from procbench.scrape.instructables import InstructablesSource
 from procbench.scrape.sample_site import render_article
 from procbench.store import Store
@@ -291,25 +291,6 @@ def test_cli_single_url_json_and_the_contact_rule(tmp_path: Path) -> None:
         ["scrape", "wikihow", "--url", "X", "--contact", "a@b.org", "--delay", "0.1", "--store", str(tmp_path / "p")],
     )
     assert fast.exit_code == 2 and "one request per second" in fast.output
-
-
-def test_manifests_in_the_repository_are_valid() -> None:
-    paths = sorted((REPO / "manifests").glob("*.toml"))
-    names = {p.stem for p in paths}
-    assert {"woodworkqa", "decorationqa"} <= names and len(paths) >= 5
-    for path in paths:
-        manifest = load_manifest(path)
-        assert manifest.filters.min_steps == 3 and manifest.filters.max_steps == 25
-        assert manifest.filters.language == "en" and manifest.limit
-    wood = load_manifest(REPO / "manifests" / "woodworkqa.toml")
-    assert wood.source == "instructables" and set(wood.categories) == {
-        "workshop/furniture",
-        "workshop/shelves",
-        "workshop/woodworking",
-        "workshop/workbenches",
-    }
-    deco = load_manifest(REPO / "manifests" / "decorationqa.toml")
-    assert set(deco.categories) == {"living/christmas", "living/decorating", "living/halloween", "living/holidays"}
 
 
 def test_cli_runs_a_manifest_against_a_mirror(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Settings of ``clean``: defaults from the papers, overridable by a manifest's ``[clean]`` section and options.
+"""Settings of ``clean``: defaults from the papers, overridable by a manifest's ``[clean]`` section
+(read by :func:`procbench.manifest.load_manifest`) and options.
 
 A manifest section looks like::
 
@@ -15,10 +16,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any
 
-from procbench.errors import BadInput, InputFileNotFound, MissingDependency
+from procbench.errors import BadInput
 
 __all__ = ["CleanOptions"]
 
@@ -110,28 +110,6 @@ class CleanOptions:
         if unknown:
             raise BadInput(f"unknown clean option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
-
-    @classmethod
-    def from_manifest(cls, path: str | Path, *, base: CleanOptions | None = None) -> CleanOptions:
-        """Options from the ``[clean]`` section of a TOML manifest (defaults where the section is silent)."""
-        try:
-            import tomllib
-        except ModuleNotFoundError:  # Python 3.10
-            try:
-                import tomli as tomllib
-            except ModuleNotFoundError as exc:
-                raise MissingDependency("reading manifests on Python 3.10 needs tomli: pip install tomli") from exc
-        path = Path(path)
-        if not path.is_file():
-            raise InputFileNotFound(f"no such manifest: {path}")
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise BadInput(f"{path} is not valid TOML: {exc}") from exc
-        section = data.get("clean", {})
-        if not isinstance(section, dict):
-            raise BadInput(f"{path}: [clean] must be a table")
-        return (base or cls()).replace(**section)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready view (what the provenance log records)."""

@@ -127,9 +127,10 @@ def command(
     """
     from procbench.clean import CleanOptions, clean_store
     from procbench.cli._console import console, print_json, progress_bar
+    from procbench.manifest import load_manifest
     from procbench.store import Store
 
-    options = CleanOptions.from_manifest(manifest) if manifest else CleanOptions()
+    options = load_manifest(manifest).clean_options() if manifest else CleanOptions()
     languages = None if language is None else ([] if [v.lower() for v in language] == ["any"] else language)
     options = options.replace(
         min_steps=min_steps,

@@ -79,7 +79,8 @@ def command(
 
     from procbench.cli._console import console, err_console, print_json, progress_bar
     from procbench.errors import BadInput
-    from procbench.scrape import Filters, HttpConfig, ScrapeOptions, ZimOptions, load_manifest, scrape, scrape_zim
+    from procbench.manifest import load_manifest
+    from procbench.scrape import Filters, HttpConfig, ScrapeOptions, ZimOptions, scrape, scrape_zim
 
     http = HttpConfig(contact=contact, user_agent=user_agent, min_interval=delay)
     filters = Filters(min_steps=min_steps, max_steps=max_steps)
@@ -100,8 +101,7 @@ def command(
                 progress=progress,
             )
         elif target.endswith(".toml") or Path(target).is_file():
-            manifest = load_manifest(target)
-            options = manifest.options(
+            options = load_manifest(target).scrape_options(
                 http=http, limit=limit, base_url=base_url, sort=sort, limit_per_category=limit_per_category
             )
             if not images:

@@ -1,4 +1,7 @@
-"""``procbench scrape``: polite, resumable wikiHow and Instructables scrapers, manifests and ZIM archives.
+"""``procbench scrape``: polite, resumable wikiHow and Instructables scrapers and ZIM archives (manifests:
+:mod:`procbench.manifest`).
+
+Manifests are read by :mod:`procbench.manifest`.
 
 >>> from procbench.scrape import ScrapeOptions, scrape
 >>> report = scrape("store", ScrapeOptions("wikihow", categories=("Woodworking",), limit=50,
@@ -13,7 +16,6 @@ from __future__ import annotations
 from procbench.scrape.crawl import ScrapeReport
 from procbench.scrape.filters import Filters
 from procbench.scrape.http import HttpClient, HttpConfig, Mirror
-from procbench.scrape.manifest import Manifest, load_manifest
 from procbench.scrape.web import SOURCES, ScrapeOptions, scrape
 from procbench.scrape.zim import ZimOptions, scrape_zim
 
@@ -22,12 +24,10 @@ __all__ = [
     "Filters",
     "HttpClient",
     "HttpConfig",
-    "Manifest",
     "Mirror",
     "ScrapeOptions",
     "ScrapeReport",
     "ZimOptions",
-    "load_manifest",
     "scrape",
     "scrape_zim",
 ]

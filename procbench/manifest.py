@@ -1,0 +1,315 @@
+"""Manifests: versioned TOML files (``manifests/``) that say what a benchmark is built from, one section per stage.
+
+```toml
+version = 2
+name = "woodworkqa"                     # bump when the contents change what the manifest builds
+description = "..."
+
+[scrape]
+source = "instructables"                # or "wikihow"
+categories = ["workshop/furniture"]     # Instructables: category[/channel]; wikiHow: category names
+urls = []                               # single pages (optional)
+sort = "popular"                        # where the site offers sorting
+limit = 2000                            # procedures added by this manifest, over all runs
+limit_per_category = 500
+images = true
+max_image_side = 512
+batch_size = 10
+
+[scrape.filters]                        # which scraped procedures are kept (these are the defaults)
+min_steps = 3
+max_steps = 25
+language = "en"                         # "any" keeps every language
+require_images = false
+
+[scrape.http]                           # may slow requests down or lower limits, never the reverse
+min_interval = 1.0
+
+[clean]                                 # any option of procbench.clean.CleanOptions
+languages = ["en"]
+```
+
+Every section is optional; a stage asked to run from a manifest without its section says so. Version-1
+manifests (scrape keys at the top level with ``[filters]`` and ``[http]``) are still read. Every type is
+checked when the file is loaded, before any request is made; an unknown key is reported with its section.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from procbench.clean.options import CleanOptions
+from procbench.errors import BadInput, InputFileNotFound
+from procbench.scrape.filters import Filters
+
+if TYPE_CHECKING:
+    from procbench.scrape.http import HttpConfig
+    from procbench.scrape.web import ScrapeOptions
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["MANIFEST_VERSION", "SECTIONS", "Manifest", "ScrapeSection", "load_manifest"]
+
+#: The manifest format this procbench writes and reads (and every older one).
+MANIFEST_VERSION = 2
+#: The stages a manifest may configure, one table each.
+SECTIONS = ("scrape", "clean")
+#: The largest response body a manifest may allow (the HTTP layer's default cap: a manifest may only lower it).
+MAX_BYTES_CEILING = 20 * 2**20
+
+_TOP = {"version", "name", "description", *SECTIONS}
+_SCRAPE_KEYS = {
+    "source",
+    "categories",
+    "urls",
+    "sort",
+    "limit",
+    "limit_per_category",
+    "images",
+    "max_image_side",
+    "batch_size",
+    "filters",
+    "http",
+}
+# [scrape.http]: name -> (type, smallest allowed value, largest allowed value or None)
+_HTTP: dict[str, tuple[type, float, float | None]] = {
+    "min_interval": (float, 0.0, 86_400.0),
+    "connect_timeout": (float, 0.1, 600.0),
+    "read_timeout": (float, 0.1, 600.0),
+    "max_seconds": (float, 1.0, 3_600.0),
+    "max_bytes": (int, 1, MAX_BYTES_CEILING),
+    "max_retries": (int, 0, 20),
+    "pause_seconds": (float, 0.0, 86_400.0),
+}
+_FILTERS: dict[str, type] = {"min_steps": int, "max_steps": int, "language": str, "require_images": bool}
+
+
+@dataclass(frozen=True)
+class ScrapeSection:
+    """The ``[scrape]`` section: what to read from which source, which procedures to keep, how politely."""
+
+    source: str
+    categories: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
+    sort: str | None = None
+    limit: int | None = None
+    limit_per_category: int | None = None
+    images: bool = True
+    max_image_side: int = 512
+    batch_size: int = 10
+    filters: Filters = field(default_factory=Filters)
+    http: tuple[tuple[str, float | int], ...] = ()
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A parsed, checked manifest. ``scrape`` / ``clean`` are None when the file has no such section."""
+
+    name: str
+    path: str
+    version: int = MANIFEST_VERSION
+    description: str = ""
+    scrape: ScrapeSection | None = None
+    clean: CleanOptions | None = None
+
+    def scrape_options(self, *, http: HttpConfig | None = None, **overrides: Any) -> ScrapeOptions:
+        """Scrape options for the ``[scrape]`` section; ``overrides`` that are not None win over the file.
+
+        ``http`` is the command line's HTTP configuration: the manifest may slow it down or lower its
+        limits, never speed it up.
+        """
+        from procbench.scrape.http import HttpConfig
+        from procbench.scrape.web import ScrapeOptions
+
+        section = self.scrape
+        if section is None:
+            raise BadInput(f"{self.path} has no [scrape] section: nothing to scrape")
+        base_http = http or HttpConfig()
+        settings = dict(section.http)
+        if "min_interval" in settings:
+            settings["min_interval"] = max(float(settings["min_interval"]), base_http.min_interval)
+        if "max_bytes" in settings:
+            settings["max_bytes"] = min(int(settings["max_bytes"]), base_http.max_bytes)
+        options = ScrapeOptions(
+            source=section.source,
+            categories=section.categories,
+            urls=section.urls,
+            sort=section.sort,
+            limit=section.limit,
+            limit_per_category=section.limit_per_category,
+            images=section.images,
+            max_image_side=section.max_image_side,
+            filters=section.filters,
+            batch_size=section.batch_size,
+            http=replace(base_http, **settings),
+            manifest=self.name,
+        )
+        return replace(options, **{k: v for k, v in overrides.items() if v is not None})
+
+    def clean_options(self) -> CleanOptions:
+        """Options of ``clean``: the ``[clean]`` section over the defaults (the defaults without one)."""
+        return self.clean or CleanOptions()
+
+
+class _Reader:
+    """Type checks that name the file and the section of a bad value."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, message: str) -> BadInput:
+        return BadInput(f"{self.path}: {message}")
+
+    def table(self, value: Any, where: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(f"{where} must be a table, not {_kind(value)}")
+        return value
+
+    def known(self, table: Mapping[str, Any], known: set[str] | Mapping[str, Any], where: str) -> None:
+        unknown = sorted(set(table) - set(known))
+        if unknown:
+            raise self.fail(f"unknown key(s) {', '.join(unknown)} in {where} (known: {', '.join(sorted(known))})")
+
+    def value(self, table: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+        value = table[key]
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            raise self.fail(f"{where} {key} must be {_TYPE_NAMES[kind]}, not {_kind(value)}")
+        if kind is float and not math.isfinite(value):
+            raise self.fail(f"{where} {key} must be a finite number, not {value}")
+        return value
+
+    def count(self, table: Mapping[str, Any], key: str, where: str, *, least: int = 0) -> int:
+        value: int = self.value(table, key, int, where)
+        if value < least:
+            raise self.fail(f"{where} {key} must be at least {least}, not {value}")
+        return value
+
+    def strings(self, table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+        values = table[key]
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise self.fail(f"{where} {key} must be a list of strings, not {_kind(values)}")
+        return tuple(values)
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, dict):
+        return "a table"
+    return {int: "an integer", float: "a number", str: "a string", list: "a list"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _scrape(read: _Reader, data: dict[str, Any], where: str) -> ScrapeSection:
+    from procbench.scrape.web import SOURCES
+
+    read.known(data, _SCRAPE_KEYS, where)
+    if "source" not in data:
+        raise read.fail(f"{where} needs a source ({', '.join(SOURCES)})")
+    source = read.value(data, "source", str, where)
+    if source not in SOURCES:
+        raise read.fail(f"unknown source {source!r} in {where}; choose one of: {', '.join(SOURCES)}")
+    categories = read.strings(data, "categories", where) if "categories" in data else ()
+    urls = read.strings(data, "urls", where) if "urls" in data else ()
+    if not categories and not urls:
+        raise read.fail(f"{where} needs categories or urls")
+    section = ScrapeSection(
+        source=source,
+        categories=categories,
+        urls=urls,
+        sort=read.value(data, "sort", str, where) if "sort" in data else None,
+        limit=read.count(data, "limit", where, least=1) if "limit" in data else None,
+        limit_per_category=read.count(data, "limit_per_category", where, least=1)
+        if "limit_per_category" in data
+        else None,
+        images=read.value(data, "images", bool, where) if "images" in data else True,
+        max_image_side=read.count(data, "max_image_side", where, least=16) if "max_image_side" in data else 512,
+        batch_size=read.count(data, "batch_size", where, least=1) if "batch_size" in data else 10,
+    )
+    filters_where = "[filters]" if where == "the top level" else f"[{where.strip('[]')}.filters]"
+    http_where = "[http]" if where == "the top level" else f"[{where.strip('[]')}.http]"
+    filters = read.table(data.get("filters", {}), filters_where)
+    read.known(filters, _FILTERS, filters_where)
+    settings = {key: read.value(filters, key, kind, filters_where) for key, kind in _FILTERS.items() if key in filters}
+    for key in ("min_steps", "max_steps"):
+        if key in settings:
+            read.count(filters, key, filters_where)
+    if settings.get("min_steps", 3) > settings.get("max_steps", 25):
+        raise read.fail(f"{filters_where} min_steps is larger than max_steps")
+    if "language" in settings:
+        language = settings["language"].strip().lower()
+        settings["language"] = None if language in ("", "any") else language
+    http = read.table(data.get("http", {}), http_where)
+    read.known(http, _HTTP, http_where)
+    limits: list[tuple[str, float | int]] = []
+    for key, (kind, low, high) in _HTTP.items():
+        if key not in http:
+            continue
+        value = read.value(http, key, kind, http_where)
+        if value < low or (high is not None and value > high):
+            raise read.fail(f"{http_where} {key} must be between {low} and {high}, not {value}")
+        limits.append((key, value))
+    return replace(section, filters=Filters(**settings), http=tuple(limits))
+
+
+def _clean(read: _Reader, data: dict[str, Any]) -> CleanOptions:
+    read.known(data, {f.name for f in fields(CleanOptions)}, "[clean]")
+    try:
+        return CleanOptions().replace(**data)
+    except BadInput as exc:
+        raise read.fail(f"[clean]: {exc}") from exc
+
+
+def load_manifest(path: str | Path) -> Manifest:
+    """Read and check a manifest (every section, every type) without making any request.
+
+    Raises:
+        InputFileNotFound: no such file.
+        BadInput: not TOML, a newer version, an unknown key (named with its section), a bad source or value.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputFileNotFound(f"no such manifest: {path}")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path} is not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise BadInput(f"cannot read manifest {path}: {exc.strerror or exc}") from exc
+    read = _Reader(path)
+    version = read.value(data, "version", int, "the top level") if "version" in data else MANIFEST_VERSION
+    if version > MANIFEST_VERSION or version < 1:
+        raise read.fail(f"manifest version {version}; this procbench reads versions 1 to {MANIFEST_VERSION}")
+    scrape_data: dict[str, Any] | None
+    if version == 1 or _SCRAPE_KEYS & (set(data) - {"scrape", "clean"}):
+        # version 1: the scrape keys at the top level, with [filters] and [http]
+        scrape_data = {k: data.pop(k) for k in list(data) if k in _SCRAPE_KEYS}
+        read.known(data, _TOP, "the top level")
+        if "scrape" in data:
+            raise read.fail("scrape keys both at the top level (version 1) and in [scrape]")
+        scrape = _scrape(read, scrape_data, "the top level") if scrape_data else None
+    else:
+        read.known(data, _TOP, "the top level")
+        scrape = _scrape(read, read.table(data["scrape"], "[scrape]"), "[scrape]") if "scrape" in data else None
+    return Manifest(
+        name=read.value(data, "name", str, "the top level") if "name" in data else path.stem,
+        path=str(path),
+        version=version,
+        description=read.value(data, "description", str, "the top level") if "description" in data else "",
+        scrape=scrape,
+        clean=_clean(read, read.table(data["clean"], "[clean]")) if "clean" in data else None,
+    )
