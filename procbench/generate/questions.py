@@ -64,11 +64,15 @@ def place_answers(correct: np.ndarray, wrong: np.ndarray, positions: np.ndarray)
     return out
 
 
-def balance_answer_positions(questions: list[Question], rng: np.random.Generator) -> None:
+def balance_answer_positions(
+    questions: list[Question], rng: np.random.Generator, *, per_choice: tuple[str, ...] = ()
+) -> None:
     """Move each correct choice to a position so that positions are uniform (counts differ by at most one).
 
     Generators build questions with the correct choice first; this shuffles the wrong choices and places
-    the correct one as :func:`answer_orders` draws (``meta["negatives"]`` follows its wrong choices).
+    the correct one as :func:`answer_orders` draws. ``meta["negatives"]`` (one entry per wrong choice)
+    follows the wrong choices; the ``meta`` lists named in ``per_choice`` (one entry per choice; None is
+    left alone) follow the choices.
     """
     if not questions:
         return
@@ -77,12 +81,14 @@ def balance_answer_positions(questions: list[Question], rng: np.random.Generator
         raise ValueError(f"questions have different numbers of choices: {sorted(n_choices)}")
     positions, orders = answer_orders(len(questions), n_choices.pop(), rng)
     for question, position, order in zip(questions, positions.tolist(), orders.tolist(), strict=True):
-        correct = question.choices[question.answer]
-        wrong = [c for i, c in enumerate(question.choices) if i != question.answer]
-        wrong = [wrong[i] for i in order]
-        wrong.insert(position, correct)
-        question.choices = wrong
+        wrong = [i for i in range(len(question.choices)) if i != question.answer]
+        moved = [wrong[i] for i in order]
+        moved.insert(position, question.answer)
+        question.choices = [question.choices[i] for i in moved]
         question.answer = position
+        for name in per_choice:
+            if question.meta.get(name) is not None:
+                question.meta[name] = [question.meta[name][i] for i in moved]
         if "negatives" in question.meta and isinstance(question.meta["negatives"], list):
             question.meta["negatives"] = [question.meta["negatives"][i] for i in order]
 

@@ -59,6 +59,7 @@ from procbench.errors import BadInput
 from procbench.generate.adversarial import AdversarialOptions, Arena, filter_negatives, initial_negatives
 from procbench.generate.debias import ClusterBudget, Clustering, cluster_titles, default_n_clusters, draw_negatives
 from procbench.generate.questions import PLACEHOLDER, Question, balance_answer_positions
+from procbench.generate.search import median_pair_distance, search_until_k
 from procbench.generate.settings import Setting
 from procbench.progress import SILENT, Progress
 from procbench.store import Store
@@ -87,15 +88,14 @@ KNN_K = 100
 MIN_STEPS = 3
 MAX_STEPS = 25
 MIN_STEPS_DEBIAS = 6
-#: RecipeQA style draws negatives at random, but never within this Euclidean distance of the correct title.
-#: Random title pairs sampled to estimate the RecipeQA style's fixed distance.
-_DISTANCE_PAIRS = 10_000
 _STYLES = ("recipeqa", "default", "debias", "adversarial")
 _TAG = 0x7C1
 _RANDOM_BATCH = 64
 _RANDOM_TRIES = 16
 _KNN_BATCH = 2048
 _PUNCT = re.compile(r"[^\w\s]+")
+#: ``meta`` lists that hold one value per choice, in choice order.
+_PER_CHOICE = ("choice_keys", "choice_distances", "choice_clusters")
 
 
 def normalise_title(title: str | None) -> str | None:
@@ -145,6 +145,12 @@ class _Pool:
     groups: np.ndarray  # (N,) split code of each row's procedure (-1: none); all 0 without splits
     group_rows: list[np.ndarray]  # rows of each split code
     group_of: dict[str, int]  # procedure id -> split code
+
+    def distance(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """Euclidean distances between the titles of rows ``i`` and ``j`` (float64)."""
+        vectors = self.embeddings.vectors
+        diff = np.asarray(vectors[i], dtype=np.float64) - np.asarray(vectors[j], dtype=np.float64)
+        return np.linalg.norm(diff, axis=1)
 
 
 #: ``--items``: what a question shows and its choices are, and the embedding field that holds their vectors.
@@ -321,28 +327,25 @@ def _search_until_k(
     out: dict[str, tuple[np.ndarray, np.ndarray]],
 ) -> None:
     """Neighbours of ``keys`` (all of split ``group``) into ``out``: ``fetch`` rows, doubled while too few."""
-    total = len(pool.keys)
-    while keys:
-        rows = np.fromiter((pool.positions[key] for key in keys), dtype=np.int64, count=len(keys))
-        found = index.search(
-            np.asarray(pool.embeddings.vectors[rows]), fetch, exclude=[key.rsplit("#", 1)[0] for key in keys]
-        )
-        short = []
-        for j, key in enumerate(keys):
-            hit = found.indices[j]
-            keep = hit >= 0
-            code = pool.norm_codes[hit[keep]]
-            keep[keep] = (pool.groups[hit[keep]] == group) & (code >= 0) & (code != pool.norm_codes[rows[j]])
-            kept = np.flatnonzero(keep)
-            _, first = np.unique(pool.norm_codes[hit[kept]], return_index=True)
-            kept = kept[np.sort(first)]
-            if len(kept) < k and fetch < total:
-                short.append(key)
-                continue
-            chosen = kept[:k]
-            out[key] = (hit[chosen], found.distances[j][chosen].astype(np.float64))
-        keys = short
-        fetch = min(total, fetch * 2)
+    rows = np.fromiter((pool.positions[key] for key in keys), dtype=np.int64, count=len(keys))
+
+    def usable(queries: np.ndarray, hits: np.ndarray) -> np.ndarray:
+        """Rows of the split with a usable title other than the query's, the nearest row of each title."""
+        codes = pool.norm_codes[np.maximum(hits, 0)]
+        ok = (hits >= 0) & (pool.groups[np.maximum(hits, 0)] == group) & (codes >= 0)
+        ok &= codes != pool.norm_codes[rows[queries]][:, None]
+        for j in range(len(hits)):
+            kept = np.flatnonzero(ok[j])
+            _, first = np.unique(codes[j, kept], return_index=True)
+            ok[j, np.delete(kept, first)] = False
+        return ok
+
+    vectors = np.asarray(pool.embeddings.vectors[rows])
+    exclude = [key.rsplit("#", 1)[0] for key in keys]
+    dist, hits = search_until_k(index, vectors, k, exclude=exclude, keep=usable, fetch=fetch, limit=len(pool.keys))
+    for key, d, hit in zip(keys, dist, hits, strict=True):
+        found = hit >= 0
+        out[key] = (hit[found], d[found].astype(np.float64))
 
 
 @dataclass
@@ -354,18 +357,6 @@ class _Drawn:
     knn_k: int | None = None
     knn_mean: float | None = None
     n_candidates: int | None = None
-
-
-def _median_pair_distance(pool: _Pool, rng: np.random.Generator) -> float:
-    """The median distance between the titles of random pairs of rows from different procedures."""
-    n = len(pool.procedures)
-    i, j = rng.integers(0, n, _DISTANCE_PAIRS), rng.integers(0, n, _DISTANCE_PAIRS)
-    keep = pool.procedures[i] != pool.procedures[j]
-    if n < 2 or not keep.any():
-        return 0.0
-    vectors = pool.embeddings.vectors
-    diff = np.asarray(vectors[i[keep]], dtype=np.float64) - np.asarray(vectors[j[keep]], dtype=np.float64)
-    return float(np.median(np.linalg.norm(diff, axis=1)))
 
 
 def _random_negatives(draft: _Draft, pool: _Pool, rng: np.random.Generator, min_distance: float) -> _Drawn | None:
@@ -423,10 +414,8 @@ def _far_negatives(
     return drawn, None
 
 
-def _question(
-    draft: _Draft, setting: Setting, pool: _Pool, drawn: _Drawn, clustering: Clustering | None
-) -> tuple[Question, dict[str, tuple[str, float, int | None]]]:
-    """The question with the correct choice first, and per choice text its (key, distance, cluster)."""
+def _question(draft: _Draft, setting: Setting, pool: _Pool, drawn: _Drawn, clustering: Clustering | None) -> Question:
+    """The question with the correct choice first (``meta``'s per-choice lists in the same order)."""
     answer_row = pool.positions.get(draft.answer_key)
     choices = [draft.titles[draft.position]] + [str(pool.texts[r]) for r in drawn.rows]
     keys = [draft.answer_key] + [pool.keys[r] for r in drawn.rows]
@@ -452,18 +441,7 @@ def _question(
         "choice_clusters": clusters if clustering is not None else None,
         "answer_cluster": clusters[0],
     }
-    info = {c: (k, round(d, 6), cl) for c, k, d, cl in zip(choices, keys, distances, clusters, strict=True)}
-    return Question(draft.procedure_id, draft.context, question, choices, 0, meta), info
-
-
-def _reorder_choice_meta(questions: list[Question], infos: list[dict[str, tuple[str, float, int | None]]]) -> None:
-    """After answer-position balancing, put ``choice_keys`` (and distances, clusters) in the new choice order."""
-    for question, info in zip(questions, infos, strict=True):
-        rows = [info[choice] for choice in question.choices]
-        question.meta["choice_keys"] = [r[0] for r in rows]
-        question.meta["choice_distances"] = [r[1] for r in rows]
-        if question.meta["choice_clusters"] is not None:
-            question.meta["choice_clusters"] = [r[2] for r in rows]
+    return Question(draft.procedure_id, draft.context, question, choices, 0, meta)
 
 
 def _check(settings: list[Setting], clusters: int | None, per_procedure: int, knn_k: int, items: str) -> None:
@@ -501,7 +479,7 @@ def _item_embeddings(store: Store, items: str) -> Embeddings:
 class _Outcome:
     """One setting's questions (in draft order) and what was skipped."""
 
-    made: dict[int, tuple[Question, dict[str, tuple[str, float, int | None]]]]
+    made: dict[int, Question]
     skipped_questions: Counter[str]
     budget: ClusterBudget | None = None
 
@@ -515,7 +493,7 @@ def _sample(
     *,
     clustering: Clustering | None,
     budget: int | None,
-    recipeqa_distance: float,
+    min_distance: float,
     progress: Progress,
 ) -> _Outcome:
     """Negatives for every draft under ``setting`` (recipeqa, default, or debias with ``budget``)."""
@@ -530,7 +508,7 @@ def _sample(
             outcome.skipped_questions["no_embedding"] += 1
             continue
         if setting.style == "recipeqa":
-            drawn, reason = _random_negatives(draft, pool, rng, recipeqa_distance), "few_candidates"
+            drawn, reason = _random_negatives(draft, pool, rng, min_distance), "few_candidates"
         else:
             drawn, reason = _far_negatives(
                 draft, pool, knn[draft.answer_key], rng, clustering=clustering if spend else None, budget=spend
@@ -575,7 +553,7 @@ def _auto_budget(
             rng,
             clustering=clustering,
             budget=budget,
-            recipeqa_distance=0.0,
+            min_distance=0.0,
             progress=progress,
         )
         kept = len(outcome.made) / need
@@ -700,10 +678,10 @@ def _adversarial(
         rows = [int(r) for r in final[i]]
         gaps = np.linalg.norm(vectors[rows] - vectors[arena.answers[i]], axis=1).astype(np.float64).tolist()
         drawn = _Drawn(rows, gaps, n_candidates=int((arena.candidates[i] >= 0).sum()))
-        question, info = _question(draft, setting, pool, drawn, None)
+        question = _question(draft, setting, pool, drawn, None)
         question.meta["replacements"] = int(result.replacements[i]) if result is not None else 0
         question.meta["ceiling"] = options.ceiling
-        outcome.made[i] = (question, info)
+        outcome.made[i] = question
     summary = result.summary() if result is not None else {**options.to_dict(), "rounds_run": 0}
     return outcome, summary
 
@@ -768,13 +746,9 @@ def build(
         "negatives_from": "other procedures of the same split" if splits is not None else "any other procedure",
     }
 
-    recipeqa_distance = 0.0
-    if "recipeqa" in styles:
-        recipeqa_distance = (
-            min_distance
-            if min_distance is not None
-            else _median_pair_distance(pool, np.random.default_rng([seed, _TAG, 0xD15]))
-        )
+    if min_distance is None:  # only the RecipeQA style reads it
+        pairs = np.random.default_rng([seed, _TAG, 0xD15])
+        min_distance = median_pair_distance(pool.procedures, pool.distance, pairs) if "recipeqa" in styles else 0.0
     in_range = {pid: rows for pid, rows in steps.items() if MIN_STEPS <= len(rows) <= MAX_STEPS}
     drafts_by: dict[bool, dict[str, list[_Draft]]] = {}
     for replace in sorted({s.style == "recipeqa" for s in settings}):
@@ -849,16 +823,14 @@ def build(
                 rng,
                 clustering=clustering,
                 budget=int(setting.budget) if setting.style == "debias" and setting.budget is not None else None,
-                recipeqa_distance=recipeqa_distance,
+                min_distance=min_distance,
                 progress=progress,
             )
-        ordered = [outcome.made[i] for i in sorted(outcome.made)]
-        questions = [q for q, _ in ordered]
+        questions = [outcome.made[i] for i in sorted(outcome.made)]
         if setting.style == "recipeqa":
             for question in questions:
-                question.meta["min_distance"] = round(recipeqa_distance, 6)
-        balance_answer_positions(questions, rng)
-        _reorder_choice_meta(questions, [info for _, info in ordered])
+                question.meta["min_distance"] = round(min_distance, 6)
+        balance_answer_positions(questions, rng, per_choice=_PER_CHOICE)
         sets[setting.name] = questions
         if setting.style in ("debias", "adversarial"):
             entry["yield"] = round(len(questions) / max(1, len(drafts)), 4)
@@ -870,7 +842,7 @@ def build(
             **entry,
         }
         if setting.style == "recipeqa":
-            entry["min_distance"] = round(recipeqa_distance, 4)
+            entry["min_distance"] = round(min_distance, 4)
         elif setting.style != "adversarial":
             entry["knn_k"] = knn_k
         if outcome.budget is not None:

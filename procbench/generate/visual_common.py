@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 from procbench.errors import BadInput
 from procbench.generate.columns import ranges
 from procbench.generate.questions import PLACEHOLDER, paused_gc
+from procbench.generate.search import median_pair_distance, search_until_k
 from procbench.generate.settings import Setting
 from procbench.progress import Progress
 from procbench.store import Store
@@ -321,27 +322,28 @@ class VisualData:
         if self.index is None:  # pragma: no cover - the tasks that search load the index
             raise RuntimeError("VisualData was loaded without its index")
         n = len(queries)
-        out_d = np.full((n, k), np.inf, dtype=np.float32)
-        out_r = np.full((n, k), -1, dtype=np.int64)
+        out_d = np.empty((n, k), dtype=np.float32)
+        out_r = np.empty((n, k), dtype=np.int64)
         names = self.seqs.names
         for start in range(0, n, SEARCH_BATCH):
             stop = min(n, start + SEARCH_BATCH)
             part = proc[start:stop]
-            hits = self.index.search(
-                np.ascontiguousarray(queries[start:stop], dtype=np.float32),
-                k + self.extra,
+
+            def foreign(queries: np.ndarray, rows: np.ndarray, part: np.ndarray = part) -> np.ndarray:
+                if not len(self._own_codes):
+                    return np.ones(rows.shape, dtype=bool)
+                return ~member(part[queries, None] * self.n_rows + rows, self._own_codes)
+
+            # k + extra neighbours always hold k of other procedures: never searched again
+            out_d[start:stop], out_r[start:stop] = search_until_k(
+                self.index,
+                queries[start:stop],
+                k,
                 exclude=[names[p] for p in part.tolist()],
+                keep=foreign,
+                fetch=k + self.extra,
+                limit=k + self.extra,
             )
-            rows, dist = hits.indices, hits.distances
-            if len(self._own_codes):
-                bad = (rows >= 0) & member(part[:, None] * self.n_rows + rows, self._own_codes)
-                rows = np.where(bad, -1, rows)
-                dist = np.where(bad, np.inf, dist)
-                order = np.argsort(rows < 0, axis=1, kind="stable")
-                rows = np.take_along_axis(rows, order, axis=1)
-                dist = np.take_along_axis(dist, order, axis=1)
-            out_r[start:stop] = rows[:, :k]
-            out_d[start:stop] = dist[:, :k]
         self.queries[kind] += n
         return out_d, out_r
 
@@ -843,18 +845,16 @@ def select(
 
 
 # -- RecipeQA style -------------------------------------------------------------------------------------------
-def estimate_min_distance(data: VisualData, rng: np.random.Generator, pairs: int = 10_000) -> float:
+def estimate_min_distance(data: VisualData, rng: np.random.Generator) -> float:
     """The median distance between random images of different procedures (the RecipeQA style's fixed distance)."""
     n = data.n_rows
-    if n < 2:
-        return 0.0
-    i = rng.integers(0, n, pairs)
-    j = rng.integers(0, n, pairs)
-    keep = (i != j) & ((data.owner[i] != data.owner[j]) | (data.owner[i] < 0))
-    if not keep.any():
-        return 0.0
-    diff = data.gather(i[keep]) - data.gather(j[keep])
-    return float(np.median(np.sqrt(np.einsum("nd,nd->n", diff, diff))))
+    groups = np.where(data.owner < 0, -1 - np.arange(n), data.owner)  # an image of no procedure: its own
+
+    def distance(i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        diff = data.gather(i) - data.gather(j)
+        return np.sqrt(np.einsum("nd,nd->n", diff, diff))
+
+    return median_pair_distance(groups, distance, rng)
 
 
 def recipeqa_distance(
