@@ -67,11 +67,13 @@ _COMMANDS = [
     "scrape",
     "ingest",
     "clean",
+    "extract",
     "embed",
     "generate",
     "audit",
     "train",
     "evaluate",
+    "evaluate_extraction",
     "info",
     "demo",
 ]

