@@ -65,7 +65,9 @@ def _audit_sets(store: Store, *, seed: int, progress: Progress) -> dict[str, Any
     return {**run.report.counts(), "report": run.report_path.relative_to(store.root).as_posix()}
 
 
-def _train_and_evaluate(store: Store, *, seed: int, progress: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
+def _train_and_evaluate(
+    store: Store, *, seed: int, progress: Progress
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
     """Train two fast baselines (paper 004's hasty students) on every textual-cloze setting and score them
     with chance on the test splits: the sweep table, one line per model (test accuracy %)."""
     from procbench.models import TrainConfig, evaluate, question_sets, train_many
@@ -79,12 +81,21 @@ def _train_and_evaluate(store: Store, *, seed: int, progress: Progress) -> tuple
         for result in train_many(sweep, config, out, threads=1, progress=progress):
             trained[f"{model} {result.qset.split('/')[1]}"] = f"val {result.best_score:.1%}"
             runs.append(result.run)
-    table = evaluate(runs=runs, models=["chance"], splits=["test"], seed=seed, bootstrap=200).summary["tables"][0]
+    tables = evaluate(runs=runs, models=["chance"], splits=["test"], seed=seed, bootstrap=200).summary["tables"]
+    table = tables[0]
     evaluated: dict[str, Any] = {"table": f"{table['task']} {table['split']} accuracy %"}
     for row in table["rows"]:
         cells = " · ".join(f"{s} {100 * v:.1f}" for s, v in row["values"].items())
         evaluated[row["model"]] = f"{cells} · mean {100 * row['mean']:.1f} ± {100 * row['std']:.1f}"
-    return trained, evaluated
+    return trained, evaluated, tables
+
+
+def _report(store: Store, sweeps: list[dict[str, Any]], *, seed: int, progress: Progress) -> dict[str, Any]:
+    """The static HTML report of every set (``STORE/report/index.html``), with the sweep table just computed."""
+    from procbench.report import write_report
+
+    result = write_report(None, store.root / "report", store=store.root, sweeps=sweeps, seed=seed, progress=progress)
+    return {"sets": len(result.pages), "questions": sum(result.questions.values()), "index": str(result.index)}
 
 
 def run_demo(store_path: str | Path, *, seed: int = 0, progress: Progress = SILENT) -> dict[str, Any]:
@@ -113,7 +124,8 @@ def run_demo(store_path: str | Path, *, seed: int = 0, progress: Progress = SILE
         ):
             stages["generate"].update({f"{task}/{name}": count for name, count in result.questions.items()})
     stages["audit"] = _audit_sets(store, seed=seed, progress=progress)
-    stages["train"], stages["evaluate"] = _train_and_evaluate(store, seed=seed, progress=progress)
+    stages["train"], stages["evaluate"], sweeps = _train_and_evaluate(store, seed=seed, progress=progress)
+    stages["report"] = _report(store, sweeps, seed=seed, progress=progress)
     summary = store.summary()
     return {
         "store": str(store.root),
@@ -122,4 +134,5 @@ def run_demo(store_path: str | Path, *, seed: int = 0, progress: Progress = SILE
         "steps": summary["steps"],
         "images": summary["images"],
         "by_category": summary["by_category"],
+        "report": stages["report"]["index"],
     }

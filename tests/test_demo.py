@@ -23,6 +23,10 @@ def test_demo_builds_the_sample_store_and_is_rerunnable(tmp_path: Path) -> None:
     images = opened.table("images")
     assert images.num_rows == result["steps"] and all(images["stored"].to_pylist())
     assert all(opened.image_path(i).is_file() for i in images["id"].to_pylist())
+    report = Path(result["report"])
+    assert report == store / "report" / "index.html" and report.is_file()
+    assert "hasty-choice-only" in report.read_text()  # the sweep table of the demo's runs
+    assert len(list((store / "report" / "sets").glob("*.html"))) == len(result["stages"]["generate"])
     second = runner.invoke(app, ["demo", "--store", str(store), "--json"])
     assert second.exit_code == 0, second.output
     assert Store.open(store).table("procedures").num_rows == len(sample)

@@ -140,6 +140,8 @@ class DatasetCard:
     build: dict[str, Any]
     usage: str = ""
     limitations: list[str] = field(default_factory=list)
+    #: When the sets were generated (ISO date of the last ``generate`` run among them), if known.
+    published: str | None = None
 
 
 def _value_counts(column: pa.ChunkedArray | pa.Array) -> Counter[Any]:
@@ -218,7 +220,8 @@ def generation_of(build: dict[str, Any], task: str, setting: str) -> dict[str, A
     for entry in reversed(build.get("generate", [])):
         args = entry.get("args") or {}
         if args.get("task") == task and setting in (args.get("settings") or []):
-            return {"seed": entry.get("seed"), "args": args, "counts": entry.get("counts") or {}}
+            counts = entry.get("counts") or {}
+            return {"seed": entry.get("seed"), "args": args, "counts": counts, "time": entry.get("time")}
     return None
 
 

@@ -74,6 +74,8 @@ _COMMANDS = [
     "train",
     "evaluate",
     "evaluate_extraction",
+    "export",
+    "report",
     "info",
     "demo",
 ]

@@ -18,7 +18,8 @@ def command(
     """Run the whole working pipeline offline on the bundled sample corpus and summarise it.
 
     Builds a store from 45 team-written How-To procedures (woodworking, decoration, cooking) with
-    generated step images. Safe to re-run: stages skip what is already done.
+    generated step images, and ends with a static HTML report (STORE/report/index.html, path printed).
+    Safe to re-run: stages skip what is already done.
     """
     from procbench.cli._console import console, print_json, progress_bar
     from procbench.demo import run_demo
@@ -35,3 +36,4 @@ def command(
         f"{result['steps']} steps, {result['images']} images. Next: `procbench info --store {result['store']}`",
         highlight=False,
     )
+    console.print(f"[bold green]report[/]: open {result['report']}", highlight=False)

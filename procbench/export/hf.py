@@ -1,0 +1,289 @@
+"""``procbench export --format hf``: a Hugging Face dataset repository of question sets.
+
+Layout: ``README.md`` (the dataset card of :mod:`procbench.card` with ``configs``), ``croissant.json``
+(:mod:`procbench.export.croissant`) and ``data/CONFIG/{train,validation,test}-00000-of-00001.parquet``, one
+config per setting (``TASK-SETTING`` when several tasks are exported). Every config has the same features
+(:data:`FEATURES`), so a sweep, or several tasks, load with one schema; images are the ``datasets`` Image
+feature (JPEG bytes + path), texts are inlined, so the export is usable without the store.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from procbench.card import (
+    HUB_SPLITS,
+    DatasetCard,
+    dataset_card,
+    generation_of,
+    procedure_facts,
+    provenance_facts,
+    summarise_set,
+)
+from procbench.errors import BadInput, MissingDependency
+from procbench.export.inline import Inliner
+from procbench.export.sets import find_audit, resolve_sets
+from procbench.generate.columns import procedure_ids
+from procbench.progress import SILENT, Progress
+
+__all__ = ["EXPORT_FIELDS", "ExportResult", "export_sets", "features", "push_to_hub"]
+
+#: Rows per parquet row group (small: rows carry images, and the Hub's viewer reads a row group at a time).
+ROW_GROUP = 100
+
+EXPORT_FIELDS: list[tuple[str, str, str]] = [
+    ("qid", "string", "question id, `PROCEDURE_ID#n`"),
+    ("task", "string", "the task"),
+    ("setting", "string", "the setting (config) that made the question"),
+    ("procedure_id", "string", "`SOURCE:ID` of the procedure"),
+    ("procedure_title", "string", "the procedure's title"),
+    ("source", "string", "where the procedure comes from"),
+    ("url", "string", "the procedure's page"),
+    ("license", "string", "the procedure's license as recorded (see Licenses for SPDX ids)"),
+    ("category", "list<string>", "category path, root first"),
+    ("instruction", "string", "what the question asks, in words"),
+    (
+        "context",
+        "list<{index, title, text}>",
+        "the context steps (titles left out when the items are titles, so the context never holds the answer)",
+    ),
+    (
+        "question",
+        "list<{key, title, text, image}>",
+        "question items: `key` is the item in the procbench set (step key, image id, title; `@placeholder` marks "
+        "the blank), `title`/`text` the step's words, `image` an Image (JPEG) or null; for order tasks the items "
+        "to order",
+    ),
+    ("choices", "list<{key, title, text, image}>", "the choices (empty for order tasks)"),
+    (
+        "choice_orders",
+        "list<list<int32>>",
+        "order tasks (sequencing, visual ordering): each choice as positions into `question`",
+    ),
+    ("answer", "int32", "index of the correct choice (pair order: 1 = in authored order)"),
+    (
+        "meta",
+        "string",
+        "JSON: the sampling decisions of the question (knobs, bands, distances, clusters, fallbacks); its "
+        "fields differ per setting, so it is one JSON string for one schema across a sweep",
+    ),
+]
+
+
+def features() -> Any:
+    """The ``datasets.Features`` of every exported config."""
+    try:
+        from datasets import Features, Image, List, Value
+    except ImportError as exc:  # pragma: no cover - the dev extra installs it
+        raise MissingDependency("procbench export needs `datasets>=4`: pip install 'procbench[hf]'") from exc
+    item = {"key": Value("string"), "title": Value("string"), "text": Value("string"), "image": Image()}
+    return Features(
+        {
+            "qid": Value("string"),
+            "task": Value("string"),
+            "setting": Value("string"),
+            "procedure_id": Value("string"),
+            "procedure_title": Value("string"),
+            "source": Value("string"),
+            "url": Value("string"),
+            "license": Value("string"),
+            "category": List(Value("string")),
+            "instruction": Value("string"),
+            "context": List({"index": Value("int32"), "title": Value("string"), "text": Value("string")}),
+            "question": List(item),
+            "choices": List(item),
+            "choice_orders": List(List(Value("int32"))),
+            "answer": Value("int32"),
+            "meta": Value("string"),
+        }
+    )
+
+
+@dataclass
+class ExportResult:
+    """What an export wrote."""
+
+    out: Path
+    configs: dict[str, dict[str, int]] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+    images: int = 0
+    missing_images: int = 0
+    url: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {
+            "out": str(self.out),
+            "configs": self.configs,
+            "files": [str(p.relative_to(self.out)) for p in self.files],
+            "images": self.images,
+            "missing_images": self.missing_images,
+            "url": self.url,
+        }
+
+
+class _ImageBytes:
+    """JPEG bytes of stored images, read once each."""
+
+    def __init__(self, inliner: Inliner) -> None:
+        self.inliner = inliner
+        self.cache: dict[str, bytes | None] = {}
+        self.missing = 0
+
+    def get(self, image_id: str | None) -> dict[str, Any] | None:
+        if image_id is None:
+            return None
+        if image_id not in self.cache:
+            path = self.inliner.store.image_path(image_id)
+            try:
+                self.cache[image_id] = path.read_bytes()
+            except FileNotFoundError:
+                self.cache[image_id] = None
+                self.missing += 1
+        data = self.cache[image_id]
+        return None if data is None else {"bytes": data, "path": f"{image_id[:2]}/{image_id}.jpg"}
+
+
+def _embed_images(record: dict[str, Any], images: _ImageBytes) -> dict[str, Any]:
+    for key in ("question", "choices"):
+        record[key] = [{**item, "image": images.get(item["image"])} for item in record[key]]
+    record.pop("split", None)
+    return record
+
+
+def export_sets(
+    targets: list[str],
+    out: str | Path,
+    *,
+    store: str | Path = "procbench-store",
+    fmt: str = "hf",
+    overwrite: bool = False,
+    progress: Progress = SILENT,
+) -> ExportResult:
+    """Export question sets (``TASK``, ``TASK/SETTING`` or set folders) as a Hugging Face dataset folder.
+
+    Raises:
+        BadInput: an unknown format, a set that does not exist, or an ``out`` folder that is not empty
+            (without ``overwrite``).
+    """
+    if fmt != "hf":
+        raise BadInput(f"--format takes 'hf', not {fmt!r}")
+    resolved = resolve_sets(targets, store)
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise BadInput(f"{out} is not empty; choose another --to or pass --overwrite")
+        for name in ("data", "README.md", "croissant.json"):
+            target = out / name
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+    schema = features().arrow_schema
+    tasks = {q.task for q in resolved.sets}
+    used: set[str] = set()
+    tables = {q.name: q.table() for q in resolved.sets}
+    for table in tables.values():
+        used |= procedure_ids(table)
+    inliner = Inliner(resolved.store, used)
+    images = _ImageBytes(inliner)
+    build = provenance_facts(resolved.store.provenance)
+    result = ExportResult(out)
+    card_sets = []
+    generation: dict[str, dict[str, Any]] = {}
+    total = sum(t.num_rows for t in tables.values())
+    progress.start("export", total=total)
+    for qset in resolved.sets:
+        config = qset.setting if len(tasks) == 1 else f"{qset.task}-{qset.setting}"
+        summary = summarise_set(qset.task, qset.setting, tables[qset.name])
+        summary.config_name = config
+        summary.audit = find_audit(qset)
+        summary.data_files = {}
+        result.configs[config] = {}
+        for split, hub in HUB_SPLITS.items():
+            records = [_embed_images(r, images) for r in inliner.records(qset, split)]
+            if not records:
+                continue
+            path = out / "data" / config / f"{hub}-00000-of-00001.parquet"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            table = pa.Table.from_pylist(records, schema=schema)
+            pq.write_table(table, path, row_group_size=ROW_GROUP, compression="zstd")
+            summary.data_files[hub] = f"data/{config}/{hub}-*.parquet"
+            result.configs[config][hub] = len(records)
+            result.files.append(path)
+            progress.advance(len(records))
+        card_sets.append(summary)
+        gen = generation_of(build, qset.task, qset.setting)
+        if gen is not None and qset.task not in generation:
+            generation[qset.task] = gen
+    result.images = len([v for v in images.cache.values() if v is not None])
+    result.missing_images = images.missing
+    procs = _procedures_table(inliner)
+    card = DatasetCard(
+        title=_title(resolved.sets),
+        sets=card_sets,
+        fields=EXPORT_FIELDS,
+        procedures=procedure_facts(procs),
+        generation=generation,
+        build=build,
+        usage=_usage(card_sets),
+        published=max((str(g["time"])[:10] for g in generation.values() if g.get("time")), default=None),
+        limitations=(
+            [f"{images.missing} images recorded in the store had no file and are exported as null."]
+            if images.missing
+            else []
+        ),
+    )
+    (out / "README.md").write_text(dataset_card(card), encoding="utf-8")
+    from procbench.export.croissant import write_croissant
+
+    write_croissant(out, card, result)
+    return result
+
+
+def _procedures_table(inliner: Inliner) -> pa.Table:
+    rows = list(inliner.procedures.values())
+    return pa.table({name: [r.get(name) for r in rows] for name in ("source", "license", "language")})
+
+
+def _title(sets: list[Any]) -> str:
+    tasks = list(dict.fromkeys(q.task for q in sets))
+    return "procbench " + ", ".join(tasks)
+
+
+def _usage(sets: list[Any]) -> str:
+    first = sets[0].config_name if sets else "CONFIG"
+    return (
+        "```python\n"
+        "from datasets import load_dataset\n\n"
+        f'ds = load_dataset("PATH_OR_REPO", "{first}")   # one config per setting\n'
+        'ds["test"][0]["question"]   # items with their title, text and image (a PIL image)\n'
+        "```"
+    )
+
+
+def push_to_hub(out: str | Path, repo_id: str, *, private: bool = False, token: str | None = None) -> str:
+    """Upload an export folder to the Hugging Face Hub as dataset repository ``repo_id``; returns its URL.
+
+    Uses ``huggingface_hub`` (its token from ``huggingface-cli login`` or ``HF_TOKEN`` when ``token`` is None).
+    """
+    try:
+        from huggingface_hub import HfApi
+    except ImportError as exc:  # pragma: no cover - installed with datasets
+        raise MissingDependency("--push-to-hub needs huggingface_hub: pip install 'procbench[hf]'") from exc
+    api = HfApi(token=token)
+    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    api.upload_folder(
+        repo_id=repo_id,
+        repo_type="dataset",
+        folder_path=str(out),
+        commit_message="procbench export",
+    )
+    return f"https://huggingface.co/datasets/{repo_id}"

@@ -1,0 +1,178 @@
+"""What the report shows, gathered from the store: questions as people read them, audits, distances, sweeps."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from procbench.errors import ProcbenchError
+from procbench.export.inline import Inliner
+from procbench.export.sets import find_audit, shortcut_scores
+from procbench.generate.qset import QuestionSet
+from procbench.store import Store
+
+__all__ = ["SetView", "choice_distances_of", "set_view", "sweep_tables"]
+
+log = logging.getLogger(__name__)
+
+#: Splits in the order the report shows them (test first: what models are scored on).
+ORDER = ("test", "val", "train")
+
+
+@dataclass
+class SetView:
+    """One question set as the report shows it."""
+
+    name: str
+    task: str
+    setting: str
+    slug: str
+    splits: dict[str, int]
+    questions: list[dict[str, Any]]
+    total: int
+    audit: dict[str, Any] | None
+    has_scores: bool
+    distances: dict[str, Any] | None = None
+    images: set[str] = field(default_factory=set)
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name.replace("/", "--"))
+
+
+def _image_path(image_id: str | None) -> str | None:
+    return None if image_id is None else f"images/{image_id[:2]}/{image_id}.jpg"
+
+
+def _compact(item: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if item["key"] == "@placeholder":
+        out["ph"] = 1
+    if item["title"]:
+        out["title"] = item["title"]
+    if item["text"]:
+        out["text"] = item["text"]
+    if item["image"]:
+        out["img"] = _image_path(item["image"])
+    return out
+
+
+def set_view(qset: QuestionSet, inliner: Inliner, *, limit: int) -> SetView:
+    """The questions of ``qset`` to show (test, then val, then train, at most ``limit``), with their scores."""
+    scores = shortcut_scores(qset)
+    splits = {s: int(qset.split(s).num_rows) for s in ORDER if (qset.path / f"{s}.parquet").is_file()}
+    questions: list[dict[str, Any]] = []
+    images: set[str] = set()
+    for split in ORDER:
+        if split not in splits:
+            continue
+        for record in inliner.records(qset, split):
+            if len(questions) >= limit:
+                break
+            for item in (*record["question"], *record["choices"]):
+                if item["image"]:
+                    images.add(item["image"])
+            questions.append(
+                {
+                    "qid": record["qid"],
+                    "split": split,
+                    "score": None if scores is None else scores.get(record["qid"]),
+                    "procedure": record["procedure_title"] or record["procedure_id"],
+                    "url": record["url"],
+                    "question": [_compact(i) for i in record["question"]],
+                    "choices": [_compact(i) for i in record["choices"]],
+                    "orders": record["choice_orders"],
+                    "answer": record["answer"],
+                    "context": [{"i": c["index"], "title": c["title"], "text": c["text"]} for c in record["context"]],
+                }
+            )
+    return SetView(
+        name=qset.name,
+        task=qset.task,
+        setting=qset.setting,
+        slug=_slug(qset.name),
+        splits=splits,
+        questions=questions,
+        total=sum(splits.values()),
+        audit=find_audit(qset),
+        has_scores=scores is not None,
+        images=images,
+    )
+
+
+def copy_images(store: Store, image_ids: set[str], out: Path) -> int:
+    """Copy the stored JPEGs the report shows to ``out/images/ab/ID.jpg``; returns how many were copied."""
+    copied = 0
+    for image_id in sorted(image_ids):
+        source = store.image_path(image_id)
+        target = out / "images" / image_id[:2] / f"{image_id}.jpg"
+        if not source.is_file():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.is_file():
+            shutil.copyfile(source, target)
+        copied += 1
+    return copied
+
+
+def choice_distances_of(qset: QuestionSet, store: Store) -> dict[str, Any] | None:
+    """Distances of correct and wrong choices to the question (paper 001 Fig. 2), as the audit measures them;
+    None where they do not apply (no embeddings, not multiple choice)."""
+    try:
+        from procbench.audit.loaders import load_question_set
+        from procbench.audit.probes.distance import choice_distances
+
+        aset = load_question_set(qset.path, store=store)
+        matrix, found = aset.item_vectors()
+        dist, ok, reference = choice_distances(aset, matrix, found)
+    except (ProcbenchError, ImportError, ValueError, KeyError, AttributeError, TypeError) as exc:
+        log.info("no distances for %s: %s", qset.name, exc)
+        return None
+    except Exception as exc:  # the audit's own "does not apply" signal, whatever its class
+        if type(exc).__name__ != "NotApplicable":
+            raise
+        return None
+    answers = np.asarray(aset.answers)
+    if dist.ndim != 2 or not len(answers):
+        return None
+    rows = ok & np.isfinite(dist).any(axis=1) & (answers >= 0) & (answers < dist.shape[1])
+    if not rows.any():
+        return None
+    d = dist[rows]
+    a = answers[rows]
+    correct = d[np.arange(len(a)), a]
+    mask = np.ones_like(d, dtype=bool)
+    mask[np.arange(len(a)), a] = False
+    wrong = d[mask]
+    correct = correct[np.isfinite(correct)]
+    wrong = wrong[np.isfinite(wrong)]
+    if not len(correct) or not len(wrong):
+        return None
+    return {"correct": correct.tolist(), "wrong": wrong.tolist(), "to": reference}
+
+
+def discover_runs(store: Store) -> list[Path]:
+    """Run folders under ``STORE/runs`` (a ``config.json`` beside ``metrics.json``)."""
+    base = store.root / "runs"
+    if not base.is_dir():
+        return []
+    return sorted(p.parent for p in base.rglob("config.json") if (p.parent / "metrics.json").is_file())
+
+
+def sweep_tables(runs: list[Path], *, seed: int = 0) -> list[dict[str, Any]]:
+    """``evaluate``'s sweep tables (models as rows, settings as columns) for ``runs``, with chance."""
+    if not runs:
+        return []
+    from procbench.models import evaluate
+
+    try:
+        report = evaluate(runs=[str(r) for r in runs], models=["chance"], splits=["test"], seed=seed, bootstrap=200)
+    except ProcbenchError as exc:
+        log.warning("no sweep table: %s", exc)
+        return []
+    return list(report.summary.get("tables", []))

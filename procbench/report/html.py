@@ -1,0 +1,247 @@
+"""HTML of the report: the index (sets, audit intervals, distance histograms, sweep tables) and one page per set.
+
+Everything is generated here or copied beside the pages (CSS, JS, images): the pages load nothing from the
+network. Charts are inline SVG.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+import numpy as np
+
+from procbench import __version__
+from procbench.report.data import SetView
+
+__all__ = ["histogram_svg", "index_page", "interval_svg", "set_page"]
+
+_CSP = (
+    "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src 'self' data:; "
+    "style-src 'self'; script-src 'self';\">"
+)
+
+
+def _page(title: str, body: str, *, depth: int, script: str = "") -> str:
+    prefix = "../" * depth
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"{_CSP}\n<title>{escape(title)}</title>\n"
+        f'<link rel="stylesheet" href="{prefix}assets/report.css">\n</head>\n<body>\n'
+        f'<header><h1>{escape(title)}</h1><div class="muted">procbench {__version__} report · '
+        f'<a href="{prefix}index.html">overview</a></div></header>\n'
+        f"<main>\n{body}\n</main>\n{script}</body>\n</html>\n"
+    )
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def interval_svg(result: dict[str, Any], upper: float, *, width: int = 150) -> str:
+    """A probe's value (dot), 95% interval (bar) and chance (tick) on ``[0, upper]``."""
+    value = result.get("value")
+    if value is None:
+        return f'<span class="muted" title="{escape(str(result.get("reason", "")))}">n/a</span>'
+    ci = result.get("ci") or [value, value]
+    chance = result.get("chance")
+
+    def x(v: float) -> float:
+        return 4 + (width - 8) * min(max(v / upper, 0.0), 1.0) if upper > 0 else 4
+
+    verdict = result.get("verdict") or ""
+    colour = {"above": "#c0362c", "below": "#b54708"}.get(verdict, "#344054")
+    parts = [
+        f'<svg width="{width}" height="22" role="img" aria-label="value {value:.3f}">',
+        f'<line x1="4" y1="11" x2="{width - 4}" y2="11" stroke="#eaecf0" stroke-width="2"/>',
+        f'<line x1="{x(ci[0]):.1f}" y1="11" x2="{x(ci[1]):.1f}" y2="11" stroke="{colour}" stroke-width="4"/>',
+        f'<circle cx="{x(value):.1f}" cy="11" r="4" fill="{colour}"/>',
+    ]
+    if chance is not None:
+        parts.append(f'<line x1="{x(chance):.1f}" y1="2" x2="{x(chance):.1f}" y2="20" stroke="#101828"/>')
+    parts.append("</svg>")
+    text = f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" + (f" · chance {chance:.3f}" if chance is not None else "")
+    return "".join(parts) + f'<div class="{escape(verdict)}">{escape(text)}</div>'
+
+
+def histogram_svg(correct: list[float], wrong: list[float], *, title: str, to: str, bins: int = 30) -> str:
+    """Paper 001 Fig. 2: densities of correct and wrong choices' distances to the question."""
+    c, w = np.asarray(correct, dtype=float), np.asarray(wrong, dtype=float)
+    both = np.concatenate([c, w])
+    lo, hi = float(both.min()), float(both.max())
+    edges = np.linspace(lo, hi + 1e-9, bins + 1)
+    dc, _ = np.histogram(c, bins=edges, density=True)
+    dw, _ = np.histogram(w, bins=edges, density=True)
+    top = float(max(dc.max(), dw.max(), 1e-9))
+    width, height, left, bottom = 360, 190, 34, 28
+    plot_w, plot_h = width - left - 8, height - bottom - 26
+    bar = plot_w / bins
+    out = [f'<svg class="hist" width="{width}" height="{height}" role="img" aria-label="{escape(title)}">']
+    out.append(f'<text x="{left}" y="12">{escape(title)}</text>')
+    for series, colour in ((dw, "#4e79a7"), (dc, "#f28e2b")):
+        for i, v in enumerate(series):
+            h = plot_h * v / top
+            out.append(
+                f'<rect x="{left + i * bar:.1f}" y="{20 + plot_h - h:.1f}" width="{bar - 1:.1f}" height="{h:.1f}" '
+                f'fill="{colour}" fill-opacity="0.6"/>'
+            )
+    base = 20 + plot_h
+    out.append(f'<line x1="{left}" y1="{base}" x2="{left + plot_w}" y2="{base}" stroke="#344054"/>')
+    out.append(f'<text x="{left}" y="{base + 14}">{lo:.2f}</text>')
+    out.append(f'<text x="{left + plot_w - 30}" y="{base + 14}">{hi:.2f}</text>')
+    out.append(f'<text x="{left + plot_w / 2 - 60:.0f}" y="{base + 14}">distance to the {escape(to)}</text>')
+    out.append(f'<rect x="{width - 150}" y="24" width="10" height="10" fill="#f28e2b" fill-opacity="0.6"/>')
+    out.append(f'<text x="{width - 136}" y="33">correct ({len(c)})</text>')
+    out.append(f'<rect x="{width - 150}" y="40" width="10" height="10" fill="#4e79a7" fill-opacity="0.6"/>')
+    out.append(f'<text x="{width - 136}" y="49">wrong ({len(w)})</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _sets_table(views: list[SetView]) -> str:
+    rows = [
+        "<table><tr><th>set</th><th>test</th><th>val</th><th>train</th><th>shown</th><th>audited</th>"
+        "<th>shortcut scores</th></tr>"
+    ]
+    for v in views:
+        rows.append(
+            f'<tr><td><a href="sets/{escape(v.slug)}.html">{escape(v.name)}</a></td>'
+            + "".join(f'<td class="num">{v.splits.get(s, 0)}</td>' for s in ("test", "val", "train"))
+            + f'<td class="num">{len(v.questions)}</td><td>{"yes" if v.audit else "no"}</td>'
+            f"<td>{'yes' if v.has_scores else 'no'}</td></tr>"
+        )
+    rows.append("</table>")
+    return "\n".join(rows)
+
+
+def _audit_tables(views: list[SetView]) -> str:
+    out: list[str] = []
+    for task in dict.fromkeys(v.task for v in views):
+        audited = [v for v in views if v.task == task and v.audit and v.audit.get("probes")]
+        if not audited:
+            continue
+        probes = list(dict.fromkeys(p for v in audited for p in (v.audit or {})["probes"]))
+        out.append(f"<h3>{escape(task)}</h3>")
+        out.append(
+            "<table><tr><th>probe</th>"
+            + "".join(f"<th>{escape(v.setting)}<div class=muted>{v.total} questions</div></th>" for v in audited)
+            + "</tr>"
+        )
+        for probe in probes:
+            results = [(v.audit or {})["probes"].get(probe) or {} for v in audited]
+            values = [
+                x
+                for r in results
+                for x in [r.get("value"), r.get("chance"), *(r.get("ci") or [])]
+                if isinstance(x, (int, float))
+            ]
+            peak = max(values, default=1.0)
+            upper = 1.0 if 0.3 < peak <= 1.0 else max(peak * 1.15, 1e-6)
+            cells = "".join(f"<td>{interval_svg(r, upper)}</td>" for r in results)
+            out.append(f"<tr><th>{escape(probe)}</th>{cells}</tr>")
+        out.append("</table>")
+    if not out:
+        return '<p class="muted">No audit yet: run <code>procbench audit TASK</code>.</p>'
+    legend = (
+        '<p class="muted">Dot: value; bar: bootstrap 95% interval over procedures; tick: chance. Red: the interval '
+        "lies above chance (a shortcut answers better than chance without the context).</p>"
+    )
+    return legend + "\n".join(out)
+
+
+def _histograms(views: list[SetView]) -> str:
+    out = []
+    for v in views:
+        if v.distances:
+            out.append(histogram_svg(v.distances["correct"], v.distances["wrong"], title=v.name, to=v.distances["to"]))
+    if not out:
+        return '<p class="muted">No distances: the sets have no embedded items (run procbench embed).</p>'
+    return (
+        '<p class="muted">Distances of correct (orange) and wrong (blue) choices to the question, measured with the '
+        "store's embeddings as the audit does (paper 001 Fig. 2): where the two differ, distances alone give the "
+        "answer away.</p>" + "\n".join(out)
+    )
+
+
+def _sweeps(tables: list[dict[str, Any]]) -> str:
+    if not tables:
+        return '<p class="muted">No trained runs found (procbench train, then procbench report --runs RUN).</p>'
+    out = []
+    for table in tables:
+        settings = table.get("settings") or []
+        out.append(
+            f"<h3>{escape(str(table.get('task')))} · {escape(str(table.get('split')))} · "
+            f"{escape(str(table.get('metric')))}</h3>"
+        )
+        out.append(
+            "<table><tr><th>model</th>"
+            + "".join(f"<th>{escape(s)}</th>" for s in settings)
+            + "<th>mean ± std</th></tr>"
+        )
+        for row in table.get("rows", []):
+            cells = []
+            for s in settings:
+                value = (row.get("values") or {}).get(s)
+                ci = (row.get("ci") or {}).get(s)
+                text = "" if value is None else f"{100 * value:.1f}"
+                if ci:
+                    text += f' <span class="muted">[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]</span>'
+                cells.append(f'<td class="num">{text}</td>')
+            mean, std = row.get("mean"), row.get("std")
+            summary = "" if mean is None else f"{100 * mean:.1f} ± {100 * (std or 0):.1f}"
+            out.append(f"<tr><th>{escape(str(row.get('model')))}</th>{''.join(cells)}<td>{summary}</td></tr>")
+        out.append("</table>")
+    return "\n".join(out)
+
+
+def index_page(views: list[SetView], tables: list[dict[str, Any]], *, title: str) -> str:
+    """The overview page."""
+    body = "\n".join(
+        [
+            "<h2>Question sets</h2>",
+            _sets_table(views),
+            "<h2>Audit: shortcut probes side by side</h2>",
+            _audit_tables(views),
+            "<h2>Distances of choices to the question</h2>",
+            _histograms(views),
+            "<h2>Baselines (evaluate's sweep table, accuracy %)</h2>",
+            _sweeps(tables),
+        ]
+    )
+    return _page(title, body, depth=0)
+
+
+def set_page(view: SetView, *, instruction: str) -> str:
+    """One set's question browser (the questions are JSON inside the page; report.js renders them)."""
+    data = {
+        "name": view.name,
+        "instruction": instruction,
+        "total": view.total,
+        "has_scores": view.has_scores,
+        "questions": view.questions,
+    }
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    splits = "".join(f'<option value="{s}">{s} ({n})</option>' for s, n in view.splits.items() if n)
+    score = (
+        '<label>shortcut score ≥ <input id="score" type="range" min="0" max="1" step="0.05" value="0"> '
+        '<span id="score-value">0.00</span></label>'
+        if view.has_scores
+        else '<span class="muted">no per-question shortcut scores (procbench audit --per-question)</span>'
+    )
+    controls = (
+        '<div class="controls"><label>split <select id="split"><option value="all">all</option>'
+        f"{splits}</select></label>{score}"
+        '<span class="pager"><button id="prev">previous</button><button id="next">next</button></span>'
+        '<span id="status" class="muted"></span></div>'
+    )
+    note = (
+        f'<p class="muted">{len(view.questions)} of {view.total} questions shown (test first). The answer is '
+        "marked in green; the context is folded under each question.</p>"
+    )
+    body = f'{note}\n{controls}\n<div id="questions"></div>\n'
+    script = (
+        f'<script id="qset-data" type="application/json">{payload}</script>\n'
+        '<script src="../assets/report.js"></script>\n'
+    )
+    return _page(f"{view.name}", body, depth=1, script=script)
