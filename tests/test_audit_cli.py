@@ -26,11 +26,13 @@ from procbench.store.views import kept_steps
 PROBE_NAMES = [
     "choice_only",
     "question_distance",
+    "partial_input",
     "answer_position",
     "length",
     "lexical_overlap",
     "cluster_balance",
     "question_overlap",
+    "context_reference",
 ]
 PAD = " slowly and very carefully with patience"
 
@@ -109,7 +111,7 @@ def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("audit")
     store = Store.open(root / "store", create=True)
     ingest_file(store, write_sample(root / "sample"))
-    embed_store(store, text_encoder="hashed", image_encoder="colour-layout", fields="step_title,image")
+    embed_store(store, text_encoder="hashed", image_encoder="colour-layout", fields="step_title,step_text,image")
     generate(store, "pair-order", seed=0)
     generate(store, "sequencing", seed=0)
     splits = {p: "train" for p in store.table("procedures")["id"].to_pylist()}
@@ -314,3 +316,38 @@ def test_original_recipeqa_json_with_image_files(tmp_path: Path) -> None:
     missing = json.loads(elsewhere.stdout)["sets"]["val:visual-cloze"]["probes"]
     assert missing["question_distance"]["value"] is None and "--images" in missing["question_distance"]["reason"]
     assert missing["answer_position"]["value"] is not None
+
+
+def test_per_question_scores_and_the_context_reference(store: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from procbench.audit.scores import SCORE_COLUMNS
+
+    folder = store / "questions" / "textual-cloze" / "planted"
+    result = _invoke(str(folder), "--n-boot", "100", "--probes", "partial_input,context_reference", "--per-question")
+    assert result.exit_code == 0, result.output
+    assert "shortcut_scores.parquet" in result.output
+    table = pq.read_table(folder / "shortcut_scores.parquet")
+    assert tuple(table.column_names) == SCORE_COLUMNS and table.num_rows == 90
+    qset = pq.read_table(folder / "train.parquet")
+    assert table["qid"].to_pylist() == qset["qid"].to_pylist()
+    assert set(table["split"].to_pylist()) == {"train"} and table["chance"].to_pylist() == [0.25] * 90
+    scores = np.array(table["shortcut_score"].to_pylist())
+    assert ((scores > 0) & (scores < 1)).all()
+    # the ensemble's probabilities of the answer are the mean of its two probes'
+    both = (np.array(table["choice_only"].to_pylist()) + np.array(table["partial_input"].to_pylist())) / 2
+    assert np.allclose(scores, both)
+    written = json.loads((folder / "audit.json").read_text())["sets"]["textual-cloze/planted"]["probes"]
+    partial = written["partial_input"]
+    assert partial["verdict"] == "above" and partial["flagged"] is True  # 70% of answers padded to be longest
+    reference = written["context_reference"]
+    assert reference["reference"] is True and reference["flagged"] is False
+    assert reference["value"] > 0.5 and reference["details"]["context"] == "context step texts"
+    first = (folder / "shortcut_scores.parquet").read_bytes()
+    again = _invoke(str(folder), "--n-boot", "100", "--probes", "partial_input", "--per-question")
+    assert again.exit_code == 0 and (folder / "shortcut_scores.parquet").read_bytes() == first
+
+    pair = store / "questions" / "pair-order" / "default"
+    labels = _invoke(str(pair), "--n-boot", "50", "--probes", "answer_position", "--per-question")
+    assert labels.exit_code == 0 and "no shortcut scores" in labels.output
+    assert not (pair / "shortcut_scores.parquet").exists()

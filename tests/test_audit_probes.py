@@ -15,7 +15,15 @@ from procbench.audit.stats import Bootstrap, group_codes, js_divergence, mc_hits
 from procbench.errors import BadInput
 
 WORDS = [f"word{i}" for i in range(300)]
-CHANCE_PROBES = ("choice_only", "question_distance", "answer_position", "length", "lexical_overlap", "cluster_balance")
+CHANCE_PROBES = (
+    "choice_only",
+    "question_distance",
+    "partial_input",
+    "answer_position",
+    "length",
+    "lexical_overlap",
+    "cluster_balance",
+)
 
 
 def make_cloze(
@@ -378,3 +386,52 @@ def test_an_interval_below_chance_is_flagged_as_a_bias_unless_the_probe_is_a_ref
     assert reference.verdict == "above" and not reference.flagged and reference.to_dict()["reference"] is True
     rate = ProbeResult(0.3, None, (0.2, 0.4))
     assert rate.verdict is None and not rate.flagged and "flagged" not in rate.to_dict()
+
+
+@pytest.mark.parametrize("planted", ["near_question", "longest", "rank"])
+def test_the_partial_input_trees_find_distance_length_and_rank_shortcuts(planted: str) -> None:
+    if planted == "rank":
+        aset = make_rank_set(answer_rank=2)
+    else:
+        aset = make_cloze(seed=1, **{planted: True if planted == "near_question" else 0.7})
+    result = audit_set(aset, seed=0, n_boot=200, probes="partial_input").probes["partial_input"]
+    _assert_found(result, at_least=0.7)
+    assert result.details["features"][0] == "qmean_value" and result.details["n_skipped"] == 0
+
+
+def test_per_question_scores_are_cross_fitted_answer_probabilities() -> None:
+    from procbench.audit.scores import SCORE_COLUMNS
+
+    aset = make_cloze(n=400, seed=5, near_question=True)
+    audit = audit_set(aset, seed=0, n_boot=100, probes="partial_input", per_question=True)
+    table = audit.scores
+    assert tuple(table.column_names) == SCORE_COLUMNS and table.num_rows == 400
+    assert table["qid"].to_pylist() == [str(i) for i in range(400)]
+    assert table["procedure_id"].to_pylist() == aset.procedure_ids
+    partial = np.array(table["partial_input"].to_pylist())
+    assert np.median(partial) > 0.9  # the planted answer sits on the question mean
+    hits = np.array(table["shortcut_pick"].to_pylist())
+    assert hits.mean() > 0.9
+    # the probe and the per-question file agree: the probe's hits are the trees' argmax
+    assert audit.probes["partial_input"].value == pytest.approx(float((partial >= 0.5).mean()), abs=0.05)
+    null = audit_set(make_cloze(n=400, seed=6), seed=0, n_boot=100, probes="length", per_question=True).scores
+    assert abs(float(np.mean(null["shortcut_score"].to_pylist())) - 0.25) < 0.05
+    again = audit_set(
+        make_cloze(n=400, seed=5, near_question=True), seed=0, n_boot=100, probes="length", per_question=True
+    )
+    assert again.scores.equals(table)
+
+
+def test_context_reference_reads_the_context_and_is_never_flagged() -> None:
+    aset = make_rank_set(n=200, answer_rank=3)
+    # the context shows the answer's own item (a step the blank stands for): the reference finds it
+    aset.context_keys = [[c[a]] for c, a in zip(aset.choices, aset.answers, strict=True)]
+    aset.context_what = "context step images"
+    result = audit_set(aset, seed=0, n_boot=100, probes="context_reference").probes["context_reference"]
+    assert result.value == 1.0 and result.reference and not result.flagged
+    assert result.to_dict()["reference"] is True
+    aset.context_keys = None
+    aset.context_note = "no context reference: no step_text embeddings"
+    aset._cache.clear()
+    missing = audit_set(aset, seed=0, n_boot=100, probes="context_reference").probes["context_reference"]
+    assert missing.value is None and "step_text" in missing.reason

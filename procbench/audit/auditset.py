@@ -137,7 +137,11 @@ class AuditSet:
     choices (items, or orders of items), ``answers[i]`` the index of the correct choice.
     ``question_keys`` / ``choice_keys`` identify the items (default: the items themselves); ``contexts[i]``
     is the context text (text tasks; None when unknown); ``vectors`` looks keys up (None when there are
-    no embeddings, with ``vectors_note`` saying why).
+    no embeddings, with ``vectors_note`` saying why). ``qids`` and ``splits`` identify questions in the
+    per-question shortcut scores (default: the question's position, no split). ``context_keys[i]`` are the
+    keys of question ``i``'s context units (its steps' texts, or its steps' images), looked up in
+    ``context_vectors`` (default: ``vectors``) in the same space as the choices; None, with
+    ``context_note`` saying why, when the set has no such vectors.
     """
 
     name: str
@@ -153,6 +157,12 @@ class AuditSet:
     vectors_note: str | None = None
     encoder: str = ""
     source: Path | None = None
+    qids: list[str] | None = None
+    splits: list[str] | None = None
+    context_keys: list[list[str]] | None = None
+    context_vectors: VectorLookup | None = None
+    context_note: str | None = None
+    context_what: str = ""
     kind: TaskKind = field(init=False)
     _cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
 

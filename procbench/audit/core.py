@@ -29,10 +29,17 @@ def audit_set(
     n_boot: int = DEFAULT_BOOTSTRAP,
     n_folds: int = DEFAULT_FOLDS,
     probes: Iterable[str] | str | None = None,
+    per_question: bool = False,
     progress: Progress = SILENT,
 ) -> SetAudit:
-    """Every (selected) probe on one set; a probe that raises :class:`NotApplicable` is reported with its reason."""
+    """Every (selected) probe on one set; a probe that raises :class:`NotApplicable` is reported with its reason.
+
+    With ``per_question``, also the per-question shortcut scores (:func:`procbench.audit.scores.shortcut_scores`)
+    in ``SetAudit.scores``, or why they cannot be computed in ``SetAudit.scores_note``.
+    """
     from threadpoolctl import threadpool_limits
+
+    from procbench.audit.scores import shortcut_scores
 
     specs = resolve_probes(probes)
     progress.start(f"audit {aset.name}", total=len(specs))
@@ -41,6 +48,14 @@ def audit_set(
     # busy cores, and keeps results bit-identical whatever the machine's thread count.
     with threadpool_limits(limits=1):
         ctx = ProbeContext.for_set(aset, seed=seed, n_boot=n_boot, n_folds=n_folds) if len(aset) else None
+        scores = note = None
+        if per_question:  # first: the partial_input probe then reuses the fitted ensemble
+            try:
+                if ctx is None:
+                    raise NotApplicable("the set has no questions")
+                scores = shortcut_scores(aset, ctx)
+            except NotApplicable as exc:
+                note = str(exc)
         for spec in specs:
             try:
                 if ctx is None:
@@ -49,7 +64,7 @@ def audit_set(
             except NotApplicable as exc:
                 results[spec.name] = ProbeResult.not_applicable(str(exc))
             progress.advance()
-    return SetAudit(aset.name, aset.task, len(aset), results, aset.source)
+    return SetAudit(aset.name, aset.task, len(aset), results, aset.source, scores=scores, scores_note=note)
 
 
 def audit_sets(
@@ -60,6 +75,7 @@ def audit_sets(
     n_boot: int = DEFAULT_BOOTSTRAP,
     n_folds: int = DEFAULT_FOLDS,
     probes: Iterable[str] | str | None = None,
+    per_question: bool = False,
     progress: Progress = SILENT,
 ) -> AuditReport:
     """Audit question sets side by side.
@@ -73,6 +89,7 @@ def audit_sets(
         n_boot: bootstrap replicates per interval (capped for very large sets, see ``details.n_boot``).
         n_folds: folds of the procedure-grouped cross-validation.
         probes: probe names to run (default: all registered).
+        per_question: also compute each set's per-question shortcut scores (``SetAudit.scores``).
         progress: receives one task per set.
 
     Raises:
@@ -91,7 +108,8 @@ def audit_sets(
         while name in report.sets:
             name = f"{aset.name} ({suffix})"
             suffix += 1
-        audit = audit_set(aset, seed=seed, n_boot=n_boot, n_folds=n_folds, probes=probes, progress=progress)
+        options = {"seed": seed, "n_boot": n_boot, "n_folds": n_folds, "probes": probes, "per_question": per_question}
+        audit = audit_set(aset, progress=progress, **options)
         audit.name = name
         report.sets[name] = audit
     return report
@@ -99,11 +117,14 @@ def audit_sets(
 
 @dataclass
 class AuditRun:
-    """What :func:`run_audit` did: the report, where ``audit.json`` went, and the plots written."""
+    """What :func:`run_audit` did: the report, where ``audit.json`` went, the plots written, and (with
+    ``per_question``) where each set's shortcut scores went, or why a set has none."""
 
     report: AuditReport
     report_path: Path
     plots: list[Path] = field(default_factory=list)
+    scores: dict[str, Path] = field(default_factory=dict)
+    scores_notes: dict[str, str] = field(default_factory=dict)
 
 
 def run_audit(
@@ -118,6 +139,7 @@ def run_audit(
     n_boot: int = DEFAULT_BOOTSTRAP,
     n_folds: int = DEFAULT_FOLDS,
     probes: Iterable[str] | str | None = None,
+    per_question: bool = False,
     progress: Progress = SILENT,
 ) -> AuditRun:
     """Load the sets named by ``specs``, audit them, write ``audit.json`` and optionally PNG plots.
@@ -125,13 +147,24 @@ def run_audit(
     ``audit.json`` goes to ``out`` (a file, or a folder to put it in); by default inside the set folder
     for one set, in the sets' common folder for several, next to the file for RecipeQA JSON.
     ``format="recipeqa"`` reads RecipeQA JSON files (one set per task in each file); ``images`` is the
-    folder their image names are relative to. See :func:`audit_sets` for the other options.
+    folder their image names are relative to. ``per_question`` writes each set's
+    ``shortcut_scores.parquet`` (:mod:`procbench.audit.scores`) into its set folder (next to a RecipeQA JSON
+    file: ``FILE.TASK.shortcut_scores.parquet``). See :func:`audit_sets` for the other options.
     """
     if not specs:
         raise BadInput("name at least one question set")
     resolve_probes(probes)
     sets = load_sets(list(specs), format=format, store=store, images=images, seed=seed)
-    report = audit_sets(sets, store=store, seed=seed, n_boot=n_boot, n_folds=n_folds, probes=probes, progress=progress)
+    report = audit_sets(
+        sets,
+        store=store,
+        seed=seed,
+        n_boot=n_boot,
+        n_folds=n_folds,
+        probes=probes,
+        per_question=per_question,
+        progress=progress,
+    )
     target = Path(out) if out is not None else (default_report_path(sets) or Path("audit.json"))
     path = write_report(report, target)
     written: list[Path] = []
@@ -139,4 +172,16 @@ def run_audit(
         from procbench.audit.plots import write_plots
 
         written = write_plots(report, plots)
-    return AuditRun(report, path, written)
+    run = AuditRun(report, path, written)
+    if per_question:
+        from procbench.audit.scores import score_path, write_scores
+
+        for aset, (name, audit) in zip(sets, report.sets.items(), strict=True):
+            target = score_path(aset)
+            if audit.scores is None:
+                run.scores_notes[name] = audit.scores_note or "no scores"
+            elif target is None:
+                run.scores_notes[name] = "the set has no folder to write shortcut_scores.parquet to"
+            else:
+                run.scores[name] = write_scores(audit.scores, target)
+    return run

@@ -12,7 +12,8 @@ import numpy as np
 from procbench.audit.auditset import AuditSet, NotApplicable, VectorLookup, task_kind
 from procbench.audit.vectors import fitted_text_vectors, image_vectors, store_vectors
 from procbench.errors import BadInput, InputFileNotFound
-from procbench.formats.recipeqa import PLACEHOLDER, context_text, read_entries
+from procbench.features import step_key
+from procbench.formats.recipeqa import PLACEHOLDER, context_bodies, context_images, read_entries
 from procbench.store import Store
 
 __all__ = ["default_report_path", "load_question_set", "load_recipeqa", "load_sets"]
@@ -36,7 +37,8 @@ def _store_of(folder: Path) -> Store | None:
     return None
 
 
-def _store_contexts(store: Store, procedure_ids: list[str], contexts: list[list[int]]) -> list[str]:
+def _store_contexts(store: Store, procedure_ids: list[str], contexts: list[list[int]]) -> list[list[str]]:
+    """The text of every context step of every question."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -45,18 +47,33 @@ def _store_contexts(store: Store, procedure_ids: list[str], contexts: list[list[
     steps = kept_steps(store, ["procedure_id", "index", "text"])
     steps = steps.filter(pc.is_in(steps["procedure_id"], value_set=pa.array(sorted(set(procedure_ids)))))
     text = {(r["procedure_id"], r["index"]): r["text"] or "" for r in steps.to_pylist()}
-    return [" ".join(text.get((p, i), "") for i in idx) for p, idx in zip(procedure_ids, contexts, strict=True)]
+    return [[text.get((p, i), "") for i in idx] for p, idx in zip(procedure_ids, contexts, strict=True)]
 
 
-def _json_contexts(path: Path, qids: list[str]) -> list[str] | None:
+def _step_text_vectors(store: Store, encoder: str, items: str) -> tuple[VectorLookup | None, str | None]:
+    """The store's ``step_text`` embeddings when they share a space with the items (made by ``encoder``)."""
+    try:
+        lookup, text_encoder = store_vectors(store, "step_text")
+    except NotApplicable as exc:
+        return None, f"no context reference: {exc}"
+    if text_encoder.split(".", 1)[1] != encoder.split(".", 1)[1]:
+        return None, (
+            f"no context reference: {items} embeddings ({encoder}) and step_text embeddings ({text_encoder})"
+            " are not in one space (embed both with the same encoder; for images, a CLIP model embeds both)"
+        )
+    return lookup, None
+
+
+def _json_contexts(path: Path, qids: list[str]) -> list[list[str]] | None:
+    """The body of every context step of every question, from the set's ``recipeqa.json``."""
     if not path.is_file():
         return None
     try:
         entries = read_entries(path)
     except (OSError, BadInput):
         return None
-    by_qid = {str(e.get("qid")): context_text(e) for e in entries if isinstance(e, dict)}
-    return [by_qid.get(q, "") for q in qids]
+    by_qid = {str(e.get("qid")): context_bodies(e) for e in entries if isinstance(e, dict)}
+    return [by_qid.get(q, []) for q in qids]
 
 
 def _resolve_folder(spec: str | Path, store: Store | None) -> Path:
@@ -109,13 +126,17 @@ def load_question_set(
             ck = meta.field("choice_keys").to_pylist()
             if all(a is not None for a in qk) and all(b is not None for b in ck):
                 question_keys, choice_keys = qk, ck
-    contexts = None
+    steps: list[list[str]] | None = None  # the text of each context step
+    context_idx = [list(c or []) for c in table["context"].to_pylist()] if n else []
     if kind.items == "text" and n:
-        context_idx = [list(c or []) for c in table["context"].to_pylist()]
         if home is not None:
-            contexts = _store_contexts(home, procedure_ids, context_idx)
+            steps = _store_contexts(home, procedure_ids, context_idx)
         else:
-            contexts = _json_contexts(folder / "recipeqa.json", [str(q) for q in table["qid"].to_pylist()])
+            steps = _json_contexts(folder / "recipeqa.json", [str(q) for q in table["qid"].to_pylist()])
+    contexts = [" ".join(s) for s in steps] if steps is not None else None
+    context_keys: list[list[str]] | None = None
+    context_vectors: VectorLookup | None = None
+    context_note: str | None = "the set's questions have no context steps" if not n else None
     vectors: VectorLookup | None = None
     note: str | None = None
     encoder = ""
@@ -128,6 +149,11 @@ def load_question_set(
             vectors, encoder = store_vectors(home, kind.field)
         except NotApplicable as exc:
             note = str(exc)
+        else:  # the context's step texts, in the items' space
+            context_vectors, context_note = _step_text_vectors(home, encoder, kind.items)
+            if context_vectors is not None:
+                pairs = zip(procedure_ids, context_idx, strict=True)
+                context_keys = [[step_key(p, i) for i in idx] for p, idx in pairs]
     if vectors is None and kind.items == "text" and n:
         # titles without step keys, or a store without title embeddings: embed the set's own texts
         items = [x for q in questions for x in q] + [x for c in choices for x in c]
@@ -139,11 +165,15 @@ def load_question_set(
                 keys = [k for ks in question_keys for k in ks] + [k for ks in choice_keys for k in ks]
             else:  # keys that do not line up with the items: identify items by their text
                 question_keys = choice_keys = None
+        extra = [t for s in steps or [] for t in s]
         try:
-            vectors, encoder = fitted_text_vectors(items, contexts or [], seed=seed, keys=keys)
+            vectors, encoder = fitted_text_vectors(items, contexts or [], seed=seed, keys=keys, extra=extra)
             note = None
         except NotApplicable as exc:
-            note = str(exc)
+            note = context_note = str(exc)
+        else:
+            context_keys, context_vectors = steps, None
+            context_note = None if steps is not None else "the set's context step texts are not available"
     return AuditSet(
         name=name or f"{task}/{folder.name}",
         task=task,
@@ -158,6 +188,12 @@ def load_question_set(
         vectors_note=note,
         encoder=encoder,
         source=folder,
+        context_keys=context_keys,
+        context_vectors=context_vectors,
+        context_note=context_note or (None if context_keys is not None else "the set has no context embeddings"),
+        context_what="context step texts",
+        qids=[str(q) for q in table["qid"].to_pylist()],
+        splits=[str(s or "") for s in table["split"].to_pylist()],
     )
 
 
@@ -201,20 +237,30 @@ def load_recipeqa(
         questions = [[str(x) for x in e.get("question") or []] for e in rows]
         choices = [[[str(x) for x in c] if isinstance(c, list) else str(c) for c in e["choice_list"]] for e in rows]
         kind = task_kind(task, choices)
-        contexts = [context_text(e) for e in rows]
+        bodies = [context_bodies(e) for e in rows]
+        contexts = [" ".join(b) for b in bodies]
         items = [x for q in questions for x in q if x != PLACEHOLDER]
         items += [x for cs in choices for c in cs for x in (c if isinstance(c, list) else [c])]
         vectors: VectorLookup | None = None
         note: str | None = None
         encoder = ""
+        textual = kind.items == "text" or (kind.items == "unknown" and not kind.ordering)
+        # what the context shows in the items' space: step texts for text items, step images for images
+        context_keys = bodies if textual else [context_images(e) for e in rows]
+        what = "context step texts" if textual else "context step images"
         try:
-            if kind.items == "text" or (kind.items == "unknown" and not kind.ordering):
-                vectors, encoder = fitted_text_vectors(items, contexts, seed=seed)
+            if textual:
+                extra = [t for b in bodies for t in b]
+                vectors, encoder = fitted_text_vectors(items, contexts, seed=seed, extra=extra)
             else:
                 folder = Path(images) if images is not None else None
-                vectors, encoder = image_vectors(items, store=home, images=folder, base=path.parent)
+                shown = [x for keys in context_keys for x in keys]
+                vectors, encoder = image_vectors([*items, *shown], store=home, images=folder, base=path.parent)
         except NotApplicable as exc:
             note = str(exc)
+        context_note = note
+        if not any(context_keys):
+            context_note = f"the file's contexts show no {what.split()[-1]}"
         name = label if len(by_task) == 1 and in_set else f"{label}:{task}"
         sets.append(
             AuditSet(
@@ -229,6 +275,11 @@ def load_recipeqa(
                 vectors_note=note,
                 encoder=encoder,
                 source=path,
+                qids=[str(e.get("qid", number)) for number, e in enumerate(rows)],
+                splits=[str(e.get("split") or "") for e in rows],
+                context_keys=context_keys if vectors is not None and context_note is None else None,
+                context_note=context_note,
+                context_what=what,
             )
         )
     return sets

@@ -110,13 +110,16 @@ class ProbeResult:
 
 @dataclass
 class SetAudit:
-    """Every probe's result on one question set."""
+    """Every probe's result on one question set; with ``per_question``, the per-question shortcut scores
+    (a ``pyarrow.Table``, see :mod:`procbench.audit.scores`) or why there are none (``scores_note``)."""
 
     name: str
     task: str
     n_questions: int
     probes: dict[str, ProbeResult]
     path: Path | None = None
+    scores: Any = None
+    scores_note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """``{"n_questions": int, "probes": {PROBE: {...}}}``."""

@@ -32,10 +32,16 @@ def store_vectors(store: Store, fieldname: str) -> tuple[VectorLookup, str]:
 
 
 def fitted_text_vectors(
-    items: Iterable[str], corpus: Iterable[str], *, seed: int, keys: Iterable[str | None] | None = None
+    items: Iterable[str],
+    corpus: Iterable[str],
+    *,
+    seed: int,
+    keys: Iterable[str | None] | None = None,
+    extra: Iterable[str] = (),
 ) -> tuple[VectorLookup, str]:
     """Vectors of ``items`` from the ``hashed`` encoder fitted on ``corpus`` and the items themselves, looked
-    up by ``keys`` (aligned with ``items``; default: the items themselves)."""
+    up by ``keys`` (aligned with ``items``; default: the items themselves); ``extra`` texts (context steps)
+    are embedded too, looked up by their text."""
     from procbench.embed.hashed import HashedParams, HashedTextEncoder
 
     texts = [str(t) for t in items]
@@ -43,10 +49,13 @@ def fitted_text_vectors(
     for key, text in zip(texts if keys is None else keys, texts, strict=True):
         if key is not None and text != PLACEHOLDER:
             by_key.setdefault(str(key), text)
+    fitted_on = sorted(set(by_key.values()))
+    for text in extra:
+        by_key.setdefault(str(text), str(text))
     unique = sorted(set(by_key.values()))
     try:
         encoder = HashedTextEncoder.fit(
-            [*corpus, *unique], params=HashedParams(dim=128, sample_size=30_000, seed=seed)
+            [*corpus, *fitted_on], params=HashedParams(dim=128, sample_size=30_000, seed=seed)
         )
     except BadInput as exc:
         raise NotApplicable(f"cannot fit a text encoder on this set: {exc}") from exc

@@ -38,6 +38,14 @@ def command(
     images: Annotated[
         Path | None, typer.Option("--images", help="recipeqa: the folder image names are relative to.")
     ] = None,
+    per_question: Annotated[
+        bool,
+        typer.Option(
+            "--per-question",
+            help="Also write shortcut_scores.parquet in each set folder: per question, the cross-fitted probability"
+            " that the context-free probes pick the answer.",
+        ),
+    ] = False,
     n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap replicates per interval.", min=10)] = 1000,
     folds: Annotated[int, typer.Option("--folds", help="Cross-validation folds (grouped by procedure).", min=2)] = 5,
     store: StoreOption = DEFAULT_STORE,
@@ -47,9 +55,12 @@ def command(
     """Audit question sets for biases, side by side: shortcut probes with chance levels and 95% intervals.
 
     Probes: choice_only (a classifier seeing only the choices), question_distance (SVM on choice-to-question
-    distances, paper 001 Fig. 2), answer_position, length and lexical_overlap (text choices),
+    distances and their ranks, paper 001 Fig. 2), partial_input (gradient-boosted trees on context-free
+    per-choice features), answer_position, length and lexical_overlap (text choices),
     cluster_balance (correct vs wrong choices over KMeans clusters) and question_overlap (answers revealed
-    by another question of the same procedure). Writes audit.json; --plots DIR adds PNG plots.
+    by another question of the same procedure); context_reference (what the context gives: each choice's
+    similarity to the context's steps). A shortcut probe whose interval lies above or below chance is
+    flagged. Writes audit.json; --plots DIR adds PNG plots; --per-question adds shortcut_scores.parquet.
     """
     from procbench.audit import PROBES, run_audit
     from procbench.cli._console import console, print_json, progress_bar
@@ -66,10 +77,15 @@ def command(
             n_boot=n_boot,
             n_folds=folds,
             probes=probes,
+            per_question=per_question,
             progress=progress,
         )
     if json:
-        print_json(run.report.to_dict())
+        summary = run.report.to_dict()
+        if per_question:
+            summary["shortcut_scores"] = {name: str(path) for name, path in run.scores.items()}
+            summary["shortcut_scores_not_written"] = run.scores_notes
+        print_json(summary)
         return
     _render(console, run, {name: spec.kind for name, spec in PROBES.items()})
 
@@ -130,3 +146,7 @@ def _render(console: Any, run: Any, kinds: dict[str, str]) -> None:
     console.print(f"audit.json -> {run.report_path}", highlight=False)
     if run.plots:
         console.print(f"{len(run.plots)} plots -> {run.plots[0].parent}", highlight=False)
+    for name, path in run.scores.items():
+        console.print(f"shortcut scores of {escape(name)} -> {path}", highlight=False)
+    for name, note in run.scores_notes.items():
+        console.print(f"[yellow]no shortcut scores for {escape(name)}:[/] {escape(note)}", highlight=False)

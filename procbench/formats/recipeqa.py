@@ -1,7 +1,7 @@
 """RecipeQA's JSON layout, read (:func:`read_entries`) and written (:class:`RecipeQAWriter`, ``recipeqa.json``).
 
 Reading: ingest takes the recipes of a RecipeQA file as procedures, the audit takes its questions; both get
-the entries through :func:`read_entries`, and a question's context text through :func:`context_text`.
+the entries through :func:`read_entries`, and a question's context step texts through :func:`context_bodies`.
 
 Writing: a question set in RecipeQA's JSON layout, so existing RecipeQA readers can load it.
 
@@ -37,7 +37,8 @@ __all__ = [
     "VISUAL_TASKS",
     "RecipeQAWriter",
     "StepDocuments",
-    "context_text",
+    "context_bodies",
+    "context_images",
     "json_strings",
     "read_entries",
 ]
@@ -76,9 +77,15 @@ def read_entries(path: Path) -> list[Any]:
     return entries
 
 
-def context_text(entry: dict[str, Any]) -> str:
-    """A question's context as one text: the bodies of its context steps, joined by spaces."""
-    return " ".join(str(step.get("body") or "") for step in entry.get("context") or [])
+def context_bodies(entry: dict[str, Any]) -> list[str]:
+    """The body text of each of a question's context steps."""
+    return [str(step.get("body") or "") for step in entry.get("context") or [] if isinstance(step, dict)]
+
+
+def context_images(entry: dict[str, Any]) -> list[str]:
+    """The image names of a question's context steps (RecipeQA's own files show them; procbench's hide them)."""
+    steps = [step for step in entry.get("context") or [] if isinstance(step, dict)]
+    return [str(name) for step in steps for name in step.get("images") or [] if str(name).strip()]
 
 
 def _join(*parts: pa.Array | str) -> pa.Array:

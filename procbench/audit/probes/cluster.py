@@ -25,14 +25,14 @@ from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import js_divergence, recentred_ci
 
-__all__ = ["cluster_balance"]
+__all__ = ["cluster_balance", "cluster_items"]
 
 N_CLUSTERS = 16
 DIMS = 64
 N_PERMUTATIONS = 200
 
 
-def _cluster_items(points: np.ndarray, items: np.ndarray, n_clusters: int, seed: int) -> np.ndarray:
+def cluster_items(points: np.ndarray, items: np.ndarray, n_clusters: int, seed: int) -> np.ndarray:
     """KMeans cluster of every item in ``items`` (-1 elsewhere), fitted on a seeded sample of them."""
     from sklearn.cluster import KMeans
 
@@ -66,7 +66,7 @@ def cluster_balance(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     if len(items) < 2 * n_clusters:
         raise NotApplicable(f"too few distinct choice items ({len(items)}) to cluster")
     points = ctx.reduced_items(aset, DIMS)
-    labels = _cluster_items(points, items, n_clusters, ctx.seed)
+    labels = cluster_items(points, items, n_clusters, ctx.seed)
     cluster = np.full(valid.shape, -1, dtype=np.int64)
     cluster[rows] = np.where(choice >= 0, labels[np.maximum(choice, 0)], -1)
     answers = aset.answers
