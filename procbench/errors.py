@@ -17,9 +17,11 @@ __all__ = [
     "ParseError",
     "ProcbenchError",
     "RateLimited",
+    "StoreChanged",
     "StoreError",
     "StoreLocked",
     "StoreNotFound",
+    "StoreReadOnly",
 ]
 
 
@@ -51,6 +53,16 @@ class StoreNotFound(StoreError, BadInput, FileNotFoundError):
 
 class StoreLocked(StoreError):
     """Another procbench process is writing to the store."""
+
+
+class StoreChanged(StoreError):
+    """Another process committed to the store after this one read it: nothing was written (run it again)."""
+
+
+class StoreReadOnly(StoreError, BadInput):
+    """The store cannot be written here (read-only directory or file system); reading it still works."""
+
+    exit_code = 2
 
 
 class MissingDependency(ProcbenchError, ImportError):

@@ -82,7 +82,7 @@ def _resolve_folder(spec: str | Path, store: Store | None) -> Path:
         return path
     if store is not None:
         candidate = store.root / "questions" / str(spec)
-        if candidate.is_dir():
+        if candidate.is_dir() and store.contains(candidate):  # a link out of the store is not followed
             return candidate
     where = f" in {store.root / 'questions'}" if store is not None else " (no store given: use --store)"
     raise InputFileNotFound(f"no question set {str(spec)!r}: give a set folder, or TASK/SETTING{where}")

@@ -313,11 +313,12 @@ def clean_store(
     options = (options or CleanOptions()).replace(**changes)
     if not isinstance(store, Store):
         store = Store.open(store)
-    procedures, steps = store.table("procedures"), store.table("steps")
-    result = clean_tables(procedures, steps, options, progress=progress, workers=workers)
     with store.transaction(
         "clean", args=options.to_dict(), packages=("py3langid", "wordsegment", "symspellpy", "ftfy")
     ) as txn:
+        # read under the write lock: a writer that commits meanwhile waits for us instead of being overwritten
+        procedures, steps = store.table("procedures"), store.table("steps")
+        result = clean_tables(procedures, steps, options, progress=progress, workers=workers)
         for name, old, new in (("procedures", procedures, result.procedures), ("steps", steps, result.steps)):
             if not store.has_table(name) and new.num_rows == 0:
                 continue

@@ -39,6 +39,11 @@ def _one_line_errors(fn: F) -> F:
 
             error(str(exc))
             raise typer.Exit(exc.exit_code) from None
+        except PermissionError as exc:  # an unwritable --out, --plots or store: the user's to fix
+            from procbench.cli._console import error
+
+            error(f"permission denied: {exc.filename or exc}")
+            raise typer.Exit(2) from None
         except KeyboardInterrupt:
             from procbench.cli._console import error
 

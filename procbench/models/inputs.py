@@ -26,8 +26,10 @@ def _locate(arg: str | Path, store: Path | None) -> Path:
     path = Path(arg)
     if path.exists():
         return path
-    if store is not None and (store / "questions" / str(arg)).exists():
-        return store / "questions" / str(arg)
+    if store is not None:
+        candidate = store / "questions" / str(arg)
+        if candidate.exists() and candidate.resolve().is_relative_to(store.resolve()):  # links out: not followed
+            return candidate
     where = f" or under {store / 'questions'}" if store is not None else ""
     raise BadInput(f"no run, question set or sweep at {arg}{where}")
 

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from procbench.errors import StoreError, StoreLocked, StoreNotFound
+from procbench.errors import StoreChanged, StoreError, StoreLocked, StoreNotFound, StoreReadOnly
 from procbench.store.atomic import atomic_write_bytes
 from procbench.store.images import NormalisedImage
 from procbench.store.provenance import utc_now
@@ -27,6 +27,8 @@ __all__ = ["FORMAT_VERSION", "Store"]
 FORMAT_VERSION = 1
 _META = "store.json"
 _LOCK = ".lock"
+#: Where images are written before being renamed into place (emptied when a transaction starts).
+_PARTIAL = ".partial"
 
 
 class Store:
@@ -35,12 +37,19 @@ class Store:
     Open (or create) one with :meth:`Store.open`; read tables with :meth:`table`; change it only inside
     :meth:`transaction`, which is atomic and appends an entry to the provenance log.
 
+    Reading needs no lock (a read-only store can be read). A writer may read before its transaction: the
+    store's version (the length of the provenance log) when this object first read it is checked when the
+    transaction starts, under the write lock, and a store changed in between by another process is never
+    overwritten (:class:`~procbench.errors.StoreChanged`). Reads inside a transaction are under the lock.
+
     >>> store = Store.open("procbench-store", create=True)   # doctest: +SKIP
     >>> store.table("procedures").num_rows                   # doctest: +SKIP
     """
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._read_version: int | None = None  # the version this object read, when outside a transaction
+        self._in_transaction = False
 
     # -- opening -----------------------------------------------------------------------------------------
     @classmethod
@@ -53,6 +62,8 @@ class Store:
         """
         root = Path(path)
         meta_path = root / _META
+        if root.exists() and not root.is_dir():
+            raise StoreNotFound(f"{root} is a file, not a procbench store (a store is a directory)")
         if not meta_path.is_file():
             if not create:
                 raise StoreNotFound(f"no procbench store at {root} (create one with `procbench ingest` or `demo`)")
@@ -77,8 +88,9 @@ class Store:
                 f"{FORMAT_VERSION}: upgrade procbench"
             )
         if (root / ".txn").is_dir():
-            with contextlib.suppress(StoreLocked), store._write_lock():
+            with contextlib.suppress(StoreLocked, StoreReadOnly), store._write_lock():
                 recover(root)
+        store._read_version = len(store.read_meta().get("provenance", []))
         return store
 
     def read_meta(self) -> dict[str, Any]:
@@ -87,6 +99,15 @@ class Store:
             return json.loads((self.root / _META).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
         except (OSError, ValueError) as exc:
             raise StoreError(f"cannot read {self.root / _META}: {exc}") from exc
+
+    @property
+    def version(self) -> int:
+        """How many transactions have been committed (grows by one with each)."""
+        return len(self.read_meta()["provenance"])
+
+    def _note_read(self) -> None:
+        if self._read_version is None and not self._in_transaction:
+            self._read_version = self.version
 
     @property
     def provenance(self) -> list[dict[str, Any]]:
@@ -100,10 +121,12 @@ class Store:
 
     def has_table(self, name: str) -> bool:
         """Whether ``name`` has been written."""
+        self._note_read()
         return self.table_path(name).is_file()
 
     def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
         """Read a table memory-mapped (only ``columns`` when given); an empty one if never written."""
+        self._note_read()
         path = self.table_path(name)
         if not path.is_file():
             schema = TABLES.get(name)
@@ -115,10 +138,15 @@ class Store:
 
     def columns(self, name: str) -> list[str]:
         """Column names of a table, read from the file footer only."""
+        self._note_read()
         path = self.table_path(name)
         if not path.is_file():
             return list(TABLES[name].names)
         return list(pq.read_schema(path).names)
+
+    def contains(self, path: Path) -> bool:
+        """Whether ``path`` (symlinks resolved) lies inside the store: links out of it are not followed."""
+        return path.resolve().is_relative_to(self.root.resolve())
 
     # -- images ------------------------------------------------------------------------------------------
     def image_path(self, image_id: str) -> Path:
@@ -129,13 +157,18 @@ class Store:
         """Write a normalised image (once: content-addressed files are never rewritten)."""
         path = self.image_path(image.id)
         if not path.exists():
-            atomic_write_bytes(path, image.data)
+            atomic_write_bytes(path, image.data, scratch=self.root / "images" / _PARTIAL)
         return path
 
     # -- writing -----------------------------------------------------------------------------------------
     @contextlib.contextmanager
     def _write_lock(self) -> Iterator[None]:
-        fd = os.open(self.root / _LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.root / _LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except PermissionError as exc:
+            raise StoreReadOnly(f"{self.root} is read-only here: it can be read, not written") from exc
+        except OSError as exc:
+            raise StoreError(f"cannot lock {self.root} for writing: {exc.strerror or exc}") from exc
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -159,15 +192,33 @@ class Store:
         """Stage changes to the store and apply them atomically when the block ends without error.
 
         Only one transaction may be open on a store at a time, across processes.
+
+        Raises:
+            StoreLocked: another process holds the write lock.
+            StoreChanged: another process committed since this object read the store (nothing is written).
+            StoreReadOnly: the store cannot be written here.
         """
         with self._write_lock():
-            txn = Transaction(self, command, args=args or {}, seed=seed, packages=packages)
+            read, self._read_version = self._read_version, None
+            meta = self.read_meta()
+            if read is not None and read != len(meta["provenance"]):
+                last = meta["provenance"][-1].get("command", "?") if meta["provenance"] else "?"
+                raise StoreChanged(
+                    f"{self.root} changed while {command} was working (another process ran {last}); "
+                    f"nothing was written: run {command} again"
+                )
+            _remove_partial_images(self.root)
+            self._in_transaction = True
             try:
-                yield txn
-            except BaseException:
-                txn.abort()
-                raise
-            txn.commit()
+                txn = Transaction(self, command, args=args or {}, seed=seed, packages=packages)
+                try:
+                    yield txn
+                except BaseException:
+                    txn.abort()
+                    raise
+                txn.commit()
+            finally:
+                self._in_transaction = False
 
     # -- summary -----------------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
@@ -211,7 +262,7 @@ class Store:
         indexes = sorted((self.root / "indexes").glob("*.faiss"))
         if indexes:
             found["indexes"] = [p.stem for p in indexes]
-        qsets = sorted(p for p in (self.root / "questions").glob("*/*") if p.is_dir())
+        qsets = sorted(p for p in (self.root / "questions").glob("*/*") if p.is_dir() and self.contains(p))
         if qsets:
             found["question_sets"] = {
                 f"{p.parent.name}/{p.name}": {
@@ -220,6 +271,14 @@ class Store:
                 for p in qsets
             }
         return found
+
+
+def _remove_partial_images(root: Path) -> None:
+    """Remove image files a killed writer left half-written (call with the write lock held)."""
+    partial = root / "images" / _PARTIAL
+    if partial.is_dir():
+        for leftover in partial.iterdir():
+            leftover.unlink(missing_ok=True)
 
 
 def _value_counts(array: pa.Array | pa.ChunkedArray) -> dict[str, int]:

@@ -31,13 +31,16 @@ def _fsync_file(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(target: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``target``; on success it replaces ``target`` atomically.
+def atomic_path(target: Path, *, scratch: Path | None = None) -> Iterator[Path]:
+    """Yield a temporary path beside ``target`` (or in ``scratch``, a folder on the same file system);
+    on success it replaces ``target`` atomically.
 
     If the block raises, the temporary file is removed and ``target`` is untouched.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    if scratch is not None:
+        scratch.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=scratch or target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -50,7 +53,7 @@ def atomic_path(target: Path) -> Iterator[Path]:
             tmp_path.unlink()
 
 
-def atomic_write_bytes(target: Path, data: bytes) -> None:
-    """Write ``data`` to ``target`` atomically."""
-    with atomic_path(target) as tmp:
+def atomic_write_bytes(target: Path, data: bytes, *, scratch: Path | None = None) -> None:
+    """Write ``data`` to ``target`` atomically (the temporary file in ``scratch`` when given)."""
+    with atomic_path(target, scratch=scratch) as tmp:
         tmp.write_bytes(data)
