@@ -46,7 +46,8 @@ def test_robots_disallow_and_crawl_delay_are_obeyed(tmp_path: Path) -> None:
     paths = [h.path for h in site.log]
     assert paths == ["/robots.txt", "/A", "/B", "/Special:CategoryListing"]
     times = [h.time for h in site.log]
-    assert all(b - a >= 3.0 for a, b in zip(times[1:], times[2:], strict=False))  # Crawl-delay 3 > 1 s default
+    # Crawl-delay 3 > 1 s default, from the first request after robots.txt on
+    assert all(b - a >= 3.0 for a, b in zip(times, times[1:], strict=False))
     assert http.stats.robots_disallowed == 2
     ua = site.log[1].headers["user-agent"]
     assert ua.startswith("procbench/") and "bench@example.org" in ua
@@ -195,6 +196,44 @@ def test_only_http_urls_and_unreachable_robots_blocks_the_host(tmp_path: Path) -
         http = client(site, tmp_path, clock, max_retries=1)
         with pytest.raises(FetchError):
             http.get("ftp://www.wikihow.com/file")
-        with pytest.raises(Disallowed):
+        with pytest.raises(FetchError) as caught:
             http.get(f"{W}/A")
+    # RFC 9309: an unreachable robots.txt means "full disallow for now", not a verdict on the page
+    assert not caught.value.permanent and not isinstance(caught.value, Disallowed)
+    assert "for now" in str(caught.value)
     assert site.hits("/A") == 0 and http.stats.robots_unavailable == 1
+
+
+@pytest.mark.parametrize("where", ["body", "headers"])
+def test_a_trickled_answer_is_cut_off_at_the_deadline(tmp_path: Path, where: str) -> None:
+    """A server sending one byte at a time defeats the read timeout; the total deadline still ends it."""
+    import time
+
+    clock = FakeClock()
+    body = "x" * 400
+    trickle = Reply(body=body, trickle=0.05) if where == "body" else Reply(body=body, trickle_headers=0.05)
+    with FakeSite(clock) as site:
+        site.route("/robots.txt", Reply(status=404))
+        site.route("/slow", trickle)
+        http = client(site, tmp_path, clock, max_seconds=1.0, read_timeout=2.0, max_retries=3)
+        started = time.monotonic()
+        with pytest.raises(FetchError, match="no complete answer within 1 s") as caught:
+            http.get(f"{W}/slow")
+        elapsed = time.monotonic() - started
+    assert elapsed < 4.0 and not caught.value.permanent
+    assert site.hits("/slow") == 1  # not retried in this run: another try would only wait as long again
+    assert http.cache is not None and http.cache.get(f"{W}/slow") is None  # nor remembered
+
+
+def test_unusable_answers_are_parse_errors_and_not_trusted_from_the_cache(tmp_path: Path) -> None:
+    from procbench.errors import ParseError
+
+    clock = FakeClock()
+    with FakeSite(clock) as site:
+        site.route("/robots.txt", Reply(status=404))
+        site.route("/api", Reply(body='{"ns": null}', content_type="application/json"), Reply(body='{"ok": 1}'))
+        http = client(site, tmp_path, clock)
+        with pytest.raises(ParseError, match="unusable answer"):
+            http.get_json(f"{W}/api", lambda data: int(data["ns"]))
+        assert http.get_json(f"{W}/api", lambda data: int(data["ok"])) == 1  # asked again, not cached
+    assert site.hits("/api") == 2

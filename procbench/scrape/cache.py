@@ -73,6 +73,11 @@ class ResponseCache:
             error=meta.get("error"),
         )
 
+    def drop(self, url: str) -> None:
+        """Forget ``url`` (its metadata first: without it the entry does not exist)."""
+        for path in self._paths(url):
+            path.unlink(missing_ok=True)
+
     def put(self, response: CachedResponse) -> None:
         """Store ``response`` under its requested URL."""
         meta_path, body_path = self._paths(response.url)

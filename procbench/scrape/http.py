@@ -3,13 +3,15 @@
 Politeness rules, all enforced here:
 
 * robots.txt of each host is read (``urllib.robotparser`` groups, RFC 9309 longest-match with ``*``/``$``);
-  a disallowed URL is counted and never fetched. Unreachable robots.txt (after retries) disallows the host.
+  a disallowed URL is counted and never fetched. An unreachable robots.txt (5xx or no answer after retries)
+  disallows the host *for now* (RFC 9309 §2.3.1.3): its pages fail as transient, so a later run fetches them.
 * one rate limiter per host shared by all request kinds: at least ``min_interval`` seconds (default 1)
   between the end of one request and the start of the next, raised to the host's ``Crawl-delay``;
   ``Retry-After`` pushes the host's next slot back; when 429s keep coming, every host pauses.
 * retries only on 408, 429, 5xx, timeouts and connection errors, with exponential backoff and jitter;
   every other failure (404, 403, a redirect off the source's domain, an oversized body) fails at once.
-* an identifying User-Agent with a contact, connect/read timeouts, a maximum body size, http(s) only.
+* an identifying User-Agent with a contact, connect/read timeouts, a maximum body size, http(s) only, and
+  a total deadline per response (``max_seconds``: a server trickling its headers or body is cut off).
 * every final response is kept in a :class:`~procbench.scrape.cache.ResponseCache`, so a re-run or a
   re-parse never asks the site again; permanent failures (404, too large) are remembered too.
 
@@ -23,18 +25,25 @@ import ipaddress
 import logging
 import random
 import re
+import socket
+import threading
 import time
 import urllib.robotparser
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 import requests
+import urllib3.exceptions
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from procbench import __version__
-from procbench.errors import Blocked, Disallowed, FetchError, RateLimited
+from procbench.errors import Blocked, Disallowed, FetchError, ParseError, RateLimited
 from procbench.scrape.cache import CachedResponse, ResponseCache
 
 __all__ = [
@@ -50,6 +59,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: The product token robots.txt groups are matched against.
 AGENT_TOKEN = "procbench"
@@ -203,7 +213,10 @@ def _in_domains(host: str, domains: tuple[str, ...]) -> bool:
 class _Robots:
     """One host's robots.txt: groups parsed by urllib.robotparser, matched by RFC 9309 longest match."""
 
-    def __init__(self, text: str | None, *, allow_all: bool = False, disallow_all: bool = False) -> None:
+    def __init__(
+        self, text: str | None, *, allow_all: bool = False, disallow_all: bool = False, unavailable: str = ""
+    ) -> None:
+        self.unavailable = unavailable  # why robots.txt could not be read: every URL is off limits for now
         self.parser = urllib.robotparser.RobotFileParser()
         if text is not None:
             self.parser.parse(text.splitlines())
@@ -306,6 +319,8 @@ class HttpClient:
         self.mirror = mirror
         self.clock: Clock = clock or SystemClock()
         self.session = session or requests.Session()
+        for prefix in ("http://", "https://"):
+            self.session.mount(prefix, _DeadlineAdapter())
         self.soft_block = soft_block
         self.stats = HttpStats()
         self._rng = random.Random(config.seed)
@@ -336,6 +351,7 @@ class HttpClient:
                 return hit
         current = url
         for _ in range(self.config.max_redirects + 1):
+            self._robots_available(current)
             if not self.allowed(current):
                 self.stats.robots_disallowed += 1
                 raise Disallowed(f"robots.txt disallows {current}", url=current)
@@ -370,11 +386,50 @@ class HttpClient:
             self._robots[origin] = robots
         return robots.allowed(url)
 
+    def get_json(self, url: str, parse: Callable[[Any], T], *, kind: str = "api", **options: Any) -> T:
+        """Fetch ``url`` and return ``parse(its JSON)`` (see :meth:`parse_json`)."""
+        return self.parse_json(self.get(url, kind=kind, **options), parse)
+
+    def parse_json(self, response: CachedResponse, parse: Callable[[Any], T]) -> T:
+        """``parse(response's JSON)``; an answer that is not JSON or that ``parse`` cannot use raises
+        :class:`ParseError` and is dropped from the cache, so a re-run asks again instead of trusting it.
+        Parse errors that name an expected skip (an ``outcome``, e.g. a collection) keep the answer."""
+        url = response.url
+        try:
+            return parse(response.json())
+        except ParseError as exc:
+            if getattr(exc, "outcome", "parse_error") != "parse_error":
+                raise
+            self.forget(url)
+            raise ParseError(f"{url}: unusable answer: {exc}") from exc
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError) as exc:
+            self.forget(url)
+            raise ParseError(f"{url}: unusable answer ({type(exc).__name__}: {exc})") from exc
+
+    def forget(self, url: str) -> None:
+        """Drop ``url``'s cached response (an answer found unusable is not trusted again)."""
+        if self.cache is not None:
+            self.cache.drop(url)
+
     def close(self) -> None:
         """Release the connection pool."""
         self.session.close()
 
     # -- internals ---------------------------------------------------------------------------------------
+    def _robots_available(self, url: str) -> None:
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        if origin not in self._robots:
+            self._robots[origin] = self._load_robots(origin)
+        why = self._robots[origin].unavailable
+        if why:
+            raise FetchError(
+                f"robots.txt of {origin} unavailable ({why}): not fetching {url} for now; re-run later",
+                url=url,
+                status=503,
+                permanent=False,
+            )
+
     def _check_url(self, url: str) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -430,10 +485,11 @@ class HttpClient:
                 return _Robots(None, allow_all=True)
             self.stats.robots_unavailable += 1
             log.warning("robots.txt of %s unavailable (%s): not fetching from that host in this run", origin, exc)
-            return _Robots(None, disallow_all=True)
+            return _Robots(None, disallow_all=True, unavailable=str(exc))
         robots = _Robots(raw.body.decode("utf-8", errors="replace"))
         host = self._host(self._fetch_url(url))
         host.interval = max(host.interval, robots.crawl_delay())
+        host.next_at = max(host.next_at, self.clock.monotonic() + host.interval)  # the next request waits too
         return robots
 
     def _fetch(self, url: str, *, kind: str, headers: dict[str, str] | None, follow: bool = False) -> _Raw:
@@ -483,6 +539,22 @@ class HttpClient:
         send.update(headers or {})
         self.stats.requests += 1
         self.stats.by_kind[kind] += 1
+        with _Deadline(cfg.max_seconds) as deadline:
+            try:
+                return self._exchange(fetch_url, send, deadline)
+            except (
+                _Transient,
+                FetchError,
+                requests.exceptions.RequestException,
+                urllib3.exceptions.HTTPError,
+                OSError,
+            ):
+                if deadline.fired:
+                    raise deadline.error(fetch_url) from None
+                raise
+
+    def _exchange(self, fetch_url: str, send: dict[str, str], deadline: _Deadline) -> _Raw:
+        cfg = self.config
         try:
             response = self.session.get(
                 fetch_url,
@@ -517,6 +589,8 @@ class HttpClient:
             if status >= 400 or status < 200 or status >= 300:
                 raise FetchError(f"{fetch_url}: {status} {response.reason}", url=fetch_url, status=status)
             body = self._read_body(response, fetch_url)
+        if deadline.fired:  # the connection was cut: what was read is not the whole body
+            raise deadline.error(fetch_url)
         if any(marker in body for marker in self.soft_block):
             raise _Transient("block page served with status 200", status=200, rate_limited=True)
         self.stats.bytes += len(body)
@@ -575,6 +649,98 @@ class HttpClient:
         cfg = self.config
         delay = min(cfg.backoff_max, cfg.backoff_base * 2**attempt)
         return delay * (0.5 + 0.5 * self._rng.random())
+
+
+class _Deadline:
+    """A total time limit for one request and its answer: when it passes, the socket in use is shut down
+    from a timer thread, which ends any read however slowly the server trickles bytes."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.fired = False
+        self.sock: socket.socket | None = None
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> _Deadline:
+        _CURRENT.deadline = self
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+        _CURRENT.deadline = None
+
+    def watch(self, sock: socket.socket | None) -> None:
+        if sock is None:
+            return
+        with self._lock:
+            self.sock = sock
+            if self.fired:
+                _shut(sock)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            if self.sock is not None:
+                _shut(self.sock)
+
+    def error(self, url: str) -> FetchError:
+        # transient (not remembered in the cache; a later run asks again), but not retried in this run
+        return FetchError(f"{url}: no complete answer within {self.seconds:g} s; cut off", url=url, permanent=False)
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+_CURRENT = threading.local()
+
+
+class _Watched:
+    """Hands the socket a request goes out on to the current :class:`_Deadline` (new or reused)."""
+
+    sock: socket.socket | None
+
+    def connect(self) -> None:
+        super().connect()  # type: ignore[misc]
+        deadline = getattr(_CURRENT, "deadline", None)
+        if deadline is not None:
+            deadline.watch(self.sock)
+
+    def request(self, *args: Any, **kwargs: Any) -> Any:
+        deadline = getattr(_CURRENT, "deadline", None)
+        if deadline is not None:
+            deadline.watch(self.sock)
+        return super().request(*args, **kwargs)  # type: ignore[misc]
+
+
+class _WatchedHTTPConnection(_Watched, HTTPConnection):
+    pass
+
+
+class _WatchedHTTPSConnection(_Watched, HTTPSConnection):
+    pass
+
+
+class _WatchedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+class _DeadlineAdapter(HTTPAdapter):
+    """requests' adapter with connections a :class:`_Deadline` can cut."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
 
 
 _ACCEPT = {

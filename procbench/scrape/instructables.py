@@ -61,6 +61,8 @@ _SEARCH_FIELDS = (
     "prizeLevel,IMadeItCount"
 )
 SORTS = {"popular": "views:desc", "recent": "publishDate:desc", "favorites": "favorites:desc"}
+#: At most this many search pages per channel (a listing that never ends is cut, never looped).
+MAX_SEARCH_PAGES = 2000
 
 
 class NotAProject(ParseError):
@@ -422,10 +424,11 @@ class InstructablesSource:
 
     def _search(self, client: HttpClient, cat: str, channel: str, sort: str) -> Iterator[str]:
         names = _channel_names(channel) if channel else [""]
+        seen: set[str] = set()
         for name in names:
             found_any = False
             page = 1
-            while True:
+            while page <= MAX_SEARCH_PAGES:
                 filters = [f"category:={cat.title()}"] + ([f"channel:={name}"] if name else [])
                 params = {
                     "q": "*",
@@ -436,27 +439,32 @@ class InstructablesSource:
                     "per_page": str(self.per_page),
                     "include_fields": _SEARCH_FIELDS,
                 }
-                data = self._search_page(client, params)
-                urls, found = parse_search_json(data, base=self.base)
-                if not urls:
+                urls, found = self._search_page(client, params)
+                new = [u for u in urls if u not in seen]
+                if not new:  # an empty page, or one repeating earlier ones: the listing ends (never loops)
                     break
+                seen.update(new)
                 found_any = True
-                yield from urls
+                yield from new
                 if page * self.per_page >= found:
                     break
                 page += 1
             if found_any:
                 return
 
-    def _search_page(self, client: HttpClient, params: dict[str, str]) -> Any:
+    def _search_page(self, client: HttpClient, params: dict[str, str]) -> tuple[list[str], int]:
         key, path = self._search_key(client)
         url = f"{self.base}{path}/collections/projects/documents/search?{urlencode(params)}"
+
+        def parse(data: Any) -> tuple[list[str], int]:
+            return parse_search_json(data, base=self.base)
+
         try:
-            return client.get(url, kind="api", headers={"x-typesense-api-key": key}).json()
+            return client.get_json(url, parse, headers={"x-typesense-api-key": key})
         except Blocked:  # the key rotated: read it again once (facts §B8)
             key, path = self._search_key(client, fresh=True)
             url = f"{self.base}{path}/collections/projects/documents/search?{urlencode(params)}"
-            return client.get(url, kind="api", headers={"x-typesense-api-key": key}).json()
+            return client.get_json(url, parse, headers={"x-typesense-api-key": key})
 
     def _landing(self, client: HttpClient, cat: str, channel: str) -> Iterator[str]:
         url = f"{self.base}/{cat}/" + (f"{channel}/" if channel else "")
@@ -483,7 +491,7 @@ class InstructablesSource:
         api_url = f"{self.base}/json-api/showInstructableModel?" + urlencode({"urlString": slug})
         try:
             answer = client.get(api_url, kind="api")
-            procedure = parse_model_json(answer.json(), base=self.base)
+            procedure = client.parse_json(answer, lambda data: parse_model_json(data, base=self.base))
             procedure.fetched_at = fetched_at(answer.fetched_at)
         except NotAProject:
             raise

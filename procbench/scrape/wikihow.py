@@ -405,6 +405,24 @@ def parse_categorymembers(data: dict[str, Any], base: str = BASE_URL) -> tuple[l
     return articles, subcats, {str(k): str(v) for k, v in cont.items()} if isinstance(cont, dict) else {}
 
 
+#: At most this many API pages per category listing (5,000 members each: far beyond any wikiHow category).
+MAX_LISTING_PAGES = 1000
+
+
+def _more(cont: dict[str, str], asked: set[str], title: str) -> bool:
+    """Whether to ask for the next page of a listing; a ``continue`` seen before (or too many pages) is an
+    error, never a loop."""
+    if not cont:
+        return False
+    key = urlencode(sorted(cont.items()))
+    if key in asked:
+        raise ParseError(f"the API listing of {title} repeats its continue token {key!r}")
+    if len(asked) >= MAX_LISTING_PAGES:
+        raise ParseError(f"the API listing of {title} is longer than {MAX_LISTING_PAGES} pages")
+    asked.add(key)
+    return True
+
+
 def _on_site(url: str) -> bool:
     host = urlsplit(url).hostname or ""
     return any(host == d or host.endswith("." + d) for d in DOMAINS)
@@ -480,19 +498,18 @@ class WikiHowSource:
                     yield url
             stack[0:0] = [s for s in subcats if s.lower() not in visited]
 
-    def _api(self, client: HttpClient, params: dict[str, str]) -> dict[str, Any]:
+    def _api(self, client: HttpClient, params: dict[str, str]) -> tuple[list[str], list[str], dict[str, str]]:
+        """One API listing page, checked: (article URLs, sub-categories, continue parameters)."""
         url = f"{self.base}/api.php?" + urlencode({**params, "format": "json", "formatversion": "2"})
-        data = client.get(url, kind="api").json()
-        if not isinstance(data, dict):
-            raise ParseError("API answer is not a JSON object")
-        return data
+        return client.get_json(url, lambda data: parse_categorymembers(data, self.base))
 
     def _api_category(self, client: HttpClient, name: str) -> tuple[list[str], list[str]]:
         title = f"Category:{name}"
         articles: list[str] = []
         cont: dict[str, str] = {}
+        asked: set[str] = set()
         while True:
-            data = self._api(
+            found, _, cont = self._api(
                 client,
                 {
                     "action": "query",
@@ -505,14 +522,13 @@ class WikiHowSource:
                     **cont,
                 },
             )
-            found, _, cont = parse_categorymembers(data, self.base)
             articles.extend(found)
-            if not cont:
+            if not _more(cont, asked, title):
                 break
         subcats: list[str] = []
         cont = {}
         while True:
-            data = self._api(
+            _, found_subcats, cont = self._api(
                 client,
                 {
                     "action": "query",
@@ -523,9 +539,8 @@ class WikiHowSource:
                     **cont,
                 },
             )
-            _, found_subcats, cont = parse_categorymembers(data, self.base)
             subcats.extend(found_subcats)
-            if not cont:
+            if not _more(cont, asked, title):
                 break
         return articles, subcats
 
