@@ -16,16 +16,8 @@ from procbench.formats.recipeqa import RecipeQAWriter, json_strings
 from procbench.generate.columns import dictionary, fixed_lists, procedure_ids, questions_table, ranges
 from procbench.generate.qset import _table
 from procbench.generate.questions import Question, answer_orders, place_answers
-from procbench.generate.visual_common import (
-    DUPLICATE_DISTANCE,
-    LEVELS,
-    Candidates,
-    _band_ranges,
-    _distinct,
-    _random_true,
-    _running_count,
-    band_bounds,
-)
+from procbench.generate.visual.bands import DUPLICATE_DISTANCE, LEVELS, Candidates, band_bounds
+from procbench.generate.visual.selection import _band_ranges, _distinct, _random_true, _running_count
 
 TRICKY = [
     "plain",

@@ -30,7 +30,7 @@ from procbench.corpus import write_sample
 from procbench.embed import embed_store
 from procbench.errors import BadInput
 from procbench.generate import Setting, generate
-from procbench.generate.visual_synthetic import write_synthetic_store
+from procbench.generate.visual.synthetic import write_synthetic_store
 from procbench.ingest import ingest_file
 from procbench.store import Store
 
@@ -529,7 +529,7 @@ def test_cli_generates_visual_sets(sample_store: Store) -> None:
 
 
 def test_ordering_k2_draws_wrong_orders_in_proportion_to_their_scores() -> None:
-    from procbench.generate.visual_ordering import _draw_wrong
+    from procbench.generate.visual.ordering import _draw_wrong
 
     weights = np.linspace(0.1, 2.3, 23)
     scores = np.tile(weights, (40_000, 1))

@@ -43,9 +43,9 @@ TASKS: dict[str, str] = {
     "sequencing": "procbench.generate.sequencing",
     "pair-order": "procbench.generate.pair_order",
     "textual-cloze": "procbench.generate.textual_cloze",
-    "visual-cloze": "procbench.generate.visual_cloze",
-    "visual-coherence": "procbench.generate.visual_coherence",
-    "visual-ordering": "procbench.generate.visual_ordering",
+    "visual-cloze": "procbench.generate.visual.cloze",
+    "visual-coherence": "procbench.generate.visual.coherence",
+    "visual-ordering": "procbench.generate.visual.ordering",
 }
 
 

@@ -15,13 +15,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, ranges, struct
-from procbench.generate.visual_common import LEVELS, SOURCES, Candidates, Plan, Selection, Sequences, Spec, VisualData
+from procbench.generate.visual.bands import LEVELS, SOURCES, Candidates
+from procbench.generate.visual.plans import Plan
+from procbench.generate.visual.selection import Selection
+from procbench.generate.visual.sequences import Sequences, VisualData
+
+if TYPE_CHECKING:
+    from procbench.generate.visual.driver import VisualSetting
 
 __all__ = ["QuestionColumns", "band_columns", "build_counts", "meta_head", "planned_columns", "question_table"]
 
@@ -114,22 +120,27 @@ def band_columns(sel: Selection, cands: Candidates) -> dict[str, np.ndarray]:
 
 
 def meta_head(
-    spec: Spec, cols: QuestionColumns, *, kc: int = 0, tau: float | None = None, bands: bool = True
+    setting: VisualSetting,
+    cols: QuestionColumns,
+    *,
+    kc: int = 0,
+    min_distance: float | None = None,
+    bands: bool = True,
 ) -> dict[str, Any]:
     """The ``meta`` fields every visual task starts with (see the module docstring), as Arrow-ready columns.
 
     ``bands``: whether knob settings record K_C and the band (not for ordering, which has no neighbours);
-    ``tau`` is recorded as ``min_distance`` when it is not None.
+    ``min_distance`` (the RecipeQA style's fixed distance) is recorded when it is not None.
     """
     n = len(cols)
-    head: dict[str, Any] = {"setting": dictionary(np.zeros(n, dtype=np.int32), pa.array([spec.name]))}
-    if spec.knobs is None:
-        if tau is not None:
-            head["min_distance"] = np.full(n, tau)
+    head: dict[str, Any] = {"setting": dictionary(np.zeros(n, dtype=np.int32), pa.array([setting.name]))}
+    if setting.knobs is None:
+        if min_distance is not None:
+            head["min_distance"] = np.full(n, min_distance)
     else:
-        knobs = zip(("k1", "k2", "k3"), spec.knobs, strict=True)
+        knobs = zip(("k1", "k2", "k3"), setting.knobs, strict=True)
         head.update({name: np.full(n, value, dtype=np.int64) for name, value in knobs})
-    if spec.knobs is not None and bands:
+    if setting.knobs is not None and bands:
         head.update(
             {
                 "k_c": np.full(n, kc, dtype=np.int64),
@@ -142,7 +153,7 @@ def meta_head(
             }
         )
     head.update({name: cols.get(name).astype(np.int64) for name in ("n_steps", "budget", "question_number")})
-    if spec.knobs is not None:
+    if setting.knobs is not None:
         head["pool_size"] = cols.get("pool_size").astype(np.int64)
         head["removed_steps"] = cols.lists("removed_steps")
     return head
@@ -172,7 +183,7 @@ def question_table(
 
 
 def build_counts(
-    specs: list[Spec],
+    settings: list[VisualSetting],
     plans: dict[int | None, Plan],
     out: dict[str, pa.Table],
     tally: dict[str, Counter[str]],
@@ -180,7 +191,7 @@ def build_counts(
     procedures: int,
     kc: int | None = None,
     queries: Mapping[str, int] | None = None,
-    tau: float | None = None,
+    min_distance: float | None = None,
 ) -> dict[str, Any]:
     """A visual task's ``counts``: K_C, procedures, eligible ones per plan, kNN queries, per setting the
     questions, unused budget and every tally, and the RecipeQA style's fixed distance."""
@@ -195,8 +206,8 @@ def build_counts(
             "budget_unused": plans[s.plan_key].budget_unused,
             **dict(sorted(tally[s.name].items())),
         }
-        for s in specs
+        for s in settings
     }
-    if None in plans and tau is not None:
-        counts["min_distance"] = tau
+    if None in plans and min_distance is not None:
+        counts["min_distance"] = min_distance
     return counts

@@ -1,6 +1,6 @@
 """Visual ordering (paper 001, RecipeQA): which of four orders of a procedure's images is the authored one?
 
-Four images of one procedure's image sequence (see :mod:`visual_common`) are drawn in increasing order
+Four images of one procedure's image sequence (see :mod:`.sequences`) are drawn in increasing order
 from the K1 pool. ``choices`` are four orders of them, each a list of image ids: the authored order and
 three of the 23 other permutations; ``answer`` indexes the authored order. ``question`` is empty (the
 images are in the choices, as in RecipeQA's ordering task); ``context`` lists every step index of the
@@ -22,33 +22,26 @@ draw) and ``fallbacks``.
 from __future__ import annotations
 
 import itertools
-from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from procbench.generate.columns import dictionary, fixed_lists, questions_table, ragged_lists, struct
+from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, struct
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
-from procbench.generate.visual_columns import QuestionColumns, build_counts, meta_head, planned_columns, question_table
-from procbench.generate.visual_common import (
-    Spec,
-    VisualData,
-    chunks,
-    paused_gc,
-    plans_by_k1,
-    resolve_settings,
-)
+from procbench.generate.visual.columns import QuestionColumns
+from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
+from procbench.generate.visual.sequences import VisualData
 from procbench.progress import SILENT, Progress
 from procbench.store import Store
 
 __all__ = ["DEFAULT_KNOBS", "PERMUTATIONS", "SWEEP", "TASK", "build", "order_scores"]
 
 TASK = "visual-ordering"
-SWEEP = Setting.all_knobs(with_k3=False)
 DEFAULT_KNOBS = (0, 1, 0)
-_CODE = 0xC3
+SWEEP = Setting.all_knobs(with_k3=False)
 _SIZE = 4
 #: Every order of four items; the first is the authored order, the other 23 are the wrong ones.
 PERMUTATIONS = np.array(list(itertools.permutations(range(_SIZE))), dtype=np.int64)
@@ -91,66 +84,44 @@ def _draw_wrong(scores: np.ndarray, k2: int, rng: np.random.Generator) -> tuple[
     return order[:, :3], probability, positive.sum(axis=1)
 
 
-@paused_gc()
-def build(
-    store: Store,
-    settings: list[Setting],
-    *,
-    seed: int = 0,
-    progress: Progress = SILENT,
-) -> tuple[dict[str, pa.Table], dict[str, Any]]:
-    """Visual ordering questions (a question table per setting; no neighbour search: only the question's
-    own images)."""
-    specs = resolve_settings(settings, task=TASK, with_k3=False, default=DEFAULT_KNOBS)
-    data = VisualData(store, with_index=False)
-    seqs = data.seqs
-    plans = plans_by_k1(specs, seqs.lengths, seed=seed, code=_CODE, size=_SIZE, anchored=False)
-    rngs = {s.name: s.rng(seed, _CODE) for s in specs}
-    columns = {s.name: QuestionColumns() for s in specs}
-    tally: dict[str, Counter[str]] = {s.name: Counter() for s in specs}
-    progress.start(TASK, total=len(seqs.names))
-    for start, stop in chunks(len(seqs.names)):
-        scored = {}
-        for key, plan in plans.items():
-            idx = plan.window(start, stop)
-            proc = plan.proc[idx]
-            seq = seqs.offsets[proc][:, None] + plan.slots[idx]
-            rows = seqs.rows[seq]
-            planned, ragged = planned_columns(plan, seqs, idx)
-            shared = {"proc": proc, "rows": rows, "question_steps": seqs.steps[seq], **planned}
-            scored[key] = (shared, ragged, *order_scores(data.gather(rows)))
-        for spec in specs:
-            shared, ragged, authored, wrong = scored[spec.plan_key]
-            if not len(authored):
-                continue
-            k2 = 0 if spec.knobs is None else spec.knobs[1]
-            picked, probability, positive = _draw_wrong(wrong, k2, rngs[spec.name])
-            notes: dict[int, list[str]] = {}
-            if k2 == 1:
-                for b in np.flatnonzero(positive < 3).tolist():
-                    notes[b] = [
-                        f"k2: only {int(positive[b])} of the 23 wrong orders have a positive score (identical "
-                        "images); the rest were drawn uniformly"
-                    ]
-                tally[spec.name]["k2:uniform"] += len(notes)
-            own = {
-                "answer_score": authored,
-                "neg_order": picked,
-                "neg_score": np.take_along_axis(wrong, picked, axis=1),
-                "neg_probability": np.take_along_axis(probability, picked, axis=1),
-            }
-            keep = np.arange(len(authored))
-            columns[spec.name].add(keep, {**shared, **own}, ragged=ragged, notes=notes)
-        progress.advance(stop - start)
-    out = {s.name: _table(s, columns[s.name], data, rng=s.rng(seed, _CODE, salt=1)) for s in specs}
-    return out, build_counts(specs, plans, out, tally, procedures=len(seqs.names))
+@dataclass(kw_only=True)
+class _Window(Window):
+    """Ordering questions with the scores of their orders (no neighbours)."""
+
+    authored: np.ndarray  # (B,)
+    wrong: np.ndarray  # (B, 23)
 
 
-def _table(spec: Spec, cols: QuestionColumns, data: VisualData, *, rng: np.random.Generator) -> pa.Table:
+def _window(items: Items, data: VisualData) -> _Window:
+    columns = {**items.columns, "rows": items.rows, "question_steps": items.steps}
+    authored, wrong = order_scores(data.gather(items.rows))
+    return _Window(proc=items.proc, columns=columns, ragged=items.ragged, authored=authored, wrong=wrong)
+
+
+def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
+    """Draw the wrong orders of a window's questions (K2: uniformly or by score) and add them all."""
+    k2 = 0 if drawn.setting.knobs is None else drawn.setting.knobs[1]
+    picked, probability, positive = _draw_wrong(w.wrong, k2, drawn.rng)
+    notes: dict[int, list[str]] = {}
+    if k2 == 1:
+        for b in np.flatnonzero(positive < 3).tolist():
+            notes[b] = [
+                f"k2: only {int(positive[b])} of the 23 wrong orders have a positive score (identical "
+                "images); the rest were drawn uniformly"
+            ]
+        drawn.tally["k2:uniform"] += len(notes)
+    own = {
+        "answer_score": w.authored,
+        "neg_order": picked,
+        "neg_score": np.take_along_axis(w.wrong, picked, axis=1),
+        "neg_probability": np.take_along_axis(probability, picked, axis=1),
+    }
+    out.add(np.arange(len(w)), {**w.columns, **own}, ragged=w.ragged, notes=notes)
+
+
+def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) -> TableParts:
     """The setting's question table: the authored order at a balanced position, ``meta`` as the module says."""
     n = len(cols)
-    if not n:
-        return questions_table([])
     positions, shuffle = answer_orders(n, _SIZE, rng)
 
     def shuffled(name: str) -> np.ndarray:  # a negatives column in choice order
@@ -165,7 +136,6 @@ def _table(spec: Spec, cols: QuestionColumns, data: VisualData, *, rng: np.rando
         }
     )
     meta = {
-        **meta_head(spec, cols, bands=False),
         "question_steps": fixed_lists(cols.get("question_steps").astype(np.int64), _SIZE),
         "answer_score": cols.get("answer_score").astype(np.float64),
         "negatives": fixed_lists(negatives, 3),
@@ -174,11 +144,24 @@ def _table(spec: Spec, cols: QuestionColumns, data: VisualData, *, rng: np.rando
     orders = place_answers(np.zeros(n, dtype=np.int64), picked + 1, positions)  # indices into PERMUTATIONS
     rows = np.take_along_axis(cols.get("rows")[:, None, :], PERMUTATIONS[orders], axis=2)  # (n, 4 orders, 4)
     images = dictionary(rows.reshape(-1), data.image_dictionary)
-    return question_table(
-        data,
-        cols,
+    return TableParts(
         question=ragged_lists(pa.array([], pa.string()), np.zeros(n, dtype=np.int64)),
         choices=fixed_lists(fixed_lists(images, _SIZE), _SIZE),
         answer=positions,
         meta=meta,
     )
+
+
+#: The task: its constants and hooks (no neighbours: ``need`` 0); run by the visual driver.
+ORDERING = VisualTask(
+    TASK, code=0xC3, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=False, anchored=False, need=0,
+    window=_window, add=_add, table=_table,
+)  # fmt: skip
+
+
+def build(
+    store: Store, settings: list[Setting], *, seed: int = 0, progress: Progress = SILENT
+) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+    """Visual ordering questions (a question table per setting; no neighbour search: only the question's
+    own images)."""
+    return run(ORDERING, store, settings, seed=seed, progress=progress)

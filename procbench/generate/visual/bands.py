@@ -1,0 +1,109 @@
+"""K2, bands: the negatives' distance band from the correct choice's nearest images of other procedures.
+
+The K_C nearest images of other procedures (FAISS) give m and s of their distances; negatives come from
+the band (0, m−s) at K2=0 or (m−s, m+s) at K2=1, never closer than :data:`DUPLICATE_DISTANCE` (such an
+image is the same picture as the correct choice, e.g. a re-encoded copy, and would make two choices
+right). When the band holds too few candidates it is widened step by step (:data:`LEVELS`: by s/2, by s,
+then the whole kNN set) and the widening is recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_KC",
+    "DUPLICATE_DISTANCE",
+    "LEVELS",
+    "QUESTION_KNN",
+    "RANDOM",
+    "RELAXED",
+    "SOURCES",
+    "Candidates",
+    "band_bounds",
+    "fmt_band",
+]
+
+DEFAULT_KC = 100
+#: Images closer than this to the correct choice count as copies of it and are never negatives.
+DUPLICATE_DISTANCE = 1e-3
+#: Band levels, narrowest first: the K2 band, widened by s/2 and by s on both sides, the whole kNN set.
+LEVELS = ("band", "band±s/2", "band±s", "knn")
+#: Where a negative came from: a band level, a neighbour of the question point (K3), the image nearest it,
+#: or a random image (RecipeQA style).
+SOURCES = (*LEVELS, "question-knn", "relaxed", "random")
+QUESTION_KNN, RELAXED, RANDOM = 4, 5, 6
+_WIDEN = np.array([0.0, 0.5, 1.0])
+
+
+@dataclass
+class Candidates:
+    """A question's K2 candidates: kNN rows of other procedures and the distances bands apply to.
+
+    Attributes:
+        rows: ``(B, K)`` int64 image rows, -1 where none.
+        dist: ``(B, K)`` float32 distances (to the correct choice), ascending along each row as kNN results
+            come, inf where none (last).
+        m, s: ``(B,)`` mean and (population) standard deviation of the valid distances; nan when none.
+        found: ``(B,)`` number of valid candidates.
+    """
+
+    rows: np.ndarray
+    dist: np.ndarray
+    m: np.ndarray
+    s: np.ndarray
+    found: np.ndarray
+
+    @classmethod
+    def from_rows(cls, dist: np.ndarray, rows: np.ndarray) -> Candidates:
+        """Candidates from kNN results, computing m and s over the valid entries."""
+        valid = rows >= 0
+        found = valid.sum(axis=1)
+        d = np.where(valid, dist, 0).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = d.sum(axis=1) / found
+            s = np.sqrt((np.where(valid, d - m[:, None], 0) ** 2).sum(axis=1) / found)
+        return cls(rows, np.where(valid, dist, np.inf).astype(np.float32), m, s, found)
+
+    @classmethod
+    def union(cls, dist: np.ndarray, rows: np.ndarray) -> Candidates:
+        """Candidates from ``(B, r, K)`` kNN lists (of ``r`` anchors): each image once, with its smallest
+        distance."""
+        n_q = len(rows)
+        if rows.shape[1] == 1:
+            return cls.from_rows(dist[:, 0], rows[:, 0])
+        d = dist.reshape(n_q, -1)
+        r = rows.reshape(n_q, -1)
+        order = np.argsort(d, axis=1, kind="stable")
+        d, r = np.take_along_axis(d, order, axis=1), np.take_along_axis(r, order, axis=1)
+        by_row = np.argsort(np.where(r < 0, np.iinfo(np.int64).max, r), axis=1, kind="stable")
+        sorted_rows = np.take_along_axis(r, by_row, axis=1)
+        dup_sorted = np.zeros(r.shape, dtype=bool)
+        dup_sorted[:, 1:] = (sorted_rows[:, 1:] == sorted_rows[:, :-1]) & (sorted_rows[:, 1:] >= 0)
+        dup = np.zeros_like(dup_sorted)
+        np.put_along_axis(dup, by_row, dup_sorted, axis=1)
+        r = np.where(dup, -1, r)
+        d = np.where(dup, np.inf, d)
+        keep = np.argsort(r < 0, axis=1, kind="stable")
+        return cls.from_rows(np.take_along_axis(d, keep, axis=1), np.take_along_axis(r, keep, axis=1))
+
+
+def band_bounds(m: np.ndarray, s: np.ndarray, k2: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)``, each ``(B, len(LEVELS))``: the K2 band and its widenings (the last level is ``(0, inf)``)."""
+    m2, s2 = m[:, None], s[:, None]
+    if k2 == 0:
+        hi = m2 - s2 + _WIDEN * s2
+        lo = np.zeros_like(hi)
+    else:
+        lo = np.maximum(0.0, m2 - s2 - _WIDEN * s2)
+        hi = m2 + s2 + _WIDEN * s2
+    lo = np.concatenate([lo, np.zeros((len(m), 1))], axis=1)
+    hi = np.concatenate([hi, np.full((len(m), 1), np.inf)], axis=1)
+    return lo, hi
+
+
+def fmt_band(lo: float, hi: float) -> str:
+    """``(0.1234, 0.5678)``."""
+    return f"({lo:.4f}, {hi:.4f})"

@@ -1,0 +1,70 @@
+"""K3, closeness: one negative must be closer to the question's point than the question's radius.
+
+The point and radius are the task's (cloze: the mean of the question images, and the answer's distance
+to it; coherence: the mean of the coherent images, and their smallest pairwise distance). Candidates are
+looked up in the kNN of the point itself, so no candidate vectors need to be gathered; the ladder
+(:func:`procbench.generate.visual.selection.select`) is: the band levels, then a neighbour of the point
+outside the candidates (``question-knn``), then, when no image of another procedure is closer than the
+radius, the image nearest the point (``relaxed``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from procbench.generate.visual.bands import DUPLICATE_DISTANCE, Candidates
+from procbench.generate.visual.sequences import VisualData, distances_to, member
+
+__all__ = ["Closeness"]
+
+
+@dataclass
+class Closeness:
+    """Which candidates satisfy the K3 rule: closer to ``points`` than ``radius``.
+
+    Attributes:
+        radius: ``(B,)`` the distance to beat.
+        ok: ``(B, K)`` candidate (column of :class:`Candidates`) closer than ``radius``.
+        q_rows, q_dist: ``(B, Kq)`` the nearest images of other procedures to the point.
+        q_extra: ``(B, Kq)`` neighbours of the point closer than ``radius`` that are not among the candidates.
+        q_usable: ``(B, Kq)`` neighbours of the point that are not copies of the correct choice.
+    """
+
+    radius: np.ndarray
+    ok: np.ndarray
+    q_rows: np.ndarray
+    q_dist: np.ndarray
+    q_extra: np.ndarray
+    q_usable: np.ndarray
+
+    @classmethod
+    def mark(
+        cls,
+        data: VisualData,
+        cands: Candidates,
+        points: np.ndarray,
+        radius: np.ndarray,
+        q_dist: np.ndarray,
+        q_rows: np.ndarray,
+    ) -> Closeness:
+        """Mark the candidates within ``radius`` of ``points``, given the points' neighbours ``q_dist, q_rows``.
+
+        When a point's neighbours are all within the radius, candidates beyond them may be too: their
+        distances are then computed directly.
+        """
+        b = np.arange(len(points), dtype=np.int64)[:, None] * data.n_rows
+        q_close = (q_rows >= 0) & (q_dist < radius[:, None])
+        c_valid = cands.rows >= 0
+        c_codes = np.where(c_valid, b + cands.rows, -1)
+        q_codes = np.where(q_close, b + q_rows, -2)
+        ok = c_valid & member(c_codes, q_codes[q_close])
+        copies = c_valid & (cands.dist <= DUPLICATE_DISTANCE)
+        q_usable = (q_rows >= 0) & ~member(np.where(q_rows >= 0, b + q_rows, -2), c_codes[copies])
+        q_extra = q_close & q_usable & ~member(q_codes, c_codes[c_valid])
+        incomplete = np.flatnonzero((q_rows[:, -1] >= 0) & (q_dist[:, -1] < radius))
+        if len(incomplete):
+            exact = distances_to(data, cands.rows[incomplete], points[incomplete])
+            ok[incomplete] = c_valid[incomplete] & (np.nan_to_num(exact, nan=np.inf) < radius[incomplete, None])
+        return cls(radius, ok, q_rows, q_dist, q_extra, q_usable)

@@ -1,0 +1,239 @@
+"""Visual cloze (paper 001, RecipeQA): which image fills the ``@placeholder`` in a sequence of four?
+
+A question holds four images of one procedure's image sequence (see :mod:`.sequences`) in authored
+order, drawn in increasing order from the K1 pool (so not necessarily adjacent steps), with one replaced
+by ``@placeholder``. ``choices`` are the missing image and three images of other procedures; ``answer``
+indexes it. ``context`` lists every step index of the procedure (the textual context).
+
+Settings: ``--knobs K1,K2,K3`` (the sweep writes all 8), ``--style recipeqa`` (free resampling, negatives
+drawn at random from other procedures beyond a fixed distance, by default the median distance between
+random images of different procedures; ``--min-distance`` sets it), and ``default`` = knobs (0,1,1), the
+set paper 001 reports as hardest.
+
+``meta`` of a knob question: ``setting``, ``k1 k2 k3 k_c``, ``k_found`` (neighbours found), ``m`` and ``s``,
+``band`` (the K2 band), ``band_level`` and ``band_used`` (after widening), ``n_steps``, ``budget``,
+``question_number``, ``pool_size``, ``removed_steps``, ``question_steps``, ``answer_step``,
+``d_answer_question`` (the answer's distance to the question mean: the mean vector of the three question
+images), ``negatives`` (one per wrong choice, in choice order: ``image``, ``source`` (a band level,
+``question-knn``, ``relaxed``), ``k3`` (the K3 pick), ``d_answer``, ``d_question``) and ``fallbacks``
+(what was widened, in words). RecipeQA-style questions have ``min_distance`` instead of the knob and band
+fields (and no pool fields).
+
+Questions are built as Arrow columns, a chunk of procedures at a time, never as Python objects: image
+ids are indices into one array of ids shared by every setting, so a sweep of millions of questions costs
+a few hundred bytes per question.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from procbench.generate.columns import dictionary, fixed_lists, struct
+from procbench.generate.questions import answer_orders, place_answers
+from procbench.generate.settings import Setting
+from procbench.generate.visual.bands import LEVELS, QUESTION_KNN, RANDOM, SOURCES, Candidates, fmt_band
+from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, band_columns
+from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
+from procbench.generate.visual.selection import Selection
+from procbench.generate.visual.sequences import VisualData, distances_to
+
+__all__ = ["DEFAULT_KNOBS", "SWEEP", "TASK", "build"]
+
+TASK = "visual-cloze"
+DEFAULT_KNOBS = (0, 1, 1)
+SWEEP = Setting.all_knobs(with_k3=True)
+_SIZE = 4
+
+
+@dataclass(kw_only=True)
+class _Window(Window):
+    """Cloze questions: ``anchors`` are the answers, ``point`` the mean of the three question images and
+    ``radius`` the answer's distance to it."""
+
+    point: np.ndarray
+    radius: np.ndarray
+    answer_vec: np.ndarray  # (B, D)
+
+
+def _window(items: Items, data: VisualData) -> _Window:
+    rows, anchor = items.rows, items.anchor
+    b = np.arange(len(anchor))
+    answer_row = rows[b, anchor]
+    answer_vec = data.gather(answer_row)
+    point = (data.sum_of(rows) - answer_vec) / (_SIZE - 1)
+    diff = answer_vec - point
+    radius = np.sqrt(np.einsum("bd,bd->b", diff, diff))
+    shown = rows.copy()
+    shown[b, anchor] = data.n_rows  # the placeholder's row in the image dictionary
+    columns = {
+        **items.columns,
+        "items": shown,
+        "answer_row": answer_row,
+        "d_answer_question": radius,
+        "question_steps": items.steps,
+        "answer_step": items.steps[b, anchor],
+    }
+    anchors = answer_row[:, None]
+    return _Window(
+        proc=items.proc, columns=columns, ragged=items.ragged, anchors=anchors, point=point, radius=radius,
+        answer_vec=answer_vec,
+    )  # fmt: skip
+
+
+def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
+    sel, cands = drawn.selection, drawn.candidates
+    if sel is None or cands is None:
+        _add_recipeqa(out, w, drawn)
+    else:
+        _add_knobs(out, w, cands, sel, drawn)
+
+
+def _negative_distances(
+    data: VisualData, rows: np.ndarray, w: _Window, cands: Candidates | None = None, cols: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """Each negative's distance to the answer and to the question mean, ``(B, 3)`` each.
+
+    A negative drawn from the answer's candidates (``cols`` >= 0) keeps the distance its band was judged by.
+    """
+    if cands is None or cols is None:
+        both = distances_to(data, rows, w.answer_vec, w.point)
+        return {"d_answer": both[0], "d_question": both[1]}
+    d_answer = np.take_along_axis(cands.dist, np.maximum(cols, 0), axis=1)
+    other = np.flatnonzero((cols < 0).any(axis=1))
+    if len(other):
+        d_answer[other] = np.where(
+            cols[other] < 0, distances_to(data, rows[other], w.answer_vec[other]), d_answer[other]
+        )
+    d_answer[rows < 0] = np.nan
+    return {"d_answer": d_answer, "d_question": distances_to(data, rows, w.point)}
+
+
+def _add_knobs(out: QuestionColumns, w: _Window, cands: Candidates, sel: Selection, drawn: Draw) -> None:
+    setting, tally = drawn.setting, drawn.tally
+    distances = _negative_distances(drawn.data, sel.rows, w, cands, sel.cols)
+    keep = np.flatnonzero(sel.ok)
+    notes = _fallbacks(sel, cands, w, distances["d_question"][:, 0], setting.k3, 2 if setting.k3 else 3, tally)
+    k3_flags = np.zeros((len(w), 3), dtype=bool)
+    k3_flags[:, 0] = setting.k3
+    columns = {
+        "neg_rows": sel.rows,
+        "neg_source": sel.source,
+        "neg_k3": k3_flags,
+        **{f"neg_{name}": value for name, value in distances.items()},
+        **band_columns(sel, cands),
+    }
+    out.add(keep, {**w.columns, **columns}, ragged=w.ragged, notes=notes)
+    tally["skipped_no_candidates"] += len(w) - len(keep)
+
+
+def _fallbacks(
+    sel: Selection,
+    cands: Candidates,
+    w: _Window,
+    k3_d_question: np.ndarray,
+    k3: bool,
+    need_k2: int,
+    tally: Counter[str],
+) -> dict[int, list[str]]:
+    """The widening recorded for each question that needed one (by question index)."""
+    out: dict[int, list[str]] = {}
+    first = sel.source[:, 0] if k3 else np.zeros(len(sel.level), dtype=np.int64)
+    todo = np.flatnonzero(sel.ok & ((sel.level > 0) | (first > 0)))
+    los, his, radii = sel.lo[todo].tolist(), sel.hi[todo].tolist(), w.radius[todo].tolist()
+    for b, lo, hi, radius in zip(todo.tolist(), los, his, radii, strict=True):
+        notes = []
+        src = int(first[b])
+        if src:
+            tally[f"k3:{SOURCES[src]}"] += 1
+            d_q = float(k3_d_question[b])
+            if src < len(LEVELS):
+                notes.append(
+                    f"k3: no candidate in the band {fmt_band(lo[0], hi[0])} is closer to the question mean than "
+                    f"the answer ({radius:.4f}); took one from {LEVELS[src]} {fmt_band(lo[src], hi[src])}"
+                )
+            elif src == QUESTION_KNN:
+                notes.append(
+                    f"k3: none of the answer's {int(cands.found[b])} neighbours is closer to the question mean than "
+                    f"the answer ({radius:.4f}); took a neighbour of the question mean ({d_q:.4f})"
+                )
+            else:
+                notes.append(
+                    "k3: no image of another procedure is closer to the question mean than the answer "
+                    f"({radius:.4f}); took the image nearest to it ({d_q:.4f})"
+                )
+        level = int(sel.level[b])
+        if level:
+            tally[f"k2:{LEVELS[level]}"] += 1
+            notes.append(
+                f"k2: the band {fmt_band(lo[0], hi[0])} held {int(sel.base_count[b])} of the {need_k2} negatives "
+                f"needed; widened to {LEVELS[level]} {fmt_band(lo[level], hi[level])}"
+            )
+        out[b] = notes
+    return out
+
+
+def _add_recipeqa(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
+    rows, short, min_distance, tally = drawn.negatives(), drawn.farthest, drawn.min_distance, drawn.tally
+    keep = np.flatnonzero((rows >= 0).all(axis=1))
+    tally["skipped_no_candidates"] += len(w) - len(keep)
+    note = [
+        f"recipeqa: fewer than 3 random images of other procedures lay beyond {min_distance:.4f}; "
+        "took the farthest drawn"
+    ]
+    notes = {b: note for b in np.flatnonzero(short).tolist()} if short is not None else {}
+    tally["recipeqa:farthest"] += int(short[keep].sum()) if short is not None else 0
+    columns = {
+        "neg_rows": rows,
+        "neg_source": np.full(rows.shape, RANDOM, dtype=np.int64),
+        "neg_k3": np.zeros(rows.shape, dtype=bool),
+        **{f"neg_{name}": value for name, value in _negative_distances(drawn.data, rows, w).items()},
+    }
+    out.add(keep, {**w.columns, **columns}, ragged=w.ragged, notes=notes)
+
+
+def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) -> TableParts:
+    """The setting's question table: answers placed at balanced positions, ``meta`` as the module says."""
+    n = len(cols)
+    images = data.image_dictionary
+    positions, wrong = answer_orders(n, _SIZE, rng)
+
+    def shuffled(name: str) -> np.ndarray:  # a negatives column in choice order, flat
+        return np.take_along_axis(cols.get(name), wrong, axis=1).reshape(-1)
+
+    neg_rows = shuffled("neg_rows")
+    negatives = struct(
+        {
+            "image": dictionary(neg_rows, images),
+            "source": dictionary(shuffled("neg_source"), SOURCE_NAMES),
+            "k3": shuffled("neg_k3"),
+            "d_answer": shuffled("neg_d_answer").astype(np.float64),
+            "d_question": shuffled("neg_d_question").astype(np.float64),
+        }
+    )
+    meta = {
+        "question_steps": fixed_lists(cols.get("question_steps").astype(np.int64), _SIZE),
+        "answer_step": cols.get("answer_step").astype(np.int64),
+        "d_answer_question": cols.get("d_answer_question").astype(np.float64),
+        "negatives": fixed_lists(negatives, 3),
+        "fallbacks": cols.fallbacks(),
+    }
+    choices = place_answers(cols.get("answer_row"), neg_rows.reshape(n, 3), positions)
+    return TableParts(
+        question=fixed_lists(dictionary(cols.get("items").reshape(-1), images), _SIZE),
+        choices=fixed_lists(dictionary(choices.reshape(-1), images), _SIZE),
+        answer=positions,
+        meta=meta,
+    )
+
+
+#: The task: its constants and hooks.
+CLOZE = VisualTask(
+    TASK, code=0xC1, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=True, anchored=True, need=3,
+    window=_window, add=_add, table=_table,
+)  # fmt: skip
+#: ``build(store, settings, *, seed, progress, kc, min_distance)``: the visual driver run on the task.
+build = functools.partial(run, CLOZE)

@@ -1,0 +1,185 @@
+"""Visual coherence (paper 001, RecipeQA): which of four images does not belong to the procedure?
+
+``choices`` are three images of one procedure's image sequence (see :mod:`.sequences`), drawn in
+increasing order from the K1 pool and kept in authored order, plus one incoherent image of another
+procedure inserted at a balanced position; ``answer`` indexes the incoherent image. ``question`` is empty
+(the choices are the sequence, as in RecipeQA's coherence task); ``context`` lists every step index of
+the procedure.
+
+Knobs (DESIGN §6, paper 001 App. B.1): K1 as for cloze, the anchor removed from the pool being a random
+coherent step. K2: the candidates are the union of the K_C-nearest images of other procedures of the
+three coherent images, each with its smallest distance to a coherent image whose kNN it is in; m and s
+are taken over the union and the incoherent image is drawn from its band. K3: the incoherent image's
+distance to the mean of the coherent images must be below their smallest pairwise distance.
+``--style recipeqa``: free resampling, the incoherent image random among other procedures' images whose
+distance to every coherent image exceeds a fixed distance. ``default`` = knobs (0,1,1).
+
+``meta``: ``setting``, ``k1 k2 k3 k_c``, ``k_found`` (union size), ``m``, ``s``, ``band``,
+``band_level`` (where the incoherent image came from: a band level, ``question-knn`` or ``relaxed``),
+``band_used``, ``n_steps``, ``budget``, ``question_number``, ``pool_size``, ``removed_steps``,
+``coherent_steps``, ``answer_d_coherent`` (to each coherent image), ``d_answer_question`` (to the
+coherent mean), ``min_pairwise``, ``negatives`` (the coherent images, in choice order: ``image``,
+``step``, ``d_answer``, ``d_question``) and ``fallbacks``. RecipeQA-style questions have
+``min_distance`` instead of the knob and band fields (and no pool fields).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, struct
+from procbench.generate.questions import answer_orders, place_answers
+from procbench.generate.settings import Setting
+from procbench.generate.visual.bands import LEVELS, QUESTION_KNN, SOURCES, Candidates, fmt_band
+from procbench.generate.visual.columns import QuestionColumns, band_columns
+from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
+from procbench.generate.visual.selection import Selection
+from procbench.generate.visual.sequences import VisualData, distances_to
+
+__all__ = ["DEFAULT_KNOBS", "SWEEP", "TASK", "build"]
+
+TASK = "visual-coherence"
+DEFAULT_KNOBS = (0, 1, 1)
+SWEEP = Setting.all_knobs(with_k3=True)
+_SIZE = 3
+_PAIRS = ((0, 1), (0, 2), (1, 2))
+
+
+@dataclass(kw_only=True)
+class _Window(Window):
+    """Coherence questions: ``anchors`` are the coherent images, ``point`` their mean and ``radius`` their
+    smallest pairwise distance."""
+
+    anchors: np.ndarray
+    point: np.ndarray
+    radius: np.ndarray
+
+
+def _window(items: Items, data: VisualData) -> _Window:
+    rows = items.rows
+    vecs = data.gather(rows)
+    pairwise = np.stack([np.linalg.norm(vecs[:, i] - vecs[:, j], axis=1) for i, j in _PAIRS], axis=1)
+    min_pairwise = pairwise.min(axis=1) if len(rows) else np.zeros(0, np.float32)
+    columns = {**items.columns, "coherent_rows": rows, "coherent_steps": items.steps, "min_pairwise": min_pairwise}
+    point = vecs.mean(axis=1)
+    return _Window(
+        proc=items.proc, columns=columns, ragged=items.ragged, anchors=rows, point=point, radius=min_pairwise
+    )
+
+
+def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
+    """Add a window's questions, whose incoherent images are the drawn negatives."""
+    data, tally, picks = drawn.data, drawn.tally, drawn.negatives()[:, 0]
+    sel, cands, short = drawn.selection, drawn.candidates, drawn.farthest
+    ok = picks >= 0
+    if sel is not None:
+        ok &= sel.ok
+    keep = np.flatnonzero(ok)
+    tally["skipped_no_candidates"] += len(w) - len(keep)
+    both = distances_to(data, w.anchors, data.gather(picks), w.point)
+    d_mean = distances_to(data, picks[:, None], w.point)[:, 0]
+    columns = {
+        "pick": picks,
+        "answer_d_coherent": both[0],
+        "coherent_d_mean": both[1],
+        "d_answer_question": d_mean,
+    }
+    if sel is not None and cands is not None:
+        columns.update(band_columns(sel, cands))
+        notes = _fallbacks(sel, cands, w, d_mean, ok, drawn.setting.k3, tally)
+    else:
+        notes = {}
+        if short is not None:
+            farthest = [
+                f"recipeqa: no random image of another procedure lay beyond {drawn.min_distance:.4f} of every "
+                "coherent image; took the farthest drawn"
+            ]
+            notes = {b: farthest for b in np.flatnonzero(short & ok).tolist()}
+            tally["recipeqa:farthest"] += len(notes)
+    out.add(keep, {**w.columns, **columns}, ragged=w.ragged, notes=notes)
+
+
+def _fallbacks(
+    sel: Selection,
+    cands: Candidates,
+    w: _Window,
+    d_mean: np.ndarray,
+    ok: np.ndarray,
+    k3: bool,
+    tally: Counter[str],
+) -> dict[int, list[str]]:
+    """The widening recorded for each kept question that needed one (by question index)."""
+    notes: dict[int, list[str]] = {}
+    for b in np.flatnonzero(ok & (sel.level > 0)).tolist():
+        level = int(sel.level[b])
+        lo, hi = sel.lo[b].tolist(), sel.hi[b].tolist()
+        tally[f"{'k3' if k3 else 'k2'}:{SOURCES[level]}"] += 1
+        rule = (
+            "is closer to the mean of the coherent images than their smallest pairwise distance "
+            f"({float(w.radius[b]):.4f})"
+        )
+        if level < len(LEVELS):
+            note = (
+                f"k3: no candidate in the band {fmt_band(lo[0], hi[0])} {rule}"
+                if k3
+                else f"k2: the band {fmt_band(lo[0], hi[0])} held no candidate"
+            ) + f"; widened to {LEVELS[level]} {fmt_band(lo[level], hi[level])}"
+        elif level == QUESTION_KNN:
+            note = (
+                f"k3: none of the {int(cands.found[b])} union candidates {rule}; "
+                f"took a neighbour of the mean ({float(d_mean[b]):.4f})"
+            )
+        else:
+            note = (
+                f"k3: no image of another procedure {rule}; took the image nearest the mean ({float(d_mean[b]):.4f})"
+            )
+        notes[b] = [note]
+    return notes
+
+
+def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) -> TableParts:
+    """The setting's question table: the incoherent image at a balanced position among the coherent ones
+    (kept in authored order), ``meta`` as the module says."""
+    n = len(cols)
+    images = data.image_dictionary
+    positions = answer_orders(n, _SIZE + 1, rng)[0]
+    coherent = cols.get("coherent_rows")
+    steps = cols.get("coherent_steps").astype(np.int64)
+    answer_d = cols.get("answer_d_coherent").astype(np.float64)
+    negatives = struct(
+        {
+            "image": dictionary(coherent.reshape(-1), images),
+            "step": steps.reshape(-1),
+            "d_answer": answer_d.reshape(-1),
+            "d_question": cols.get("coherent_d_mean").astype(np.float64).reshape(-1),
+        }
+    )
+    meta = {
+        "coherent_steps": fixed_lists(steps, _SIZE),
+        "answer_d_coherent": fixed_lists(answer_d, _SIZE),
+        "d_answer_question": cols.get("d_answer_question").astype(np.float64),
+        "min_pairwise": cols.get("min_pairwise").astype(np.float64),
+        "negatives": fixed_lists(negatives, _SIZE),
+        "fallbacks": cols.fallbacks(),
+    }
+    choices = place_answers(cols.get("pick"), coherent, positions)
+    return TableParts(
+        question=ragged_lists(pa.array([], pa.string()), np.zeros(n, dtype=np.int64)),
+        choices=fixed_lists(dictionary(choices.reshape(-1), images), _SIZE + 1),
+        answer=positions,
+        meta=meta,
+    )
+
+
+#: The task: its constants and hooks.
+COHERENCE = VisualTask(
+    TASK, code=0xC2, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=True, anchored=False, need=1,
+    window=_window, add=_add, table=_table,
+)  # fmt: skip
+#: ``build(store, settings, *, seed, progress, kc, min_distance)``: the visual driver run on the task.
+build = functools.partial(run, COHERENCE)

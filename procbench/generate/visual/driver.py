@@ -1,0 +1,404 @@
+"""The one driver of the visual tasks: settings, chunks, neighbour searches, draws and tables.
+
+A task (:class:`VisualTask`) supplies only its hooks: :meth:`~VisualTask.window` (what its questions are
+made of, from the steps K1 planning chose), :meth:`~VisualTask.add` (a setting's questions of a window,
+given their negatives) and :meth:`~VisualTask.table` (the setting's question table). The driver does the
+rest, the same way for every task:
+
+1. resolve the settings (:class:`VisualSetting`), load the image data, plan the questions of each K1
+   value (:mod:`.plans`) and, for the RecipeQA style, fix its ``min_distance`` (:mod:`.recipeqa_style`);
+2. per chunk of procedures, search the K_C nearest images of other procedures of each window's
+   ``anchors`` (one search per distinct procedure and image across every plan) and, for K3, of each
+   window's ``point`` (:func:`pipelined`: the next chunk is searched while this one is drawn);
+3. per setting, draw the negatives (:func:`.selection.select` over the K2 candidates, or
+   :func:`.recipeqa_style.random_far_images`) and hand them to the task's ``add``;
+4. build every setting's table (answers at balanced positions; ``meta`` opens with
+   :func:`.columns.meta_head`) and the counts.
+
+Every random draw comes from ``np.random.default_rng`` seeded by the seed, the task and the setting, and
+procedures are processed in fixed chunks, so a setting's questions do not depend on which other settings
+are generated with it. A task without neighbours (``need = 0``: ordering) skips steps 2-3's searches and
+draws its own negatives in ``add``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import pyarrow as pa
+
+from procbench.errors import BadInput
+from procbench.generate.columns import questions_table
+from procbench.generate.questions import paused_gc
+from procbench.generate.settings import Setting
+from procbench.generate.visual.bands import DEFAULT_KC, Candidates
+from procbench.generate.visual.closeness import Closeness
+from procbench.generate.visual.columns import QuestionColumns, build_counts, meta_head, planned_columns, question_table
+from procbench.generate.visual.plans import Plan, plans_by_k1
+from procbench.generate.visual.recipeqa_style import random_far_images, resolve_min_distance
+from procbench.generate.visual.selection import Selection, select
+from procbench.generate.visual.sequences import Sequences, VisualData
+from procbench.progress import SILENT, Progress
+from procbench.store import Store
+
+__all__ = [
+    "CHUNK_PROCEDURES",
+    "Items",
+    "Draw",
+    "TableParts",
+    "VisualSetting",
+    "VisualTask",
+    "Window",
+    "chunks",
+    "pipelined",
+    "resolve_settings",
+    "run",
+]
+
+T = TypeVar("T")
+W = TypeVar("W", bound="Window")
+CHUNK_PROCEDURES = 2048
+Neighbours = tuple[np.ndarray, np.ndarray]
+#: What a chunk's search hands to its draw: the windows, the anchors' and the K3 points' neighbours, per plan.
+Searched = tuple[dict[int | None, Any], dict[int, Neighbours], dict[int, Neighbours]]
+
+
+# -- settings ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VisualSetting:
+    """A setting resolved for a visual task: ``knobs`` is None for the RecipeQA style."""
+
+    setting: Setting
+    knobs: tuple[int, int, int] | None
+
+    @property
+    def name(self) -> str:
+        """The setting's folder name."""
+        return self.setting.name
+
+    @property
+    def plan_key(self) -> int | None:
+        """Which question plan the setting uses: K1, or None (free resampling)."""
+        return None if self.knobs is None else self.knobs[0]
+
+    @property
+    def k3(self) -> bool:
+        """Whether K3 (closeness to the question) is on."""
+        return bool(self.knobs and self.knobs[2])
+
+    def rng(self, seed: int, code: int, salt: int = 0) -> np.random.Generator:
+        """The setting's own random stream."""
+        key = [9, 9, 9] if self.knobs is None else list(self.knobs)
+        return np.random.default_rng([seed, code, *key, salt])
+
+
+def resolve_settings(
+    settings: Sequence[Setting], *, task: str, with_k3: bool, default: tuple[int, int, int]
+) -> list[VisualSetting]:
+    """Check ``settings`` for a visual task; ``default`` stands for the knobs of ``Setting("default")``.
+
+    Raises:
+        BadInput: ``--debias``, an unknown style, or K3=1 for a task without K3.
+    """
+    resolved = []
+    for setting in settings:
+        if setting.style == "recipeqa":
+            resolved.append(VisualSetting(setting, None))
+        elif setting.style == "default":
+            resolved.append(VisualSetting(setting, default))
+        elif setting.style == "knobs" and setting.knobs is not None:
+            if not with_k3 and setting.knobs[2]:
+                raise BadInput(f"{task} has no K3 (question-closeness); use --knobs K1,K2,0")
+            resolved.append(VisualSetting(setting, setting.knobs))
+        else:
+            raise BadInput(f"{task} takes --knobs K1,K2,K3, --style recipeqa or --sweep, not --{setting.style}")
+    return resolved
+
+
+# -- chunks -----------------------------------------------------------------------------------------------
+def chunks(n: int, size: int = CHUNK_PROCEDURES) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` windows over ``range(n)`` (fixed, so random streams never depend on the data size)."""
+    for start in range(0, n, size):
+        yield start, min(n, start + size)
+
+
+def pipelined(
+    n_procedures: int,
+    search: Callable[[int, int], T],
+    draw: Callable[[T], None],
+    progress: Progress,
+) -> None:
+    """For each chunk of procedures, ``search(start, stop)`` on this thread, then ``draw`` its result on another
+    thread while the next chunk is searched (FAISS releases the GIL, so the two overlap). ``draw`` sees the
+    chunks one at a time and in order, so its random streams are those of a plain loop."""
+    with ThreadPoolExecutor(max_workers=1) as drawer:
+        drawing: Future[None] | None = None
+        for start, stop in chunks(n_procedures):
+            searched = search(start, stop)
+            if drawing is not None:
+                drawing.result()
+            drawing = drawer.submit(draw, searched)
+            progress.advance(stop - start)
+        if drawing is not None:
+            drawing.result()
+
+
+# -- what the hooks see -----------------------------------------------------------------------------------
+@dataclass
+class Items:
+    """The questions of one plan that fall in a chunk of procedures, as K1 planning chose them.
+
+    Attributes:
+        proc: ``(B,)`` procedure of each question.
+        rows: ``(B, size)`` image rows of the question's sequence steps, in authored order.
+        steps: ``(B, size)`` their step indices.
+        anchor: ``(B,)`` the slot of the anchor (the answer of a cloze question).
+        columns: ``proc`` and the planning columns every setting of the plan shares (:func:`planned_columns`).
+        ragged: ``removed_steps``.
+    """
+
+    proc: np.ndarray
+    rows: np.ndarray
+    steps: np.ndarray
+    anchor: np.ndarray
+    columns: dict[str, np.ndarray]
+    ragged: dict[str, tuple[np.ndarray, np.ndarray]]
+
+    @classmethod
+    def of(cls, plan: Plan, start: int, stop: int, seqs: Sequences) -> Items:
+        """The questions of ``plan`` for procedures ``[start, stop)``."""
+        idx = plan.window(start, stop)
+        proc = plan.proc[idx]
+        seq = seqs.offsets[proc][:, None] + plan.slots[idx]
+        planned, ragged = planned_columns(plan, seqs, idx)
+        return cls(proc, seqs.rows[seq], seqs.steps[seq], plan.anchor[idx], {"proc": proc, **planned}, ragged)
+
+
+@dataclass(kw_only=True)
+class Window:
+    """A task's questions of one plan in a chunk: what the driver needs, and the columns they all share.
+
+    Attributes:
+        proc: ``(B,)`` procedure of each question.
+        columns: ``(B, ...)`` columns every setting of the plan shares (``proc`` among them).
+        ragged: ragged columns as :meth:`QuestionColumns.add` takes them.
+        anchors: ``(B, r)`` image rows whose nearest images of other procedures are the K2 candidates (the
+            union, for ``r > 1``) and from which RecipeQA-style negatives must be far (None without neighbours).
+        point, radius: ``(B, D)`` and ``(B,)``: K3 wants a negative closer to ``point`` than ``radius``.
+    """
+
+    proc: np.ndarray
+    columns: dict[str, np.ndarray]
+    ragged: dict[str, tuple[np.ndarray, np.ndarray]]
+    anchors: np.ndarray | None = None
+    point: np.ndarray | None = None
+    radius: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.proc)
+
+    def anchor_rows(self) -> np.ndarray:
+        """:attr:`anchors`, which a task with neighbours sets."""
+        if self.anchors is None:  # pragma: no cover - a programming error in a task
+            raise TypeError("a visual task that searches neighbours must set its windows' anchors")
+        return self.anchors
+
+    def k3(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(point, radius)``, which a task with K3 sets."""
+        if self.point is None or self.radius is None:  # pragma: no cover - a programming error in a task
+            raise TypeError("a visual task with K3 must set its windows' point and radius")
+        return self.point, self.radius
+
+
+@dataclass
+class Draw:
+    """What one setting drew for one window, as the task's ``add`` hook receives it.
+
+    Attributes:
+        setting: the setting; ``rng`` its random stream (for tasks that draw their own negatives) and
+            ``tally`` its counts.
+        rows: ``(B, need)`` the negative images, -1 where none (None for tasks without neighbours).
+        selection, candidates: knob settings: the draw (:func:`select`) and the K2 candidates it drew from.
+        farthest: RecipeQA style: ``(B,)`` whether too few images lay beyond ``min_distance`` (the farthest
+            drawn were taken).
+        min_distance: the RecipeQA style's fixed distance.
+    """
+
+    setting: VisualSetting
+    data: VisualData
+    rng: np.random.Generator
+    tally: Counter[str]
+    rows: np.ndarray | None = None
+    selection: Selection | None = None
+    candidates: Candidates | None = None
+    farthest: np.ndarray | None = None
+    min_distance: float = 0.0
+
+    def negatives(self) -> np.ndarray:
+        """:attr:`rows`, which tasks with neighbours get."""
+        if self.rows is None:  # pragma: no cover - a programming error in a task
+            raise TypeError("a visual task without neighbours has no negative images drawn for it")
+        return self.rows
+
+
+@dataclass
+class TableParts:
+    """A task's part of a question table: ``question``, ``choices``, ``answer`` and ``meta`` after the head."""
+
+    question: pa.Array
+    choices: pa.Array
+    answer: np.ndarray
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VisualTask(Generic[W]):
+    """A visual task: its constants and hooks (see the module docstring), run by :func:`run`.
+
+    Attributes:
+        name: task name (``procbench generate --task``).
+        code: seed component that keeps the task's random streams apart from other tasks'.
+        size: sequence steps per question (slots of a plan).
+        default_knobs: the knobs of ``Setting("default")``.
+        with_k3: whether the task has K3 (question closeness).
+        anchored: whether the anchor tells two freely resampled questions apart (a cloze placeholder).
+        need: negative images per question (0: the task searches no neighbours and draws its own negatives).
+        window: ``window(items, data)``, the task's window of a plan's questions in a chunk.
+        add: ``add(out, window, draw)``, add the questions of the window that the draw keeps to ``out``.
+        table: ``table(cols, data, rng)``, a setting's (non-empty) question table but for the ``meta`` head.
+    """
+
+    name: str
+    code: int
+    size: int
+    default_knobs: tuple[int, int, int]
+    with_k3: bool
+    anchored: bool
+    need: int
+    window: Callable[[Items, VisualData], W]
+    add: Callable[[QuestionColumns, W, Draw], None]
+    table: Callable[[QuestionColumns, VisualData, np.random.Generator], TableParts]
+
+
+# -- the driver -------------------------------------------------------------------------------------------
+@paused_gc()
+def run(
+    task: VisualTask[Any],
+    store: Store,
+    settings: list[Setting],
+    *,
+    seed: int = 0,
+    progress: Progress = SILENT,
+    kc: int = DEFAULT_KC,
+    min_distance: float | None = None,
+) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+    """``task``'s question table per setting and its counts; neighbour searches are shared by all settings.
+
+    Args:
+        kc: K_C, the neighbours of each anchor that define the K2 band (and of the K3 point).
+        min_distance: the RecipeQA style's fixed distance (default: median distance of random image pairs).
+    """
+    searches = task.need > 0
+    if searches and kc < 1:
+        raise BadInput("--kc must be at least 1")
+    resolved = resolve_settings(settings, task=task.name, with_k3=task.with_k3, default=task.default_knobs)
+    data = VisualData(store, with_index=searches and any(s.knobs is not None for s in resolved))
+    seqs = data.seqs
+    plans = plans_by_k1(resolved, seqs.lengths, seed=seed, code=task.code, size=task.size, anchored=task.anchored)
+    fixed = resolve_min_distance(data, plans, min_distance, seed=seed, code=task.code) if searches else None
+    rngs = {s.name: s.rng(seed, task.code) for s in resolved}
+    columns = {s.name: QuestionColumns() for s in resolved}
+    tally: dict[str, Counter[str]] = {s.name: Counter() for s in resolved}
+    progress.start(task.name, total=len(seqs.names))
+    k3_plans = {s.plan_key for s in resolved if s.k3}
+
+    def search(start: int, stop: int) -> Searched:
+        windows = {key: task.window(Items.of(plan, start, stop, seqs), data) for key, plan in plans.items()}
+        if not searches:
+            return windows, {}, {}
+        knob_windows = {k: w for k, w in windows.items() if k is not None and len(w)}
+        knn = _anchor_neighbours(data, knob_windows, kc)
+        near = {  # the neighbours of each K3 point, searched once per plan
+            key: data.search(windows[key].k3()[0], windows[key].proc, kc, kind="question_mean")
+            for key in k3_plans & set(knn)
+            if key is not None
+        }
+        return windows, knn, near
+
+    def draw(searched: Searched) -> None:
+        windows, knn, near = searched
+        cands = {key: Candidates.union(*found) for key, found in knn.items()}
+        close = {}
+        for key, (q_dist, q_rows) in near.items():  # K3: which candidates are close to the question
+            point, radius = windows[key].k3()
+            close[key] = Closeness.mark(data, cands[key], point, radius, q_dist, q_rows)
+        for s in resolved:
+            w = windows[s.plan_key]
+            if not len(w):
+                continue
+            drawn = Draw(s, data, rngs[s.name], tally[s.name])
+            if searches and s.knobs is None:
+                drawn.min_distance = fixed or 0.0
+                drawn.rows, _, drawn.farthest = random_far_images(
+                    data, w.proc, w.anchor_rows(), task.need, drawn.min_distance, drawn.rng
+                )
+            elif searches and s.knobs is not None:
+                key, k2, k3 = s.knobs
+                closeness = close[key] if k3 else None
+                sel = select(cands[key], k2=k2, need=task.need, closeness=closeness, rng=drawn.rng)
+                drawn.rows, drawn.selection, drawn.candidates = sel.rows, sel, cands[key]
+            task.add(columns[s.name], w, drawn)
+
+    pipelined(len(seqs.names), search, draw, progress)
+
+    def table(s: VisualSetting) -> pa.Table:
+        cols = columns[s.name]
+        if not len(cols):
+            return questions_table([])
+        parts = task.table(cols, data, s.rng(seed, task.code, salt=1))
+        head = meta_head(s, cols, kc=kc, min_distance=fixed, bands=searches)
+        meta = {**head, **parts.meta}
+        return question_table(
+            data, cols, question=parts.question, choices=parts.choices, answer=parts.answer, meta=meta
+        )
+
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        tables = {s.name: pool.submit(table, s) for s in resolved}
+        out = {name: made.result() for name, made in tables.items()}
+    counts = build_counts(
+        resolved,
+        plans,
+        out,
+        tally,
+        procedures=len(seqs.names),
+        kc=kc if searches else None,
+        queries=data.queries if searches else None,
+        min_distance=fixed,
+    )
+    return out, counts
+
+
+def _anchor_neighbours(data: VisualData, windows: dict[int, Window], kc: int) -> dict[int, Neighbours]:
+    """``(dist, rows)``, each ``(B, r, K_C)``, per K1 plan: one kNN search per distinct (procedure, anchor
+    image) across the windows of every plan."""
+    if not windows:
+        return {}
+    n = data.n_rows
+    anchors = {key: w.anchor_rows() for key, w in windows.items()}
+    codes = np.concatenate([(w.proc[:, None] * n + anchors[key]).reshape(-1) for key, w in windows.items()])
+    uniq, inverse = np.unique(codes, return_inverse=True)
+    dist, rows = data.search(data.gather(uniq % n), uniq // n, kc, kind="answer")
+    out = {}
+    start = 0
+    for key, w in windows.items():
+        width = anchors[key].shape[1]
+        part = inverse[start : start + width * len(w)].reshape(len(w), width)
+        out[key] = (dist[part], rows[part])
+        start += width * len(w)
+    return out

@@ -1,0 +1,218 @@
+"""K1, question plans: which steps of each procedure's image sequence each question uses.
+
+Procedures with at least :data:`MIN_STEPS_KNOBS` sequence steps; at most ⌊n/2⌋ (K1=0) or ⌊n/3⌋ (K1=1)
+questions; each question's items are drawn (in increasing order) from a pool of steps, and after each
+question its anchor step (the answer of a cloze question, a random question step for coherence and
+ordering) leaves the pool, plus one random other pool step at K1=1. The RecipeQA style resamples freely
+(⌊n/2⌋ questions, at least one, no pool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from procbench.generate.columns import ranges
+from procbench.generate.visual.sequences import Sequences
+
+if TYPE_CHECKING:
+    from procbench.generate.visual.driver import VisualSetting
+
+__all__ = ["MIN_STEPS_KNOBS", "Plan", "plan_questions", "plans_by_k1", "question_budget"]
+
+MIN_STEPS_KNOBS = 5
+
+
+def question_budget(n_steps: int, k1: int | None) -> int:
+    """Questions allowed for a procedure of ``n_steps`` sequence steps: ⌊n/2⌋ (K1=0, RecipeQA), ⌊n/3⌋ (K1=1)."""
+    if k1 is None:
+        return max(1, n_steps // 2)
+    return n_steps // (2 if k1 == 0 else 3)
+
+
+@dataclass
+class Plan:
+    """Which steps each question uses, for one K1 value (or free resampling): ``Q`` questions, ``size`` slots.
+
+    Attributes:
+        proc: ``(Q,)`` procedure of each question (ascending).
+        slots: ``(Q, size)`` positions in the procedure's image sequence, increasing.
+        anchor: ``(Q,)`` the slot of the answer (cloze) or of the question step removed from the pool.
+        budget, number, pool: ``(Q,)`` the procedure's budget, the question's number in it, the pool size
+            before it was drawn (0 for free resampling).
+        removed_offsets, removed_positions: the sequence positions removed from the pool after question
+            ``i`` are ``removed_positions[removed_offsets[i]:removed_offsets[i + 1]]`` (none for free
+            resampling).
+    """
+
+    key: int | None
+    size: int
+    proc: np.ndarray
+    slots: np.ndarray
+    anchor: np.ndarray
+    budget: np.ndarray
+    number: np.ndarray
+    pool: np.ndarray
+    removed_offsets: np.ndarray
+    removed_positions: np.ndarray
+    eligible: int
+    budget_unused: int
+
+    def window(self, start: int, stop: int) -> np.ndarray:
+        """Indices of the questions of procedures ``[start, stop)``."""
+        lo, hi = np.searchsorted(self.proc, [start, stop])
+        return np.arange(lo, hi)
+
+    def removed_steps(self, seqs: Sequences, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(lengths (B,), steps)``: the step indices removed from the pool after each question of ``idx``."""
+        lengths = self.removed_offsets[idx + 1] - self.removed_offsets[idx]
+        flat = ranges(self.removed_offsets[idx], lengths)
+        owner = np.repeat(self.proc[idx], lengths)
+        return lengths, seqs.steps[seqs.offsets[owner] + self.removed_positions[flat]]
+
+
+def plans_by_k1(
+    settings: Sequence[VisualSetting], lengths: np.ndarray, *, seed: int, code: int, size: int, anchored: bool
+) -> dict[int | None, Plan]:
+    """One :func:`plan_questions` per distinct K1 value of ``settings`` (None: free resampling), seeded per value."""
+    plans: dict[int | None, Plan] = {}
+    for setting in settings:
+        key = setting.plan_key
+        if key not in plans:
+            rng = np.random.default_rng([seed, code, 0xB0 + (2 if key is None else key)])
+            plans[key] = plan_questions(lengths, size=size, k1=key, rng=rng, anchored=anchored)
+    return plans
+
+
+def plan_questions(
+    lengths: np.ndarray, *, size: int, k1: int | None, rng: np.random.Generator, anchored: bool
+) -> Plan:
+    """Draw every procedure's questions under K1 (``k1`` 0 or 1) or free resampling (``k1`` None).
+
+    ``anchored``: whether the anchor is part of what makes two free-resampled questions different (the
+    placeholder of a cloze question); free resampling never repeats an identical question.
+    """
+    if k1 is not None:
+        return _pooled_plan(lengths, size=size, k1=k1, rng=rng)
+    proc: list[int] = []
+    slots: list[list[int]] = []
+    anchor: list[int] = []
+    budget: list[int] = []
+    number: list[int] = []
+    eligible = unused = 0
+    for p, n in enumerate(lengths.tolist()):
+        if n < size:
+            continue
+        eligible += 1
+        allowed = question_budget(n, None)
+        drawn = 0
+        seen: set[tuple[int, ...]] = set()
+        for u in rng.random((4 * allowed, n + 1)).tolist():
+            if drawn == allowed:
+                break
+            chosen = sorted(sorted(range(n), key=u.__getitem__)[:size])
+            a = min(size - 1, int(u[n] * size))
+            key = (*chosen, a) if anchored else tuple(chosen)
+            if key in seen:
+                continue
+            seen.add(key)
+            proc.append(p)
+            slots.append(chosen)
+            anchor.append(a)
+            budget.append(allowed)
+            number.append(drawn)
+            drawn += 1
+        unused += allowed - drawn
+    return Plan(
+        key=None,
+        size=size,
+        proc=np.array(proc, dtype=np.int64),
+        slots=np.array(slots, dtype=np.int64).reshape(-1, size),
+        anchor=np.array(anchor, dtype=np.int64),
+        budget=np.array(budget, dtype=np.int64),
+        number=np.array(number, dtype=np.int64),
+        pool=np.zeros(len(proc), dtype=np.int64),
+        removed_offsets=np.zeros(len(proc) + 1, dtype=np.int64),
+        removed_positions=np.zeros(0, dtype=np.int64),
+        eligible=eligible,
+        budget_unused=unused,
+    )
+
+
+def _pooled_plan(lengths: np.ndarray, *, size: int, k1: int, rng: np.random.Generator) -> Plan:
+    """K1 planning, vectorised over the procedures of each sequence length (their pools shrink alike).
+
+    Each eligible procedure, in order, takes ``budget × (n + 2)`` uniform numbers: per question, ``n`` keys
+    whose ``size`` smallest among the pool's positions pick the question's steps, one for the anchor and
+    one for the extra step K1=1 removes.
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    eligible = np.flatnonzero(lengths >= MIN_STEPS_KNOBS)
+    n_of = lengths[eligible]
+    allowed_of = n_of // (2 if k1 == 0 else 3)
+    widths = allowed_of * (n_of + 2)
+    offsets = np.r_[0, np.cumsum(widths)]
+    draws = rng.random(int(offsets[-1]))
+    parts: dict[str, list[np.ndarray]] = {
+        k: [] for k in ("proc", "slots", "anchor", "budget", "number", "pool", "gone")
+    }
+    unused = 0
+    for n in np.unique(n_of).tolist():
+        group = np.flatnonzero(n_of == n)
+        allowed = int(allowed_of[group[0]])
+        u_all = draws[ranges(offsets[group], widths[group])].reshape(len(group), allowed, n + 2)
+        pool = np.tile(np.arange(n, dtype=np.int64), (len(group), 1))
+        rows = np.arange(len(group))
+        drawn = 0
+        while drawn < allowed and pool.shape[1] >= size:
+            u = u_all[:, drawn]
+            size_now = pool.shape[1]
+            picked = np.sort(np.argsort(u[:, :size_now], axis=1, kind="stable")[:, :size], axis=1)
+            chosen = np.take_along_axis(pool, picked, axis=1)
+            a = np.minimum(size - 1, (u[:, n] * size).astype(np.int64))
+            drop = [picked[rows, a]]
+            gone = [chosen[rows, a]]
+            pool = _without(pool, drop[0])
+            if k1 == 1 and pool.shape[1]:
+                drop.append(np.minimum(pool.shape[1] - 1, (u[:, n + 1] * pool.shape[1]).astype(np.int64)))
+                gone.append(pool[rows, drop[1]])
+                pool = _without(pool, drop[1])
+            for key, value in (
+                ("proc", eligible[group]), ("slots", chosen), ("anchor", a), ("budget", np.full(len(group), allowed)),
+                ("number", np.full(len(group), drawn)), ("pool", np.full(len(group), size_now)),
+                ("gone", np.stack(gone, axis=1)),
+            ):  # fmt: skip
+                parts[key].append(value)
+            drawn += 1
+        unused += (allowed - drawn) * len(group)
+    if not parts["proc"]:
+        empty = np.zeros(0, dtype=np.int64)
+        return Plan(k1, size, empty, empty.reshape(0, size), empty, empty, empty, empty, np.zeros(1, np.int64), empty,
+                    len(eligible), unused)  # fmt: skip
+    col = {key: np.concatenate(value) for key, value in parts.items()}
+    order = np.lexsort((col["number"], col["proc"]))
+    removed = col["gone"][order]
+    return Plan(
+        key=k1,
+        size=size,
+        proc=col["proc"][order],
+        slots=col["slots"][order],
+        anchor=col["anchor"][order],
+        budget=col["budget"][order].astype(np.int64),
+        number=col["number"][order].astype(np.int64),
+        pool=col["pool"][order].astype(np.int64),
+        removed_offsets=np.arange(len(removed) + 1, dtype=np.int64) * removed.shape[1],
+        removed_positions=removed.reshape(-1),
+        eligible=len(eligible),
+        budget_unused=int(unused),
+    )
+
+
+def _without(pool: np.ndarray, column: np.ndarray) -> np.ndarray:
+    """``pool (G, L)`` without ``column[g]`` in each row (order kept)."""
+    keep = np.ones(pool.shape, dtype=bool)
+    keep[np.arange(len(pool)), column] = False
+    return pool[keep].reshape(len(pool), -1)

@@ -1,0 +1,114 @@
+"""The RecipeQA style: negatives drawn at random among other procedures' images beyond a fixed distance.
+
+The fixed distance is ``min_distance``: given, or the median distance between random images of
+different procedures (:func:`estimate_min_distance`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from procbench.generate.search import median_pair_distance
+from procbench.generate.visual.bands import DUPLICATE_DISTANCE
+from procbench.generate.visual.plans import Plan
+from procbench.generate.visual.sequences import GATHER_BATCH, VisualData
+
+__all__ = ["estimate_min_distance", "random_far_images", "resolve_min_distance"]
+
+
+def estimate_min_distance(data: VisualData, rng: np.random.Generator) -> float:
+    """The median distance between random images of different procedures (the RecipeQA style's fixed distance)."""
+    n = data.n_rows
+    groups = np.where(data.owner < 0, -1 - np.arange(n), data.owner)  # an image of no procedure: its own
+
+    def distance(i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        diff = data.gather(i) - data.gather(j)
+        return np.sqrt(np.einsum("nd,nd->n", diff, diff))
+
+    return median_pair_distance(groups, distance, rng)
+
+
+def resolve_min_distance(
+    data: VisualData, plans: dict[int | None, Plan], min_distance: float | None, *, seed: int, code: int
+) -> float:
+    """The RecipeQA style's fixed distance when a plan resamples freely: ``min_distance`` if given, else the
+    median distance of random image pairs (:func:`estimate_min_distance`); 0.0 when no setting needs it."""
+    if None not in plans:
+        return 0.0
+    if min_distance is not None:
+        return min_distance
+    return estimate_min_distance(data, np.random.default_rng([seed, code, 0x7A0]))
+
+
+def random_far_images(
+    data: VisualData,
+    proc: np.ndarray,
+    anchors: np.ndarray,
+    need: int,
+    min_distance: float,
+    rng: np.random.Generator,
+    *,
+    rounds: int = 8,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """RecipeQA-style negatives: images of other procedures drawn uniformly, beyond ``min_distance``.
+
+    The distance of a candidate is its smallest distance to the ``anchors (B, A)`` images. Draws ``8·need``
+    candidates per round for the questions still short, at most ``rounds`` rounds; a question still short
+    then takes the farthest distinct candidates it drew.
+
+    Returns:
+        ``(rows (B, need), distances (B, need), short (B,) bool: the fallback was taken)``; rows -1 only
+        when fewer than ``need`` images of other procedures were drawn at all.
+    """
+    n_q = len(proc)
+    per_round = 8 * need
+    chosen = np.full((n_q, need), -1, dtype=np.int64)
+    chosen_d = np.full((n_q, need), np.nan, dtype=np.float32)
+    n_chosen = np.zeros(n_q, dtype=np.int64)
+    hist_rows = np.full((n_q, rounds * per_round), -1, dtype=np.int64)
+    hist_d = np.full((n_q, rounds * per_round), -np.inf, dtype=np.float32)
+    anchor_vecs = data.gather(anchors)
+    for r in range(rounds):
+        todo = np.flatnonzero(n_chosen < need)
+        if not len(todo) or data.n_rows == 0:
+            break
+        draw = rng.integers(0, data.n_rows, (len(todo), per_round))
+        dist = np.empty(draw.shape, dtype=np.float32)
+        for start in range(0, len(todo), GATHER_BATCH // 4):
+            part = slice(start, start + GATHER_BATCH // 4)
+            dots = np.einsum("brd,bad->bra", data.gather(draw[part]), anchor_vecs[todo[part]])
+            dist[part] = np.sqrt(np.maximum(0.0, 2.0 - 2.0 * dots)).min(axis=2)  # unit vectors
+        usable = ~data.is_own(proc[todo], draw)
+        order = np.argsort(draw, axis=1, kind="stable")  # first occurrence of each image in the row
+        sorted_draw = np.take_along_axis(draw, order, axis=1)
+        dup_sorted = np.zeros_like(usable)
+        dup_sorted[:, 1:] = sorted_draw[:, 1:] == sorted_draw[:, :-1]
+        dup = np.zeros_like(usable)
+        np.put_along_axis(dup, order, dup_sorted, axis=1)
+        usable &= ~dup & ~(draw[:, :, None] == chosen[todo][:, None, :]).any(axis=2)
+        hist_rows[todo, r * per_round : (r + 1) * per_round] = np.where(usable, draw, -1)
+        hist_d[todo, r * per_round : (r + 1) * per_round] = np.where(usable, dist, -np.inf)
+        usable &= dist > DUPLICATE_DISTANCE
+        far = usable & (dist > min_distance)
+        rank = np.cumsum(far, axis=1) + n_chosen[todo][:, None]
+        accept = far & (rank <= need)
+        qi, cj = np.nonzero(accept)
+        slot = rank[qi, cj] - 1
+        chosen[todo[qi], slot] = draw[qi, cj]
+        chosen_d[todo[qi], slot] = dist[qi, cj]
+        n_chosen[todo] = np.minimum(need, n_chosen[todo] + far.sum(axis=1))
+    short = n_chosen < need
+    for q in np.flatnonzero(short).tolist():  # rare: only questions whose draws all fell near the answer
+        have = set(chosen[q, : n_chosen[q]].tolist())
+        order = np.argsort(-hist_d[q], kind="stable")
+        for j in order.tolist():
+            row = int(hist_rows[q, j])
+            if n_chosen[q] == need or row < 0:
+                break
+            if row in have:
+                continue
+            have.add(row)
+            chosen[q, n_chosen[q]] = row
+            chosen_d[q, n_chosen[q]] = hist_d[q, j]
+            n_chosen[q] += 1
+    return chosen, chosen_d, short
