@@ -44,14 +44,14 @@ class AdversarialOptions:
             (no paraphrases of the answer; no near-copies of what the question shows).
         max_uses: how many questions may use one item as a negative.
         n_folds: procedure-grouped folds of the cross-fitting.
-        z: the stop rule: every probe's accuracy at most chance + ``z`` binomial standard errors.
+        z: the stop rule: every probe's (and their mean's) accuracy at most chance + ``z`` binomial standard errors.
     """
 
     rounds: int = 10
     ceiling: float = 0.8
     max_uses: int = 1
     n_folds: int = 5
-    z: float = 1.645
+    z: float = 0.5
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -155,15 +155,17 @@ class AdversarialResult:
     replacements: np.ndarray
     rounds: list[dict[str, Any]] = field(default_factory=list)
     stopped: str = "rounds"
+    best_round: int = 0
     options: AdversarialOptions = field(default_factory=AdversarialOptions)
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready account for the set's counts and card."""
-        last = self.rounds[-1] if self.rounds else {}
+        last = self.rounds[self.best_round] if self.rounds else {}
         return {
             **self.options.to_dict(),
             "rounds_run": max(0, len(self.rounds) - 1),
             "stopped": self.stopped,
+            "kept_round": self.best_round,
             "questions_changed": int((self.replacements > 0).sum()),
             "replacements": int(self.replacements.sum()),
             "final_accuracy": last.get("accuracy"),
@@ -238,10 +240,15 @@ def filter_negatives(
     seed: int = 0,
     progress: Progress = SILENT,
 ) -> AdversarialResult:
-    """Replace the negatives the context-free probes reject most easily until the probes are at chance.
+    """Replace the negatives the context-free probes tell from the answer until the probes are at chance.
 
-    ``arena.negatives`` is the starting point and is not modified; every question keeps its answer and
-    question items. Deterministic for a given ``seed``.
+    Each round fits a fresh cross-fitted ensemble. For a probe above chance, the questions it solves get
+    their weakest negative replaced; for a probe *below* chance (it has learnt what answers are not), the
+    questions where it rates the answer lowest get their strongest negative replaced. Either way the
+    replacement is the usable candidate that brings the ensemble's probability of the answer closest to
+    ``1 / #choices`` (damped: not the most extreme one, which would plant the opposite tell). The negatives
+    of the round whose worst probe was nearest chance are returned. ``arena.negatives`` is not modified;
+    every question keeps its answer and question items. Deterministic for a given ``seed``.
     """
     rng = np.random.default_rng([seed, 0xADF])
     negatives = arena.negatives.copy()
@@ -252,8 +259,9 @@ def filter_negatives(
     uses = np.bincount(arena.identity[negatives[negatives >= 0]], minlength=len(capacity))
     replacements = np.zeros(n_q, dtype=np.int64)
     chance = 1.0 / (n_neg + 1)
-    bound = chance + options.z * math.sqrt(chance * (1 - chance) / max(n_q, 1))
-    result = AdversarialResult(negatives, replacements, options=options)
+    margin = options.z * math.sqrt(chance * (1 - chance) / max(n_q, 1))
+    result = AdversarialResult(negatives.copy(), replacements.copy(), options=options)
+    best = np.inf
     progress.start("adversarial filtering", total=options.rounds)
     for round_number in range(options.rounds + 1):
         batch = work.batch()
@@ -261,18 +269,27 @@ def filter_negatives(
         ensemble = ShortcutEnsemble(n_folds=options.n_folds, seed=seed + round_number).fit(batch, features)
         probs = ensemble.predict(batch, features)
         accuracy = _accuracies(probs, batch.valid)
-        entry: dict[str, Any] = {"round": round_number, "accuracy": accuracy, "bound": round(bound, 4)}
+        entry: dict[str, Any] = {"round": round_number, "accuracy": accuracy, "bound": round(chance + margin, 4)}
         result.rounds.append(entry)
-        if all(accuracy[name] <= bound for name in MODELS):
+        worst = max(abs(accuracy[name] - chance) for name in (*MODELS, "ensemble"))
+        if worst < best:
+            best = worst
+            result.negatives, result.replacements = negatives.copy(), replacements.copy()
+            result.best_round = round_number
+        if worst <= margin:
             result.stopped = "chance"
             break
         if round_number == options.rounds:
             break
-        solved = np.zeros(n_q, dtype=bool)
-        for name in ("ensemble", *MODELS):
-            solved |= hits(probs[name], batch.answers, batch.valid)
-        targets = np.flatnonzero(solved)
-        changed = _replace(work, targets, probs["ensemble"], ensemble, allowed, uses, capacity, rng)
+        above = np.zeros(n_q, dtype=bool)
+        below = np.zeros(n_q, dtype=bool)
+        for name in (*MODELS, "ensemble"):
+            if accuracy[name] > chance + margin:
+                above |= hits(probs[name], batch.answers, batch.valid)
+            elif accuracy[name] < chance - margin and name != "ensemble":
+                below |= _lowest(probs[name], batch.valid)
+        below &= ~above
+        changed = _replace(work, above, below, probs["ensemble"], ensemble, allowed, uses, capacity, chance, rng)
         replacements[changed] += 1
         entry["replaced"] = int(len(changed))
         progress.advance()
@@ -282,59 +299,72 @@ def filter_negatives(
     return result
 
 
+def _lowest(probs: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``(Q,)`` True where the answer (column 0) is the strictly least likely valid choice."""
+    masked = np.where(valid, probs, np.inf)
+    return masked[:, 0] < masked[:, 1:].min(axis=1)
+
+
 def _replace(
     work: Arena,
-    targets: np.ndarray,
+    above: np.ndarray,
+    below: np.ndarray,
     ensemble_probs: np.ndarray,
     ensemble: ShortcutEnsemble,
     allowed: np.ndarray,
     uses: np.ndarray,
     capacity: np.ndarray,
+    chance: float,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """Swap the weakest negative of each target question for its best usable candidate; the questions changed."""
+    """Swap one negative of each target question for its best usable candidate; the questions changed.
+
+    ``above`` questions lose their weakest negative, ``below`` questions their strongest; the candidate
+    chosen brings the answer's probability closest to ``chance`` and must bring it closer than it was.
+    """
+    targets = np.flatnonzero(above | below)
     if not len(targets):
         return targets
     negatives = work.negatives
     n_neg = negatives.shape[1]
     n_cand = work.candidates.shape[1]
-    weakest = np.argmin(ensemble_probs[targets, 1:], axis=1)  # (T,) negative slot the probes reject most easily
+    neg_probs = ensemble_probs[targets, 1:]
+    slot = np.where(above[targets], np.argmin(neg_probs, axis=1), np.argmax(neg_probs, axis=1))
     shown = np.concatenate([work.choices()[targets], work.question_items[targets]], axis=1)
     shown_ids = np.where(shown >= 0, work.identity[np.maximum(shown, 0)], -2)
     cand = work.candidates[targets]
     cand_ids = work.identity[np.maximum(cand, 0)]
     usable = allowed[targets] & ~(cand_ids[:, :, None] == shown_ids[:, None, :]).any(axis=2)
     usable &= uses[cand_ids] < capacity[cand_ids]
-    # every (question, candidate) variant: the weakest negative replaced by the candidate
+    # every (question, candidate) variant: the chosen negative replaced by the candidate
     base = np.repeat(work.choices()[targets][:, None, :], n_cand, axis=1)  # (T, M, 1 + K)
-    base[np.arange(len(targets)), :, 1 + weakest] = cand
+    base[np.arange(len(targets)), :, 1 + slot] = cand
     flat_rows = base.reshape(-1, 1 + n_neg)
     live = usable.reshape(-1)
-    answer_prob = np.full(len(flat_rows), np.inf)
+    gap = np.full(len(flat_rows), np.inf)
     if live.any():
         q_rows = np.repeat(work.question_items[targets], n_cand, axis=0)[live]
         groups = np.repeat(work.groups[targets], n_cand)[live]
         variant = _batch(work, flat_rows[live], q_rows, groups)
-        probs = ensemble.predict(variant)["ensemble"]
-        answer_prob[live] = probs[:, 0]
-    answer_prob = answer_prob.reshape(len(targets), n_cand)
+        gap[live] = np.abs(ensemble.predict(variant)["ensemble"][:, 0] - chance)
+    gap = gap.reshape(len(targets), n_cand)
+    current = np.abs(ensemble_probs[targets, 0] - chance)
     changed = []
-    current = ensemble_probs[targets, 0]
     for t in rng.permutation(len(targets)).tolist():
-        order = np.argsort(answer_prob[t] + rng.random(n_cand) * 1e-9, kind="stable")
+        order = np.argsort(gap[t] + rng.random(n_cand) * 1e-9, kind="stable")
         for m in order.tolist():
-            if not np.isfinite(answer_prob[t, m]) or answer_prob[t, m] >= current[t]:
+            if not np.isfinite(gap[t, m]) or gap[t, m] >= current[t]:
                 break
             row = int(cand[t, m])
             code = int(cand_ids[t, m])
             if uses[code] >= capacity[code]:
                 continue
             q = int(targets[t])
-            old = int(negatives[q, weakest[t]])
+            old = int(negatives[q, slot[t]])
             if old >= 0:
                 uses[work.identity[old]] -= 1
             uses[code] += 1
-            negatives[q, weakest[t]] = row
+            negatives[q, slot[t]] = row
             changed.append(q)
             break
     return np.array(sorted(changed), dtype=np.int64)

@@ -566,7 +566,7 @@ def _auto_budget(
 
 
 #: Adversarial negatives: candidates per question, half nearest the answer, half nearest the question.
-ADVERSARIAL_CANDIDATES = 48
+ADVERSARIAL_CANDIDATES = 96
 
 
 def _adversarial_candidates(drafts: list[_Draft], pool: _Pool, k: int) -> np.ndarray:
@@ -614,11 +614,21 @@ def _adversarial_candidates(drafts: list[_Draft], pool: _Pool, k: int) -> np.nda
 
 
 def _copies(pool: _Pool, answers: np.ndarray) -> np.ndarray:
-    """``(n_titles,)`` step rows showing each normalised title that are not an answer of the set."""
+    """``(n_titles,)`` how many questions may show each normalised title as a negative.
+
+    A title that ``n`` steps share is correct in about ``n * Q / N`` of the ``Q`` questions (``N`` step rows),
+    so it may be a negative ``N_NEGATIVES`` times as often (at least once): negatives then follow the same
+    distribution of titles as answers, and no generic title ("Enjoy!") is a typical wrong choice. Rows that
+    are answers are never negatives themselves.
+    """
+    rows = pool.norm_codes >= 0
+    share = len(answers) / max(1, int(rows.sum()))
+    copies = np.bincount(pool.norm_codes[rows], minlength=len(pool.norm_counts))
     free = np.ones(len(pool.norm_codes), dtype=bool)
     free[answers] = False
-    codes = pool.norm_codes[free & (pool.norm_codes >= 0)]
-    return np.bincount(codes, minlength=len(pool.norm_counts)).astype(np.int64)
+    spare = np.bincount(pool.norm_codes[free & rows], minlength=len(pool.norm_counts))
+    fair = np.maximum(1, np.rint(N_NEGATIVES * copies * share)).astype(np.int64)
+    return np.minimum(fair, spare)
 
 
 def _adversarial(

@@ -1,0 +1,257 @@
+"""Are procbench's question sets solvable without their context? Every setting, every probe, on real data.
+
+For each textual-cloze setting (``recipeqa``, ``default``, ``debias-auto``, ``adversarial``) of real corpora
+and each visual setting of a store with varied images, this prints the question count and:
+
+- ``choice_only``: logistic regression on each choice's embedding alone, procedure-grouped 5-fold CV (an
+  independent re-implementation of the probe the issue used, not the generator's own ensemble);
+- ``partial_input``: gradient-boosted trees on context-free per-choice features (distances to the question
+  and the other choices with their ranks, length, word overlap, item frequency), cross-fitted with a seed
+  the generator never used;
+- ``rank_rule``: the best "pick the choice at distance rank r from the question mean" rule, chosen by CV
+  (the rank shortcut of K3; 25% when ranks are uniform);
+- ``distance_svm``: ``procbench evaluate --model distance-svm`` (RBF SVM on distances, fitted on train,
+  scored on test; paper 001's probe);
+- ``context_ref`` (textual): pick the choice most similar to a step text of the question's context.
+
+Usage: python benchmarks/validity.py [--work DIR] [--recipeqa PATH] [--wikihow PATH] [--visual-procedures N]
+Stores are built once under --work (ingest, clean, embed with minilm-offline) and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from procbench.embed import load_embeddings  # noqa: E402
+from procbench.generate import generate, read_question_set  # noqa: E402
+from procbench.shortcuts import ChoiceBatch, ShortcutEnsemble, hits  # noqa: E402
+from procbench.store import Store  # noqa: E402
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+TEXT_SETTINGS = ("recipeqa", "default", "debias-auto", "adversarial")
+
+
+def build_text_store(source: Path, work: Path) -> Store:
+    """Ingest, clean and embed (minilm-offline, text only) a JSONL corpus once."""
+    from procbench.clean import clean_store
+    from procbench.embed import embed_store
+    from procbench.ingest import ingest_file
+
+    path = work / source.parent.name
+    if (path / "embeddings").exists():
+        return Store.open(path)
+    store = Store.open(path, create=True)
+    ingest_file(store, source)
+    clean_store(store)
+    embed_store(store, text_encoder="minilm-offline", fields=("step_title", "step_text"))
+    return store
+
+
+class Items:
+    """Vectors and texts of question items, by step key (text items) or image id (visual items)."""
+
+    def __init__(self, store: Store, field: str) -> None:
+        emb = load_embeddings(store, field)
+        self.vectors = np.asarray(emb.vectors, dtype=np.float32)
+        self.row = {k: i for i, k in enumerate(emb.keys.to_pylist())}
+
+    def vec(self, key: str | None) -> np.ndarray | None:
+        if key is None or key not in self.row:
+            return None
+        return self.vectors[self.row[key]]
+
+
+def question_batch(rows: list[dict], items: Items, textual: bool) -> tuple[ChoiceBatch, list[str]]:
+    """The probes' view of a set's questions (text items resolved through meta's step keys)."""
+    n = len(rows)
+    dim = items.vectors.shape[1]
+    n_items = max(len(r["question"]) for r in rows)
+    choices = np.zeros((n, 4, dim), np.float32)
+    question = np.zeros((n, n_items, dim), np.float32)
+    mask = np.zeros((n, n_items), bool)
+    valid = np.zeros((n, 4), bool)
+    for i, r in enumerate(rows):
+        ckeys = r["meta"]["choice_keys"] if textual else r["choices"]
+        qkeys = r["meta"]["question_keys"] if textual else [q if q != "@placeholder" else None for q in r["question"]]
+        for j, key in enumerate(ckeys):
+            v = items.vec(key)
+            if v is not None:
+                choices[i, j], valid[i, j] = v, True
+        for j, key in enumerate(qkeys):
+            v = items.vec(key)
+            if v is not None:
+                question[i, j], mask[i, j] = v, True
+    procs = [r["procedure_id"] for r in rows]
+    codes = {p: c for c, p in enumerate(sorted(set(procs)))}
+    ids = {}
+    choice_ids = np.array([[ids.setdefault(str(c), len(ids)) for c in r["choices"]] for r in rows], dtype=np.int64)
+    batch = ChoiceBatch(
+        choices,
+        question,
+        mask,
+        valid,
+        np.array([r["answer"] for r in rows]),
+        np.array([codes[p] for p in procs]),
+        choice_texts=[list(r["choices"]) for r in rows] if textual else None,
+        question_texts=[[q for q in r["question"] if q != "@placeholder"] for r in rows] if textual else None,
+        choice_ids=choice_ids,
+    )
+    return batch, procs
+
+
+def choice_only_lr(batch: ChoiceBatch, seed: int = 11) -> float:
+    """Independent probe: logistic regression on choice embeddings, procedure-grouped 5-fold CV."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold
+
+    n, c, d = batch.choice_vectors.shape
+    x = batch.choice_vectors.reshape(n * c, d)
+    y = (np.arange(c)[None, :] == batch.answers[:, None]).reshape(-1)
+    groups = np.repeat(batch.groups, c)
+    scores = np.zeros(n * c)
+    for train, test in GroupKFold(n_splits=5).split(x, y, groups):
+        model = LogisticRegression(max_iter=1000, C=1.0).fit(x[train], y[train])
+        scores[test] = model.decision_function(x[test])
+    return float(hits(scores.reshape(n, c), batch.answers, batch.valid).mean())
+
+
+def rank_rule(batch: ChoiceBatch) -> float:
+    """Best fixed distance-rank rule to the question mean, chosen on 4 folds and scored on the 5th."""
+    from sklearn.model_selection import GroupKFold
+
+    mask = batch.question_mask.astype(np.float32)
+    qmean = np.einsum("ql,qld->qd", mask, batch.question_vectors) / np.maximum(mask.sum(1), 1)[:, None]
+    if not batch.question_mask.any():  # coherence: distance to the other choices
+        total = batch.choice_vectors.sum(axis=1, keepdims=True)
+        ref = (total - batch.choice_vectors) / 3
+        dist = np.linalg.norm(batch.choice_vectors - ref, axis=2)
+    else:
+        dist = np.linalg.norm(batch.choice_vectors - qmean[:, None, :], axis=2)
+    rank = np.argsort(np.argsort(dist, axis=1), axis=1)
+    answer_rank = rank[np.arange(len(rank)), batch.answers]
+    correct = 0
+    for train, test in GroupKFold(n_splits=5).split(answer_rank, groups=batch.groups):
+        best = np.bincount(answer_rank[train], minlength=4).argmax()
+        correct += int((answer_rank[test] == best).sum())
+    return correct / len(answer_rank)
+
+
+def context_reference(rows: list[dict], items: Items, texts: Items) -> float:
+    """Pick the choice whose item is most similar to some step text of the question's context."""
+    right = 0
+    for r in rows:
+        ctx = [texts.vec(f"{r['procedure_id']}#{i}") for i in r["context"]]
+        ctx_m = np.array([v for v in ctx if v is not None])
+        keys = r["meta"]["choice_keys"]
+        if not len(ctx_m):
+            continue
+        best = [max(ctx_m @ v) if (v := items.vec(k)) is not None else -9 for k in keys]
+        right += int(np.argmax(best) == r["answer"])
+    return right / len(rows)
+
+
+def distance_svm(store: Store, task: str, setting: str) -> float | None:
+    from procbench.models import evaluate
+
+    try:
+        report = evaluate(qsets=[str(store.root / "questions" / task / setting)], models=["distance-svm"])
+    except Exception as exc:  # a set too small to fit on is reported, not fatal
+        print(f"  distance-svm on {setting}: {exc}", file=sys.stderr)
+        return None
+    values = [r["value"] for r in report.to_dict()["results"] if r["split"] == "test"]
+    return values[0] if values else None
+
+
+def probe_set(store: Store, task: str, setting: str, items: Items, texts: Items | None) -> dict:
+    qset = read_question_set(store.root / "questions" / task / setting)
+    rows = qset.table().to_pylist()
+    textual = texts is not None
+    batch, _ = question_batch(rows, items, textual)
+    probs = ShortcutEnsemble(n_folds=5, seed=12345, models=("partial_input",)).fit(batch).predict(batch)
+    out = {
+        "questions": len(rows),
+        "choice_only": round(choice_only_lr(batch), 3),
+        "partial_input": round(float(hits(probs["partial_input"], batch.answers, batch.valid).mean()), 3),
+        "rank_rule": round(rank_rule(batch), 3),
+        "distance_svm": distance_svm(store, task, setting),
+    }
+    if texts is not None:
+        out["context_ref"] = round(context_reference(rows, items, texts), 3)
+    return out
+
+
+def text_table(store: Store, items: str) -> dict:
+    field = "step_title" if items == "title" else "step_text"
+    item_vectors, texts = Items(store, field), Items(store, "step_text")
+    t0 = time.perf_counter()
+    generate(store, "textual-cloze", sweep=True, seed=0, items=items)
+    took = time.perf_counter() - t0
+    table = {s: probe_set(store, "textual-cloze", s, item_vectors, texts) for s in TEXT_SETTINGS}
+    table["_generate_seconds"] = round(took, 1)
+    return table
+
+
+def visual_table(work: Path, n_procedures: int) -> dict:
+    from procbench.generate.visual_synthetic import write_synthetic_store
+
+    path = work / f"visual-{n_procedures}"
+    if not path.exists():
+        write_synthetic_store(path, n_procedures=n_procedures, seed=0)
+    store = Store.open(path)
+    items = Items(store, "image")
+    out = {}
+    for task in ("visual-cloze", "visual-coherence"):
+        result = generate(store, task, sweep=True, seed=0)
+        for setting in sorted(result.paths):
+            out[f"{task}/{setting}"] = probe_set(store, task, setting, items, None)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/procbench-validity"))
+    parser.add_argument("--recipeqa", type=Path, default=SHARED / "recipeqa-recipes" / "procedures.jsonl")
+    parser.add_argument("--wikihow", type=Path, default=SHARED / "wikihow-openpi" / "procedures.jsonl")
+    parser.add_argument("--visual-procedures", type=int, default=600)
+    parser.add_argument("--skip", default="", help="comma list of parts to skip: recipeqa,wikihow,visual")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    skip = set(args.skip.split(","))
+    report: dict = {}
+    if "recipeqa" not in skip:
+        report["recipeqa-recipes (titles)"] = text_table(build_text_store(args.recipeqa, args.work), "title")
+    if "wikihow" not in skip:
+        report["wikihow-openpi (--items text)"] = text_table(build_text_store(args.wikihow, args.work), "text")
+    if "visual" not in skip:
+        report[f"synthetic visual ({args.visual_procedures} procedures)"] = visual_table(
+            args.work, args.visual_procedures
+        )
+    for corpus, table in report.items():
+        print(f"\n## {corpus}")
+        cols = ["questions", "choice_only", "partial_input", "rank_rule", "distance_svm", "context_ref"]
+        print("| setting | " + " | ".join(cols) + " |")
+        print("|---" * (len(cols) + 1) + "|")
+        for setting, row in table.items():
+            if setting.startswith("_"):
+                continue
+            cells = [row.get(c) for c in cols]
+            print(
+                f"| {setting} | "
+                + " | ".join("" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v) for v in cells)
+                + " |"
+            )
+    (args.work / "validity.json").write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
