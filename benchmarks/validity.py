@@ -202,7 +202,7 @@ def text_table(store: Store, items: str) -> dict:
 
 
 def visual_table(work: Path, n_procedures: int) -> dict:
-    from procbench.generate.visual_synthetic import write_synthetic_store
+    from procbench.generate.visual.synthetic import write_synthetic_store
 
     path = work / f"visual-{n_procedures}"
     if not path.exists():
