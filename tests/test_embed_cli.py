@@ -82,8 +82,38 @@ def test_default_encoders_offline_fail_fast_with_one_line(store_path: str) -> No
     assert "all-MiniLM-L6-v2" in lines[0] and "minilm-offline" in lines[0] and "hashed" in lines[0]
     assert "Traceback" not in result.output
     assert not (Path(store_path) / "embeddings").exists()
-    image = runner.invoke(app, ["embed", "--store", store_path, "-t", "hashed"])
+    image = runner.invoke(app, ["embed", "--store", store_path, "-t", "hashed", "--fields", "step_title,image"])
     assert image.exit_code == 2 and "clip-ViT-B-32" in image.stderr and "colour-layout" in image.stderr
+    missing = runner.invoke(app, ["embed", "--store", store_path, "-t", "no-such-encoder-here"])
+    assert missing.exit_code == 2 and "no-such-encoder-here" in missing.stderr
+
+
+def test_only_the_named_encoder_is_resolved(store_path: str) -> None:
+    """-t alone embeds the text fields; the images (the default CLIP cannot load offline) are skipped, said why."""
+    text = runner.invoke(app, ["embed", "--store", store_path, "-t", "hashed", "--json"])
+    assert text.exit_code == 0, text.output
+    report = json.loads(text.stdout)
+    skipped = {f["field"]: f["skipped"] for f in report["fields"]}
+    assert skipped["step_text"] is None and skipped["procedure_title"] is None
+    assert "no image encoder named" in skipped["image"] and set(report["encoders"]) == {"text"}
+    image = runner.invoke(app, ["embed", "--store", store_path, "-i", "colour-layout"])
+    assert image.exit_code == 0, image.output
+    assert "no text encoder named" in " ".join(image.stdout.split())
+    current = json.loads((Path(store_path) / "embeddings" / "current.json").read_text())
+    assert set(current) == {"step_title", "step_text", "procedure_title", "image"}
+
+
+def test_fields_without_rows_load_no_encoder(tmp_path: Path) -> None:
+    """A text-only store without headlines: the default image encoder is never resolved, step_title skipped."""
+    source = tmp_path / "p.jsonl"
+    steps = [{"text": f"Do thing {i} carefully."} for i in range(4)]
+    source.write_text(json.dumps({"title": "Do things", "steps": steps}) + "\n", encoding="utf-8")
+    ingest_file(tmp_path / "store", source)
+    result = runner.invoke(app, ["embed", "--store", str(tmp_path / "store"), "-t", "hashed", "--json"])
+    assert result.exit_code == 0, result.output
+    fields = {f["field"]: f for f in json.loads(result.stdout)["fields"]}
+    assert "title" in fields["step_title"]["skipped"] and "no stored images" in fields["image"]["skipped"]
+    assert fields["step_text"]["rows"] == 4
 
 
 def test_bad_options_exit_2(store_path: str, tmp_path: Path) -> None:

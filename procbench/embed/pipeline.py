@@ -49,6 +49,14 @@ log = logging.getLogger(__name__)
 
 _ASSEMBLE_CHUNK = 65536
 
+#: Why a field with no rows is skipped (no encoder is loaded for it).
+_EMPTY_REASON = {
+    "step_title": "no step has a title (headline) in the kept procedures",
+    "step_text": "no step has text in the kept procedures",
+    "procedure_title": "no kept procedure has a title",
+    "image": "no stored images (image URLs are fetched by `procbench fetch-images`)",
+}
+
 
 @dataclass
 class FieldReport:
@@ -153,12 +161,13 @@ def _embed_field(
     batch_size: int,
     index_config: IndexConfig,
     progress: Progress,
+    table: pa.Table | None = None,
 ) -> tuple[FieldReport, PartCache | None]:
     report = FieldReport(field_name, encoder=encoder.name, revision=encoder.revision, dim=encoder.dim)
     started = time.perf_counter()
-    table = field_table(store, field_name)
+    table = field_table(store, field_name) if table is None else table
     if table.num_rows == 0:
-        report.skipped = "no stored images" if field_name == "image" else "no non-empty texts"
+        report.skipped = _EMPTY_REASON[field_name]
         return report, None
     name = file_name(field_name, encoder.slug)
     report.name = name
@@ -282,8 +291,8 @@ def _embed_field(
 def embed_store(
     store: Store | str | Path,
     *,
-    text_encoder: str = DEFAULT_TEXT_ENCODER,
-    image_encoder: str = DEFAULT_IMAGE_ENCODER,
+    text_encoder: str | None = None,
+    image_encoder: str | None = None,
     fields: str | Sequence[str] | None = None,
     batch_size: int | None = None,
     seed: int = 0,
@@ -294,22 +303,27 @@ def embed_store(
     """Embed ``fields`` (default: step_title, step_text, procedure_title, image) of the kept procedures and
     build their FAISS indexes, in one atomic transaction.
 
-    Encoders are resolved before anything else, so one that cannot be loaded here fails at once with a
-    one-line message naming what to use instead. A re-run embeds only new or changed rows; an interrupted
-    run resumes from the chunks it had finished. The fields embedded become the store's current embeddings
-    (``embedding_name(store, field)``).
+    Only the encoders that are needed are resolved: those of fields that have rows or are listed in
+    ``fields``. A field with no rows (no step headlines, no stored images) is skipped without loading an
+    encoder, and when exactly one encoder is named (and ``fields`` is not given) the fields of the other
+    modality are skipped rather than embedded with its default. Every skipped field is reported with the
+    reason. An encoder that is needed but cannot be loaded here fails at once (before anything is written)
+    with a one-line message naming what to use instead. A re-run
+    embeds only new or changed rows; an interrupted run resumes from the chunks it had finished. The fields
+    embedded become the store's current embeddings (``embedding_name(store, field)``).
 
     Args:
         text_encoder: a built-in text encoder (``hashed``, ``minilm-offline``), a local sentence-transformers
-            model directory, or a hub id.
+            model directory, or a hub id (None: not named; ``DEFAULT_TEXT_ENCODER`` when text is embedded).
         image_encoder: a built-in image encoder (``colour-layout``, ``efficientnet-lite0``), a local CLIP
-            model directory, or a hub id.
+            model directory, or a hub id (None: not named; ``DEFAULT_IMAGE_ENCODER`` when images are embedded).
+        fields: the fields to embed (None: every field, subject to the rules above).
         batch_size: encoder batch size (default: the encoder's own).
         seed: seeds the hashed encoder's fit and the approximate index's training and recall sample.
         refit: fit the ``hashed`` encoder again on the current texts instead of reusing the store's fit.
 
     Raises:
-        EncoderUnavailable: an encoder cannot be loaded here.
+        EncoderUnavailable: a needed encoder cannot be loaded here.
         BadInput: unknown field, empty store.
     """
     wall = time.perf_counter()
@@ -319,13 +333,32 @@ def embed_store(
     if batch_size is not None and batch_size < 1:
         raise BadInput(f"batch size must be at least 1, got {batch_size}")
     config = index_config or IndexConfig(seed=seed)
-    names = {"text": text_encoder, "image": image_encoder}
-    specs: dict[str, EncoderSpec] = {}
-    for modality in ("text", "image"):
-        if any(FIELD_MODALITY[f] == modality for f in chosen):
-            specs[modality] = resolve_encoder(names[modality], modality)  # type: ignore[arg-type]
+    named = {m: n for m, n in (("text", text_encoder), ("image", image_encoder)) if n is not None}
     if not store.has_table("procedures") or store.table("procedures", ["id"]).num_rows == 0:
         raise BadInput(f"{store.root} holds no procedures; import some first (`procbench ingest` or `demo`)")
+    tables: dict[str, pa.Table] = {}
+    skipped: dict[str, str] = {}
+    for field_name in chosen:
+        modality = FIELD_MODALITY[field_name]
+        table = field_table(store, field_name)
+        if table.num_rows == 0:
+            skipped[field_name] = _EMPTY_REASON[field_name]
+        elif fields is None and named and modality not in named:
+            flag = "-i/--image-encoder" if modality == "image" else "-t/--text-encoder"
+            skipped[field_name] = (
+                f"{table.num_rows} rows not embedded: no {modality} encoder named (pass {flag}, or list the field "
+                "in --fields to use the default)"
+            )
+        else:
+            tables[field_name] = table
+    # An encoder is resolved when a field of its modality has rows, or was listed in ``fields``.
+    needed = {FIELD_MODALITY[f] for f in tables}
+    wanted = needed | ({FIELD_MODALITY[f] for f in chosen} if fields is not None else set())
+    defaults = {"text": DEFAULT_TEXT_ENCODER, "image": DEFAULT_IMAGE_ENCODER}
+    names = {m: named.get(m, defaults[m]) for m in ("text", "image") if m in wanted}
+    specs: dict[str, EncoderSpec] = {m: resolve_encoder(n, m) for m, n in names.items()}  # type: ignore[arg-type]
+    for field_name, why in skipped.items():
+        log.info("embed: %s skipped: %s", field_name, why)
 
     report = EmbedReport(store=str(store.root))
     args = {
@@ -340,6 +373,8 @@ def embed_store(
         encoders: dict[str, Encoder] = {}
         loading = time.perf_counter()
         for modality, spec in specs.items():
+            if modality not in needed:
+                continue
             progress.start(f"load {modality} encoder {spec.name}", total=None)
             encoders[modality] = spec.load(store=store, seed=seed, refit=refit)
         report.seconds["load"] = round(time.perf_counter() - loading, 3)
@@ -353,6 +388,9 @@ def embed_store(
             }
         current: dict[str, str] = {}
         for field_name in chosen:
+            if field_name in skipped:
+                report.fields.append(FieldReport(field_name, skipped=skipped[field_name]))
+                continue
             enc = encoders[FIELD_MODALITY[field_name]]
             field_report, cache = _embed_field(
                 store,
@@ -362,6 +400,7 @@ def embed_store(
                 batch_size=batch_size or enc.default_batch_size,
                 index_config=config,
                 progress=progress,
+                table=tables.pop(field_name),
             )
             report.fields.append(field_report)
             if cache is not None:
