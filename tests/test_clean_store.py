@@ -243,3 +243,18 @@ def test_worker_processes_give_identical_results(monkeypatch: pytest.MonkeyPatch
     one.pop("seconds"), two.pop("seconds")
     assert one == two
     assert serial.report.rule("fused_words").steps > 0 and serial.report.rule("duplicate").procedures > 0
+
+
+def test_image_and_headline_only_steps_are_kept_and_counted(tmp_path: Path) -> None:
+    """Steps without text count as steps; clean reports them and embeds leave them out of step_text."""
+    steps = [{"text": s} for s in SENTENCES[:3]] + [
+        {"title": "Admire the shelf", "text": ""},
+        {"images": ["https://example.org/done.jpg"]},
+    ]
+    path = write_jsonl(tmp_path / "in.jsonl", [{"source": "t", "id": "s", "title": "Build a Shelf", "steps": steps}])
+    store = Store.open(tmp_path / "s", create=True)
+    ingest_file(store, path)
+    report = clean_store(store, min_steps=5, languages=())
+    assert (report.kept, report.kept_steps, report.kept_steps_without_text) == (1, 5, 2)
+    assert report.counts()["kept_steps_without_text"] == 2
+    assert kept_steps(store, ["text"])["text"].to_pylist()[3:] == ["", ""]

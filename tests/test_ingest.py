@@ -68,7 +68,7 @@ def test_bad_lines_are_reported_with_line_numbers_and_rest_imported(tmp_path: Pa
         "{not json",
         json.dumps(["a list"]),
         make_record("no-steps", 0),
-        {"title": "No text", "steps": [{"title": "x"}]},
+        {"title": "No text", "steps": [{"text": " ", "images": []}]},
         "",
         {"steps": [{"text": "untitled"}]},
         make_record("good-2"),
@@ -80,7 +80,7 @@ def test_bad_lines_are_reported_with_line_numbers_and_rest_imported(tmp_path: Pa
     by_line = {p.where: p.message for p in report.problems}
     assert set(by_line) == {"line 2", "line 3", "line 4", "line 5", "line 7", "line 9"}
     assert "invalid JSON" in by_line["line 2"] and "not a JSON object" in by_line["line 3"]
-    assert "without steps" in by_line["line 4"] and "step 1 has no text" in by_line["line 5"]
+    assert "without steps" in by_line["line 4"] and "step 1 has no text, title or image" in by_line["line 5"]
     assert "title" in by_line["line 7"] and "duplicate id test:good-1 (first on line 1)" in by_line["line 9"]
     assert sorted(store.table("procedures")["id"].to_pylist()) == ["test:good-1", "test:good-2"]
     assert report.counts()["malformed"] == 5 and report.counts()["duplicates_in_file"] == 1
@@ -224,3 +224,26 @@ def test_tables_stay_consistent(tmp_path_factory: pytest.TempPathFactory, procs:
         assert [s["index"] for s in mine] == list(range(p["n_steps"]))
         assert [s["text"] for s in mine] == [t.strip() for t in first[p["id"][2:]]]
     assert ingest_file(store, path).added == 0
+
+
+def test_steps_with_a_title_or_an_image_and_no_text_are_kept(tmp_path: Path) -> None:
+    """Instructables image-only steps and wikiHow bold-only steps are content: stored with empty text."""
+    steps = [
+        {"text": "Cut the board."},
+        {"title": "Sand it", "text": ""},
+        {"images": ["https://example.org/3.jpg"]},
+        {"title": "Paint it", "text": None, "images": ["https://example.org/4.jpg"]},
+    ]
+    path = write_jsonl(tmp_path / "in.jsonl", [{"id": "shelf", "title": "Make a shelf", "steps": steps}])
+    store = Store.open(tmp_path / "s", create=True)
+    report = ingest_file(store, path)
+    assert (report.added, report.problems, report.images_remote) == (1, [], 2)
+    rows = store.table("steps").sort_by("index").to_pylist()
+    assert [(r["title"], r["text"], len(r["image_ids"])) for r in rows] == [
+        (None, "Cut the board.", 0),
+        ("Sand it", "", 0),
+        (None, "", 1),
+        ("Paint it", "", 1),
+    ]
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"title": "T", "steps": [{"text": 3}]}])
+    assert "'text' must be a string" in ingest_file(store, bad).problems[0].message

@@ -251,11 +251,13 @@ def _clean_with(
         ]
         filters.append(stats)
     kept_tokens = int(after.tokens[kept_steps_mask].sum())
+    text_lengths = np.asarray(pc.fill_null(pc.utf8_length(text_clean), 0), dtype=np.int64)
     report = CleanReport(
         procedures=n_proc,
         steps=n_steps,
         kept=int(kept_mask.sum()),
         kept_steps=int(kept_steps_mask.sum()),
+        kept_steps_without_text=int((kept_steps_mask & (text_lengths == 0)).sum()),
         rules=cleaner.rule_stats() + filters,
         in_vocabulary={
             "before": round(before.ratio, 4),

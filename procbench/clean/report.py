@@ -66,6 +66,9 @@ class CleanReport:
     steps: int = 0
     kept: int = 0
     kept_steps: int = 0
+    #: Kept steps with empty clean text (image-only or headline-only steps): step_text tasks and embeddings
+    #: leave them out; their title and images are still used.
+    kept_steps_without_text: int = 0
     rules: list[RuleStats] = field(default_factory=list)
     in_vocabulary: dict[str, float | int] = field(default_factory=dict)
     languages: dict[str, int] = field(default_factory=dict)
@@ -94,6 +97,7 @@ class CleanReport:
             "steps": self.steps,
             "kept": self.kept,
             "kept_steps": self.kept_steps,
+            "kept_steps_without_text": self.kept_steps_without_text,
         }
         out.update({f"dropped_{k}": v for k, v in self.dropped.items()})
         out.update({f"touched_{r.rule}": r.steps for r in self.rules if r.kind == "text"})
@@ -109,6 +113,7 @@ class CleanReport:
             "steps": self.steps,
             "kept": self.kept,
             "kept_steps": self.kept_steps,
+            "kept_steps_without_text": self.kept_steps_without_text,
             "dropped": self.dropped,
             "in_vocabulary": self.in_vocabulary,
             "rules": [r.to_dict() for r in self.rules],

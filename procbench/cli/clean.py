@@ -196,9 +196,11 @@ def _render(console: Any, where: str, report: dict[str, Any]) -> None:
     if languages:
         console.print(f"languages detected: {languages}; filled {report['language_filled']} missing", highlight=False)
     written = ", ".join(report["written"]) or "nothing (already clean)"
+    n_no_text = report["kept_steps_without_text"]
+    no_text = f", {n_no_text} of them without text, kept for their title or images" if n_no_text else ""
     console.print(
         f"[bold green]cleaned[/] {where}: kept {report['kept']} of {report['procedures']} procedures "
-        f"({report['kept_steps']} of {report['steps']} steps); wrote {written}. "
+        f"({report['kept_steps']} of {report['steps']} steps{no_text}); wrote {written}. "
         f"Examples: `procbench clean --json --store {where}`",
         highlight=False,
     )

@@ -9,7 +9,6 @@ from procbench.cli._options import DEFAULT_STORE, JsonOption, SeedOption, StoreO
 NAME = "embed"
 
 
-
 def command(
     text_encoder: Annotated[
         str | None,

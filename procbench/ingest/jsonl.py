@@ -55,8 +55,11 @@ def _step(raw: Any, number: int) -> Step:
     if type(raw) is not dict:
         raise _Malformed(f"step {number} is not an object")
     text = raw.get("text")
-    if type(text) is not str or not (text := text.strip()):
-        raise _Malformed(f"step {number} has no text")
+    if text is None:
+        text = ""
+    elif type(text) is not str:
+        raise _Malformed(f"step {number}: 'text' must be a string or null")
+    text = text.strip()
     title = raw.get("title")
     if title is not None:
         if type(title) is not str:
@@ -72,6 +75,8 @@ def _step(raw: Any, number: int) -> Step:
                 raise _Malformed(f"step {number}: 'images' must be a list of URLs or paths")
             if ref := ref.strip():
                 images.append(ref)
+    if not (text or title or images):
+        raise _Malformed(f"step {number} has no text, title or image")
     return Step(text=text, title=title, images=images)
 
 
@@ -79,7 +84,9 @@ def parse_procedure(record: Any, *, default_source: str = DEFAULT_SOURCE) -> Pro
     """Validate one decoded import record and build its :class:`Procedure`.
 
     Raises:
-        ValueError: the record misses ``title`` or steps with text, or a field has the wrong type.
+        ValueError: the record misses ``title`` or steps, a step has none of text, title and images, or a
+            field has the wrong type. A step with a title or an image and empty text is kept (text ``""``):
+            ``clean`` decides what the tasks can use.
     """
     if not isinstance(record, dict):
         raise _Malformed("not a JSON object")

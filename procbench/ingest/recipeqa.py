@@ -33,7 +33,7 @@ def _steps(context: Any) -> list[Step]:
         images = raw.get("images") or []
         if not isinstance(body, str) or not isinstance(images, list):
             raise ValueError(f"context step {number} has no text body")
-        if not body.strip() and not images:
+        if not body.strip() and not images and not (isinstance(title, str) and title.strip()):
             continue
         steps.append(
             Step(
