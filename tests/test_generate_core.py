@@ -151,3 +151,44 @@ def test_cli_generate_errors_and_json(sample_store: Path, tmp_path: Path) -> Non
     ok = runner.invoke(app, ["generate", "--task", "pair-order", "--adjacent", "--json", "--store", str(store.root)])
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.stdout)["questions"] == {"default": 90}
+
+
+def test_a_set_made_with_other_options_is_not_overwritten(sample_store: Path, tmp_path: Path) -> None:
+    store = _copy(sample_store, tmp_path / "s")
+    first = generate(store, "pair-order", seed=0)
+    folder = first.paths["default"]
+    record = json.loads((folder / "options.json").read_text())
+    assert record["options"]["seed"] == 0 and len(record["fingerprint"]) == 64
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert generate(store, "pair-order", seed=0).paths["default"] == folder  # same options: regenerated
+    with pytest.raises(BadInput, match=r"pair-order/default exists, made with other options: pairs_per_procedure"):
+        generate(store, "pair-order", seed=0, pairs_per_procedure=3)
+    with pytest.raises(BadInput, match="split_by"):
+        generate(store, "pair-order", seed=0, split_by="category:1")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # refused: nothing changed
+    runner = CliRunner()
+    args = ["generate", "-t", "pair-order", "--seed", "4", "--store", str(store.root)]
+    refused = runner.invoke(app, args)
+    assert refused.exit_code == 2 and "--overwrite" in refused.stderr and "seed 0 -> 4" in refused.stderr
+    assert len([line for line in refused.stderr.splitlines() if line.strip()]) == 1
+    assert runner.invoke(app, [*args, "--overwrite"]).exit_code == 0
+    assert json.loads((folder / "options.json").read_text())["options"]["seed"] == 4
+
+
+def test_empty_split_warns_and_fails_with_strict(sample_store: Path, tmp_path: Path) -> None:
+    store = _copy(sample_store, tmp_path / "s")
+    runner = CliRunner()
+    args = ["generate", "-t", "sequencing", "--split-by", "category:1", "--store", str(store.root)]
+    strict = runner.invoke(app, [*args, "--strict"])
+    assert strict.exit_code == 2 and "empty" in strict.stderr and "--strict" in strict.stderr
+    assert not (store.root / "questions").exists()
+    loose = runner.invoke(app, [*args, "--json"])
+    assert loose.exit_code == 0, loose.output
+    report = json.loads(loose.stdout)
+    sizes = report["split_sizes"]["default"]
+    assert sum(sizes.values()) == report["questions"]["default"] and 0 in sizes.values()
+    assert "warning:" in loose.stderr and report["warnings"]
+    card = (store.root / "questions" / "sequencing" / "default" / "card.md").read_text()
+    assert "split is empty" in card
+    ok = generate(store, "sequencing", split_ratios=(1.0, 0.0, 0.0), overwrite=True)
+    assert ok.warnings == [] and ok.split_sizes["default"]["val"] == 0  # an empty split asked for is fine

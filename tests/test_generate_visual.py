@@ -470,7 +470,7 @@ def test_same_seed_gives_identical_files_and_a_setting_alone_matches_the_sweep(
         files = sorted((store.root / "questions").rglob("*.*"))
         digests.append({str(f.relative_to(store.root)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files})
     assert digests[0] == digests[1]
-    assert len(digests[0]) == 5 * (8 + 8 + 4 + 1)  # 3 parquet + recipeqa.json + card.md per setting
+    assert len(digests[0]) == 6 * (8 + 8 + 4 + 1)  # 3 parquet + recipeqa.json + card.md + options.json per setting
     alone = Store.open(shutil.copytree(sample_template, tmp_path / "alone"))
     single = generate(alone, "visual-cloze", Setting("knobs", (1, 0, 1)), seed=5).paths["knobs-101"]
     swept = tmp_path / "s0" / "questions" / "visual-cloze" / "knobs-101"
@@ -485,7 +485,7 @@ def test_other_seeds_and_kc_change_the_sets(sample_store: Store) -> None:
     rows_a = pq.read_table(a.paths["knobs-000"] / "train.parquet").to_pylist()
     assert all(r["meta"]["k_c"] == 20 for r in rows_a)
     check_result(load_world(sample_store.root), "visual-cloze", a)
-    b = generate(sample_store, "visual-cloze", Setting("knobs", (0, 0, 0)), seed=2, kc=20)
+    b = generate(sample_store, "visual-cloze", Setting("knobs", (0, 0, 0)), seed=2, kc=20, overwrite=True)
     rows_b = pq.read_table(b.paths["knobs-000"] / "train.parquet").to_pylist()
     assert [r["choices"] for r in rows_a] != [r["choices"] for r in rows_b]
 

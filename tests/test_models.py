@@ -400,3 +400,18 @@ def test_help_does_not_import_the_model_subpackage() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_a_run_is_not_scored_on_its_set_once_that_set_changed(store: Store, tmp_path: Path) -> None:
+    import shutil
+
+    copy = Store.open(shutil.copytree(store.root, tmp_path / "store"))
+    run = _fit(copy, "pair-order/default", "pair-order", tmp_path / "run", epochs=1).run
+    assert evaluate(runs=[run], bootstrap=0).warnings == []
+    generate(copy, "pair-order", seed=1, overwrite=True)  # the set is regenerated under the run
+    with pytest.raises(BadInput, match="has changed since"):
+        evaluate(runs=[run], bootstrap=0)
+    cli = CliRunner().invoke(app, ["evaluate", str(run), "--bootstrap", "0"])
+    assert cli.exit_code == 2 and "--allow-changed-sets" in cli.stderr
+    loud = CliRunner().invoke(app, ["evaluate", str(run), "--bootstrap", "0", "--allow-changed-sets"])
+    assert loud.exit_code == 0 and "warning:" in loud.stderr and "has changed since" in loud.stderr

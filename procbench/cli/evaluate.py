@@ -26,17 +26,25 @@ def command(
         typer.Option("--split", help="train, val, test or all (repeatable; default test)."),
     ] = None,
     bootstrap: Annotated[int, typer.Option(min=0, help="Bootstrap resamples for the 95% intervals (0: none).")] = 1000,
+    allow_changed_sets: Annotated[
+        bool,
+        typer.Option(
+            "--allow-changed-sets",
+            help="Score a run on its own question set even when the set changed since training (warns).",
+        ),
+    ] = False,
     store: StoreOption = DEFAULT_STORE,
     seed: SeedOption = 0,
     json: JsonOption = False,
 ) -> None:
     """Score trained runs and reference models (--model chance|distance-svm) on question sets.
 
-    A run is scored on its own question set, or on every question set given of its task. Over the settings
+    A run is scored on its own question set (refused when that set changed since training, unless
+    --allow-changed-sets), or on every question set given of its task. Over the settings
     of a sweep the table has models as rows, settings as columns and the mean ± std across settings.
     Sequencing reports Acc, PMR, L_q, L_r, Kendall's tau and Dist against every reference order.
     """
-    from procbench.cli._console import console, print_json, progress_bar
+    from procbench.cli._console import console, err_console, print_json, progress_bar
     from procbench.models import evaluate, resolve_inputs
 
     runs, qsets = resolve_inputs(paths or [], store=store)
@@ -48,8 +56,11 @@ def command(
             splits=split or ["test"],
             bootstrap=bootstrap,
             seed=seed,
+            allow_changed_sets=allow_changed_sets,
             progress=progress,
         )
+    for warning in report.warnings:
+        err_console.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     data = report.to_dict()
     if json:
         print_json(data)

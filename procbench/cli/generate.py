@@ -91,6 +91,15 @@ def command(
     references: Annotated[
         Path | None, typer.Option(help="sequencing: JSONL of alternative orders {procedure_id, orders}.")
     ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite", help="Replace a set of the same setting made with other options (refused otherwise)."
+        ),
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Fail (writing nothing) when a split with a non-zero ratio is empty.")
+    ] = False,
     store: StoreOption = DEFAULT_STORE,
     seed: SeedOption = 0,
     json: JsonOption = False,
@@ -105,9 +114,11 @@ def command(
     (negatives the context-free probes cannot tell from the answer); --sweep writes recipeqa, default,
     debias-auto and adversarial. Corpora without step headlines: --items text.
 
-    Output: STORE/questions/TASK/SETTING/ with train/val/test parquet, recipeqa.json and card.md.
+    Output: STORE/questions/TASK/SETTING/ with train/val/test parquet, recipeqa.json, card.md and options.json
+    (every option that changes the questions). A set made with other options is not overwritten without
+    --overwrite. An empty split is a warning (an error with --strict).
     """
-    from procbench.cli._console import console, print_json, progress_bar
+    from procbench.cli._console import console, err_console, print_json, progress_bar
     from procbench.errors import BadInput
     from procbench.generate import Setting, generate, parse_knobs
     from procbench.generate.sequencing import read_references
@@ -163,13 +174,20 @@ def command(
             seed=seed,
             split_by=split_by,
             split_ratios=ratios,
+            overwrite=overwrite,
+            strict=strict,
             progress=progress,
             **{k: v for k, v in options.items() if v is not None},
         )
+    for warning in result.warnings:
+        err_console.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     if json:
         print_json(result.to_dict())
         return
     for name, path in result.paths.items():
-        console.print(f"[bold green]{task}/{name}[/]: {result.questions[name]} questions -> {path}", highlight=False)
+        sizes = ", ".join(f"{s} {n}" for s, n in result.split_sizes.get(name, {}).items())
+        console.print(
+            f"[bold green]{task}/{name}[/]: {result.questions[name]} questions ({sizes}) -> {path}", highlight=False
+        )
     for key, value in result.counts.items():
         console.print(f"{key}: {value}", highlight=False, markup=False)

@@ -14,12 +14,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from procbench.errors import BadInput
-from procbench.generate.columns import count, procedure_ids
-from procbench.generate.qset import QuestionSet, iter_settings, read_question_set, write_question_sets
+from procbench.generate.columns import as_table, count, procedure_ids
+from procbench.generate.qset import (
+    QuestionSet,
+    check_overwrite,
+    iter_settings,
+    read_question_set,
+    write_question_sets,
+)
 from procbench.generate.questions import PLACEHOLDER, Question, balance_answer_positions
 from procbench.generate.settings import Setting, parse_knobs
-from procbench.generate.splits import split_by_category, split_by_procedure
+from procbench.generate.splits import SPLITS, split_by_category, split_by_procedure
 from procbench.progress import SILENT, Progress
 from procbench.store import Store
 from procbench.store.views import kept_procedures
@@ -57,6 +66,10 @@ class GenerateResult:
     paths: dict[str, Path]
     questions: dict[str, int]
     counts: dict[str, Any] = field(default_factory=dict)
+    #: Questions per split of each setting.
+    split_sizes: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Things the user must know about (an empty split); ``strict`` turns them into errors.
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
@@ -64,7 +77,9 @@ class GenerateResult:
             "task": self.task,
             "paths": {k: str(v) for k, v in self.paths.items()},
             "questions": self.questions,
+            "split_sizes": self.split_sizes,
             "counts": self.counts,
+            "warnings": self.warnings,
         }
 
 
@@ -101,13 +116,22 @@ def generate(
     seed: int = 0,
     split_by: str = "procedure",
     split_ratios: tuple[float, float, float] = (0.8, 0.1, 0.1),
+    overwrite: bool = False,
+    strict: bool = False,
     progress: Progress = SILENT,
     **options: Any,
 ) -> GenerateResult:
     """Generate one setting of ``task`` (or every setting with ``sweep``) and write it to the store.
 
     ``options`` are the task's own (e.g. ``pairs_per_procedure`` for pair order); an option the task does
-    not take is a :class:`BadInput`.
+    not take is a :class:`BadInput`. A setting's folder records the options that made it
+    (``options.json``); writing over a set made with other options is refused unless ``overwrite``.
+    A split left empty although its ratio is not 0 is a warning in the result, an error with ``strict``
+    (nothing is written then).
+
+    Raises:
+        BadInput: an option the task does not take, a set made with other options in the way, or (with
+            ``strict``) an empty split.
     """
     module = task_module(task)
     accepted = set(inspect.signature(module.build).parameters)
@@ -115,6 +139,14 @@ def generate(
         if name not in accepted:
             raise BadInput(f"--{name.replace('_', '-')} does not apply to task {task}")
     settings = list(module.SWEEP) if sweep else [setting or Setting("default")]
+    args = {
+        "settings": [s.name for s in settings],
+        "split_by": split_by,
+        "split_ratios": list(split_ratios),
+        **{k: (str(v) if isinstance(v, Path) else v) for k, v in options.items() if not isinstance(v, dict)},
+    }
+    if not overwrite:
+        check_overwrite(store, task, [s.name for s in settings], seed=seed, args=args)
     splits: dict[str, str] | None = options.get("splits")
     if splits is None and "splits" in accepted:  # tasks that draw choices from other procedures get the split
         kept = set(kept_procedures(store, ["id"])["id"].to_pylist())
@@ -124,11 +156,36 @@ def generate(
     used = set().union(*(procedure_ids(questions) for questions in sets.values()))
     if splits is None:
         splits = assign_splits(store, used, split_by=split_by, ratios=split_ratios, seed=seed)
-    args = {
-        "settings": [s.name for s in settings],
-        "split_by": split_by,
-        "split_ratios": list(split_ratios),
-        **{k: (str(v) if isinstance(v, Path) else v) for k, v in options.items() if not isinstance(v, dict)},
-    }
+    sizes = {name: _split_sizes(questions, splits) for name, questions in sets.items()}
+    warnings = _empty_split_warnings(task, sizes, split_by=split_by, ratios=split_ratios)
+    if strict and warnings:
+        raise BadInput(f"{warnings[0]} (--strict: nothing written)")
     paths = write_question_sets(store, task, sets, splits=splits, seed=seed, args=args, counts=counts)
-    return GenerateResult(task, paths, {name: count(qs) for name, qs in sets.items()}, counts)
+    return GenerateResult(
+        task, paths, {name: count(qs) for name, qs in sets.items()}, counts, split_sizes=sizes, warnings=warnings
+    )
+
+
+def _split_sizes(questions: Any, splits: dict[str, str]) -> dict[str, int]:
+    """Questions per split (every split named, 0 included)."""
+    proc = as_table(questions)["procedure_id"].combine_chunks()
+    if pa.types.is_dictionary(proc.type):
+        proc = proc.dictionary_decode()
+    counts = pc.value_counts(proc)
+    out = dict.fromkeys(SPLITS, 0)
+    for pid, n in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True):
+        out[splits[pid]] += int(n)
+    return out
+
+
+def _empty_split_warnings(
+    task: str, sizes: dict[str, dict[str, int]], *, split_by: str, ratios: tuple[float, float, float]
+) -> list[str]:
+    warnings = []
+    for name, per_split in sizes.items():
+        empty = [s for s, ratio in zip(SPLITS, ratios, strict=True) if ratio > 0 and per_split.get(s, 0) == 0]
+        if empty and sum(per_split.values()):
+            shown = ", ".join(f"{s}: {per_split.get(s, 0)}" for s in SPLITS)
+            hint = " (too few categories at that level?)" if split_by.startswith("category") else ""
+            warnings.append(f"{task}/{name}: empty {' and '.join(empty)} split ({shown}; split by {split_by}){hint}")
+    return warnings

@@ -6,6 +6,8 @@ transaction, so readers never see half a sweep.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -26,6 +28,7 @@ from procbench.card import (
     provenance_facts,
     summarise_set,
 )
+from procbench.errors import BadInput
 from procbench.formats.recipeqa import RecipeQAWriter
 from procbench.generate.columns import COLUMNS, Questions, as_table, count, decoded, procedure_ids
 from procbench.generate.questions import paused_gc
@@ -33,7 +36,21 @@ from procbench.generate.splits import SPLITS
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps
 
-__all__ = ["QuestionSet", "iter_settings", "question_set_dir", "read_question_set", "write_question_sets"]
+__all__ = [
+    "OPTIONS_FILE",
+    "QuestionSet",
+    "check_overwrite",
+    "iter_settings",
+    "options_fingerprint",
+    "question_set_dir",
+    "read_question_set",
+    "write_question_sets",
+]
+
+#: File in a set's folder recording every option that changes its questions, and their fingerprint.
+OPTIONS_FILE = "options.json"
+#: Generation arguments that do not change a setting's questions (a sweep lists its settings).
+_NOT_QUESTION_OPTIONS = ("settings",)
 
 
 def question_set_dir(store: Store, task: str, setting: str) -> Path:
@@ -61,6 +78,55 @@ class QuestionSet:
     def table(self) -> pa.Table:
         """All splits, train then val then test."""
         return pa.concat_tables([self.split(s) for s in SPLITS if (self.path / f"{s}.parquet").is_file()])
+
+
+def set_options(task: str, setting: str, *, seed: int, args: dict[str, Any]) -> dict[str, Any]:
+    """The options that decide the questions of ``task``/``setting``: the seed, the split and the task's own."""
+    kept = {k: v for k, v in args.items() if k not in _NOT_QUESTION_OPTIONS}
+    return json.loads(
+        json.dumps({"task": task, "setting": setting, "seed": seed, **kept}, sort_keys=True, default=str)
+    )
+
+
+def options_fingerprint(options: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of ``options`` (see :func:`set_options`)."""
+    return hashlib.sha256(json.dumps(options, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def recorded_options(path: Path) -> dict[str, Any] | None:
+    """What ``options.json`` of the set at ``path`` records (None: no record, e.g. a set from an older procbench)."""
+    try:
+        data = json.loads((path / OPTIONS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("options"), dict) else None
+
+
+def check_overwrite(store: Store, task: str, settings: Iterable[str], *, seed: int, args: dict[str, Any]) -> None:
+    """Refuse to write a setting over a set that was made with other options (or whose options are unknown).
+
+    Raises:
+        BadInput: one line naming the folder and the options that differ.
+    """
+    for setting in settings:
+        path = question_set_dir(store, task, setting)
+        if not path.is_dir():
+            continue
+        wanted = set_options(task, setting, seed=seed, args=args)
+        record = recorded_options(path)
+        if record is not None and record.get("fingerprint") == options_fingerprint(wanted):
+            continue
+        if record is None:
+            why = "options not recorded (made by an older procbench)"
+        else:
+            old = record["options"]
+            changed = [k for k in sorted(set(old) | set(wanted)) if old.get(k) != wanted.get(k)]
+            why = "made with other options: " + ", ".join(
+                f"{k} {json.dumps(old.get(k))} -> {json.dumps(wanted.get(k))}" for k in changed
+            )
+        raise BadInput(
+            f"questions/{task}/{setting} exists, {why}; pass --overwrite to replace it, or generate into another store"
+        )
 
 
 def read_question_set(path: str | Path) -> QuestionSet:
@@ -141,7 +207,8 @@ def write_question_sets(
     args: dict[str, Any],
     counts: dict[str, Any] | None = None,
 ) -> dict[str, Path]:
-    """Write each ``{setting: questions}`` of ``task`` (parquet per split, recipeqa.json, card.md) atomically.
+    """Write each ``{setting: questions}`` of ``task`` (parquet per split, recipeqa.json, card.md and
+    ``options.json``, the fingerprint of the options that made it) atomically.
 
     ``questions`` are :class:`Question` objects or a question table (:mod:`procbench.generate.columns`).
     ``splits`` maps every procedure id used to its split. Returns the folder of each setting.
@@ -179,6 +246,9 @@ def write_question_sets(
                 ),
                 encoding="utf-8",
             )
+            chosen = set_options(task, setting, seed=seed, args=args)
+            record = {"fingerprint": options_fingerprint(chosen), "options": chosen}
+            txn.stage(f"{base}/{OPTIONS_FILE}").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
             written[setting] = question_set_dir(store, task, setting)
         for job in jobs:
             job.result()

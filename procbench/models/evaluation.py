@@ -67,10 +67,15 @@ class EvalReport:
     results: list[EvalResult]
     summary: dict[str, Any]
     skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"results": [...], "summary": {...}}``."""
-        return {"results": [r.to_dict() for r in self.results], "summary": {**self.summary, "skipped": self.skipped}}
+        """``{"results": [...], "summary": {...}, "warnings": [...]}``."""
+        return {
+            "results": [r.to_dict() for r in self.results],
+            "summary": {**self.summary, "skipped": self.skipped},
+            "warnings": self.warnings,
+        }
 
 
 @dataclass
@@ -121,12 +126,20 @@ def evaluate(
     splits: Sequence[str] = ("test",),
     bootstrap: int = 1000,
     seed: int = 0,
+    allow_changed_sets: bool = False,
     progress: Progress = SILENT,
 ) -> EvalReport:
     """Score ``runs`` and reference ``models`` on ``qsets`` (see the module docstring) for each of ``splits``.
 
     Values are means over the split's questions; ``ci`` is a percentile bootstrap 95% interval over
     questions (``bootstrap`` resamples; 0 for none).
+
+    A run scored on the set it was trained on must find that set as it was: when the set's files changed
+    since (regenerated with other options or on another store state) the run's scores would be stale,
+    so this is refused, or with ``allow_changed_sets`` reported in ``warnings``.
+
+    Raises:
+        BadInput: see above, and unknown splits, trained models passed as ``models``, nothing to score.
     """
     splits = list(SPLITS) if "all" in splits else list(dict.fromkeys(splits))
     for split in splits:
@@ -143,6 +156,7 @@ def evaluate(
             raise BadInput(f"no question set at {q.path if isinstance(q, QuestionSet) else q}")
     sets = _dedupe([q if isinstance(q, QuestionSet) else read_question_set(q) for q in qsets])
     skipped: list[str] = []
+    warnings: list[str] = []
     loaded = []
     if runs:
         from procbench.models.training import load_run
@@ -158,6 +172,12 @@ def evaluate(
         if is_question_set(own_path):
             own_sets.append(own)
         targets = [q for q in sets if q.task == run.config["task"]] if sets else [own]
+        if any(q.path.resolve() == own_path.resolve() for q in targets):
+            stale = _stale_set_message(run, own)
+            if stale and not allow_changed_sets:
+                raise BadInput(f"{stale}; retrain it, or pass --allow-changed-sets to score it anyway")
+            if stale:
+                warnings.append(stale)
         if not targets:
             skipped.append(f"{run.path}: no given question set is a {run.config['task']} set")
         jobs.extend(_Job(_run_label(run), q, "run", run) for q in targets)
@@ -210,7 +230,17 @@ def evaluate(
                         run=str(job.run.path) if job.run is not None else None,
                     )
                 )
-    return EvalReport(results, summarise(results), skipped)
+    return EvalReport(results, summarise(results), skipped, warnings)
+
+
+def _stale_set_message(run: Any, own: QuestionSet) -> str | None:
+    """Why ``run``'s scores on its own set would be stale (its files changed since training), or None."""
+    from procbench.models.featurisation import qset_fingerprint
+
+    trained_on = run.config["qset"].get("fingerprint")
+    if not trained_on or qset_fingerprint(own) == trained_on:
+        return None
+    return f"{run.path} was trained on {own.name} as it was before; that set has changed since (regenerated)"
 
 
 def _disambiguate(jobs: list[_Job]) -> None:
