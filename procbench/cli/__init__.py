@@ -71,6 +71,7 @@ def _root(
 _COMMANDS = [
     "scrape",
     "ingest",
+    "fetch-images",
     "clean",
     "extract",
     "embed",
@@ -90,7 +91,7 @@ def _register() -> None:
     import importlib
 
     for name in _COMMANDS:
-        module = importlib.import_module(f"procbench.cli.{name}")
+        module = importlib.import_module(f"procbench.cli.{name.replace('-', '_')}")
         app.command(module.NAME, help=module.command.__doc__)(_one_line_errors(module.command))
 
 
