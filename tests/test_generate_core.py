@@ -189,6 +189,7 @@ def test_empty_split_warns_and_fails_with_strict(sample_store: Path, tmp_path: P
     assert sum(sizes.values()) == report["questions"]["default"] and 0 in sizes.values()
     assert "warning:" in loose.stderr and report["warnings"]
     card = (store.root / "questions" / "sequencing" / "default" / "card.md").read_text()
-    assert "split is empty" in card
+    assert "Empty splits: `default` " in card  # the card (procbench.card) names the empty split
+    store = Store.open(store.root)  # the CLI wrote since `store` read it
     ok = generate(store, "sequencing", split_ratios=(1.0, 0.0, 0.0), overwrite=True)
     assert ok.warnings == [] and ok.split_sizes["default"]["val"] == 0  # an empty split asked for is fine
