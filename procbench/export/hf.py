@@ -10,6 +10,8 @@ feature (JPEG bytes + path), texts are inlined, so the export is usable without 
 from __future__ import annotations
 
 import shutil
+from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,24 +131,30 @@ class ExportResult:
 
 
 class _ImageBytes:
-    """JPEG bytes of stored images, read once each."""
+    """JPEG bytes of stored images: the most recently used ones kept (questions of a procedure share images)."""
 
-    def __init__(self, inliner: Inliner) -> None:
+    def __init__(self, inliner: Inliner, keep: int = 4096) -> None:
         self.inliner = inliner
-        self.cache: dict[str, bytes | None] = {}
-        self.missing = 0
+        self.cache: OrderedDict[str, bytes | None] = OrderedDict()
+        self.keep = keep
+        self.seen: set[str] = set()
+        self.missing_ids: set[str] = set()
 
     def get(self, image_id: str | None) -> dict[str, Any] | None:
         if image_id is None:
             return None
-        if image_id not in self.cache:
-            path = self.inliner.store.image_path(image_id)
+        data = self.cache.get(image_id)
+        if image_id in self.cache:
+            self.cache.move_to_end(image_id)
+        else:
             try:
-                self.cache[image_id] = path.read_bytes()
+                data = self.inliner.store.image_path(image_id).read_bytes()
+                self.seen.add(image_id)
             except FileNotFoundError:
-                self.cache[image_id] = None
-                self.missing += 1
-        data = self.cache[image_id]
+                self.missing_ids.add(image_id)
+            self.cache[image_id] = data
+            if len(self.cache) > self.keep:
+                self.cache.popitem(last=False)
         return None if data is None else {"bytes": data, "path": f"{image_id[:2]}/{image_id}.jpg"}
 
 
@@ -189,7 +197,7 @@ def export_sets(
     schema = features().arrow_schema
     tasks = {q.task for q in resolved.sets}
     used: set[str] = set()
-    tables = {q.name: q.table() for q in resolved.sets}
+    tables = {q.name: _summary_columns(q) for q in resolved.sets}
     for table in tables.values():
         used |= procedure_ids(table)
     inliner = Inliner(resolved.store, used)
@@ -208,23 +216,20 @@ def export_sets(
         summary.data_files = {}
         result.configs[config] = {}
         for split, hub in HUB_SPLITS.items():
-            records = [_embed_images(r, images) for r in inliner.records(qset, split)]
-            if not records:
+            if not summary.splits.get(split):
                 continue
             path = out / "data" / config / f"{hub}-00000-of-00001.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
-            table = pa.Table.from_pylist(records, schema=schema)
-            pq.write_table(table, path, row_group_size=ROW_GROUP, compression="zstd")
+            written = _write_split(inliner.records(qset, split), images, path, schema, progress)
             summary.data_files[hub] = f"data/{config}/{hub}-*.parquet"
-            result.configs[config][hub] = len(records)
+            result.configs[config][hub] = written
             result.files.append(path)
-            progress.advance(len(records))
         card_sets.append(summary)
         gen = generation_of(build, qset.task, qset.setting)
         if gen is not None and qset.task not in generation:
             generation[qset.task] = gen
-    result.images = len([v for v in images.cache.values() if v is not None])
-    result.missing_images = images.missing
+    result.images = len(images.seen)
+    result.missing_images = len(images.missing_ids)
     procs = _procedures_table(inliner)
     card = DatasetCard(
         title=_title(resolved.sets),
@@ -236,8 +241,8 @@ def export_sets(
         usage=_usage(card_sets),
         published=max((str(g["time"])[:10] for g in generation.values() if g.get("time")), default=None),
         limitations=(
-            [f"{images.missing} images recorded in the store had no file and are exported as null."]
-            if images.missing
+            [f"{len(images.missing_ids)} images recorded in the store had no file and are exported as null."]
+            if images.missing_ids
             else []
         ),
     )
@@ -246,6 +251,38 @@ def export_sets(
 
     write_croissant(out, card, result)
     return result
+
+
+def _summary_columns(qset: Any) -> pa.Table:
+    """The columns a card summarises (split, procedure, answer, meta) of every split of ``qset``."""
+    columns = ["split", "procedure_id", "answer", "meta"]
+    parts = [
+        pq.read_table(qset.path / f"{s}.parquet", columns=columns)
+        for s in HUB_SPLITS
+        if (qset.path / f"{s}.parquet").is_file()
+    ]
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+
+def _write_split(
+    records: Iterator[dict[str, Any]], images: _ImageBytes, path: Path, schema: pa.Schema, progress: Progress
+) -> int:
+    """Stream records into one parquet file, a row group at a time (memory stays bounded by a row group)."""
+    written = 0
+    with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+        batch: list[dict[str, Any]] = []
+        for record in records:
+            batch.append(_embed_images(record, images))
+            if len(batch) == ROW_GROUP:
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                written += len(batch)
+                progress.advance(len(batch))
+                batch = []
+        if batch:
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+            written += len(batch)
+            progress.advance(len(batch))
+    return written
 
 
 def _procedures_table(inliner: Inliner) -> pa.Table:

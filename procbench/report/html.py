@@ -74,7 +74,7 @@ def histogram_svg(correct: list[float], wrong: list[float], *, title: str, to: s
     dc, _ = np.histogram(c, bins=edges, density=True)
     dw, _ = np.histogram(w, bins=edges, density=True)
     top = float(max(dc.max(), dw.max(), 1e-9))
-    width, height, left, bottom = 360, 190, 34, 28
+    width, height, left, bottom = 360, 200, 34, 40
     plot_w, plot_h = width - left - 8, height - bottom - 26
     bar = plot_w / bins
     out = [f'<svg class="hist" width="{width}" height="{height}" role="img" aria-label="{escape(title)}">']
@@ -90,7 +90,7 @@ def histogram_svg(correct: list[float], wrong: list[float], *, title: str, to: s
     out.append(f'<line x1="{left}" y1="{base}" x2="{left + plot_w}" y2="{base}" stroke="#344054"/>')
     out.append(f'<text x="{left}" y="{base + 14}">{lo:.2f}</text>')
     out.append(f'<text x="{left + plot_w - 30}" y="{base + 14}">{hi:.2f}</text>')
-    out.append(f'<text x="{left + plot_w / 2 - 60:.0f}" y="{base + 14}">distance to the {escape(to)}</text>')
+    out.append(f'<text x="{left}" y="{base + 30}">x: {escape(to)}</text>')
     out.append(f'<rect x="{width - 150}" y="24" width="10" height="10" fill="#f28e2b" fill-opacity="0.6"/>')
     out.append(f'<text x="{width - 136}" y="33">correct ({len(c)})</text>')
     out.append(f'<rect x="{width - 150}" y="40" width="10" height="10" fill="#4e79a7" fill-opacity="0.6"/>')
@@ -124,12 +124,14 @@ def _audit_tables(views: list[SetView]) -> str:
         probes = list(dict.fromkeys(p for v in audited for p in (v.audit or {})["probes"]))
         out.append(f"<h3>{escape(task)}</h3>")
         out.append(
-            "<table><tr><th>probe</th>"
+            '<div class="scroll"><table><tr><th>probe</th>'
             + "".join(f"<th>{escape(v.setting)}<div class=muted>{v.total} questions</div></th>" for v in audited)
             + "</tr>"
         )
         for probe in probes:
             results = [(v.audit or {})["probes"].get(probe) or {} for v in audited]
+            if all(r.get("value") is None for r in results):
+                continue  # the probe applies to none of these sets
             values = [
                 x
                 for r in results
@@ -140,7 +142,7 @@ def _audit_tables(views: list[SetView]) -> str:
             upper = 1.0 if 0.3 < peak <= 1.0 else max(peak * 1.15, 1e-6)
             cells = "".join(f"<td>{interval_svg(r, upper)}</td>" for r in results)
             out.append(f"<tr><th>{escape(probe)}</th>{cells}</tr>")
-        out.append("</table>")
+        out.append("</table></div>")
     if not out:
         return '<p class="muted">No audit yet: run <code>procbench audit TASK</code>.</p>'
     legend = (
