@@ -40,9 +40,11 @@ def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     generate(store, "visual-cloze", sweep=True, seed=0)
     generate(store, "sequencing", seed=0)
     generate(store, "pair-order", seed=0)
-    generate(store, "textual-cloze", seed=0)
+    generate(store, "textual-cloze", sweep=True, seed=0)  # recipeqa, default, debias-auto, adversarial
     sets = [store.root / "questions" / s for s in ("visual-cloze/knobs-000", "visual-cloze/knobs-011")]
-    run_audit(sets, store=store, out=store.root / "questions" / "audit.json", n_boot=50, probes="answer_position")
+    out = store.root / "questions" / "audit.json"
+    # per_question: shortcut_scores.parquet in each set folder, as `procbench audit --per-question` writes it
+    run_audit(sets, store=store, out=out, n_boot=50, probes="answer_position", per_question=True)
     return root / "store"
 
 
@@ -88,6 +90,47 @@ def test_a_sweep_loads_config_by_config_without_the_store(store: Path, tmp_path:
         assert len(images) == 7 and all(im.size[0] > 0 for im in images)  # PIL images, decoded from the bytes
         assert row["context"] and row["context"][0]["text"]
     assert len(schemas) == 1  # one schema across the sweep, although meta differs per setting
+
+
+_LOAD_EVERY_CONFIG = """
+import json, sys
+import yaml
+from datasets import load_dataset
+
+out = sys.argv[1]
+header = yaml.safe_load(open(out + "/README.md", encoding="utf-8").read().split("---\\n")[1])
+loaded = {}
+for config in header["configs"]:
+    ds = load_dataset(out, config["config_name"])
+    loaded[config["config_name"]] = {split: ds[split].num_rows for split in ds}
+    assert json.loads(ds["train"][0]["meta"])["setting"] == ds["train"][0]["setting"]
+print(json.dumps(loaded))
+"""
+
+
+def test_a_textual_sweep_loads_in_a_fresh_offline_process(store: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "hf"
+    result = export_sets(["textual-cloze"], out, store=store)
+    assert sorted(result.configs) == ["adversarial", "debias-auto", "default", "recipeqa"]
+    shutil.rmtree(store)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path / "home"),
+        "HF_HOME": str(tmp_path / "home" / "hf"),
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_HUB_OFFLINE": "1",
+    }  # no PYTHONPATH: procbench is not needed to read an export
+    run = subprocess.run(  # noqa: S603
+        [sys.executable, "-c", _LOAD_EVERY_CONFIG, str(out)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == result.configs
+    card = (out / "README.md").read_text()
+    assert "adversarial filtering: at most 10 rounds" in card and "negatives replaced in" in card
+    assert "budget auto:" in card and "yield " in card
 
 
 def test_order_and_text_tasks_inline_their_items(store: Path, tmp_path: Path) -> None:
@@ -173,21 +216,18 @@ def _page_data(page: Path) -> dict[str, Any]:
     return json.loads(match.group(1).replace("<\\/", "</"))
 
 
-def _write_scores(store: Path) -> dict[str, float]:
-    """Per-question shortcut probabilities as ``procbench audit --per-question`` writes them."""
-    folder = store / "questions" / "visual-cloze" / "knobs-011"
-    qids = [
-        q for s in ("train", "val", "test") for q in _rows(store, "visual-cloze", "knobs-011", s)["qid"].to_pylist()
-    ]
-    scores = {q: (i % 10) / 10 for i, q in enumerate(qids)}
-    pq.write_table(
-        pa.table({"qid": list(scores), "shortcut_probability": list(scores.values())}), folder / "s.parquet"
-    )
-    return scores
+def _scores(store: Path) -> dict[str, float]:
+    """The per-question shortcut scores ``procbench audit --per-question`` wrote for visual-cloze/knobs-011."""
+    table = pq.read_table(store / "questions" / "visual-cloze" / "knobs-011" / "shortcut_scores.parquet")
+    return {
+        q: s
+        for q, s in zip(table["qid"].to_pylist(), table["shortcut_score"].to_pylist(), strict=True)
+        if s is not None
+    }
 
 
 def test_report_pages_are_offline_and_complete(store: Path, tmp_path: Path) -> None:
-    scores = _write_scores(store)
+    scores = _scores(store)
     out = tmp_path / "report"
     result = write_report(["visual-cloze", "sequencing"], out, store=store, runs=[])
     index = (out / "index.html").read_text()
@@ -324,7 +364,7 @@ _STATE = (
 
 @pytest.mark.skipif(_browser() is None, reason="no Chromium installed (apt-get install chromium)")
 def test_report_in_headless_chromium(store: Path, tmp_path: Path) -> None:
-    scores = _write_scores(store)
+    scores = _scores(store)
     out = tmp_path / "report"
     result = write_report(["visual-cloze", "sequencing"], out, store=store, runs=[])
     browser = _Chromium(str(_browser()), tmp_path / "profile")
@@ -346,12 +386,16 @@ def test_report_in_headless_chromium(store: Path, tmp_path: Path) -> None:
         )
         tests = _rows(store, "visual-cloze", "knobs-011", "test").num_rows
         assert browser.evaluate(session, select_test) == tests
+        test_qids = set(_rows(store, "visual-cloze", "knobs-011", "test")["qid"].to_pylist())
+        test_scores = sorted(s for q, s in scores.items() if q in test_qids)
+        threshold = round(round(test_scores[len(test_scores) // 2] / 0.05) * 0.05, 2)  # on the slider's steps
+        expected = sum(1 for s in test_scores if s >= threshold)
+        assert 0 < expected < tests  # the filter keeps some test questions and drops others
         slide = (
-            "(() => { const s = document.getElementById('score'); s.value = '0.5';"
+            f"(() => {{ const s = document.getElementById('score'); s.value = '{threshold}';"
             " s.dispatchEvent(new Event('input')); return Number(document.body.dataset.matching); })()"
         )
-        test_qids = set(_rows(store, "visual-cloze", "knobs-011", "test")["qid"].to_pylist())
-        assert browser.evaluate(session, slide) == sum(1 for q, s in scores.items() if q in test_qids and s >= 0.5)
+        assert browser.evaluate(session, slide) == expected
         ordering = browser.open(result.pages["sequencing/default"].as_uri())
         state = json.loads(browser.evaluate(ordering, _STATE))
         assert state["rendered"] > 0 and state["broken"] == 0

@@ -10,6 +10,7 @@ generation parameters and seed), the audit table, licenses, limitations and cita
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ __all__ = [
     "DatasetCard",
     "dataset_card",
     "hub_license",
+    "meta_totals",
     "procedure_facts",
     "provenance_facts",
     "set_parameters",
@@ -118,6 +120,11 @@ class CardSet:
     #: Hub split name -> file pattern, when the card declares configs.
     data_files: dict[str, str] | None = None
     config_name: str | None = None
+    #: This setting's entry in the counts of the ``generate`` run that wrote it (yield, budget use, adversarial
+    #: filtering account, skipped questions).
+    generation: dict[str, Any] = field(default_factory=dict)
+    #: Per-question ``meta`` summed over the set (:func:`meta_totals`).
+    totals: dict[str, int] = field(default_factory=dict)
 
     @property
     def questions(self) -> int:
@@ -134,7 +141,8 @@ class DatasetCard:
     fields: list[tuple[str, str, str]]
     #: Counters over the procedures the sets use: ``sources``, ``licenses`` (as recorded), ``languages``.
     procedures: dict[str, Counter[str]]
-    #: Per task: ``{"seed", "args", "counts"}`` of the ``generate`` run that wrote it.
+    #: Per task: ``{"seed", "args", "counts"}`` of the ``generate`` run that wrote it (further runs that wrote
+    #: other settings of the task under their own keys, ``TASK (run of TIME)``).
     generation: dict[str, dict[str, Any]]
     #: Facts from the store's provenance log (:func:`provenance_facts`).
     build: dict[str, Any]
@@ -167,6 +175,27 @@ def set_parameters(meta: pa.ChunkedArray | pa.Array) -> dict[str, Any]:
     return out
 
 
+#: Per-question ``meta`` counts a card sums over a set: ``replacements`` (adversarial filtering's negatives
+#: replaced in the question).
+_SUMMED = ("replacements",)
+
+
+def meta_totals(meta: pa.ChunkedArray | pa.Array) -> dict[str, int]:
+    """For each per-question count of :data:`_SUMMED` in ``meta``: its total and ``NAME_questions`` (questions
+    where it is above 0)."""
+    if not pa.types.is_struct(meta.type) or len(meta) == 0:
+        return {}
+    chunked = meta if isinstance(meta, pa.ChunkedArray) else pa.chunked_array([meta])
+    out: dict[str, int] = {}
+    for name in _SUMMED:
+        if meta.type.get_field_index(name) < 0 or not pa.types.is_integer(meta.type.field(name).type):
+            continue
+        values = pc.struct_field(chunked, name)
+        out[name] = int(pc.sum(values).as_py() or 0)
+        out[f"{name}_questions"] = int(pc.sum(pc.greater(values, 0)).as_py() or 0)
+    return out
+
+
 def summarise_set(task: str, setting: str, table: pa.Table) -> CardSet:
     """A :class:`CardSet` from a question table (``split``, ``procedure_id``, ``answer``, ``meta`` columns)."""
     splits = _value_counts(table["split"]) if table.num_rows else Counter()
@@ -178,6 +207,7 @@ def summarise_set(task: str, setting: str, table: pa.Table) -> CardSet:
         procedures=len(pc.unique(table["procedure_id"])) if table.num_rows else 0,
         answer_positions={int(k): int(v) for k, v in sorted(positions.items())},
         parameters=set_parameters(table["meta"]) if "meta" in table.column_names else {},
+        totals=meta_totals(table["meta"]) if "meta" in table.column_names else {},
     )
 
 
@@ -242,7 +272,9 @@ def _header(card: DatasetCard) -> dict[str, Any]:
     }
     if "other" in licenses:
         unnamed = sorted(t for t in card.procedures["licenses"] if spdx_license(t) is None)
-        header["license_name"] = "; ".join(unnamed)[:200]
+        # The Hub wants an id here (like `my-license-1.0`); the licenses as recorded go to license_details.
+        header["license_name"] = re.sub(r"[^a-z0-9.]+", "-", " ".join(unnamed).lower()).strip("-")[:100] or "unknown"
+        header["license_details"] = "; ".join(unnamed)[:500]
     header["language"] = sorted(card.procedures["languages"]) or ["en"]
     header["task_categories"] = list(dict.fromkeys(TASKS[t].category for t in tasks if t in TASKS))
     if any(TASKS[t].multiple_choice for t in tasks if t in TASKS):
@@ -252,13 +284,16 @@ def _header(card: DatasetCard) -> dict[str, Any]:
     header["tags"] = ["procbench", "procedural-comprehension", *tasks]
     configs = [s for s in card.sets if s.data_files]
     if configs:
+        names = [s.config_name or s.setting for s in configs]
+        # `datasets` takes a config named "default" as the default one: then no other may say so
+        first = names.index("default") if "default" in names else 0
         header["configs"] = [
             {
-                "config_name": s.config_name or s.setting,
+                "config_name": name,
                 "data_files": [{"split": split, "path": path} for split, path in (s.data_files or {}).items()],
-                **({"default": True} if i == 0 else {}),
+                **({"default": True} if i == first else {}),
             }
-            for i, s in enumerate(configs)
+            for i, (name, s) in enumerate(zip(names, configs, strict=True))
         ]
     return header
 
@@ -349,6 +384,14 @@ def _build_section(card: DatasetCard) -> list[str]:
         skipped = {k: v for k, v in (gen.get("counts") or {}).items() if k.startswith("skipped") and v}
         if skipped:
             lines.append(f"  skipped: {_fmt(skipped)}")
+        clustering = (gen.get("counts") or {}).get("clustering")
+        if isinstance(clustering, dict) and clustering:
+            lines.append(f"  KMeans clustering for debiasing: {_fmt(clustering)}")
+    per_setting = [(s, facts) for s in card.sets if (facts := _setting_facts(s))]
+    if per_setting:
+        lines += ["", "Per configuration:", ""]
+        for s, facts in per_setting:
+            lines.append(f"- `{s.config_name or s.setting}`: " + "; ".join(facts) + ".")
     lines += [
         "",
         "Each question's `meta` records the sampling decisions that made it (knobs, bands, distances, clusters, "
@@ -356,6 +399,54 @@ def _build_section(card: DatasetCard) -> list[str]:
         "",
     ]
     return lines
+
+
+def _setting_facts(s: CardSet) -> list[str]:
+    """What the generation log and the questions' ``meta`` say about one setting: questions kept of those
+    drafted (yield), the debiasing budget (and how ``--budget auto`` chose it), the adversarial filtering
+    (rounds, ceiling, replacements, the probes' last accuracy) and the questions skipped, by reason."""
+    gen = s.generation
+    facts: list[str] = []
+    adversarial = gen.get("adversarial")
+    if isinstance(adversarial, dict) and adversarial:
+        text = f"adversarial filtering: at most {adversarial.get('rounds')} rounds"
+        if adversarial.get("rounds_run") is not None:
+            text += f", {adversarial['rounds_run']} run (stopped: {adversarial.get('stopped', '?')})"
+        facts.append(text)
+    ceiling = (adversarial or {}).get("ceiling") if isinstance(adversarial, dict) else None
+    if ceiling is None:
+        ceiling = s.parameters.get("ceiling")
+    if ceiling is not None:
+        facts.append(f"similarity ceiling {_fmt(ceiling)} (no negative that close to the answer or a question item)")
+    if "replacements" in s.totals:
+        facts.append(
+            f"{s.totals['replacements']} negatives replaced in {s.totals['replacements_questions']} of "
+            f"{s.questions} questions"
+        )
+    if isinstance(adversarial, dict) and isinstance(adversarial.get("final_accuracy"), dict):
+        accuracy = ", ".join(f"{k} {_fmt(v)}" for k, v in adversarial["final_accuracy"].items())
+        bound = adversarial.get("chance_bound")
+        facts.append(f"last round's probe accuracy {accuracy}" + (f" (stop bound {_fmt(bound)})" if bound else ""))
+    auto = gen.get("auto_budget")
+    if isinstance(auto, dict) and auto:
+        tried = ", ".join(f"{t.get('budget')} → {float(t.get('yield') or 0):.1%}" for t in auto.get("tried") or [])
+        facts.append(
+            f"budget auto: {auto.get('chosen')} per cluster (even share {auto.get('even_share')}; "
+            f"budget → yield tried: {tried})"
+        )
+    budget = gen.get("budget")
+    if isinstance(budget, dict) and budget:
+        facts.append(
+            f"budget {budget.get('per_cluster')} per cluster over {budget.get('clusters')} clusters: "
+            f"{budget.get('spent')} spent, {budget.get('exhausted')} clusters exhausted"
+        )
+    if gen.get("yield") is not None:
+        facts.append(f"yield {float(gen['yield']):.1%} (questions kept of those drafted)")
+    for key in ("skipped_questions", "skipped_procedures"):
+        skipped = {k: v for k, v in (gen.get(key) or {}).items() if v}
+        if skipped:
+            facts.append(key.replace("_", " ") + ": " + ", ".join(f"{k} {v}" for k, v in skipped.items()))
+    return facts
 
 
 _CLEAN_KEYS = (
@@ -387,21 +478,39 @@ def _audit_section(card: DatasetCard) -> list[str]:
     lines = ["## Audit", ""]
     if not audited:
         return [*lines, "Not audited yet: `procbench audit` measures shortcut biases with 95% intervals.", ""]
-    probes = list(dict.fromkeys(p for s in audited for p in s.audit["probes"]))  # type: ignore[index]
     lines += [
-        "Bias probes of `procbench audit` (value [95% interval], chance); **bold**: the interval lies above chance, "
-        "so the probe answers better than chance without reading the context.",
+        "Probes of `procbench audit`, the settings of each task side by side: value [95% interval] (chance). "
+        "**Bold**: a shortcut probe whose interval lies above (↑) or below (↓) chance, so the choices alone give "
+        "the answer away (or give it away inverted). *Reference* probes read the context: above chance is what "
+        "they should be; the gap between them and the shortcut probes is what the audit shows. n/a: the probe "
+        "does not apply to the set.",
         "",
-        "| probe | " + " | ".join(f"`{s.config_name or s.setting}`" for s in audited) + " |",
-        "|---|" + "---|" * len(audited),
     ]
-    for probe in probes:
-        cells = []
-        for s in audited:
-            result = (s.audit or {})["probes"].get(probe)
-            cells.append(_audit_cell(result))
-        lines.append(f"| {probe} | " + " | ".join(cells) + " |")
-    lines.append("")
+    for task in dict.fromkeys(s.task for s in audited):
+        sets = [s for s in audited if s.task == task]
+        probes = list(dict.fromkeys(p for s in sets for p in (s.audit or {})["probes"]))
+        lines += [
+            f"### {task}",
+            "",
+            "| probe | " + " | ".join(f"`{s.config_name or s.setting}`" for s in sets) + " |",
+            "|---|" + "---|" * len(sets),
+        ]
+        absent = []
+        for probe in probes:
+            results = [(s.audit or {})["probes"].get(probe) for s in sets]
+            if all(not r or r.get("value") is None for r in results):
+                reasons = sorted({str(r["reason"]) for r in results if r and r.get("reason")})
+                absent.append(f"{probe}" + (f" ({'; '.join(reasons)})" if reasons else ""))
+                continue
+            reference = any(r and r.get("reference") for r in results)
+            name = f"{probe} (*reference*)" if reference else probe
+            lines.append(f"| {name} | " + " | ".join(_audit_cell(r) for r in results) + " |")
+        lines.append("")
+        if absent:
+            lines += [f"Not applicable to any {task} set: " + "; ".join(absent) + ".", ""]
+    missing = [f"`{s.config_name or s.setting}`" for s in card.sets if not (s.audit and s.audit.get("probes"))]
+    if missing:
+        lines += ["Not audited: " + ", ".join(missing) + ".", ""]
     return lines
 
 
@@ -409,12 +518,15 @@ def _audit_cell(result: dict[str, Any] | None) -> str:
     if not result or result.get("value") is None:
         return "n/a"
     text = f"{result['value']:.3f}"
-    if result.get("ci"):
+    if result.get("ci") and None not in result["ci"]:
         lo, hi = result["ci"]
         text += f" [{lo:.3f}, {hi:.3f}]"
     if result.get("chance") is not None:
         text += f" ({result['chance']:.3f})"
-    return f"**{text}**" if result.get("verdict") == "above" else text
+    flagged = result.get("flagged", result.get("verdict") in ("above", "below") and not result.get("reference"))
+    if flagged:
+        return f"**{text}** {'↑' if result.get('verdict') == 'above' else '↓'}"
+    return text
 
 
 def _licenses_section(card: DatasetCard) -> list[str]:

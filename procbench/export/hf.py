@@ -226,8 +226,12 @@ def export_sets(
             result.files.append(path)
         card_sets.append(summary)
         gen = generation_of(build, qset.task, qset.setting)
-        if gen is not None and qset.task not in generation:
-            generation[qset.task] = gen
+        if gen is not None:
+            entry = (gen.get("counts") or {}).get(qset.setting)
+            summary.generation = entry if isinstance(entry, dict) else {}
+            runs = [g for k, g in generation.items() if k.split(" ")[0] == qset.task]
+            if not any(g.get("time") == gen.get("time") for g in runs):  # each run that wrote a set, once
+                generation[f"{qset.task} (run of {gen.get('time')})" if runs else qset.task] = gen
     result.images = len(images.seen)
     result.missing_images = len(images.missing_ids)
     procs = _procedures_table(inliner)

@@ -82,28 +82,22 @@ def find_audit(qset: QuestionSet) -> dict[str, Any] | None:
 
 
 def shortcut_scores(qset: QuestionSet) -> dict[str, float] | None:
-    """Per-question shortcut probabilities that ``procbench audit --per-question`` wrote in the set folder:
-    any parquet file there besides the splits with a ``qid`` column and one float column (a name with
-    ``shortcut``, ``prob`` or ``score`` preferred). ``{qid: probability}``, or None when there is none."""
+    """Per-question shortcut scores that ``procbench audit --per-question`` wrote in the set folder
+    (``shortcut_scores.parquet``, its ``shortcut_score`` column: the cross-fitted probability that the
+    context-free probes pick the answer). ``{qid: score}`` for the questions it scored, or None when the set
+    has no such file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    for path in sorted(qset.path.glob("*.parquet")):
-        if path.stem in ("train", "val", "test"):
-            continue
-        try:
-            schema = pq.read_schema(path)
-        except (OSError, pa.ArrowInvalid):
-            continue
-        floats = [f.name for f in schema if pa.types.is_floating(f.type)]
-        if "qid" not in schema.names or not floats:
-            continue
-        named = [n for n in floats if any(w in n.lower() for w in ("shortcut", "prob", "score"))]
-        column = (named or floats)[0]
-        table = pq.read_table(path, columns=["qid", column])
-        return {
-            q: float(v)
-            for q, v in zip(table["qid"].to_pylist(), table[column].to_pylist(), strict=True)
-            if q is not None and v is not None
-        }
-    return None
+    from procbench.audit.scores import SCORES_FILE
+
+    path = qset.path / SCORES_FILE
+    try:
+        table = pq.read_table(path, columns=["qid", "shortcut_score"])
+    except (OSError, pa.ArrowInvalid, KeyError):
+        return None
+    return {
+        q: float(v)
+        for q, v in zip(table["qid"].to_pylist(), table["shortcut_score"].to_pylist(), strict=True)
+        if q is not None and v is not None
+    }

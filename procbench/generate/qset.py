@@ -182,6 +182,8 @@ def _card(
     summary = summarise_set(task, setting, table)
     summary.config_name = setting
     summary.data_files = {HUB_SPLITS[s]: f"{s}.parquet" for s in SPLITS if summary.splits.get(s)}
+    entry = counts.get(setting)
+    summary.generation = entry if isinstance(entry, dict) else {}
     used = pa.array(sorted(procedure_ids(table)), pa.string())
     procs = procedures.filter(pc.is_in(procedures["id"], value_set=used))
     card = DatasetCard(

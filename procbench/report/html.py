@@ -51,7 +51,13 @@ def interval_svg(result: dict[str, Any], upper: float, *, width: int = 150) -> s
         return 4 + (width - 8) * min(max(v / upper, 0.0), 1.0) if upper > 0 else 4
 
     verdict = result.get("verdict") or ""
-    colour = {"above": "#c0362c", "below": "#b54708"}.get(verdict, "#344054")
+    flagged = result.get("flagged", verdict in ("above", "below") and not result.get("reference"))
+    if result.get("reference"):
+        verdict, colour = "reference", "#1f6f8b"
+    elif flagged:
+        colour = {"above": "#c0362c", "below": "#b54708"}.get(verdict, "#344054")
+    else:
+        verdict, colour = "", "#344054"
     parts = [
         f'<svg width="{width}" height="22" role="img" aria-label="value {value:.3f}">',
         f'<line x1="4" y1="11" x2="{width - 4}" y2="11" stroke="#eaecf0" stroke-width="2"/>',
@@ -128,10 +134,13 @@ def _audit_tables(views: list[SetView]) -> str:
             + "".join(f"<th>{escape(v.setting)}<div class=muted>{v.total} questions</div></th>" for v in audited)
             + "</tr>"
         )
+        absent: list[str] = []
         for probe in probes:
             results = [(v.audit or {})["probes"].get(probe) or {} for v in audited]
-            if all(r.get("value") is None for r in results):
-                continue  # the probe applies to none of these sets
+            if all(r.get("value") is None for r in results):  # one line below the table, not a row of n/a
+                reasons = sorted({str(r["reason"]) for r in results if r.get("reason")})
+                absent.append(f"<b>{escape(probe)}</b>" + (f" ({escape('; '.join(reasons))})" if reasons else ""))
+                continue
             values = [
                 x
                 for r in results
@@ -141,13 +150,19 @@ def _audit_tables(views: list[SetView]) -> str:
             peak = max(values, default=1.0)
             upper = 1.0 if 0.3 < peak <= 1.0 else max(peak * 1.15, 1e-6)
             cells = "".join(f"<td>{interval_svg(r, upper)}</td>" for r in results)
-            out.append(f"<tr><th>{escape(probe)}</th>{cells}</tr>")
+            label = escape(probe)
+            if any(r.get("reference") for r in results):
+                label += '<div class="muted">reference: reads the context</div>'
+            out.append(f"<tr><th>{label}</th>{cells}</tr>")
         out.append("</table></div>")
+        if absent:
+            out.append(f'<p class="muted">Not applicable to any {escape(task)} set: {"; ".join(absent)}.</p>')
     if not out:
         return '<p class="muted">No audit yet: run <code>procbench audit TASK</code>.</p>'
     legend = (
         '<p class="muted">Dot: value; bar: bootstrap 95% interval over procedures; tick: chance. Red: the interval '
-        "lies above chance (a shortcut answers better than chance without the context).</p>"
+        "lies above chance (a shortcut answers better than chance without the context); amber: below chance (the "
+        "shortcut inverted); blue: a reference probe that reads the context (above chance is expected).</p>"
     )
     return legend + "\n".join(out)
 
