@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow.compute as pc
 import pytest
@@ -247,3 +248,152 @@ def test_steps_with_a_title_or_an_image_and_no_text_are_kept(tmp_path: Path) -> 
     ]
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"title": "T", "steps": [{"text": 3}]}])
     assert "'text' must be a string" in ingest_file(store, bad).problems[0].message
+
+
+def test_records_that_cannot_be_stored_are_bad_lines(tmp_path: Path) -> None:
+    """Deep nesting, a 5,000-digit id, a time that overflows in UTC and a lone surrogate skip their line only."""
+    good = json.dumps(make_record("good"))
+    lines = [
+        good,
+        '{"title": "deep", "steps": [{"text": "x"}], "extra": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        '{"title": "big id", "id": ' + "9" * 5000 + ', "steps": [{"text": "x"}]}',
+        json.dumps(make_record("old", fetched_at="0001-01-01T00:00:00+05:00")),
+        json.dumps(make_record("late", fetched_at="9999-12-31T23:59:59-05:00")),
+        '{"title": "surrogate \\ud800", "steps": [{"text": "x"}]}',
+        '{"title": "raw surrogate", "steps": [{"text": "x", "images": ["a\\udfff.jpg"]}]}',
+        json.dumps(make_record("long-id", id="x" * 600)),
+        json.dumps(make_record("bool-id", id=True)),
+        json.dumps(make_record("korean-\ud55c", title="\ud55c\uad6d \uc74c\uc2dd"), ensure_ascii=False),
+    ]
+    store = Store.open(tmp_path / "s", create=True)
+    report = ingest_file(store, write_jsonl(tmp_path / "in.jsonl", lines))
+    by_line = {p.where: p.message for p in report.problems}
+    assert set(by_line) == {f"line {n}" for n in range(2, 10)}
+    assert "nested too deeply" in by_line["line 2"]
+    assert "unreadable JSON value" in by_line["line 3"]
+    assert "out of range" in by_line["line 4"] and "out of range" in by_line["line 5"]
+    assert "title holds a lone UTF-16 surrogate" in by_line["line 6"]
+    assert "step 1 holds a lone UTF-16 surrogate" in by_line["line 7"]
+    assert "longer than 500" in by_line["line 8"] and "'id' must be a string" in by_line["line 9"]
+    assert sorted(store.table("procedures")["id"].to_pylist()) == ["test:good", "test:korean-\ud55c"]
+
+
+def test_image_paths_read_only_regular_files_under_the_cap(tmp_path: Path) -> None:
+    """/dev/zero, a FIFO, a directory and a file over 20 MiB are image failures, quickly; the rest imports."""
+    import os
+    import time
+
+    (tmp_path / "ok.png").write_bytes(_png((0, 255, 0)))
+    os.mkfifo(tmp_path / "fifo.png")
+    (tmp_path / "dir.png").mkdir()
+    with open(tmp_path / "huge.png", "wb") as fh:  # sparse: no disk used
+        fh.truncate(21 * 2**20)
+    (tmp_path / "zero.png").symlink_to("/dev/zero")
+    record = make_record("pics", 2)
+    record["steps"][0]["images"] = ["ok.png", "/dev/zero", "fifo.png", "dir.png"]
+    record["steps"][1]["images"] = ["huge.png", "zero.png"]
+    start = time.monotonic()
+    report = ingest_file(tmp_path / "s", write_jsonl(tmp_path / "in.jsonl", [record]))
+    assert time.monotonic() - start < 20
+    assert report.added == 1 and report.images_stored == 1
+    failures = dict(report.image_failures)
+    assert set(failures) == {"/dev/zero", "fifo.png", "dir.png", "huge.png", "zero.png"}
+    assert all("not a regular file" in failures[r] for r in ("/dev/zero", "fifo.png", "dir.png", "zero.png"))
+    assert "larger than" in failures["huge.png"]
+
+
+def test_recipeqa_image_names_stay_inside_the_image_folder(tmp_path: Path) -> None:
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images" / "in.png").write_bytes(_png((0, 0, 255)))
+    (tmp_path / "outside.png").write_bytes(_png((255, 0, 0)))
+    entry = _recipeqa_entry("r", "textual_cloze", 2)
+    entry["context"][0]["images"] = ["in.png"]  # type: ignore[index]
+    entry["context"][1]["images"] = ["../outside.png", str(tmp_path / "outside.png")]  # type: ignore[index]
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps({"data": [entry]}))
+    report = ingest_file(tmp_path / "s", path, format="recipeqa", images_dir=tmp_path / "images")
+    assert report.added == 1 and report.images_stored == 1
+    assert {ref for ref, _ in report.image_failures} == {"../outside.png", str(tmp_path / "outside.png")}
+    assert all("lies outside" in why for _, why in report.image_failures)
+
+
+def test_recipeqa_file_that_json_cannot_hold_is_bad_input(tmp_path: Path) -> None:
+    for name, text in [("deep", "[" * 100_000 + "]" * 100_000), ("bigint", '{"data": [' + "7" * 5000 + "]}")]:
+        path = tmp_path / f"{name}.json"
+        path.write_text(text)
+        with pytest.raises(BadInput, match="not RecipeQA JSON"):
+            ingest_file(tmp_path / "s", path, format="recipeqa")
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+_any_text = st.text(max_size=12) | st.text(st.characters(min_codepoint=0xD7F0, max_codepoint=0xE00F), max_size=3)
+_value = _json | _any_text | st.sampled_from(["0001-01-01T00:00:00+05:00", "2024-02-30", "a/b.png", "../x.png"])
+
+
+def _fuzzed(base: dict[str, Any], data: st.DataObject, keys: list[str]) -> dict[str, Any]:
+    return {key: data.draw(_value) if data.draw(st.integers(0, 3)) == 0 else value for key, value in base.items()} | {
+        key: data.draw(_value) for key in data.draw(st.lists(st.sampled_from(keys), max_size=2))
+    }
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_fuzzed_jsonl_fields_are_skipped_lines_or_clean_imports(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    """Arbitrary JSON values in every field of a record and its steps: a skipped line or an import, never a crash."""
+    tmp = tmp_path_factory.mktemp("fuzz")
+    (tmp / "a").mkdir()
+    (tmp / "a" / "b.png").write_bytes(_png((1, 2, 3)))
+    keys = ["id", "source", "title", "url", "category", "author", "license", "language", "fetched_at", "split"]
+    records = []
+    for n in range(3):
+        record = _fuzzed(make_record(f"r{n}", 2, fetched_at="2024-01-01T00:00:00Z", language="en"), data, keys)
+        if isinstance(record.get("steps"), list):
+            record["steps"] = [
+                _fuzzed(dict(step, images=["a/b.png"]), data, ["text", "title", "images"])
+                if isinstance(step, dict)
+                else step
+                for step in record["steps"]
+            ]
+        records.append(record)
+    lines = [json.dumps(r) for r in records]  # ensure_ascii: surrogates travel as \\u escapes
+    store = Store.open(tmp / "s", create=True)
+    report = ingest_file(store, write_jsonl(tmp / "in.jsonl", lines))
+    assert report.added + report.counts()["malformed"] + report.duplicates_in_file == 3
+    assert store.table("procedures").num_rows == report.added
+    Store.open(tmp / "s").table("steps")  # what was written reads back
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_fuzzed_recipeqa_fields_are_skipped_entries_or_clean_imports(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    """Arbitrary JSON values in every field of a RecipeQA entry and its context steps: never a crash."""
+    tmp = tmp_path_factory.mktemp("fuzzqa")
+    (tmp / "img").mkdir()
+    (tmp / "img" / "a.png").write_bytes(_png((1, 2, 3)))
+    keys = ["recipe_id", "title", "task", "context", "question", "choice_list", "answer"]
+    entries: list[Any] = []
+    for n in range(3):
+        entry = _fuzzed(_recipeqa_entry(f"r{n}", "textual_cloze", 2) | {"title": f"R {n}"}, data, keys)
+        if isinstance(entry.get("context"), list):
+            entry["context"] = [
+                _fuzzed(dict(step, images=["a.png"]), data, ["id", "title", "body", "images"])
+                if isinstance(step, dict)
+                else step
+                for step in entry["context"]
+            ]
+        entries.append(entry)
+    entries.append(data.draw(_value))
+    path = tmp / "train.json"
+    path.write_text(json.dumps({"data": entries}))
+    store = Store.open(tmp / "s", create=True)
+    report = ingest_file(store, path, format="recipeqa", images_dir=tmp / "img")
+    assert report.added + report.counts()["malformed"] <= 4
+    assert store.table("procedures").num_rows == report.added

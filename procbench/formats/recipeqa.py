@@ -71,6 +71,10 @@ def read_entries(path: Path) -> list[Any]:
         document = json.loads(path.read_bytes())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadInput(f"{path} is not RecipeQA JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise BadInput(f"{path} is not RecipeQA JSON: nested too deeply") from exc
+    except ValueError as exc:  # e.g. an integer of thousands of digits
+        raise BadInput(f"{path} is not RecipeQA JSON: {str(exc)[:80]}") from exc
     entries = document.get("data") if isinstance(document, dict) else document
     if not isinstance(entries, list):
         raise BadInput(f"{path} is not RecipeQA JSON: expected an object with a 'data' list")

@@ -118,7 +118,9 @@ def ingest_file(
             txn,
             procedures(),
             image_loader=local_image_loader(
-                Path(images_dir) if images_dir else path.parent, missing_ok=format == "recipeqa" and not images_dir
+                Path(images_dir) if images_dir else path.parent,
+                missing_ok=format == "recipeqa" and not images_dir,
+                confine=format == "recipeqa",  # RecipeQA names files in its image folder, nothing else
             ),
             max_image_side=max_image_side,
         )

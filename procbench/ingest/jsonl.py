@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from procbench.ingest.records import Problem
+from procbench.ingest.records import MAX_ID_CHARS, Problem, unstorable_text
 from procbench.procedure import Procedure, Step, procedure_id
 
 __all__ = ["DEFAULT_SOURCE", "parse_procedure", "read_jsonl"]
@@ -46,8 +46,11 @@ def _fetched_at(value: Any) -> datetime | None:
     try:
         moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError as exc:
-        raise _Malformed(f"'fetched_at' is not an ISO-8601 time: {value!r}") from exc
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+        raise _Malformed(f"'fetched_at' is not an ISO-8601 time: {str(value)[:40]!r}") from exc
+    try:
+        return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+    except (OverflowError, ValueError) as exc:
+        raise _Malformed(f"'fetched_at' is out of range: {str(value)[:40]!r}") from exc
 
 
 def _step(raw: Any, number: int) -> Step:
@@ -100,8 +103,10 @@ def parse_procedure(record: Any, *, default_source: str = DEFAULT_SOURCE) -> Pro
     source = _optional_str(record, "source") or default_source
     url = _optional_str(record, "url")
     raw_id = record.get("id")
-    if raw_id is not None and not isinstance(raw_id, (str, int)):
+    if raw_id is not None and (not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool)):
         raise _Malformed("'id' must be a string")
+    if raw_id is not None and len(str(raw_id)) > MAX_ID_CHARS:
+        raise _Malformed(f"'id' is longer than {MAX_ID_CHARS} characters")
     return Procedure(
         id=procedure_id(source, slug=str(raw_id) if raw_id is not None else None, url=url, title=title),
         source=source,
@@ -132,10 +137,18 @@ def read_jsonl(
                 continue
             where = f"line {number}"
             try:
-                yield where, parse_procedure(json.loads(line))
+                procedure = parse_procedure(json.loads(line))
+                # a lone surrogate can only come from a \u escape or surrogate bytes (0xED 0xA0-0xBF ...)
+                if (b"\\u" in line or b"\xed" in line) and (field := unstorable_text(procedure)):
+                    raise _Malformed(f"{field} holds a lone UTF-16 surrogate (not valid Unicode)")
+                yield where, procedure
             except UnicodeDecodeError:
                 yield where, Problem(where, "not valid UTF-8")
             except json.JSONDecodeError as exc:
                 yield where, Problem(where, f"invalid JSON ({exc.msg} at column {exc.colno})")
             except _Malformed as exc:
                 yield where, Problem(where, str(exc))
+            except RecursionError:
+                yield where, Problem(where, "JSON nested too deeply")
+            except ValueError as exc:  # e.g. an integer of thousands of digits
+                yield where, Problem(where, f"unreadable JSON value ({str(exc)[:80]})")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from procbench.formats.recipeqa import read_entries
-from procbench.ingest.records import Problem
+from procbench.ingest.records import MAX_ID_CHARS, Problem, unstorable_text
 from procbench.procedure import Procedure, Step, procedure_id
 
 __all__ = ["SOURCE", "read_recipeqa"]
@@ -39,7 +39,7 @@ def _steps(context: Any) -> list[Step]:
             Step(
                 text=body.strip(),
                 title=title.strip() if isinstance(title, str) and title.strip() else None,
-                images=[str(i) for i in images if str(i).strip()],
+                images=[i.strip() for i in images if isinstance(i, str) and i.strip()],
             )
         )
     if not steps:
@@ -57,28 +57,36 @@ def read_recipeqa(path: Path) -> Iterator[tuple[str, Procedure | Problem]]:
     seen: set[str] = set()
     for number, entry in enumerate(entries, 1):
         where = f"entry {number}"
-        if not isinstance(entry, dict) or not entry.get("recipe_id"):
+        raw_id = entry.get("recipe_id") if isinstance(entry, dict) else None
+        if not raw_id or not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
             yield where, Problem(where, "entry without 'recipe_id'")
             continue
-        recipe_id = str(entry["recipe_id"])
+        recipe_id = str(raw_id).strip()
+        if not recipe_id:
+            yield where, Problem(where, "entry without 'recipe_id'")
+            continue
+        if len(recipe_id) > MAX_ID_CHARS:
+            yield where, Problem(where, f"'recipe_id' is longer than {MAX_ID_CHARS} characters")
+            continue
         if recipe_id in seen:
             continue
         try:
             steps = _steps(entry.get("context"))
         except ValueError as exc:
-            yield where, Problem(where, f"recipe {recipe_id}: {exc}")
+            yield where, Problem(where, f"recipe {recipe_id[:80]!r}: {exc}")
+            continue
+        title = entry.get("title") if isinstance(entry.get("title"), str) else None
+        procedure = Procedure(
+            id=procedure_id(SOURCE, slug=recipe_id),
+            source=SOURCE,
+            title=(title or "").strip() or recipe_id.replace("-", " ").replace("_", " "),
+            steps=steps,
+            category=["Cooking"],
+            license="RecipeQA (see its terms)",
+            split=split,
+        )
+        if field := unstorable_text(procedure):
+            yield where, Problem(where, f"{field} holds a lone UTF-16 surrogate (not valid Unicode)")
             continue
         seen.add(recipe_id)
-        title = entry.get("title") if isinstance(entry.get("title"), str) else None
-        yield (
-            where,
-            Procedure(
-                id=procedure_id(SOURCE, slug=recipe_id),
-                source=SOURCE,
-                title=title or recipe_id.replace("-", " ").replace("_", " "),
-                steps=steps,
-                category=["Cooking"],
-                license="RecipeQA (see its terms)",
-                split=split,
-            ),
-        )
+        yield where, procedure

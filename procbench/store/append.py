@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +19,15 @@ from procbench.store.images import BadImage, normalise_image, remote_image_id
 from procbench.store.schema import IMAGES, PROCEDURES, STEPS, conform
 from procbench.store.transaction import Transaction
 
-__all__ = ["ImageLoader", "ProcedureBatch", "add_procedures", "append_tables", "local_image_loader"]
+__all__ = [
+    "MAX_IMAGE_BYTES",
+    "ImageLoader",
+    "ProcedureBatch",
+    "add_procedures",
+    "append_tables",
+    "local_image_loader",
+    "read_image_file",
+]
 
 log = logging.getLogger(__name__)
 
@@ -26,22 +36,50 @@ log = logging.getLogger(__name__)
 ImageLoader = Callable[[str], "bytes | None"]
 
 
-def local_image_loader(base_dir: Path, *, missing_ok: bool = False) -> ImageLoader:
+#: Largest local image file read (the same cap as a downloaded body).
+MAX_IMAGE_BYTES = 20 * 2**20
+
+
+def local_image_loader(base_dir: Path, *, missing_ok: bool = False, confine: bool = False) -> ImageLoader:
     """Load local image files (relative paths against ``base_dir``); URLs are left remote.
 
-    With ``missing_ok`` a file that does not exist is kept as a reference instead of failing.
+    Only regular files of at most :data:`MAX_IMAGE_BYTES` are read (never a device such as ``/dev/zero``
+    or a FIFO). With ``confine`` a reference must stay inside ``base_dir`` (``../x.jpg`` and absolute paths
+    elsewhere fail). With ``missing_ok`` a file that does not exist is kept as a reference instead of failing.
     """
+    base = base_dir.resolve()
 
     def load(ref: str) -> bytes | None:
         if "://" in ref and not ref.startswith("file://"):
             return None
         path = Path(ref.removeprefix("file://"))
         path = path if path.is_absolute() else base_dir / path
+        if confine and not path.resolve().is_relative_to(base):
+            raise BadImage(f"{ref} lies outside {base_dir}")
         if missing_ok and not path.exists():
             return None
-        return path.read_bytes()
+        return read_image_file(path)
 
     return load
+
+
+def read_image_file(path: Path, max_bytes: int = MAX_IMAGE_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (OSError or BadImage otherwise)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block the open
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BadImage(f"{path} is not a regular file")
+        if info.st_size > max_bytes:
+            raise BadImage(f"{path} is larger than {max_bytes} bytes")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise BadImage(f"{path} is larger than {max_bytes} bytes")
+    return data
 
 
 @dataclass

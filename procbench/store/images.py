@@ -11,7 +11,7 @@ from PIL import Image, UnidentifiedImageError
 
 from procbench.errors import BadInput
 
-__all__ = ["MAX_PIXELS", "BadImage", "NormalisedImage", "normalise_image", "remote_image_id"]
+__all__ = ["MAX_PIXELS", "BadImage", "NormalisedImage", "decode_image", "normalise_image", "remote_image_id"]
 
 #: Images with more pixels than this are rejected as decompression bombs (Pillow's own default is ~89M).
 MAX_PIXELS = 50_000_000
@@ -37,6 +37,22 @@ def normalise_image(data: bytes, *, max_side: int = 512, quality: int = 90) -> N
     Raises:
         BadImage: the bytes are not a decodable image, or decode to more than ``MAX_PIXELS`` pixels.
     """
+    rgb = decode_image(data)
+    if max(rgb.size) > max_side:
+        rgb.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
+    out = io.BytesIO()
+    rgb.save(out, format="JPEG", quality=quality)
+    jpeg = out.getvalue()
+    return NormalisedImage(hashlib.sha256(jpeg).hexdigest(), jpeg, rgb.width, rgb.height)
+
+
+def decode_image(data: bytes) -> Image.Image:
+    """Verify ``data`` with Pillow and decode it to RGB (transparency on white), refusing decompression
+    bombs before decoding.
+
+    Raises:
+        BadImage: the bytes are not a decodable image, or decode to more than ``MAX_PIXELS`` pixels.
+    """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -46,7 +62,7 @@ def normalise_image(data: bytes, *, max_side: int = 512, quality: int = 90) -> N
                 probe.verify()
             with Image.open(io.BytesIO(data)) as im:
                 im.load()
-                rgb = _to_rgb(im)
+                return _to_rgb(im)
     except BadImage:
         raise
     except (
@@ -58,12 +74,6 @@ def normalise_image(data: bytes, *, max_side: int = 512, quality: int = 90) -> N
         Image.DecompressionBombWarning,
     ) as exc:
         raise BadImage(f"not a usable image: {exc}") from exc
-    if max(rgb.size) > max_side:
-        rgb.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
-    out = io.BytesIO()
-    rgb.save(out, format="JPEG", quality=quality)
-    jpeg = out.getvalue()
-    return NormalisedImage(hashlib.sha256(jpeg).hexdigest(), jpeg, rgb.width, rgb.height)
 
 
 def _to_rgb(im: Image.Image) -> Image.Image:
