@@ -351,3 +351,67 @@ def test_per_question_scores_and_the_context_reference(store: Path) -> None:
     labels = _invoke(str(pair), "--n-boot", "50", "--probes", "answer_position", "--per-question")
     assert labels.exit_code == 0 and "no shortcut scores" in labels.output
     assert not (pair / "shortcut_scores.parquet").exists()
+
+
+def _png_claiming(width: int, height: int) -> bytes:
+    """A PNG whose header claims ``width x height`` pixels (the data is not there: nothing may decode it)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+    )
+
+
+def test_recipeqa_images_pass_ingests_checks(tmp_path: Path) -> None:
+    """A decompression bomb, a FIFO and a name leading out of --images are not opened: those items go unembedded."""
+    import os
+
+    from procbench.audit.vectors import image_vectors
+
+    images = tmp_path / "images"
+    images.mkdir()
+    for name in ("a.jpg", "b.jpg"):
+        Image.new("RGB", (16, 16), (200, 10, 10)).save(images / name)
+    (images / "bomb.png").write_bytes(_png_claiming(30_000, 30_000))
+    os.mkfifo(images / "fifo.jpg")
+    Image.new("RGB", (16, 16), (10, 200, 10)).save(tmp_path / "outside.jpg")
+    names = ["a.jpg", "b.jpg", "bomb.png", "fifo.jpg", "../outside.jpg", str(tmp_path / "outside.jpg")]
+    lookup, encoder = image_vectors(names, store=None, images=images, base=tmp_path)
+    found = np.linalg.norm(np.asarray(lookup.get(names)), axis=1) > 0
+    assert found.tolist() == [True, True, False, False, False, False] and "colour-layout" in encoder
+
+
+def test_audit_refuses_non_question_sets_and_answers_out_of_range(store: Path, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    other = tmp_path / "other"
+    other.mkdir()
+    pq.write_table(pa.table({"id": ["a"], "x": [1]}), other / "test.parquet")
+    copy = tmp_path / "copy"
+    shutil.copytree(store / "questions" / "textual-cloze" / "planted", copy)
+    split = max(copy.glob("*.parquet"), key=lambda p: pq.read_metadata(p).num_rows)
+    table = pq.read_table(split)
+    answers = table["answer"].to_pylist()
+    answers[0] = 7
+    column = table.schema.get_field_index("answer")
+    field = table.schema.field(column)
+    pq.write_table(table.set_column(column, field, pa.array(answers, type=field.type)), split)
+    (tmp_path / "qa").mkdir()
+    qa = _recipeqa_file(tmp_path / "qa")
+    data = json.loads(qa.read_text())
+    data["data"][2]["answer"] = -1
+    qa.write_text(json.dumps(data))
+    for args, message in (
+        ([str(other)], "is not a procbench question set (no column"),
+        ([str(copy)], "has answer 7, not one of its"),
+        ([str(qa), "--format", "recipeqa"], "has answer -1, not one of its 4 choices"),
+    ):
+        result = _invoke(*args)
+        assert result.exit_code == 2, result.output
+        assert message in result.output and len(result.output.strip().splitlines()) == 1

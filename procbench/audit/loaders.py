@@ -19,6 +19,13 @@ from procbench.store import Store
 __all__ = ["default_report_path", "load_question_set", "load_recipeqa", "load_sets"]
 
 
+def _check_answers(where: Path, answers: Any, choices: list[list[Any]]) -> None:
+    """Every answer indexes one of its question's choices."""
+    for number, (answer, options) in enumerate(zip(answers.tolist(), choices, strict=True), 1):
+        if not 0 <= answer < len(options):
+            raise BadInput(f"{where}: question {number} has answer {answer}, not one of its {len(options)} choices")
+
+
 def _open_store(store: Store | str | Path | None) -> Store | None:
     if store is None or isinstance(store, Store):
         return store
@@ -109,13 +116,23 @@ def load_question_set(
     if not any(folder.glob("*.parquet")):
         raise BadInput(f"{folder} holds no question parquet files (train/val/test.parquet)")
     home = _store_of(folder) or given
-    table = qset.table()
+    try:
+        table = qset.table()
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise BadInput(f"{folder} holds unreadable question files: {str(exc).splitlines()[0]}") from exc
+    missing = sorted({"procedure_id", "question", "choices", "answer", "context"} - set(table.column_names))
+    if missing:
+        raise BadInput(f"{folder} is not a procbench question set (no column {', '.join(missing)})")
     n = table.num_rows
     procedure_ids = [str(p) for p in table["procedure_id"].to_pylist()]
     questions = [list(q or []) for q in table["question"].to_pylist()]
     choices = [list(c or []) for c in table["choices"].to_pylist()]
-    answers = np.asarray(table["answer"].to_pylist(), dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
-    task = str(table["task"][0]) if n else qset.task
+    try:
+        answers = np.asarray(table["answer"].to_pylist(), dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise BadInput(f"{folder}: a question has no integer answer ({exc})") from exc
+    task = str(table["task"][0]) if n and "task" in table.column_names else qset.task
+    _check_answers(folder, answers, choices)
     kind = task_kind(task, choices)
     question_keys = choice_keys = None
     if "meta" in table.column_names and n:
@@ -236,6 +253,7 @@ def load_recipeqa(
         procedure_ids = [str(e.get("recipe_id", "")) for e in rows]
         questions = [[str(x) for x in e.get("question") or []] for e in rows]
         choices = [[[str(x) for x in c] if isinstance(c, list) else str(c) for c in e["choice_list"]] for e in rows]
+        _check_answers(path, answers, choices)
         kind = task_kind(task, choices)
         bodies = [context_bodies(e) for e in rows]
         contexts = [" ".join(b) for b in bodies]

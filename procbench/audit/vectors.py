@@ -19,6 +19,11 @@ from procbench.store import Store
 __all__ = ["fitted_text_vectors", "image_vectors", "store_vectors"]
 
 
+def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` (links resolved) lies inside ``root``."""
+    return path.resolve().is_relative_to(root.resolve())
+
+
 def store_vectors(store: Store, fieldname: str) -> tuple[VectorLookup, str]:
     """The store's frozen ``fieldname`` embeddings."""
     from procbench.features import ItemVectors
@@ -90,13 +95,14 @@ def image_vectors(
     files = {}
     for i in todo:
         for root in roots:
-            if root is not None and (root / unique[i]).is_file():
+            # a name must stay inside its folder (``../../x.jpg`` is not opened)
+            if root is not None and (root / unique[i]).is_file() and _inside(root / unique[i], root):
                 files[i] = root / unique[i]
                 break
     if files:
-        from PIL import Image
-
         from procbench.embed.colour import ColourLayoutEncoder
+        from procbench.store.append import read_image_file
+        from procbench.store.images import BadImage, decode_image
 
         colour = ColourLayoutEncoder()
         if matrix.shape[1] not in (0, colour.dim):
@@ -106,10 +112,9 @@ def image_vectors(
         if matrix.shape[1] == 0:
             matrix = np.zeros((len(unique), colour.dim), dtype=np.float32)
         for i, path in files.items():
-            try:
-                with Image.open(path) as im:
-                    matrix[i] = colour.encode([im.convert("RGB")], batch_size=1)[0]
-            except OSError:
+            try:  # ingest's checks: regular files under the size cap, decompression bombs refused
+                matrix[i] = colour.encode([decode_image(read_image_file(path))], batch_size=1)[0]
+            except (OSError, BadImage):
                 continue
         encoders.append("colour-layout (image files)")
     if not matrix.size or not np.linalg.norm(matrix, axis=1).any():
