@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from procbench.embed.base import Encoder, EncoderUnavailable, Modality
+from procbench.embed.hub import hub_repo_id, locate_hub_model
 from procbench.errors import BadInput
 
 if TYPE_CHECKING:
@@ -163,8 +164,6 @@ def resolve_encoder(name: str, modality: Modality) -> EncoderSpec:
             )
         return EncoderSpec(builtin.name, modality, builtin.loader, summary=builtin.summary)
 
-    from procbench.embed import sbert  # light module: heavy imports happen inside its functions
-
     loader = "procbench.embed.sbert:load_text" if modality == "text" else "procbench.embed.sbert:load_image"
     path = Path(name).expanduser()
     looks_like_path = name.startswith((".", "/", "~")) or path.exists()
@@ -183,13 +182,13 @@ def resolve_encoder(name: str, modality: Modality) -> EncoderSpec:
             source=str(path.resolve()),
             summary=f"sentence-transformers model from {path.resolve()}",
         )
-    repo_id = sbert.hub_repo_id(name)
+    repo_id = hub_repo_id(name)
     if _missing(("sentence_transformers",)):
         raise EncoderUnavailable(
             f"{modality} encoder {name} needs sentence-transformers (pip install "
             f"sentence-transformers); or use {_alternatives(modality)}"
         )
-    local, revision = sbert.locate_hub_model(repo_id, alternatives=_alternatives(modality), modality=modality)
+    local, revision = locate_hub_model(repo_id, alternatives=_alternatives(modality), modality=modality)
     return EncoderSpec(
         repo_id,
         modality,

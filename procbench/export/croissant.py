@@ -11,16 +11,30 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from procbench import __version__
 from procbench.card import TASKS, spdx_license
 
 if TYPE_CHECKING:
     from procbench.card import DatasetCard
-    from procbench.export.hf import ExportResult
 
-__all__ = ["CONTEXT", "croissant", "write_croissant"]
+__all__ = ["CONTEXT", "Exported", "croissant", "write_croissant"]
+
+
+class Exported(Protocol):
+    """What the document reads of an export (:class:`procbench.export.hf.ExportResult` is one)."""
+
+    @property
+    def files(self) -> list[Path]:
+        """The parquet files written, under ``data/<config>/``."""
+        ...
+
+    @property
+    def url(self) -> str | None:
+        """Where the dataset was pushed, if it was."""
+        ...
+
 
 #: The JSON-LD context of Croissant 1.0 (as the specification gives it).
 CONTEXT: dict[str, Any] = {
@@ -208,7 +222,7 @@ def _record_set(config: str, file_set: str, task: str) -> dict[str, Any]:
     }
 
 
-def croissant(card: DatasetCard, result: ExportResult) -> dict[str, Any]:
+def croissant(card: DatasetCard, result: Exported) -> dict[str, Any]:
     """The Croissant JSON-LD document of an export."""
     licenses = sorted({spdx_license(t) or t for t in card.procedures["licenses"]})
     distribution: list[dict[str, Any]] = []
@@ -258,7 +272,7 @@ def croissant(card: DatasetCard, result: ExportResult) -> dict[str, Any]:
     }
 
 
-def write_croissant(out: Path, card: DatasetCard, result: ExportResult) -> Path:
+def write_croissant(out: Path, card: DatasetCard, result: Exported) -> Path:
     """Write ``croissant.json`` into the export folder ``out``."""
     path = out / "croissant.json"
     path.write_text(json.dumps(croissant(card, result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -13,7 +13,7 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -21,13 +21,18 @@ import pyarrow.parquet as pq
 from procbench.store.atomic import fsync_dir
 from procbench.store.provenance import provenance_entry
 
-if TYPE_CHECKING:
-    from procbench.store._store import Store
-
 __all__ = ["TXN_DIR", "Transaction", "recover"]
 
 TXN_DIR = ".txn"
 _JOURNAL = "COMMIT"
+
+
+class StoreFiles(Protocol):
+    """What a transaction needs of its store (:class:`procbench.store.Store` is one): where it lives, its metadata."""
+
+    root: Path
+
+    def read_meta(self) -> dict[str, Any]: ...
 
 
 class Transaction:
@@ -38,7 +43,13 @@ class Transaction:
     """
 
     def __init__(
-        self, store: Store, command: str, *, args: dict[str, Any], seed: int | None, packages: tuple[str, ...] = ()
+        self,
+        store: StoreFiles,
+        command: str,
+        *,
+        args: dict[str, Any],
+        seed: int | None,
+        packages: tuple[str, ...] = (),
     ) -> None:
         self.store = store
         self.command = command

@@ -27,7 +27,7 @@ from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import Sequences, VisualData
 
 if TYPE_CHECKING:
-    from procbench.generate.visual.driver import VisualSetting
+    from procbench.generate.visual.settings import VisualSetting
 
 __all__ = ["QuestionColumns", "band_columns", "build_counts", "meta_head", "planned_columns", "question_table"]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -44,6 +44,7 @@ from procbench.generate.visual.plans import Plan, plans_by_k1
 from procbench.generate.visual.recipeqa_style import random_far_images, resolve_min_distance
 from procbench.generate.visual.selection import Selection, select
 from procbench.generate.visual.sequences import Sequences, VisualData
+from procbench.generate.visual.settings import VisualSetting, resolve_settings
 from procbench.progress import SILENT, Progress
 from procbench.store import Store
 
@@ -52,12 +53,10 @@ __all__ = [
     "Items",
     "Draw",
     "TableParts",
-    "VisualSetting",
     "VisualTask",
     "Window",
     "chunks",
     "pipelined",
-    "resolve_settings",
     "run",
 ]
 
@@ -67,58 +66,6 @@ CHUNK_PROCEDURES = 2048
 Neighbours = tuple[np.ndarray, np.ndarray]
 #: What a chunk's search hands to its draw: the windows, the anchors' and the K3 points' neighbours, per plan.
 Searched = tuple[dict[int | None, Any], dict[int, Neighbours], dict[int, Neighbours]]
-
-
-# -- settings ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class VisualSetting:
-    """A setting resolved for a visual task: ``knobs`` is None for the RecipeQA style."""
-
-    setting: Setting
-    knobs: tuple[int, int, int] | None
-
-    @property
-    def name(self) -> str:
-        """The setting's folder name."""
-        return self.setting.name
-
-    @property
-    def plan_key(self) -> int | None:
-        """Which question plan the setting uses: K1, or None (free resampling)."""
-        return None if self.knobs is None else self.knobs[0]
-
-    @property
-    def k3(self) -> bool:
-        """Whether K3 (closeness to the question) is on."""
-        return bool(self.knobs and self.knobs[2])
-
-    def rng(self, seed: int, code: int, salt: int = 0) -> np.random.Generator:
-        """The setting's own random stream."""
-        key = [9, 9, 9] if self.knobs is None else list(self.knobs)
-        return np.random.default_rng([seed, code, *key, salt])
-
-
-def resolve_settings(
-    settings: Sequence[Setting], *, task: str, with_k3: bool, default: tuple[int, int, int]
-) -> list[VisualSetting]:
-    """Check ``settings`` for a visual task; ``default`` stands for the knobs of ``Setting("default")``.
-
-    Raises:
-        BadInput: ``--debias``, an unknown style, or K3=1 for a task without K3.
-    """
-    resolved = []
-    for setting in settings:
-        if setting.style == "recipeqa":
-            resolved.append(VisualSetting(setting, None))
-        elif setting.style == "default":
-            resolved.append(VisualSetting(setting, default))
-        elif setting.style == "knobs" and setting.knobs is not None:
-            if not with_k3 and setting.knobs[2]:
-                raise BadInput(f"{task} has no K3 (question-closeness); use --knobs K1,K2,0")
-            resolved.append(VisualSetting(setting, setting.knobs))
-        else:
-            raise BadInput(f"{task} takes --knobs K1,K2,K3, --style recipeqa or --sweep, not --{setting.style}")
-    return resolved
 
 
 # -- chunks -----------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from procbench.generate.columns import ranges
 from procbench.generate.visual.sequences import Sequences
 
 if TYPE_CHECKING:
-    from procbench.generate.visual.driver import VisualSetting
+    from procbench.generate.visual.settings import VisualSetting
 
 __all__ = ["MIN_STEPS_KNOBS", "Plan", "plan_questions", "plans_by_k1", "question_budget"]
 

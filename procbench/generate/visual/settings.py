@@ -1,0 +1,64 @@
+"""A visual task's settings resolved: knobs K1, K2, K3, or the RecipeQA style (no knobs)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from procbench.errors import BadInput
+from procbench.generate.settings import Setting
+
+__all__ = ["VisualSetting", "resolve_settings"]
+
+
+@dataclass(frozen=True)
+class VisualSetting:
+    """A setting resolved for a visual task: ``knobs`` is None for the RecipeQA style."""
+
+    setting: Setting
+    knobs: tuple[int, int, int] | None
+
+    @property
+    def name(self) -> str:
+        """The setting's folder name."""
+        return self.setting.name
+
+    @property
+    def plan_key(self) -> int | None:
+        """Which question plan the setting uses: K1, or None (free resampling)."""
+        return None if self.knobs is None else self.knobs[0]
+
+    @property
+    def k3(self) -> bool:
+        """Whether K3 (closeness to the question) is on."""
+        return bool(self.knobs and self.knobs[2])
+
+    def rng(self, seed: int, code: int, salt: int = 0) -> np.random.Generator:
+        """The setting's own random stream."""
+        key = [9, 9, 9] if self.knobs is None else list(self.knobs)
+        return np.random.default_rng([seed, code, *key, salt])
+
+
+def resolve_settings(
+    settings: Sequence[Setting], *, task: str, with_k3: bool, default: tuple[int, int, int]
+) -> list[VisualSetting]:
+    """Check ``settings`` for a visual task; ``default`` stands for the knobs of ``Setting("default")``.
+
+    Raises:
+        BadInput: ``--debias``, an unknown style, or K3=1 for a task without K3.
+    """
+    resolved = []
+    for setting in settings:
+        if setting.style == "recipeqa":
+            resolved.append(VisualSetting(setting, None))
+        elif setting.style == "default":
+            resolved.append(VisualSetting(setting, default))
+        elif setting.style == "knobs" and setting.knobs is not None:
+            if not with_k3 and setting.knobs[2]:
+                raise BadInput(f"{task} has no K3 (question-closeness); use --knobs K1,K2,0")
+            resolved.append(VisualSetting(setting, setting.knobs))
+        else:
+            raise BadInput(f"{task} takes --knobs K1,K2,K3, --style recipeqa or --sweep, not --{setting.style}")
+    return resolved
