@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from procbench.store import Store
+
+if TYPE_CHECKING:
+    from procbench.embed.storage import Embeddings
 
 __all__ = ["ItemVectors", "step_key"]
 
@@ -36,7 +40,7 @@ class ItemVectors:
         self.missing = 0
 
     @cached_property
-    def _embeddings(self):  # type: ignore[no-untyped-def]
+    def _embeddings(self) -> Embeddings:
         from procbench.embed import load_embeddings
 
         return load_embeddings(self.store, self.field)
