@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,11 +25,8 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from procbench.corpus import load_sample  # noqa: E402
-from procbench.store import PROCEDURES, STEPS, Store, conform  # noqa: E402
+from procbench.corpus import load_sample
+from procbench.store import PROCEDURES, STEPS, Store, conform
 
 STEPS_PER_PROCEDURE = 8
 QUESTIONS_PER_PROCEDURE = 4

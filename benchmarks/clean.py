@@ -33,6 +33,8 @@ import pyarrow as pa
 from procbench.clean import Segmenter, clean_store, clean_tables
 from procbench.store import PROCEDURES, STEPS, Store, conform
 
+from _common import peak_rss_mb
+
 
 # -- a generated How-To corpus --------------------------------------------------------------------------
 def _pool(text: str) -> list[str]:
@@ -376,10 +378,6 @@ def _write_store(path: Path, records: list[dict[str, Any]]) -> Store:
     return store
 
 
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def speed(n_steps: int, seed: int, *, noise: bool = True) -> dict[str, Any]:
     """Time ``clean_store`` on a generated noisy corpus of ``n_steps`` steps (no injected noise: ``noise=False``).
 
@@ -416,7 +414,7 @@ def _clean_only(path: Path) -> dict[str, Any]:
         "cpu_seconds": round(cpu, 2),
         "steps_per_s": round(report.steps / seconds),
         "steps_per_cpu_s": round(report.steps / cpu),
-        "peak_rss_mb": round(_peak_rss_mb()),
+        "peak_rss_mb": round(peak_rss_mb()),
         "dropped": report.dropped,
         "in_vocabulary": report.in_vocabulary,
     }

@@ -24,18 +24,16 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from procbench.corpus import load_sample
+from procbench.store import PROCEDURES, STEPS, Store, conform
 
-from procbench.corpus import load_sample  # noqa: E402
-from procbench.store import PROCEDURES, STEPS, Store, conform  # noqa: E402
+from _common import PhasePeaks, anonymous_rss_mb, peak_rss_mb, rss_mb
 
 
 def sentences() -> list[str]:
@@ -241,40 +239,17 @@ def bench_knn(n: int, nq: int, dim: int, k: int) -> dict[str, Any]:
 
 
 # -- (c) ------------------------------------------------------------------------------------------------
-def _rss_mb() -> tuple[float, float]:
-    """(resident MB, of which anonymous MB); the rest is file-backed pages, e.g. of memory-mapped embedding files."""
-    values = {}
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(("VmRSS:", "RssAnon:")):
-                values[line.split(":")[0]] = int(line.split()[1]) / 1024
-    return values["VmRSS"], values["RssAnon"]
-
-
-def _peak_rss_mb() -> float:
-    """VmHWM: this process's own peak (ru_maxrss would include the parent's peak from before exec)."""
-    with open("/proc/self/status") as fh:
-        line = next(line for line in fh if line.startswith("VmHWM:"))
-    return int(line.split()[1]) / 1024
-
-
-class PhaseSampler:
-    """A Progress sink that records the peak RSS of every phase (sampled every 50 ms by a thread)."""
+class PhaseSampler(PhasePeaks):
+    """A Progress sink that records the peak RSS, and of it the anonymous part, of every phase."""
 
     def __init__(self) -> None:
-        self.phase = "setup"
-        self.peaks: dict[str, float] = {}
         self.anon_peaks: dict[str, float] = {}
         self.started: dict[str, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        super().__init__("setup")
 
-    def _run(self) -> None:
-        while not self._stop.wait(0.05):
-            rss, anon = _rss_mb()
-            self.peaks[self.phase] = max(self.peaks.get(self.phase, 0.0), rss)
-            self.anon_peaks[self.phase] = max(self.anon_peaks.get(self.phase, 0.0), anon)
+    def sample(self) -> None:
+        super().sample()
+        self.anon_peaks[self.phase] = max(self.anon_peaks.get(self.phase, 0.0), anonymous_rss_mb())
 
     def start(self, description: str, total: int | None = None) -> None:
         self.phase = re.sub(r" \(.*\)$", "", description)
@@ -283,16 +258,12 @@ class PhaseSampler:
     def advance(self, n: int = 1) -> None:
         pass
 
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
 
 def child_scale(store_path: str) -> None:
     from procbench.embed import embed_store
 
     sampler = PhaseSampler()
-    baseline = _rss_mb()[0]
+    baseline = rss_mb()
     started = time.perf_counter()
     report = embed_store(store_path, text_encoder="hashed", fields="step_text", progress=sampler)
     total = time.perf_counter() - started
@@ -310,7 +281,7 @@ def child_scale(store_path: str) -> None:
                 "rss_baseline_mb": round(baseline),
                 "peak_rss_by_phase_mb": {k: round(v) for k, v in sampler.peaks.items()},
                 "peak_anonymous_rss_by_phase_mb": {k: round(v) for k, v in sampler.anon_peaks.items()},
-                "peak_rss_mb": round(_peak_rss_mb()),
+                "peak_rss_mb": round(peak_rss_mb()),
             }
         )
     )

@@ -29,7 +29,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -37,10 +36,9 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from procbench.store import PROCEDURES, STEPS, Store, conform
 
-from procbench.store import PROCEDURES, STEPS, Store, conform  # noqa: E402
+from _common import PhasePeaks, peak_rss_mb, rss_mb
 
 OPENPI = Path("/work/shared/data/wikihow-openpi/procedures.jsonl")
 VERBS = [
@@ -152,31 +150,12 @@ def make_title_store(path: Path, n_titles: int, *, steps: int = 8, dim: int = 38
     return store
 
 
-def _rss_mb() -> float:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def _peak_rss_mb() -> float:
-    with open("/proc/self/status") as fh:
-        line = next(line for line in fh if line.startswith("VmHWM:"))
-    return int(line.split()[1]) / 1024
-
-
-class PhaseClock:
+class PhaseClock(PhasePeaks):
     """A Progress sink that records when each phase starts and its peak RSS (sampled every 50 ms)."""
 
     def __init__(self) -> None:
-        self.phase = "load"
         self.order: list[tuple[str, float]] = [("load", time.perf_counter())]
-        self.peaks: dict[str, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.05):
-            self.peaks[self.phase] = max(self.peaks.get(self.phase, 0.0), _rss_mb())
+        super().__init__("load")
 
     def start(self, description: str, total: int | None = None) -> None:
         self.phase = re.sub(r"^textual-cloze[:/] ?", "", description)
@@ -185,9 +164,8 @@ class PhaseClock:
     def advance(self, n: int = 1) -> None:
         pass
 
-    def stop(self) -> dict[str, float]:
-        self._stop.set()
-        self._thread.join()
+    def seconds(self) -> dict[str, float]:
+        """How long each phase took."""
         ends = [t for _, t in self.order[1:]] + [time.perf_counter()]
         return {name: round(end - start, 2) for (name, start), end in zip(self.order, ends, strict=True)}
 
@@ -197,12 +175,13 @@ def child_scale(store_path: str, budgets: list[int]) -> None:
     from procbench.generate import textual_cloze as tc
 
     clock = PhaseClock()
-    baseline = _rss_mb()
+    baseline = rss_mb()
     started = time.perf_counter()
     settings = [Setting("default"), *(Setting("debias", budget=b) for b in budgets)]
     sets, counts = tc.build(Store.open(store_path), settings, seed=0, progress=clock)
     total = time.perf_counter() - started
-    seconds = clock.stop()
+    clock.stop()
+    seconds = clock.seconds()
     summary = {}
     for s in settings:
         entry = counts[s.name]
@@ -219,7 +198,7 @@ def child_scale(store_path: str, budgets: list[int]) -> None:
                 "settings": summary,
                 "rss_baseline_mb": round(baseline),
                 "peak_rss_by_phase_mb": {k: round(v) for k, v in clock.peaks.items()},
-                "peak_rss_mb": round(_peak_rss_mb()),
+                "peak_rss_mb": round(peak_rss_mb()),
             }
         )
     )

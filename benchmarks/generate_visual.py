@@ -30,51 +30,17 @@ import resource
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * 4096 / 2**20
+from _common import ROOT, PhasePeaks, peak_rss_mb, rss_mb
 
 
 def _cpu_s() -> float:
     """CPU seconds of every thread of this process (FAISS's OpenMP threads and the generator's pipeline)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-def _peak_rss_mb() -> float:
-    """VmHWM: this process's own peak."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-class Sampler:
-    """Peak RSS per phase, sampled every 50 ms."""
-
-    def __init__(self) -> None:
-        self.phase = "start"
-        self.peaks: dict[str, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.05):
-            self.peaks[self.phase] = max(self.peaks.get(self.phase, 0.0), _rss_mb())
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def child_setup(path: str, n: int, dim: int) -> None:
@@ -103,8 +69,8 @@ def child_run(path: str, task: str) -> None:
     from procbench.embed.index import NeighborIndex
     from procbench.store import Store
 
-    sampler = Sampler()
-    baseline = _rss_mb()
+    sampler = PhasePeaks("start")
+    baseline = rss_mb()
     timers = {"search": 0.0, "write": 0.0, "search_calls": 0}
     search = NeighborIndex.search
 
@@ -159,7 +125,7 @@ def child_run(path: str, task: str) -> None:
                 },
                 "rss_baseline_mb": round(baseline),
                 "peak_rss_by_phase_mb": {k: round(v) for k, v in sampler.peaks.items()},
-                "peak_rss_mb": round(_peak_rss_mb()),
+                "peak_rss_mb": round(peak_rss_mb()),
                 "probe_answer_closest_test_split": probe,
             }
         )

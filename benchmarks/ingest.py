@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
 import tempfile
 import time
 from pathlib import Path
 
 from procbench.ingest import ingest_file
+
+from _common import peak_rss_mb
 
 WORDS = [
     "cut",
@@ -85,14 +86,14 @@ def main() -> None:
         source = Path(tmp) / "bench.jsonl"
         generate(source, args.procedures)
         size_mb = source.stat().st_size / 1e6
-        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        rss_before = peak_rss_mb()
         start = time.perf_counter()
         report = ingest_file(Path(tmp) / "store", source)
         seconds = time.perf_counter() - start
         again = time.perf_counter()
         second = ingest_file(Path(tmp) / "store", source)
         seconds_again = time.perf_counter() - again
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mb()
     print(f"input: {args.procedures} procedures, {size_mb:.0f} MB JSONL")
     print(f"first ingest: {report.added} added in {seconds:.2f} s = {report.added / seconds:,.0f} procedures/s")
     print(f"re-ingest (all already present): {second.already_present} in {seconds_again:.2f} s")

@@ -13,18 +13,15 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from procbench.scrape.http import HttpClient, HttpConfig
+from procbench.scrape.instructables import parse_model_json, parse_project_html
+from procbench.scrape.wikihow import parse_article_html
 
-from procbench.scrape.http import HttpClient, HttpConfig  # noqa: E402
-from procbench.scrape.instructables import parse_model_json, parse_project_html  # noqa: E402
-from procbench.scrape.wikihow import parse_article_html  # noqa: E402
+from _common import ROOT
 
 FIX = ROOT / "tests" / "fixtures"
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,11 +26,8 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from procbench.corpus import load_sample  # noqa: E402
-from procbench.store import PROCEDURES, STEPS, Store, conform  # noqa: E402
+from procbench.corpus import load_sample
+from procbench.store import PROCEDURES, STEPS, Store, conform
 
 MC_MODELS = ["hasty-choice-only", "hasty", "impatient-reader", "bidaf", "htrn"]
 

@@ -29,13 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from procbench.embed import load_embeddings  # noqa: E402
-from procbench.generate import generate, read_question_set  # noqa: E402
-from procbench.shortcuts import ChoiceBatch, ShortcutEnsemble, hits  # noqa: E402
-from procbench.store import Store  # noqa: E402
+from procbench.embed import load_embeddings
+from procbench.generate import generate, read_question_set
+from procbench.shortcuts import ChoiceBatch, ShortcutEnsemble, hits
+from procbench.store import Store
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 TEXT_SETTINGS = ("recipeqa", "default", "debias-auto", "adversarial")
