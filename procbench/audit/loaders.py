@@ -16,7 +16,7 @@ from procbench.features import step_key
 from procbench.formats.recipeqa import PLACEHOLDER, context_bodies, context_images, read_entries
 from procbench.store import Store
 
-__all__ = ["default_report_path", "load_question_set", "load_recipeqa", "load_sets"]
+__all__ = ["default_report_path", "load_question_set", "load_recipeqa", "load_sets", "set_store"]
 
 
 def _check_answers(where: Path, answers: Any, choices: list[list[Any]]) -> None:
@@ -42,6 +42,12 @@ def _store_of(folder: Path) -> Store | None:
     if folder.resolve().parent.parent.name == "questions" and (root / "store.json").is_file():
         return Store.open(root)
     return None
+
+
+def set_store(folder: Path | None, store: Store | str | Path | None = None) -> Store | None:
+    """The store a set folder lives in, else ``store`` (None when neither is a store)."""
+    home = _store_of(folder) if folder is not None and folder.is_dir() else None
+    return home or _open_store(store)
 
 
 def _store_contexts(store: Store, procedure_ids: list[str], contexts: list[list[int]]) -> list[list[str]]:

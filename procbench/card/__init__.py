@@ -240,7 +240,7 @@ def provenance_facts(provenance: Iterable[dict[str, Any]]) -> dict[str, Any]:
             for name, info in (entry.get("counts") or {}).items():
                 if isinstance(info, dict) and info.get("encoder"):
                     encoders[name] = {k: info.get(k) for k in ("encoder", "revision", "dim", "rows", "index")}
-        elif command == "generate":
+        elif command in ("generate", "filter"):  # filter: sets derived from another set (AFLite)
             generate.append(entry)
     return {"sources": sources, "clean": clean, "encoders": encoders, "generate": generate}
 
@@ -441,7 +441,17 @@ def _setting_facts(s: CardSet) -> list[str]:
             f"{budget.get('spent')} spent, {budget.get('exhausted')} clusters exhausted"
         )
     if gen.get("yield") is not None:
-        facts.append(f"yield {float(gen['yield']):.1%} (questions kept of those drafted)")
+        of = f"{gen['questions']} kept of {gen['drafted']} drafted" if "drafted" in gen and "questions" in gen else ""
+        facts.append(f"yield {float(gen['yield']):.1%} ({of or 'questions kept of those drafted'})")
+    aflite = gen.get("aflite")
+    if isinstance(aflite, dict) and aflite:
+        facts.append(
+            f"AFLite (`procbench filter --aflite`, Le Bras et al. 2020) on {aflite.get('source')}: kept "
+            f"{aflite.get('kept')} of {aflite.get('questions')} questions after {aflite.get('iterations')} rounds "
+            f"(stopped at the {aflite.get('stopped')}; threshold {_fmt(aflite.get('threshold'))}, "
+            f"{aflite.get('partitions')} partitions per round), dropping those that linear models on "
+            "context-free features answered most often"
+        )
     for key in ("skipped_questions", "skipped_procedures"):
         skipped = {k: v for k, v in (gen.get(key) or {}).items() if v}
         if skipped:

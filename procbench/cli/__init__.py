@@ -77,6 +77,7 @@ _COMMANDS = [
     "embed",
     "generate",
     "audit",
+    "filter",
     "train",
     "evaluate",
     "evaluate_extraction",

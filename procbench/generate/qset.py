@@ -208,9 +208,12 @@ def write_question_sets(
     seed: int,
     args: dict[str, Any],
     counts: dict[str, Any] | None = None,
+    command: str = "generate",
 ) -> dict[str, Path]:
     """Write each ``{setting: questions}`` of ``task`` (parquet per split, recipeqa.json, card.md and
     ``options.json``, the fingerprint of the options that made it) atomically.
+
+    ``command`` names the provenance entry (``filter`` for sets derived from another set).
 
     ``questions`` are :class:`Question` objects or a question table (:mod:`procbench.generate.columns`).
     ``splits`` maps every procedure id used to its split. Returns the folder of each setting.
@@ -222,7 +225,7 @@ def write_question_sets(
     written: dict[str, Path] = {}
     with (
         paused_gc(),
-        store.transaction("generate", args={"task": task, **args}, seed=seed) as txn,
+        store.transaction(command, args={"task": task, **args}, seed=seed) as txn,
         ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool,
     ):
         # Files are independent and Arrow releases the GIL: a sweep's parquet and JSON files are written
