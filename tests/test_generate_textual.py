@@ -118,7 +118,7 @@ def _check(
     choices, answer = q["choices"], q["answer"]
     n = oracle.n_steps[pid]
     assert tc.MIN_STEPS <= n <= tc.MAX_STEPS and meta["n_steps"] == n
-    if style == "debias":
+    if style == "debias" and meta["setting"] != "debias-auto":  # --budget auto keeps short procedures
         assert n >= tc.MIN_STEPS_DEBIAS
     assert q["context"] == list(range(n))
     # question: consecutive titles of the procedure, one placeholder
@@ -342,6 +342,32 @@ def test_exhausted_budgets_skip_questions_and_never_hang(sample_store: Path) -> 
     assert entry["budget"]["spent"] == 3 * len(rows) and all(s <= 1 for s in entry["budget"]["spent_per_cluster"])
 
 
+def test_auto_budget_keeps_nearly_every_draft_with_clusters_giving_equally(awkward_store: Path) -> None:
+    store = Store.open(awkward_store)
+    sets, counts = tc.build(
+        store, [Setting("default"), Setting("debias", budget=4), Setting("debias", budget="auto")], seed=1
+    )
+    auto, fixed = counts["debias-auto"], counts["debias-b4"]
+    # the fixed budget loses the short procedures (paper 004's 6-step minimum) and exhausts its clusters
+    assert fixed["yield"] * fixed["drafted"] / len(sets["default"]) < 0.9
+    # auto: the same drafts as the default setting, nearly all kept
+    assert auto["drafted"] >= len(sets["default"]) and auto["questions"] == len(sets["debias-auto"])
+    assert auto["yield"] >= 0.9 and auto["questions"] >= 0.9 * len(sets["default"])
+    assert "step_count" not in auto["skipped_procedures"] or auto["skipped_procedures"]["step_count"] == (
+        counts["default"]["skipped_procedures"].get("step_count", 0)
+    )
+    spent = auto["budget"]["spent_per_cluster"]
+    chosen = auto["auto_budget"]["chosen"]
+    assert chosen == auto["budget"]["per_cluster"] and max(spent) <= chosen
+    assert sum(spent) == 3 * auto["questions"]
+    # the cap is the even share or a few steps above it: no cluster gives more than a few times its share
+    assert chosen <= 4 * auto["auto_budget"]["even_share"]
+    oracle = Oracle(store)
+    for q in sets["debias-auto"]:
+        row = {name: getattr(q, name) for name in ("procedure_id", "context", "question", "choices", "answer", "meta")}
+        _check(row, oracle, style="debias")
+
+
 def test_cleaned_store_uses_title_clean(tmp_path: Path) -> None:
     store = Store.open(_build(tmp_path, _records(), clean=True))
     rows, counts = _questions(store, Setting("default"), seed=0)
@@ -363,7 +389,9 @@ def test_settings_are_paired_and_answer_positions_uniform(sample_store: Path) ->
                 where = (q.meta["answer_key"], q.meta["window_start"])
                 first.setdefault(q.procedure_id, {}).setdefault(name, where)
         assert len(first) == 45 and all(len(set(v.values())) == 1 for v in first.values())
-    assert len(single["debias-auto"]) == 36  # procedures with at least 6 steps
+    # --budget auto keeps every draft of the default setting (paper 004's 6-step minimum, kept by debias-bB,
+    # left 36 of the 45); the auto budget is the smallest that completes every question
+    assert len(single["debias-auto"]) == len(single["default"]) == 45
     for name, questions in sets.items():
         positions = Counter(q.answer for q in questions)
         assert max(positions.values()) - min(positions.get(i, 0) for i in range(4)) <= 1, name

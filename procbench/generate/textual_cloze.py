@@ -5,9 +5,10 @@ by ``@placeholder``; ``context`` lists every step index of the procedure (models
 ``choices`` are the missing title and 3 titles of other procedures. Titles carry no step-number indicators:
 a cleaned store's ``title_clean`` is used, otherwise :func:`procbench.clean.titles.strip_step_indicator` is
 applied here (``counts["title_source"]`` says which). Procedures with fewer than 3 or more than 25 steps
-are left out (fewer than 6 when debiasing). Choices never repeat a title: titles are compared normalised
-(:func:`normalise_title`), so a title of another procedure that reads the same as the answer (it would
-also be correct) or as a title shown in the question is never a negative.
+are left out (fewer than 6 for ``debias-bB``, as in paper 004; ``debias-auto`` keeps them). Choices never
+repeat a title: titles are compared normalised (:func:`normalise_title`), so a title of another procedure
+that reads the same as the answer (it would also be correct) or as a title shown in the question is never
+a negative.
 
 Settings (:data:`SWEEP`, all written by ``--sweep``):
 
@@ -804,7 +805,9 @@ def build(
     sets: dict[str, list[Question]] = {}
     for setting in settings:
         rng = np.random.default_rng([seed, _TAG, zlib.crc32(setting.name.encode("utf-8"))])
-        min_steps = MIN_STEPS_DEBIAS if setting.style == "debias" else MIN_STEPS
+        # paper 004 drops procedures under 6 steps when debiasing; --budget auto aims at full yield and
+        # keeps them (its yield is over the same drafts as the default setting)
+        min_steps = MIN_STEPS_DEBIAS if setting.style == "debias" and setting.budget != "auto" else MIN_STEPS
         skipped_procedures: Counter[str] = Counter()
         skipped_procedures["step_count"] = len(steps) - len(in_range)
         drafts: list[_Draft] = []
@@ -843,6 +846,7 @@ def build(
         balance_answer_positions(questions, rng, per_choice=_PER_CHOICE)
         sets[setting.name] = questions
         if setting.style in ("debias", "adversarial"):
+            entry["drafted"] = len(drafts)
             entry["yield"] = round(len(questions) / max(1, len(drafts)), 4)
         entry = {
             "questions": len(questions),
