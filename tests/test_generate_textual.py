@@ -461,7 +461,7 @@ def test_same_seed_gives_byte_identical_files(sample_store: Path, tmp_path: Path
     assert set(snapshots[0]) == {
         f"{s}/{f}"
         for s in ("recipeqa", "default", "debias-auto", "adversarial")
-        for f in ("card.md", "recipeqa.json", "test.parquet", "train.parquet", "val.parquet")
+        for f in ("card.md", "options.json", "recipeqa.json", "test.parquet", "train.parquet", "val.parquet")
     }
     assert snapshots[0] == snapshots[1]
     assert snapshots[0] != snapshots[2]

@@ -54,7 +54,10 @@ def test_cli_three_styles_and_sweep(embedded: Path, tmp_path: Path) -> None:
     assert [spent[c] for c in range(12)] == counts["debias-b6"]["budget"]["spent_per_cluster"]
     assert all(v <= 6 for v in spent.values())
 
-    sweep = runner.invoke(app, ["generate", "--task", "textual-cloze", "--sweep", "--store", store])
+    # the sweep (seed 0) rewrites recipeqa and default made above with seed 2: refused without --overwrite
+    refused = runner.invoke(app, ["generate", "--task", "textual-cloze", "--sweep", "--store", store])
+    assert refused.exit_code == 2 and "--overwrite" in refused.output
+    sweep = runner.invoke(app, ["generate", "--task", "textual-cloze", "--sweep", "--overwrite", "--store", store])
     assert sweep.exit_code == 0, sweep.output
     assert "textual-cloze/debias-auto" in sweep.output and "title_source" in sweep.output
     written = sorted(p.name for p in (Path(store) / "questions" / "textual-cloze").iterdir())
