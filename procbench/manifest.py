@@ -222,7 +222,8 @@ def _scrape(read: _Reader, data: dict[str, Any], where: str) -> ScrapeSection:
         raise read.fail(f"{where} needs a source ({', '.join(SOURCES)})")
     source = read.value(data, "source", str, where)
     if source not in SOURCES:
-        raise read.fail(f"unknown source {source!r} in {where}; choose one of: {', '.join(SOURCES)}")
+        raise read.fail(f"{SOURCES.unknown(source)} in {where}")
+    source = SOURCES.canonical(source) or source
     categories = read.strings(data, "categories", where) if "categories" in data else ()
     urls = read.strings(data, "urls", where) if "urls" in data else ()
     if not categories and not urls:

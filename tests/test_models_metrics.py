@@ -122,7 +122,7 @@ def test_bootstrap_interval() -> None:
 
 
 def test_registry_suggests_close_names() -> None:
-    with pytest.raises(BadInput, match="Did you mean htrn"):
+    with pytest.raises(BadInput, match="did you mean 'htrn'"):
         get_model("htrm")
     with pytest.raises(BadInput, match="does not answer sequencing"):
         get_model("hasty").check_task("sequencing")

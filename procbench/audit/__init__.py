@@ -13,7 +13,7 @@ Everything heavy (scikit-learn, scipy, matplotlib) is imported inside the functi
 from __future__ import annotations
 
 from procbench.audit import probes as _probes  # noqa: F401  (registers the probes)
-from procbench.audit.auditset import TASK_KINDS, ArrayVectors, AuditSet, NotApplicable, TaskKind
+from procbench.audit.auditset import ArrayVectors, AuditSet, NotApplicable, TaskKind
 from procbench.audit.core import DEFAULT_BOOTSTRAP, DEFAULT_FOLDS, AuditRun, audit_set, audit_sets, run_audit
 from procbench.audit.loaders import default_report_path, load_question_set, load_recipeqa, load_sets
 from procbench.audit.plots import write_plots
@@ -24,7 +24,6 @@ __all__ = [
     "DEFAULT_BOOTSTRAP",
     "DEFAULT_FOLDS",
     "PROBES",
-    "TASK_KINDS",
     "ArrayVectors",
     "AuditReport",
     "AuditRun",

@@ -17,9 +17,9 @@ import numpy as np
 
 from procbench.errors import ProcbenchError
 from procbench.formats.recipeqa import PLACEHOLDER
+from procbench.tasks import TASKS, TaskKind
 
 __all__ = [
-    "TASK_KINDS",
     "ArrayVectors",
     "AuditSet",
     "ItemIndex",
@@ -38,42 +38,11 @@ class NotApplicable(Exception):  # noqa: N818  (a verdict, not a failure)
     """
 
 
-@dataclass(frozen=True)
-class TaskKind:
-    """How a task's questions are built, as far as the probes care.
-
-    Attributes:
-        items: ``text`` (choices are texts), ``image`` (image ids) or ``step`` (step keys).
-        field: the store embedding field holding the items' vectors (None: no vectors needed).
-        ordering: every choice is an order of items rather than one item.
-        multiple_choice: one of several alternative choices is correct.
-        label_choices: the choices are fixed labels (e.g. ``inverted`` / ``in order``), not items.
-        coherence: the answer is the odd one out among the choices (visual coherence).
-    """
-
-    items: str
-    field: str | None
-    ordering: bool = False
-    multiple_choice: bool = True
-    label_choices: bool = False
-    coherence: bool = False
-
-
-TASK_KINDS: dict[str, TaskKind] = {
-    "textual-cloze": TaskKind("text", "step_title"),
-    "visual-cloze": TaskKind("image", "image"),
-    "visual-coherence": TaskKind("image", "image", coherence=True),
-    "visual-ordering": TaskKind("image", "image", ordering=True),
-    "sequencing": TaskKind("step", None, ordering=True, multiple_choice=False),
-    "pair-order": TaskKind("step", None, label_choices=True),
-}
-
-
 def task_kind(task: str, choices: Sequence[Sequence[Any]]) -> TaskKind:
     """The kind of ``task``; for a task procbench does not know, inferred from the shape of its choices."""
-    known = TASK_KINDS.get(task.replace("_", "-"))
+    known = TASKS.find(task)
     if known is not None:
-        return known
+        return known.kind
     first = next((c for cs in choices for c in cs), None)
     return TaskKind("unknown", None, ordering=isinstance(first, (list, tuple)))
 

@@ -6,12 +6,12 @@ to the set's task and, when it does not, raises ``NotApplicable`` saying why; it
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from procbench.errors import BadInput
+from procbench.registry import Registry
 
 if TYPE_CHECKING:
     from procbench.audit.auditset import AuditSet
@@ -41,17 +41,15 @@ class ProbeSpec:
     summary: str
 
 
-#: Probe name -> spec, in the order probes are reported.
-PROBES: dict[str, ProbeSpec] = {}
+#: Probe name -> spec, in the order probes are reported (``partial-input`` finds ``partial_input``).
+PROBES: Registry[ProbeSpec] = Registry("probe", normalise=lambda name: name.strip().lower().replace("-", "_"))
 
 
 def register(name: str, *, kind: str, summary: str) -> Callable[[ProbeFn], ProbeFn]:
     """Register ``fn`` as probe ``name``."""
 
     def decorate(fn: ProbeFn) -> ProbeFn:
-        if name in PROBES:
-            raise ValueError(f"probe {name!r} is already registered")
-        PROBES[name] = ProbeSpec(name, fn, kind, summary)
+        PROBES.add(name, ProbeSpec(name, fn, kind, summary))
         return fn
 
     return decorate
@@ -64,14 +62,9 @@ def resolve_probes(names: Iterable[str] | str | None) -> list[ProbeSpec]:
         BadInput: an unknown probe name (the message suggests the closest one).
     """
     if names is None:
-        return list(PROBES.values())
+        return PROBES.values()
     items = [names] if isinstance(names, str) else list(names)
-    wanted = {part.strip().replace("-", "_") for item in items for part in item.split(",") if part.strip()}
-    for name in sorted(wanted):
-        if name not in PROBES:
-            close = difflib.get_close_matches(name, list(PROBES), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise BadInput(f"unknown probe {name!r}{hint} (probes: {', '.join(PROBES)})")
+    wanted = {PROBES.get(part).name for item in items for part in item.split(",") if part.strip()}
     if not wanted:
         raise BadInput(f"no probe named; choose from {', '.join(PROBES)}")
-    return [spec for name, spec in PROBES.items() if name in wanted]
+    return [spec for spec in PROBES.values() if spec.name in wanted]

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from procbench import __version__
 from procbench.card.citations import BIBTEX, citations_for
 from procbench.card.licenses import hub_license, spdx_license
+from procbench.tasks import TASKS as ALL_TASKS
 
 __all__ = [
     "BIBTEX",
@@ -46,46 +47,19 @@ HUB_SPLITS = {"train": "train", "val": "validation", "test": "test"}
 
 @dataclass(frozen=True)
 class TaskInfo:
-    """How a task reads to a person and to the Hub."""
+    """How a task reads to a person and to the Hub (from its :class:`~procbench.tasks.TaskSpec`)."""
 
     summary: str
     category: str  # Hub task category
     multiple_choice: bool
 
 
+#: Task name -> how it reads, for every task of :data:`procbench.tasks.TASKS`.
 TASKS: dict[str, TaskInfo] = {
-    "textual-cloze": TaskInfo(
-        "four consecutive step titles with one blanked (`@placeholder`); pick the missing title among four "
-        "(paper 004)",
-        "multiple-choice",
-        True,
-    ),
-    "visual-cloze": TaskInfo(
-        "four step images in authored order with one blanked; pick the missing image among four (paper 001)",
-        "multiple-choice",
-        True,
-    ),
-    "visual-coherence": TaskInfo(
-        "four images, three from the procedure in authored order and one from elsewhere; pick the incoherent "
-        "one (paper 001)",
-        "multiple-choice",
-        True,
-    ),
-    "visual-ordering": TaskInfo(
-        "four orders of a procedure's images; pick the authored one (paper 001)", "multiple-choice", True
-    ),
-    "sequencing": TaskInfo(
-        "up to five consecutive steps shuffled; put them back in order (`choices` are the acceptable orders, "
-        "`answer` is always 0; paper 000)",
-        "text-classification",
-        False,
-    ),
-    "pair-order": TaskInfo(
-        "two steps of a procedure; are they shown in authored order? (label 1) or inverted (label 0; paper 003)",
-        "text-classification",
-        False,
-    ),
+    spec.name: TaskInfo(spec.summary, spec.hub_category, spec.hub_category == "multiple-choice")
+    for spec in ALL_TASKS.values()
 }
+
 
 #: The columns of a question set's parquet files (DESIGN §5).
 SET_FIELDS: list[tuple[str, str, str]] = [

@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any
 from procbench.embed.base import Encoder, EncoderUnavailable, Modality
 from procbench.embed.hub import hub_repo_id, locate_hub_model
 from procbench.errors import BadInput
+from procbench.registry import Registry
 
 if TYPE_CHECKING:
     from procbench.store import Store
 
 __all__ = [
     "BUILTIN_ENCODERS",
+    "ENCODERS",
     "DEFAULT_IMAGE_ENCODER",
     "DEFAULT_TEXT_ENCODER",
     "BuiltinEncoder",
@@ -90,9 +92,10 @@ BUILTIN_ENCODERS: tuple[BuiltinEncoder, ...] = (
     ),
 )
 
-_BY_ALIAS: dict[str, BuiltinEncoder] = {
-    alias.lower(): enc for enc in BUILTIN_ENCODERS for alias in (enc.name, *enc.aliases)
-}
+#: Built-in encoders by name and alias (case-insensitive).
+ENCODERS: Registry[BuiltinEncoder] = Registry("encoder")
+for _enc in BUILTIN_ENCODERS:
+    ENCODERS.add(_enc.name, _enc, aliases=_enc.aliases)
 
 
 def _article(modality: str) -> str:
@@ -149,7 +152,7 @@ def resolve_encoder(name: str, modality: Modality) -> EncoderSpec:
     name = name.strip()
     if not name:
         raise BadInput(f"empty {modality} encoder name; use {_alternatives(modality)}")
-    builtin = _BY_ALIAS.get(name.lower())
+    builtin = ENCODERS.find(name)
     if builtin is not None:
         if builtin.modality != modality:
             raise BadInput(

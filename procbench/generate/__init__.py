@@ -1,14 +1,14 @@
 """``procbench generate``: question sets from the store (DESIGN §5-6).
 
-Each task is a module with ``SWEEP`` (its settings) and ``build(store, settings, *, seed, progress,
-**options) -> ({setting name: questions}, counts)``, the questions being :class:`Question` objects or a
-question table (:mod:`procbench.generate.columns`); this package splits the procedures, writes the files
-and records provenance.
+Each task is a :class:`~procbench.tasks.TaskSpec` in :data:`procbench.tasks.TASKS` naming a module with
+``SWEEP`` (its settings) and ``build(store, settings, *, seed, progress, **options) -> ({setting name:
+questions}, counts)``, the questions being :class:`Question` objects or a question table
+(:mod:`procbench.generate.columns`); this package splits the procedures, writes the files and records
+provenance.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +32,7 @@ from procbench.generate.splits import SPLITS, split_by_category, split_by_proced
 from procbench.progress import SILENT, Progress
 from procbench.store import Store
 from procbench.store.views import kept_procedures
+from procbench.tasks import TASKS, get_task
 
 __all__ = [
     "PLACEHOLDER",
@@ -46,16 +47,6 @@ __all__ = [
     "parse_knobs",
     "read_question_set",
 ]
-
-#: Task name -> module implementing it (imported only when the task is asked for).
-TASKS: dict[str, str] = {
-    "sequencing": "procbench.generate.sequencing",
-    "pair-order": "procbench.generate.pair_order",
-    "textual-cloze": "procbench.generate.textual_cloze",
-    "visual-cloze": "procbench.generate.visual.cloze",
-    "visual-coherence": "procbench.generate.visual.coherence",
-    "visual-ordering": "procbench.generate.visual.ordering",
-}
 
 
 @dataclass
@@ -81,13 +72,6 @@ class GenerateResult:
             "counts": self.counts,
             "warnings": self.warnings,
         }
-
-
-def task_module(task: str) -> Any:
-    """The module implementing ``task``."""
-    if task not in TASKS:
-        raise BadInput(f"unknown task {task!r}; available: {', '.join(TASKS)}")
-    return importlib.import_module(TASKS[task])
 
 
 def assign_splits(
@@ -133,12 +117,13 @@ def generate(
         BadInput: an option the task does not take, a set made with other options in the way, or (with
             ``strict``) an empty split.
     """
-    module = task_module(task)
-    accepted = set(inspect.signature(module.build).parameters)
+    spec = get_task(task)
+    task, build = spec.name, spec.builder()
+    accepted = set(inspect.signature(build).parameters)
     for name in options:
         if name not in accepted:
             raise BadInput(f"--{name.replace('_', '-')} does not apply to task {task}")
-    settings = list(module.SWEEP) if sweep else [setting or Setting("default")]
+    settings = spec.sweep() if sweep else [setting or Setting("default")]
     args = {
         "settings": [s.name for s in settings],
         "split_by": split_by,
@@ -152,7 +137,7 @@ def generate(
         kept = set(kept_procedures(store, ["id"])["id"].to_pylist())
         splits = assign_splits(store, kept, split_by=split_by, ratios=split_ratios, seed=seed)
         options = {**options, "splits": splits}
-    sets, counts = module.build(store, settings, seed=seed, progress=progress, **options)
+    sets, counts = build(store, settings, seed=seed, progress=progress, **options)
     used = set().union(*(procedure_ids(questions) for questions in sets.values()))
     if splits is None:
         splits = assign_splits(store, used, split_by=split_by, ratios=split_ratios, seed=seed)

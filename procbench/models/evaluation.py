@@ -185,7 +185,7 @@ def evaluate(
     if models and not reference_sets:
         raise BadInput(f"--model {models[0]} needs a question set to score: pass QSET (or a sweep folder)")
     for name in models:
-        spec = MODELS[name]
+        spec = MODELS.get(name)
         for q in reference_sets:
             if task_family(q.task) in spec.families:
                 jobs.append(_Job(name, q, name))
@@ -302,7 +302,7 @@ def summarise(results: Sequence[EvalResult]) -> dict[str, Any]:
 
     The std is the population standard deviation over the settings a model was scored on (0 for one).
     """
-    order = {name: i for i, name in enumerate(MODELS) if not MODELS[name].trained}
+    order = {spec.name: i for i, spec in enumerate(MODELS.values()) if not spec.trained}
     tables: dict[tuple[str, str, str], dict[str, Any]] = {}
     for r in results:
         key = (r.task, r.split, r.metric)

@@ -19,7 +19,8 @@ for training and ``predict`` for evaluation.
 from __future__ import annotations
 
 import abc
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -28,6 +29,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from procbench.errors import BadInput
 from procbench.models.featurisation import Featurised
+from procbench.models.registry import get_model
+from procbench.registry import load_object
 
 __all__ = ["Batches", "Net", "build_net", "count_parameters"]
 
@@ -460,25 +463,65 @@ class OrderPointer(Net):
 
 
 def build_net(model: str, dims: dict[str, int], hp: dict[str, Any]) -> Net:
-    """The network of ``model`` for inputs of ``dims`` with hyperparameters ``hp`` (a TrainConfig as a dict)."""
-    hidden, dropout = int(hp["hidden"]), float(hp["dropout"])
+    """The network of ``model`` for inputs of ``dims`` with hyperparameters ``hp`` (a TrainConfig as a dict),
+    made by the factory its :class:`~procbench.models.registry.ModelSpec` names."""
+    spec = get_model(model)
+    if spec.factory is None:
+        raise BadInput(f"model {model!r} is not a trained model")
+    hidden = int(hp["hidden"])
     if hidden < 2 or hidden % 2:
         raise BadInput(f"--hidden must be an even number of at least 2, not {hidden}")
-    simple = {
-        "hasty-choice-only": HastyChoiceOnly,
-        "hasty": HastyStudent,
-        "impatient-reader": ImpatientReader,
-        "bidaf": BiDAF,
-    }
-    if model in simple:
-        return simple[model](dims, hidden, dropout)
-    heads, layers, ffn = int(hp["heads"]), int(hp["layers"]), int(hp["ffn"])
-    if model in ("htrn", "order-pointer") and hidden % heads:
+    factory = cast(Callable[[dict[str, int], dict[str, Any]], Net], load_object(spec.factory))
+    return factory(dims, hp)
+
+
+def _width(hp: dict[str, Any]) -> tuple[int, float]:
+    return int(hp["hidden"]), float(hp["dropout"])
+
+
+def _attention(hp: dict[str, Any]) -> dict[str, int]:
+    """``layers``, ``heads`` and ``ffn`` of a transformer model (``hidden`` a multiple of ``heads``)."""
+    hidden, heads = int(hp["hidden"]), int(hp["heads"])
+    if hidden % heads:
         raise BadInput(f"--hidden ({hidden}) must be a multiple of --heads ({heads})")
-    if model == "htrn":
-        return HTRN(dims, hidden, dropout, layers=layers, heads=heads, ffn=ffn, max_context=int(hp["max_context"]))
-    if model == "order-pointer":
-        return OrderPointer(dims, hidden, dropout, layers=layers, heads=heads, ffn=ffn, title=bool(hp["title"]))
-    if model in ("pair-order", "pairwise-sort"):
-        return PairHead(dims, title=bool(hp["title"]), sequencing=model == "pairwise-sort")
-    raise BadInput(f"model {model!r} is not a trained model")
+    return {"layers": int(hp["layers"]), "heads": heads, "ffn": int(hp["ffn"])}
+
+
+def hasty_choice_only(dims: dict[str, int], hp: dict[str, Any]) -> Net:
+    """The ``hasty-choice-only`` network."""
+    return HastyChoiceOnly(dims, *_width(hp))
+
+
+def hasty(dims: dict[str, int], hp: dict[str, Any]) -> Net:
+    """The ``hasty`` network."""
+    return HastyStudent(dims, *_width(hp))
+
+
+def impatient_reader(dims: dict[str, int], hp: dict[str, Any]) -> Net:
+    """The ``impatient-reader`` network."""
+    return ImpatientReader(dims, *_width(hp))
+
+
+def bidaf(dims: dict[str, int], hp: dict[str, Any]) -> Net:
+    """The ``bidaf`` network."""
+    return BiDAF(dims, *_width(hp))
+
+
+def htrn(dims: dict[str, int], hp: dict[str, Any]) -> Net:
+    """The ``htrn`` network."""
+    return HTRN(dims, *_width(hp), **_attention(hp), max_context=int(hp["max_context"]))
+
+
+def order_pointer(dims: dict[str, int], hp: dict[str, Any]) -> Net:
+    """The ``order-pointer`` network."""
+    return OrderPointer(dims, *_width(hp), **_attention(hp), title=bool(hp["title"]))
+
+
+def pair_order(dims: dict[str, int], hp: dict[str, Any]) -> Net:
+    """The ``pair-order`` head."""
+    return PairHead(dims, title=bool(hp["title"]), sequencing=False)
+
+
+def pairwise_sort(dims: dict[str, int], hp: dict[str, Any]) -> Net:
+    """The ``pairwise-sort`` head (``pair-order`` on every pair)."""
+    return PairHead(dims, title=bool(hp["title"]), sequencing=True)

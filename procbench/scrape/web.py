@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,21 +12,19 @@ import requests
 
 from procbench.errors import BadInput
 from procbench.progress import SILENT, Progress
+from procbench.registry import Registry
 from procbench.scrape.cache import ResponseCache
 from procbench.scrape.crawl import Job, ScrapeReport, Source, run_job
 from procbench.scrape.filters import Filters
 from procbench.scrape.http import Clock, HttpClient, HttpConfig, Mirror, is_loopback_url
-from procbench.scrape.instructables import InstructablesSource
-from procbench.scrape.wikihow import WikiHowSource
 from procbench.store import Store
 
 __all__ = ["SOURCES", "ScrapeOptions", "make_source", "scrape"]
 
-#: Web sources by name.
-SOURCES: dict[str, type[WikiHowSource] | type[InstructablesSource]] = {
-    "wikihow": WikiHowSource,
-    "instructables": InstructablesSource,
-}
+#: Web sources by name: a source class (``Source`` made with its defaults), imported when asked for.
+SOURCES: Registry[Callable[[], Source]] = Registry("source")
+SOURCES.add("wikihow", "procbench.scrape.wikihow:WikiHowSource")
+SOURCES.add("instructables", "procbench.scrape.instructables:InstructablesSource")
 
 
 @dataclass(frozen=True)
@@ -56,10 +54,9 @@ class ScrapeOptions:
 
 def make_source(name: str) -> Source:
     """The web source called ``name``."""
-    try:
-        return SOURCES[name]()
-    except KeyError:
-        raise BadInput(f"unknown source {name!r}; choose one of: {', '.join(SOURCES)}, zim") from None
+    if name not in SOURCES:
+        raise BadInput(f"{SOURCES.unknown(name)}; or zim (procbench scrape zim FILE.zim)")
+    return SOURCES.get(name)()
 
 
 def _validate(options: ScrapeOptions, source: Source) -> None:
@@ -94,8 +91,8 @@ def scrape(
 ) -> ScrapeReport:
     """Scrape ``options.source`` into ``store`` (created if needed); re-running the same call continues it.
 
-    ``source`` replaces the named source (e.g. a :class:`WikiHowSource` for a site with wikiHow's markup
-    under another domain, as the demo serves).
+    ``source`` replaces the named source (e.g. a :class:`~procbench.scrape.wikihow.WikiHowSource` for a site
+    with wikiHow's markup under another domain, as the demo serves).
 
     Raises:
         BadInput: unknown source or sort, nothing to scrape, no contact for a public site.

@@ -1,0 +1,138 @@
+"""The tasks procbench generates, audits and trains models on: one :class:`TaskSpec` per task.
+
+Every stage reads the same spec: ``generate`` its builder and sweep, ``audit`` its :class:`TaskKind`,
+``models`` its family, the dataset card its summary and Hub category. Adding a task is one
+``TASKS.add(...)`` below (and the module named by ``module``); see DEVELOPERS.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from procbench.registry import Registry, load_object
+
+if TYPE_CHECKING:
+    from procbench.generate.settings import Setting
+
+__all__ = ["FAMILIES", "TASKS", "TaskKind", "TaskSpec", "get_task"]
+
+#: How models featurise, train on and score a task's questions.
+FAMILIES = ("mc", "sequencing", "pair-order")
+
+
+@dataclass(frozen=True)
+class TaskKind:
+    """How a task's questions are built, as far as the audit probes care.
+
+    Attributes:
+        items: ``text`` (choices are texts), ``image`` (image ids) or ``step`` (step keys).
+        field: the store embedding field holding the items' vectors (None: no vectors needed).
+        ordering: every choice is an order of items rather than one item.
+        multiple_choice: one of several alternative choices is correct.
+        label_choices: the choices are fixed labels (e.g. ``inverted`` / ``in order``), not items.
+        coherence: the answer is the odd one out among the choices (visual coherence).
+    """
+
+    items: str
+    field: str | None
+    ordering: bool = False
+    multiple_choice: bool = True
+    label_choices: bool = False
+    coherence: bool = False
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A task.
+
+    Attributes:
+        name: ``procbench generate --task NAME``.
+        module: the module implementing it: ``build(store, settings, *, seed, progress, **options)`` and
+            ``SWEEP`` (imported only when the task is generated).
+        kind: what the audit probes need to know.
+        family: how models treat its questions (one of :data:`FAMILIES`).
+        summary: one line for people (dataset cards).
+        hub_category: the Hugging Face Hub task category.
+    """
+
+    name: str
+    module: str
+    kind: TaskKind
+    family: str
+    summary: str
+    hub_category: str = "multiple-choice"
+
+    @property
+    def items(self) -> str:
+        """What a question's items are: ``text``, ``image`` or ``step``."""
+        return self.kind.items
+
+    def builder(self) -> Callable[..., tuple[dict[str, Any], dict[str, Any]]]:
+        """The task's ``build`` function (imports its module)."""
+        return cast(Callable[..., tuple[dict[str, Any], dict[str, Any]]], load_object(f"{self.module}:build"))
+
+    def sweep(self) -> list[Setting]:
+        """Every setting ``--sweep`` writes (imports the task's module)."""
+        return list(cast("list[Setting]", load_object(f"{self.module}:SWEEP")))
+
+
+#: Task name -> spec; ``visual_cloze`` (RecipeQA's spelling) finds ``visual-cloze``.
+TASKS: Registry[TaskSpec] = Registry("task", normalise=lambda name: name.lower().replace("_", "-"))
+
+for _spec in (
+    TaskSpec(
+        "sequencing",
+        "procbench.generate.sequencing",
+        TaskKind("step", None, ordering=True, multiple_choice=False),
+        "sequencing",
+        "up to five consecutive steps shuffled; put them back in order (`choices` are the acceptable orders, "
+        "`answer` is always 0; paper 000)",
+        "text-classification",
+    ),
+    TaskSpec(
+        "pair-order",
+        "procbench.generate.pair_order",
+        TaskKind("step", None, label_choices=True),
+        "pair-order",
+        "two steps of a procedure; are they shown in authored order? (label 1) or inverted (label 0; paper 003)",
+        "text-classification",
+    ),
+    TaskSpec(
+        "textual-cloze",
+        "procbench.generate.textual_cloze",
+        TaskKind("text", "step_title"),
+        "mc",
+        "four consecutive step titles with one blanked (`@placeholder`); pick the missing title among four "
+        "(paper 004)",
+    ),
+    TaskSpec(
+        "visual-cloze",
+        "procbench.generate.visual.cloze",
+        TaskKind("image", "image"),
+        "mc",
+        "four step images in authored order with one blanked; pick the missing image among four (paper 001)",
+    ),
+    TaskSpec(
+        "visual-coherence",
+        "procbench.generate.visual.coherence",
+        TaskKind("image", "image", coherence=True),
+        "mc",
+        "four images, three from the procedure in authored order and one from elsewhere; pick the incoherent "
+        "one (paper 001)",
+    ),
+    TaskSpec(
+        "visual-ordering",
+        "procbench.generate.visual.ordering",
+        TaskKind("image", "image", ordering=True),
+        "mc",
+        "four orders of a procedure's images; pick the authored one (paper 001)",
+    ),
+):
+    TASKS.add(_spec.name, _spec)
+
+
+def get_task(name: str) -> TaskSpec:
+    """The spec of ``name``; an unknown name is a :class:`~procbench.errors.BadInput` ("did you mean")."""
+    return TASKS.get(name)
