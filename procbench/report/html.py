@@ -39,7 +39,7 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def interval_svg(result: dict[str, Any], upper: float, *, width: int = 150) -> str:
+def interval_svg(result: dict[str, Any], upper: float, *, width: int = 100) -> str:
     """A probe's value (dot), 95% interval (bar) and chance (tick) on ``[0, upper]``."""
     value = result.get("value")
     if value is None:
@@ -67,8 +67,9 @@ def interval_svg(result: dict[str, Any], upper: float, *, width: int = 150) -> s
     if chance is not None:
         parts.append(f'<line x1="{x(chance):.1f}" y1="2" x2="{x(chance):.1f}" y2="20" stroke="#101828"/>')
     parts.append("</svg>")
-    text = f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" + (f" · chance {chance:.3f}" if chance is not None else "")
-    return "".join(parts) + f'<div class="{escape(verdict)}">{escape(text)}</div>'
+    label = f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" + (f", chance {chance:.3f}" if chance is not None else "")
+    text = f'{value:.2f} <span class="ci">[{ci[0]:.2f}, {ci[1]:.2f}]</span>'  # 3 decimals in the tooltip
+    return "".join(parts) + f'<div class="cell {escape(verdict)}" title="{escape(label)}">{text}</div>'
 
 
 def histogram_svg(correct: list[float], wrong: list[float], *, title: str, to: str, bins: int = 30) -> str:
@@ -80,27 +81,29 @@ def histogram_svg(correct: list[float], wrong: list[float], *, title: str, to: s
     dc, _ = np.histogram(c, bins=edges, density=True)
     dw, _ = np.histogram(w, bins=edges, density=True)
     top = float(max(dc.max(), dw.max(), 1e-9))
-    width, height, left, bottom = 360, 200, 34, 40
-    plot_w, plot_h = width - left - 8, height - bottom - 26
+    width, height, left, bottom, top_pad = 360, 214, 34, 40, 38  # title and legend above the bars
+    plot_w, plot_h = width - left - 8, height - bottom - top_pad
     bar = plot_w / bins
     out = [f'<svg class="hist" width="{width}" height="{height}" role="img" aria-label="{escape(title)}">']
-    out.append(f'<text x="{left}" y="12">{escape(title)}</text>')
+    out.append(f'<text x="{left}" y="12" class="title">{escape(title)}</text>')
+    out.append(f'<rect x="{left}" y="19" width="10" height="10" fill="#f28e2b" fill-opacity="0.6"/>')
+    out.append(f'<text x="{left + 14}" y="28">correct ({len(c)})</text>')
+    out.append(f'<rect x="{left + 120}" y="19" width="10" height="10" fill="#4e79a7" fill-opacity="0.6"/>')
+    out.append(f'<text x="{left + 134}" y="28">wrong ({len(w)})</text>')
     for series, colour in ((dw, "#4e79a7"), (dc, "#f28e2b")):
         for i, v in enumerate(series):
             h = plot_h * v / top
             out.append(
-                f'<rect x="{left + i * bar:.1f}" y="{20 + plot_h - h:.1f}" width="{bar - 1:.1f}" height="{h:.1f}" '
-                f'fill="{colour}" fill-opacity="0.6"/>'
+                f'<rect x="{left + i * bar:.1f}" y="{top_pad + plot_h - h:.1f}" width="{bar - 1:.1f}" '
+                f'height="{h:.1f}" fill="{colour}" fill-opacity="0.6"/>'
             )
-    base = 20 + plot_h
+    base = top_pad + plot_h
     out.append(f'<line x1="{left}" y1="{base}" x2="{left + plot_w}" y2="{base}" stroke="#344054"/>')
     out.append(f'<text x="{left}" y="{base + 14}">{lo:.2f}</text>')
-    out.append(f'<text x="{left + plot_w - 30}" y="{base + 14}">{hi:.2f}</text>')
-    out.append(f'<text x="{left}" y="{base + 30}">x: {escape(to)}</text>')
-    out.append(f'<rect x="{width - 150}" y="24" width="10" height="10" fill="#f28e2b" fill-opacity="0.6"/>')
-    out.append(f'<text x="{width - 136}" y="33">correct ({len(c)})</text>')
-    out.append(f'<rect x="{width - 150}" y="40" width="10" height="10" fill="#4e79a7" fill-opacity="0.6"/>')
-    out.append(f'<text x="{width - 136}" y="49">wrong ({len(w)})</text>')
+    out.append(f'<text x="{left + plot_w}" y="{base + 14}" text-anchor="end">{hi:.2f}</text>')
+    out.append(
+        f'<text x="{left + plot_w / 2:.0f}" y="{base + 30}" text-anchor="middle">distance to {escape(to)}</text>'
+    )
     out.append("</svg>")
     return "".join(out)
 
@@ -134,12 +137,12 @@ def _audit_tables(views: list[SetView]) -> str:
             + "".join(f"<th>{escape(v.setting)}<div class=muted>{v.total} questions</div></th>" for v in audited)
             + "</tr>"
         )
-        absent: list[str] = []
+        absent: dict[str, list[str]] = {}  # reason -> probes that apply to none of the sets
         for probe in probes:
             results = [(v.audit or {})["probes"].get(probe) or {} for v in audited]
-            if all(r.get("value") is None for r in results):  # one line below the table, not a row of n/a
-                reasons = sorted({str(r["reason"]) for r in results if r.get("reason")})
-                absent.append(f"<b>{escape(probe)}</b>" + (f" ({escape('; '.join(reasons))})" if reasons else ""))
+            if all(r.get("value") is None for r in results):  # listed below the table, not a row of n/a
+                reason = "; ".join(sorted({str(r["reason"]) for r in results if r.get("reason")}))
+                absent.setdefault(reason, []).append(probe)
                 continue
             values = [
                 x
@@ -153,16 +156,22 @@ def _audit_tables(views: list[SetView]) -> str:
             label = escape(probe)
             if any(r.get("reference") for r in results):
                 label += '<div class="muted">reference: reads the context</div>'
+            chances = {r.get("chance") for r in results if r.get("value") is not None}
+            if len(chances) == 1 and None not in chances:
+                label += f'<div class="muted">chance {float(chances.pop()):.3f}</div>'
             out.append(f"<tr><th>{label}</th>{cells}</tr>")
         out.append("</table></div>")
-        if absent:
-            out.append(f'<p class="muted">Not applicable to any {escape(task)} set: {"; ".join(absent)}.</p>')
+        for reason, names in absent.items():
+            listed = ", ".join(f"<b>{escape(n)}</b>" for n in names)
+            why = f": {escape(reason)}" if reason else ""
+            out.append(f'<p class="muted">Not applicable to any {escape(task)} set: {listed}{why}.</p>')
     if not out:
         return '<p class="muted">No audit yet: run <code>procbench audit TASK</code>.</p>'
     legend = (
-        '<p class="muted">Dot: value; bar: bootstrap 95% interval over procedures; tick: chance. Red: the interval '
-        "lies above chance (a shortcut answers better than chance without the context); amber: below chance (the "
-        "shortcut inverted); blue: a reference probe that reads the context (above chance is expected).</p>"
+        '<p class="muted">Value [bootstrap 95% interval over procedures]. Dot: value; bar: the interval; tick: '
+        "chance. Red: the interval lies above chance (a shortcut answers better than chance without the "
+        "context); amber: below chance (the shortcut inverted); blue: a reference probe that reads the context "
+        "(above chance is expected).</p>"
     )
     return legend + "\n".join(out)
 

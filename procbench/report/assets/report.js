@@ -13,7 +13,7 @@
     return node;
   }
 
-  function item(it, cls) {
+  function item(it, cls, brief) {
     var node = el("div", "item" + (cls ? " " + cls : ""));
     if (it.ph) { node.className += " ph"; node.textContent = "?"; return node; }
     if (it.img) {
@@ -23,7 +23,7 @@
       node.appendChild(img);
     }
     if (it.title) node.appendChild(el("div", "title", it.title));
-    if (it.text) node.appendChild(el("div", "text", it.text));
+    if (it.text && !(brief && (it.title || it.img))) node.appendChild(el("div", "text", it.text));
     return node;
   }
 
@@ -47,18 +47,22 @@
     head.appendChild(right);
     box.appendChild(head);
     box.appendChild(el("p", null, data.instruction));
-    if (q.question.length && !q.orders.length) {
+    if (q.question.length) {
+      // order tasks: the items as the question shows them (shuffled), then the orders to choose from
+      if (q.orders.length) box.appendChild(el("div", "label", "as shown"));
       var items = el("div", "items");
       q.question.forEach(function (it) { items.appendChild(item(it)); });
       box.appendChild(items);
+      if (q.orders.length) box.appendChild(el("div", "label", "choices: the same items in an order each"));
     }
     var choices = el("div", "choices");
     if (q.orders.length) {
       q.orders.forEach(function (order, i) {
-        var c = el("div", "item choice" + (i === q.answer ? " answer" : ""));
+        var c = el("div", "item choice order-choice" + (i === q.answer ? " answer" : ""));
         c.appendChild(el("div", "label", "choice " + i));
         var row = el("div", "order");
-        order.forEach(function (pos) { row.appendChild(item(q.question[pos])); });
+        // the items' words are in the row above: here each item by its image and title (text if it has no other)
+        order.forEach(function (pos) { row.appendChild(item(q.question[pos], null, true)); });
         c.appendChild(row);
         choices.appendChild(c);
       });
