@@ -100,10 +100,14 @@ class Registry(Generic[T]):
             raise BadInput(self.unknown(name))
         return found
 
+    def suggestions(self, name: str, *, n: int = 2) -> list[str]:
+        """Up to ``n`` registered names closest to ``name`` (matching names and aliases), closest first."""
+        close = difflib.get_close_matches(self._normalise(name), list(self._names), n=2 * n)
+        return list(dict.fromkeys(self._names[c] for c in close))[:n]
+
     def unknown(self, name: str) -> str:
         """The one-line message for an unknown ``name``."""
-        close = difflib.get_close_matches(self._normalise(name), list(self._names), n=2)
-        suggestions = list(dict.fromkeys(self._names[c] for c in close))
+        suggestions = self.suggestions(name)
         hint = f"; did you mean {' or '.join(map(repr, suggestions))}?" if suggestions else ""
         return f"unknown {self.kind} {name!r}{hint} (available: {', '.join(self._order)})"
 

@@ -1,8 +1,9 @@
 """The tasks procbench generates, audits and trains models on: one :class:`TaskSpec` per task.
 
 Every stage reads the same spec: ``generate`` its builder and sweep, ``audit`` its :class:`TaskKind`,
-``models`` its family, the dataset card its summary and Hub category. Adding a task is one
-``TASKS.add(...)`` below (and the module named by ``module``); see DEVELOPERS.md.
+``models`` its family, the dataset card its summary and Hub category, RecipeQA JSON, the report and
+exports its instruction. Adding a task is one ``TaskSpec`` below (and the module it names); see
+DEVELOPERS.md.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class TaskSpec:
         family: how models treat its questions (one of :data:`FAMILIES`).
         summary: one line for people (dataset cards).
         hub_category: the Hugging Face Hub task category.
+        instruction: the question's instruction (RecipeQA JSON's ``question``, the report, exports).
     """
 
     name: str
@@ -63,6 +65,7 @@ class TaskSpec:
     family: str
     summary: str
     hub_category: str = "multiple-choice"
+    instruction: str = ""
 
     @property
     def items(self) -> str:
@@ -90,6 +93,7 @@ for _spec in (
         "up to five consecutive steps shuffled; put them back in order (`choices` are the acceptable orders, "
         "`answer` is always 0; paper 000)",
         "text-classification",
+        instruction="Put the steps in the order they were written.",
     ),
     TaskSpec(
         "pair-order",
@@ -98,6 +102,7 @@ for _spec in (
         "pair-order",
         "two steps of a procedure; are they shown in authored order? (label 1) or inverted (label 0; paper 003)",
         "text-classification",
+        instruction="Are the two steps in the order they were written?",
     ),
     TaskSpec(
         "textual-cloze",
@@ -106,6 +111,7 @@ for _spec in (
         "mc",
         "four consecutive step titles with one blanked (`@placeholder`); pick the missing title among four "
         "(paper 004)",
+        instruction="Choose the best title for the missing blank to correctly complete the recipe.",
     ),
     TaskSpec(
         "visual-cloze",
@@ -113,6 +119,7 @@ for _spec in (
         TaskKind("image", "image"),
         "mc",
         "four step images in authored order with one blanked; pick the missing image among four (paper 001)",
+        instruction="Choose the best image for the missing blank to correctly complete the recipe.",
     ),
     TaskSpec(
         "visual-coherence",
@@ -121,6 +128,7 @@ for _spec in (
         "mc",
         "four images, three from the procedure in authored order and one from elsewhere; pick the incoherent "
         "one (paper 001)",
+        instruction="Select the incoherent image in the following sequence of images.",
     ),
     TaskSpec(
         "visual-ordering",
@@ -128,6 +136,7 @@ for _spec in (
         TaskKind("image", "image", ordering=True),
         "mc",
         "four orders of a procedure's images; pick the authored one (paper 001)",
+        instruction="Choose the correct order of the images to make a complete recipe.",
     ),
 ):
     TASKS.add(_spec.name, _spec)

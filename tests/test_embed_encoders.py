@@ -211,6 +211,18 @@ def test_registry_errors_are_one_line(tmp_path: Path) -> None:
     assert resolve_encoder("Color-Layout", "image").name == "colour-layout"  # aliases, any case
 
 
+def test_near_miss_of_a_builtin_name_suggests_it() -> None:
+    # Offline (conftest): a misspelt built-in would be looked up as a hub id; the error says what was meant.
+    with pytest.raises(EncoderUnavailable) as caught:
+        resolve_encoder("minlm-offline", "text")
+    assert str(caught.value).endswith("; did you mean `minilm-offline`?") and "\n" not in str(caught.value)
+    with pytest.raises(EncoderUnavailable, match="did you mean `colour-layout`"):
+        resolve_encoder("colr-layout", "image")
+    with pytest.raises(EncoderUnavailable) as other_modality:
+        resolve_encoder("colr-layout", "text")  # an image encoder is no suggestion for text
+    assert "did you mean" not in str(other_modality.value)
+
+
 def test_missing_package_names_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
     from procbench.embed import registry
 

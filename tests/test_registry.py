@@ -142,3 +142,24 @@ def test_every_trained_model_builds_through_its_factory() -> None:
         build_net("chance", dims, hp)
     with pytest.raises(BadInput, match="multiple of --heads"):
         build_net("htrn", dims, hp | {"heads": 3})
+
+
+def test_the_cli_help_names_every_trained_model() -> None:
+    """``procbench train --help`` lists the models as a literal (importing the registry at --help is avoided);
+    it must stay the registry's list."""
+    import re
+
+    from procbench.cli.train import _MODELS
+    from procbench.models.registry import MODELS
+
+    listed = re.findall(r"[a-z][a-z-]+", re.sub(r"\(.*?\)", "", _MODELS))
+    assert sorted(listed) == sorted(spec.name for spec in MODELS.values() if spec.trained)
+
+
+def test_recipeqa_names_come_from_the_task_specs() -> None:
+    from procbench.formats.recipeqa import QUESTION_TEXT, VISUAL_TASKS
+    from procbench.tasks import TASKS
+
+    assert sorted(VISUAL_TASKS) == ["visual-cloze", "visual-coherence", "visual-ordering"]
+    assert QUESTION_TEXT["visual-coherence"] == "Select the incoherent image in the following sequence of images."
+    assert set(QUESTION_TEXT) == set(TASKS.names()) and all(QUESTION_TEXT.values())

@@ -186,12 +186,20 @@ def resolve_encoder(name: str, modality: Modality) -> EncoderSpec:
             summary=f"sentence-transformers model from {path.resolve()}",
         )
     repo_id = hub_repo_id(name)
+    # A near miss of a built-in name (``minlm-offline``) would otherwise read as a hub id: say which it meant.
+    near = [s for s in ENCODERS.suggestions(name, n=1) if ENCODERS.get(s).modality == modality]
+    meant = f" (did you mean `{near[0]}`?)" if near else ""
     if _missing(("sentence_transformers",)):
         raise EncoderUnavailable(
-            f"{modality} encoder {name} needs sentence-transformers (pip install "
+            f"{modality} encoder {name}{meant} needs sentence-transformers (pip install "
             f"sentence-transformers); or use {_alternatives(modality)}"
         )
-    local, revision = locate_hub_model(repo_id, alternatives=_alternatives(modality), modality=modality)
+    try:
+        local, revision = locate_hub_model(repo_id, alternatives=_alternatives(modality), modality=modality)
+    except EncoderUnavailable as exc:
+        if not near:
+            raise
+        raise EncoderUnavailable(f"{exc}; did you mean `{near[0]}`?") from None
     return EncoderSpec(
         repo_id,
         modality,

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from procbench import __version__
 from procbench.arrays import ragged_lists, ranges
 from procbench.errors import BadInput
+from procbench.tasks import TASKS
 
 __all__ = [
     "PLACEHOLDER",
@@ -45,15 +46,10 @@ __all__ = [
 
 #: What RecipeQA puts in a question where the missing item goes.
 PLACEHOLDER = "@placeholder"
-VISUAL_TASKS = frozenset({"visual-cloze", "visual-coherence", "visual-ordering"})
-QUESTION_TEXT = {
-    "textual-cloze": "Choose the best title for the missing blank to correctly complete the recipe.",
-    "visual-cloze": "Choose the best image for the missing blank to correctly complete the recipe.",
-    "visual-coherence": "Select the incoherent image in the following sequence of images.",
-    "visual-ordering": "Choose the correct order of the images to make a complete recipe.",
-    "sequencing": "Put the steps in the order they were written.",
-    "pair-order": "Are the two steps in the order they were written?",
-}
+#: Tasks whose items are images (RecipeQA JSON names them by file).
+VISUAL_TASKS = frozenset(spec.name for spec in TASKS.values() if spec.items == "image")
+#: Task -> its question's instruction (RecipeQA JSON's ``question``).
+QUESTION_TEXT = {spec.name: spec.instruction for spec in TASKS.values()}
 #: Questions rendered at once (small enough that a batch of long contexts stays far below 2 GB of text).
 _BATCH = 16_384
 #: JSON escapes Arrow can apply with plain substring replacement (backslash first).
