@@ -55,14 +55,22 @@ def _embed_offline(store: Store, *, seed: int, progress: Progress) -> dict[str, 
 
 
 def _audit_sets(store: Store, *, seed: int, progress: Progress) -> dict[str, Any]:
-    """Audit every question set in the store side by side (``STORE/questions/audit.json``)."""
+    """Audit every question set in the store side by side (``STORE/questions/audit.json``, PNG plots in
+    ``STORE/audit-plots/``; not under ``questions/``, where every folder is a task)."""
     from procbench.audit import run_audit
 
     sets = sorted(p for p in (store.root / "questions").glob("*/*") if p.is_dir())
     if not sets:
         return {"sets": 0}
-    run = run_audit(sets, store=store, out=store.root / "questions" / "audit.json", seed=seed, progress=progress)
-    return {**run.report.counts(), "report": run.report_path.relative_to(store.root).as_posix()}
+    questions = store.root / "questions"
+    run = run_audit(
+        sets, store=store, out=questions / "audit.json", plots=store.root / "audit-plots", seed=seed, progress=progress
+    )
+    return {
+        **run.report.counts(),
+        "report": run.report_path.relative_to(store.root).as_posix(),
+        "plots": [p.relative_to(store.root).as_posix() for p in run.plots],
+    }
 
 
 def _train_and_evaluate(

@@ -49,6 +49,26 @@ def test_ingest_then_info_json(tmp_path: Path) -> None:
     assert [e["command"] for e in summary["provenance"]] == ["ingest"]
 
 
+def test_info_renders_tables_not_raw_dicts_and_a_short_history(tmp_path: Path) -> None:
+    records = [make_record(f"p{i}", 5) for i in range(12)]
+    store = str(tmp_path / "s")
+    for i in range(3):
+        path = write_jsonl(tmp_path / f"in{i}.jsonl", records[4 * i : 4 * i + 4])
+        assert runner.invoke(app, ["ingest", str(path), "--store", store]).exit_code == 0
+    for args in (["clean"], ["embed", "-t", "hashed"], ["generate", "-t", "pair-order"]):
+        done = runner.invoke(app, [*args, "--store", store])
+        assert done.exit_code == 0, done.output
+    out = runner.invoke(app, ["info", "--store", store, "--history", "2"], env={"COLUMNS": "120"}).stdout
+    assert "{" not in out and "}" not in out  # no dict printed as Python
+    assert "clean: kept 12 procedures" in out and "Embeddings" in out and "step_text.hashed" in out
+    assert "Question sets" in out and "pair-order/default" in out
+    assert "last 2 of 6; --history 0 for all" in out
+    history = [line for line in out.splitlines() if line.startswith("│") and "UTC" not in line]
+    assert sum("ingest" in line for line in history) == 0 and any("generate" in line for line in history)
+    everything = runner.invoke(app, ["info", "--store", store, "--history", "0"], env={"COLUMNS": "120"}).stdout
+    assert sum("ingest" in line for line in everything.splitlines()) == 3
+
+
 def test_store_from_environment(tmp_path: Path, monkeypatch: object) -> None:
     path = write_jsonl(tmp_path / "in.jsonl", [make_record("a")])
     env_store = tmp_path / "env-store"
@@ -73,3 +93,17 @@ def test_console_script_runs(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("procbench")
     result = subprocess.run([str(exe), "--version"], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("procbench ")
+
+
+def test_help_shows_every_option_name_whole_at_80_columns() -> None:
+    import typer.main
+
+    group = typer.main.get_command(app)
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        out = runner.invoke(app, [name, "--help"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"}).stdout
+        assert max(len(line) for line in out.splitlines()) <= 80, name
+        assert "…" not in out, name
+        for param in command.params:
+            for opt in param.opts:
+                if opt.startswith("--"):
+                    assert opt in out, (name, opt)

@@ -27,6 +27,8 @@ def test_demo_builds_the_sample_store_and_is_rerunnable(tmp_path: Path) -> None:
     assert report == store / "report" / "index.html" and report.is_file()
     assert "hasty-choice-only" in report.read_text()  # the sweep table of the demo's runs
     assert len(list((store / "report" / "sets").glob("*.html"))) == len(result["stages"]["generate"])
+    plots = result["stages"]["audit"]["plots"]
+    assert plots and all((store / p).is_file() and p.startswith("audit-plots/") and p.endswith(".png") for p in plots)
     second = runner.invoke(app, ["demo", "--store", str(store), "--json"])
     assert second.exit_code == 0, second.output
     assert Store.open(store).table("procedures").num_rows == len(sample)

@@ -146,6 +146,8 @@ def test_cli_generate_errors_and_json(sample_store: Path, tmp_path: Path) -> Non
         app, ["generate", "--task", "pair-order", "--knobs", "0,1,1", "--debias", "--store", str(store.root)]
     )
     assert both.exit_code == 2
+    budget = runner.invoke(app, ["generate", "--task", "pair-order", "--budget", "5", "--store", str(store.root)])
+    assert budget.exit_code == 2 and "--budget applies only with --debias" in budget.stderr
     wrong_option = runner.invoke(app, ["generate", "--task", "sequencing", "--adjacent", "--store", str(store.root)])
     assert wrong_option.exit_code == 2 and "does not apply" in wrong_option.stderr
     ok = runner.invoke(app, ["generate", "--task", "pair-order", "--adjacent", "--json", "--store", str(store.root)])

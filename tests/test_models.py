@@ -415,3 +415,45 @@ def test_a_run_is_not_scored_on_its_set_once_that_set_changed(store: Store, tmp_
     assert cli.exit_code == 2 and "--allow-changed-sets" in cli.stderr
     loud = CliRunner().invoke(app, ["evaluate", str(run), "--bootstrap", "0", "--allow-changed-sets"])
     assert loud.exit_code == 0 and "warning:" in loud.stderr and "has changed since" in loud.stderr
+
+
+def test_title_less_text_only_store_trains_and_chance_needs_no_embeddings(tmp_path: Path) -> None:
+    """OpenPI-style data: one sentence per step, no headlines, image URLs never fetched."""
+    words = ["wood", "glue", "paint", "saw", "nail", "sand", "drill", "clamp", "brush", "tape"]
+    records = [
+        {
+            "id": f"p{n}",
+            "title": f"Build thing {n}",
+            "steps": [
+                {
+                    "text": f"Take the {words[(n + i) % 10]} and use it {i} times.",
+                    "images": [f"https://x.org/{n}/{i}.jpg"],
+                }
+                for i in range(5)
+            ],
+        }
+        for n in range(30)
+    ]
+    source = tmp_path / "p.jsonl"
+    source.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    ingest_file(tmp_path / "store", source)
+    store = Store.open(tmp_path / "store")
+    generate(store, "pair-order", seed=0)
+    qset = _qset(store, "pair-order/default")
+    chance = evaluate(qsets=[qset], models=["chance"], bootstrap=0)  # nothing embedded yet
+    assert {r.value for r in chance.results} == {0.5}
+    with pytest.raises(BadInput, match=r"no step_text embeddings yet; run `procbench embed` first$"):
+        featurise(read_question_set(qset))  # the hint once, not twice
+    embed_store(store, text_encoder="hashed")
+    feats = featurise(read_question_set(qset))  # default features: both (titles and images absent: no columns)
+    assert feats.dims["item"] == load_embeddings_dim(store, "step_text") and feats.missing.get("step_image") is None
+    with pytest.raises(BadInput, match="fetch-images"):
+        featurise(read_question_set(qset), FeatureConfig(features="image"))
+    result = train(qset, TrainConfig(model="pair-order", **{**TINY, "epochs": 2}), tmp_path / "run")
+    assert result.metrics["train"]["accuracy"] >= 0.0
+
+
+def load_embeddings_dim(store: Store, field: str) -> int:
+    from procbench.embed import load_embeddings
+
+    return int(load_embeddings(store, field).dim)

@@ -114,3 +114,12 @@ def test_uncommitted_staging_is_discarded(tmp_path: Path) -> None:
     recover(store.root)
     assert not stale.exists()
     assert not store.has_table("procedures")
+
+
+def test_atomic_writes_get_the_umask_mode_not_0600(tmp_path: Path) -> None:
+    """Results (audit.json, images, weights) are written through temp files; they must be readable by others."""
+    from procbench.store.atomic import _UMASK, atomic_write_bytes
+
+    atomic_write_bytes(tmp_path / "audit.json", b"{}")
+    assert (tmp_path / "audit.json").stat().st_mode & 0o777 == 0o666 & ~_UMASK
+    assert _UMASK & 0o044 or (tmp_path / "audit.json").stat().st_mode & 0o044 == 0o044

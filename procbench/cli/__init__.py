@@ -91,9 +91,11 @@ _COMMANDS = [
 def _register() -> None:
     import importlib
 
+    from procbench.cli._help import HelpCommand
+
     for name in _COMMANDS:
         module = importlib.import_module(f"procbench.cli.{name.replace('-', '_')}")
-        app.command(module.NAME, help=module.command.__doc__)(_one_line_errors(module.command))
+        app.command(module.NAME, help=module.command.__doc__, cls=HelpCommand)(_one_line_errors(module.command))
 
 
 _register()

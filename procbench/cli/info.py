@@ -1,13 +1,23 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from procbench.cli._options import DEFAULT_STORE, JsonOption, StoreOption
 
 NAME = "info"
 
+_COUNTS_WIDTH = 70
 
-def command(store: StoreOption = DEFAULT_STORE, json: JsonOption = False) -> None:
+
+def command(
+    history: Annotated[
+        int, typer.Option("--history", min=0, help="Provenance entries shown, newest last (0: all; --json: all).")
+    ] = 10,
+    store: StoreOption = DEFAULT_STORE,
+    json: JsonOption = False,
+) -> None:
     """Show what the store holds: counts by source and category, later stages' outputs, provenance."""
     from procbench.cli._console import console, print_json
     from procbench.store import Store
@@ -16,10 +26,10 @@ def command(store: StoreOption = DEFAULT_STORE, json: JsonOption = False) -> Non
     if json:
         print_json(summary)
         return
-    _render(console, summary)
+    _render(console, summary, history=history)
 
 
-def _render(console: Any, summary: dict[str, Any]) -> None:
+def _render(console: Any, summary: dict[str, Any], *, history: int) -> None:
     from rich.table import Table
 
     console.print(
@@ -34,11 +44,60 @@ def _render(console: Any, summary: dict[str, Any]) -> None:
             for category, counts in summary[key].items():
                 table.add_row(category, str(counts["procedures"]), str(counts["steps"]), str(counts["images"]))
             console.print(table)
-    for stage, value in summary["stages"].items():
-        console.print(f"[bold]{stage}[/]: {value}", highlight=False)
-    if summary["provenance"]:
-        table = Table("time (UTC)", "command", "seed", "counts", title="Provenance", title_justify="left")
-        for entry in summary["provenance"]:
-            counts = ", ".join(f"{k}={v}" for k, v in entry["counts"].items())
-            table.add_row(entry["time"], entry["command"], str(entry["seed"]), counts)
+    stages = dict(summary["stages"])
+    clean = stages.pop("clean", None)
+    if clean is not None:
+        dropped = ", ".join(f"{k} {v}" for k, v in clean["dropped"].items()) or "none"
+        console.print(f"[bold]clean[/]: kept {clean['kept']} procedures; dropped: {dropped}", highlight=False)
+    splits = stages.pop("splits", None)
+    if splits:
+        console.print("[bold]splits[/]: " + ", ".join(f"{k} {v}" for k, v in splits.items()), highlight=False)
+    embeddings = stages.pop("embeddings", None)
+    indexes = set(stages.pop("indexes", []))
+    if embeddings:
+        table = Table("embedding", "rows", "dim", "encoder", "index", title="Embeddings", title_justify="left")
+        for name, meta in embeddings.items():
+            table.add_row(
+                name,
+                str(meta.get("rows", "")),
+                str(meta.get("dim", "")),
+                str(meta.get("encoder", "")),
+                "yes" if name in indexes else "no",
+            )
         console.print(table)
+    sets = stages.pop("question_sets", None)
+    if sets:
+        table = Table("question set", "train", "val", "test", title="Question sets", title_justify="left")
+        for name, sizes in sets.items():
+            table.add_row(name, *(str(sizes.get(s, 0)) for s in ("train", "val", "test")))
+        console.print(table)
+    for stage, value in stages.items():
+        text = ", ".join(f"{k} {v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
+        console.print(f"[bold]{stage}[/]: {text}", highlight=False)
+    entries = summary["provenance"]
+    if entries:
+        shown = entries[-history:] if history else entries
+        title = "Provenance" + (
+            f" (last {len(shown)} of {len(entries)}; --history 0 for all)" if len(shown) < len(entries) else ""
+        )
+        table = Table("time (UTC)", "command", "seed", "counts", title=title, title_justify="left")
+        for entry in shown:
+            seed = "-" if entry["seed"] is None else str(entry["seed"])
+            table.add_row(entry["time"], entry["command"], seed, _counts(entry["counts"]))
+        console.print(table)
+
+
+def _counts(counts: dict[str, Any]) -> str:
+    """The scalar counts of a provenance entry on one short line (nested ones: `procbench info --json`)."""
+    flat: dict[str, Any] = {}
+    for key, value in counts.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            flat[key] = value
+    parts = [f"{k}={v}" for k, v in flat.items() if isinstance(v, (int, float, str)) and v not in (0, None, "")]
+    nested = sum(1 for v in flat.values() if isinstance(v, (dict, list)))
+    text = ", ".join(parts)
+    if len(text) > _COUNTS_WIDTH:
+        text = text[: _COUNTS_WIDTH - 3] + "..."
+    return text + (f" (+{nested} nested: --json)" if nested else "")

@@ -197,12 +197,13 @@ def evaluate(
     _disambiguate(jobs)
     labels = _qset_labels([j.qset for j in jobs])
 
-    cache: dict[tuple[Path, FeatureConfig], Featurised] = {}
+    cache: dict[tuple[Path, FeatureConfig | None], Featurised] = {}
 
-    def features(q: QuestionSet, config: FeatureConfig) -> Featurised:
+    def features(q: QuestionSet, config: FeatureConfig | None) -> Featurised:
+        """``config`` None: the structure only, no vectors (chance needs none, even on a store never embedded)."""
         key = (q.path.resolve(), config)
         if key not in cache:
-            cache[key] = featurise(q, config)
+            cache[key] = featurise(q, config or FeatureConfig(), vectors=config is not None)
         return cache[key]
 
     results: list[EvalResult] = []
@@ -276,7 +277,7 @@ def _score_job(
             return predict_rows(run.net, batches, rows)
 
     else:
-        feats = features(job.qset, FeatureConfig())
+        feats = features(job.qset, None if job.kind == "chance" else FeatureConfig())
         if job.kind == "distance-svm":
             from procbench.models.reference import DistanceSVM
 

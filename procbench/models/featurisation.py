@@ -160,8 +160,10 @@ class _Lookup:
             found = self.index[key] = len(self.index) + 1
         return found
 
-    def table(self) -> np.ndarray:
+    def table(self, *, with_vectors: bool = True) -> np.ndarray:
         keys = list(self.index)
+        if not with_vectors:
+            return np.zeros((len(keys) + 1, 0), np.float32)
         blocks = [self.vectors.part(p, keys) for p in self.parts]
         matrix = np.concatenate(blocks, axis=1) if blocks else np.zeros((len(keys), 0), np.float32)
         return np.concatenate([np.zeros((1, matrix.shape[1]), np.float32), matrix]).astype(np.float32)
@@ -175,14 +177,28 @@ class _Vectors:
         self._fields: dict[str, ItemVectors] = {}
         self._step_images: dict[str, str] | None = None
         self.missing: dict[str, int] = {}
+        #: Fields the store has no rows for (no step headlines, no stored images): they add no columns.
+        self.absent: list[str] = []
 
-    def field(self, name: str) -> ItemVectors:
+    def has_rows(self, name: str) -> bool:
+        """Whether the store has anything to embed in field ``name`` (e.g. any step headline)."""
+        from procbench.embed.fields import field_table
+
+        return bool(field_table(self.store, name).num_rows)
+
+    def field(self, name: str) -> ItemVectors | None:
+        """The field's vectors; None when the store has no rows for it (so nothing could be embedded)."""
+        if name in self.absent:
+            return None
         if name not in self._fields:
             vectors = ItemVectors(self.store, name)
             try:
                 vectors.dim  # noqa: B018  (opens the file: a store without it fails here, clearly)
-            except BadInput as exc:
-                raise BadInput(f"{exc}; run `procbench embed` on the store first") from exc
+            except BadInput:
+                if not self.has_rows(name):
+                    self.absent.append(name)
+                    return None
+                raise
             self._fields[name] = vectors
         return self._fields[name]
 
@@ -192,8 +208,10 @@ class _Vectors:
             from procbench.store.views import kept_steps
 
             images = self.field("image")
-            steps = kept_steps(self.store, ["procedure_id", "index", "image_ids"]).to_pylist()
             self._step_images = {}
+            if images is None:
+                return self._step_images
+            steps = kept_steps(self.store, ["procedure_id", "index", "image_ids"]).to_pylist()
             for row in steps:
                 for image_id in row["image_ids"]:
                     if images.has(image_id):
@@ -208,6 +226,8 @@ class _Vectors:
         else:
             field, lookup = part, keys
         vectors = self.field(field)
+        if vectors is None:
+            return np.zeros((len(keys), 0), np.float32)
         before = vectors.missing
         out = vectors.get(lookup)
         self.missing[part] = self.missing.get(part, 0) + vectors.missing - before
@@ -271,11 +291,19 @@ def _query(
     return [*q_rows, choice[0]]
 
 
-def featurise(qset: QuestionSet, config: FeatureConfig | None = None, *, store: Store | None = None) -> Featurised:
+def featurise(
+    qset: QuestionSet, config: FeatureConfig | None = None, *, store: Store | None = None, vectors: bool = True
+) -> Featurised:
     """Featurise every question of ``qset`` (all splits) from ``store``'s frozen embeddings.
 
     ``store`` defaults to the store the set lives in. Keys the store has no vector for become zero vectors
-    and are counted in ``missing`` (by part), so coverage can be reported instead of failing.
+    and are counted in ``missing`` (by part), so coverage can be reported instead of failing. A field the
+    store has no rows for at all (a corpus without step headlines, a store without stored images) adds no
+    columns. With ``vectors=False`` only the structure is built (every vector table has 0 columns): what
+    the chance reference needs, on a store that was never embedded.
+
+    Raises:
+        BadInput: an empty set, a field that has rows but was not embedded, or no item features at all.
     """
     config = config or FeatureConfig()
     store = store or store_of(qset)
@@ -284,15 +312,15 @@ def featurise(qset: QuestionSet, config: FeatureConfig | None = None, *, store: 
     if table.num_rows == 0:
         raise BadInput(f"question set {qset.path} has no questions")
     rows = table.to_pylist()
-    vectors = _Vectors(store)
+    lookups = _Vectors(store)
     if family == "mc":
         item_parts: tuple[str, ...] = ("step_title",) if qset.task == "textual-cloze" else ("image",)
     else:
         item_parts = _ITEM_PARTS[config.features]
     context_parts = ("step_text", "step_image") if config.context == "both" else ("step_text",)
-    items = _Lookup(vectors, item_parts)
-    contexts = _Lookup(vectors, context_parts)
-    procedures = _Lookup(vectors, ("procedure_title",))
+    items = _Lookup(lookups, item_parts)
+    contexts = _Lookup(lookups, context_parts)
+    procedures = _Lookup(lookups, ("procedure_title",))
 
     context_rows, question_rows, placeholder_rows, choice_rows, query_rows = [], [], [], [], []
     keys_out: list[list[str | None]] = []
@@ -350,6 +378,12 @@ def featurise(qset: QuestionSet, config: FeatureConfig | None = None, *, store: 
     query, query_mask, _ = _pad3(query_rows)
     order, _ = _pad(order_rows, width=question.shape[1], fill=-1)
     procedure = np.array([procedures(r["procedure_id"]) for r in rows], np.int64)
+    item_table = items.table(with_vectors=vectors)
+    if vectors and item_table.shape[1] == 0:
+        images = any("image" in part for part in item_parts)
+        fix = "fetch its images (`procbench fetch-images`) and embed them" if images else "no step has that text"
+        other = ", or use --features text" if family != "mc" and config.features != "text" else ""
+        raise BadInput(f"{qset.name}: the store has nothing for its items ({', '.join(item_parts)}): {fix}{other}")
     return Featurised(
         task=qset.task,
         family=family,
@@ -357,9 +391,9 @@ def featurise(qset: QuestionSet, config: FeatureConfig | None = None, *, store: 
         path=qset.path,
         qids=[r["qid"] for r in rows],
         splits=np.array([r["split"] for r in rows], dtype=object),
-        items=items.table(),
-        contexts=contexts.table(),
-        procedures=procedures.table(),
+        items=item_table,
+        contexts=contexts.table(with_vectors=vectors),
+        procedures=procedures.table(with_vectors=vectors),
         context=context,
         context_mask=context_mask,
         question=question,
@@ -375,6 +409,6 @@ def featurise(qset: QuestionSet, config: FeatureConfig | None = None, *, store: 
         order=order,
         keys=keys_out,
         references=references,
-        missing=dict(vectors.missing),
-        encoders=vectors.encoders(),
+        missing=dict(lookups.missing),
+        encoders=lookups.encoders(),
     )

@@ -11,6 +11,16 @@ from pathlib import Path
 __all__ = ["atomic_path", "atomic_write_bytes", "fsync_dir"]
 
 
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+#: The process umask, read once: temporary files (mode 0600) get the mode a plain ``open`` would give.
+_UMASK = _read_umask()
+
+
 def fsync_dir(directory: Path) -> None:
     """Flush a directory entry (a rename) to disk where the platform allows it."""
     try:
@@ -45,6 +55,7 @@ def atomic_path(target: Path, *, scratch: Path | None = None) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are meant to be shared
         _fsync_file(tmp_path)
         os.replace(tmp_path, target)
         fsync_dir(target.parent)
