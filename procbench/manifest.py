@@ -19,7 +19,7 @@ batch_size = 10
 [scrape.filters]                        # which scraped procedures are kept (these are the defaults)
 min_steps = 3
 max_steps = 25
-language = "en"                         # "any" keeps every language
+language = "en"                         # "any" keeps every language; wikiHow lists on this edition
 require_images = false
 
 [scrape.http]                           # may slow requests down or lower limits, never the reverse

@@ -397,3 +397,59 @@ def test_killed_run_resumes_without_losing_duplicating_or_refetching(tmp_path: P
     assert repeated <= set(in_flight)  # only a request cut off by the kill itself may be asked again
     images = [h.path for h in site.log if h.path.startswith("/images/")]
     assert {p for p in images if images.count(p) > 1} <= set(in_flight)
+
+
+JA = {
+    "id": "Hondana-wo-Tsukuru",
+    "title": "本棚を作る方法",
+    "category": ["趣味と工芸"],
+    "steps": [{"title": f"手順{i}。", "text": f"板を{i}枚に切り、やすりをかけます。"} for i in range(1, 5)],
+}
+
+
+def ja_api(path: str, headers: dict[str, str]) -> Reply:
+    q = {k: v[0] for k, v in parse_qs(urlsplit(path).query).items()}
+    if q.get("generator") == "categorymembers" and q["gcmtitle"] == "Category:Kougei":
+        pages = [{"ns": 0, "title": "Hondana wo Tsukuru", "pageid": 1}]  # no fullurl: built on the edition
+        return Reply(body=json.dumps({"query": {"pages": pages}}), content_type="application/json")
+    return Reply(body=json.dumps({"query": {"categorymembers": []}}), content_type="application/json")
+
+
+def test_language_keeps_other_wikihow_editions(tmp_path: Path) -> None:
+    from procbench.scrape.wikihow import edition_base, edition_language
+
+    assert edition_base("ja") == "https://www.wikihow.jp" and edition_base("de") == "https://de.wikihow.com"
+    assert edition_base(None) == W and edition_language("https://ja.wikihow.com/X") == "ja"
+    assert edition_language(f"{W}/X") == "en" and edition_language("https://example.org/X") is None
+    page = render_article(JA, base="https://www.wikihow.jp").replace('lang="en"', 'lang="ja"')
+    runner = CliRunner()
+    url = "https://www.wikihow.jp/Hondana-wo-Tsukuru"
+
+    def run(store: str, *args: str, json_out: bool = True) -> object:
+        base = ["scrape", "wikihow", *args, "--base-url", site.url, "--delay", "0", "--store", str(tmp_path / store)]
+        return runner.invoke(app, [*base, "--json"] if json_out else base)
+
+    with FakeSite() as site:
+        site.page("/robots.txt", "User-agent: *\nDisallow: /Special:\n", "text/plain")
+        site.page("/Hondana-wo-Tsukuru", page)
+        site.prefix("/api.php", ja_api)
+        english = run("en", "--url", url, json_out=False)
+        assert english.exit_code == 0, english.output
+        assert "filtered_language=1" in english.stdout and "--language any" in english.stdout
+        assert Store.open(tmp_path / "en").table("procedures").num_rows == 0
+        kept = run("ja", "--url", url, "--language", "ja")
+        assert kept.exit_code == 0, kept.output
+        assert json.loads(kept.stdout)["outcomes"] == {"added": 1}
+        anything = run("any", "--url", url, "--language", "any")
+        assert json.loads(anything.stdout)["outcomes"] == {"added": 1}
+        listed = run("cat", "-c", "Kougei", "--language", "ja")
+        assert listed.exit_code == 0, listed.output
+        assert json.loads(listed.stdout)["outcomes"] == {"added": 1}
+        unknown = run("x", "--url", url, "--language", "xx")
+        assert unknown.exit_code == 2 and "no 'xx' edition" in unknown.stderr
+        garbled = run("x", "--url", url, "--language", "japanese!")
+        assert garbled.exit_code == 2 and "ISO 639-1" in garbled.stderr
+    for store in ("ja", "any", "cat"):
+        row = Store.open(tmp_path / store).table("procedures").to_pylist()[0]
+        assert (row["id"], row["language"], row["url"]) == ("wikihow:ja/Hondana-wo-Tsukuru", "ja", url)
+        assert row["title"] == "本棚を作る方法"

@@ -63,6 +63,15 @@ def command(
             min=0.0,
         ),
     ] = 1.0,
+    language: Annotated[
+        str,
+        typer.Option(
+            "--language",
+            help="Keep procedures in this language (ISO 639-1 code), or 'any'. wikiHow categories are listed "
+            "on that language's edition (ja: www.wikihow.jp, de: de.wikihow.com, ...). A manifest sets "
+            "[scrape.filters] language instead.",
+        ),
+    ] = "en",
     min_steps: Annotated[int, typer.Option(help="Drop procedures with fewer steps.", min=1)] = 3,
     max_steps: Annotated[int, typer.Option(help="Drop procedures with more steps.", min=1)] = 25,
     batch_size: Annotated[int, typer.Option(help="Procedures committed to the store per transaction.", min=1)] = 10,
@@ -83,7 +92,10 @@ def command(
     from procbench.scrape import Filters, HttpConfig, ScrapeOptions, ZimOptions, scrape, scrape_zim
 
     http = HttpConfig(contact=contact, user_agent=user_agent, min_interval=delay)
-    filters = Filters(min_steps=min_steps, max_steps=max_steps)
+    code = language.strip().lower()
+    if not code.isalpha() or len(code) not in (2, 3):
+        raise BadInput(f"--language takes an ISO 639-1 code (en, ja, de, ...) or 'any', not {language!r}")
+    filters = Filters(min_steps=min_steps, max_steps=max_steps, language=None if code == "any" else code)
     with progress_bar() as progress:
         if target == "zim":
             if file is None:
@@ -136,6 +148,8 @@ def command(
         err_console.print(f"[yellow]image skipped[/] {ref}: {why}", highlight=False, soft_wrap=True)
     counts = report.counts()
     dropped = ", ".join(f"{k}={v}" for k, v in counts["outcomes"].items() if k != "added") or "none"
+    if counts["outcomes"].get("filtered_language"):
+        dropped += " (other languages: --language CODE or --language any keeps them)"
     http_line = ""
     if report.http:
         h = report.http

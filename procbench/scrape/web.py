@@ -52,10 +52,18 @@ class ScrapeOptions:
     manifest: str | None = None
 
 
-def make_source(name: str) -> Source:
-    """The web source called ``name``."""
+def make_source(name: str, *, language: str | None = None) -> Source:
+    """The web source called ``name``; for wikiHow, its ``language`` edition (None: English) lists categories.
+
+    Raises:
+        BadInput: an unknown source, or a language wikiHow has no edition in.
+    """
     if name not in SOURCES:
         raise BadInput(f"{SOURCES.unknown(name)}; or zim (procbench scrape zim FILE.zim)")
+    if name == "wikihow":
+        from procbench.scrape.wikihow import WikiHowSource, edition_base
+
+        return WikiHowSource(edition_base(language))
     return SOURCES.get(name)()
 
 
@@ -98,7 +106,7 @@ def scrape(
         BadInput: unknown source or sort, nothing to scrape, no contact for a public site.
         RateLimited, Blocked, FetchError: the site stopped us; what was done so far is committed.
     """
-    source = source or make_source(options.source)
+    source = source or make_source(options.source, language=options.filters.language)
     _validate(options, source)
     if not isinstance(store, Store):
         store = Store.open(Path(store), create=True)

@@ -17,7 +17,7 @@ from urllib.parse import quote, unquote, urlencode, urljoin, urlsplit
 
 from lxml import etree
 
-from procbench.errors import FetchError, ParseError
+from procbench.errors import BadInput, FetchError, ParseError
 from procbench.procedure import Procedure, Step, procedure_id
 from procbench.scrape.html import (
     cls,
@@ -37,9 +37,12 @@ if TYPE_CHECKING:
 __all__ = [
     "BASE_URL",
     "DOMAINS",
+    "EDITIONS",
     "SOFT_BLOCK_MARKERS",
     "WikiHowSource",
     "article_url",
+    "edition_base",
+    "edition_language",
     "parse_article_html",
     "parse_category_page",
     "parse_categorymembers",
@@ -50,7 +53,27 @@ log = logging.getLogger(__name__)
 
 SOURCE = "wikihow"
 BASE_URL = "https://www.wikihow.com"
-DOMAINS = ("wikihow.com",)
+#: wikiHow's language editions (ISO 639-1 code -> site; facts §A1): most are ``<code>.wikihow.com``.
+EDITIONS = {
+    "en": BASE_URL,
+    **{code: f"https://{code}.wikihow.com" for code in ("ar", "de", "es", "fr", "hi", "id", "ko", "nl", "pt")},
+    **{code: f"https://{code}.wikihow.com" for code in ("ru", "th", "zh")},
+    "cs": "https://www.wikihow.cz",
+    "fa": "https://www.wikihowfarsi.com",
+    "it": "https://www.wikihow.it",
+    "ja": "https://www.wikihow.jp",
+    "tr": "https://www.wikihow.com.tr",
+    "vi": "https://www.wikihow.vn",
+}
+DOMAINS: tuple[str, ...] = (
+    "wikihow.com",
+    "wikihow.cz",
+    "wikihowfarsi.com",
+    "wikihow.it",
+    "wikihow.jp",
+    "wikihow.com.tr",
+    "wikihow.vn",
+)
 #: The soft-block page wikiHow serves to bots with status 200 (facts §A9): treated like a 429.
 SOFT_BLOCK_MARKERS = (b"If you are a web crawler or bot", b"0100100001100101011011000110110001101111")
 # URL prefixes that are not articles (facts §A1).
@@ -108,6 +131,32 @@ def article_url(title: str, base: str = BASE_URL) -> str:
     return f"{base}/{quote(title.strip().replace(' ', '-'), safe='/:-')}"
 
 
+def edition_base(language: str | None) -> str:
+    """The site of wikiHow's ``language`` edition (None, ``en``: the English one).
+
+    Raises:
+        BadInput: wikiHow has no edition in that language.
+    """
+    if language is None:
+        return BASE_URL
+    try:
+        return EDITIONS[language]
+    except KeyError:
+        raise BadInput(
+            f"wikiHow has no {language!r} edition; editions: {', '.join(sorted(EDITIONS))} (or --language any)"
+        ) from None
+
+
+def edition_language(url: str) -> str | None:
+    """The language of the wikiHow edition ``url`` is on (``ja`` for www.wikihow.jp and ja.wikihow.com)."""
+    host = (urlsplit(url).hostname or "").lower()
+    for code, base in EDITIONS.items():
+        if host == urlsplit(base).hostname:
+            return code
+    first = host.split(".", 1)[0]
+    return first if host.endswith(".wikihow.com") and first in EDITIONS else None
+
+
 def is_article_path(path: str) -> bool:
     """Whether a site path (without the leading ``/``) names an article."""
     path = unquote(path)
@@ -148,11 +197,11 @@ def parse_article_html(html: str | bytes, url: str, *, source: str = SOURCE) -> 
             _fill_images(steps, ld_steps)
     if not steps:
         raise ParseError(f"{url}: no steps found (neither div.section.steps nor a JSON-LD HowTo)")
-    lang = (root.get("lang") or "").split("-")[0].lower() or (
-        "en" if urlsplit(url).hostname == "www.wikihow.com" else None
-    )
+    edition = edition_language(url)
+    lang = (root.get("lang") or "").split("-")[0].lower() or edition
+    slug = _slug(url) if edition in (None, "en") else f"{edition}/{_slug(url)}"  # editions share slugs
     return Procedure(
-        id=procedure_id(source, slug=_slug(url)),
+        id=procedure_id(source, slug=slug),
         source=source,
         title=_title(root, howto),
         steps=steps,
