@@ -465,3 +465,25 @@ def test_same_seed_gives_byte_identical_files(sample_store: Path, tmp_path: Path
     }
     assert snapshots[0] == snapshots[1]
     assert snapshots[0] != snapshots[2]
+
+
+def test_title_less_corpus_is_told_to_use_items_text_not_to_embed(tmp_path: Path) -> None:
+    words = ["wood", "glue", "paint", "saw", "nail", "sand", "drill", "clamp", "brush", "tape"]
+    records = [
+        {
+            "id": f"p{n}",
+            "title": f"Build thing {n}",
+            "steps": [{"text": f"Use the {words[(n + i) % 10]} {i}."} for i in range(5)],
+        }
+        for n in range(12)
+    ]
+    store = Store.open(tmp_path / "s", create=True)
+    ingest_file(store.root, write_jsonl(tmp_path / "p.jsonl", records))
+    store = Store.open(store.root)
+    embed_store(store, text_encoder="hashed")
+    with pytest.raises(BadInput) as caught:
+        generate(Store.open(store.root), "textual-cloze", seed=0)
+    assert "no kept step has one" in str(caught.value) and "--items text" in str(caught.value)
+    assert "procbench embed" not in str(caught.value)  # embedding again could never help
+    made = generate(Store.open(store.root), "textual-cloze", seed=0, items="text")
+    assert sum(made.questions.values()) > 0

@@ -467,11 +467,17 @@ def _check(settings: list[Setting], clusters: int | None, per_procedure: int, kn
 
 def _item_embeddings(store: Store, items: str) -> Embeddings:
     from procbench.embed import load_embeddings
+    from procbench.embed.fields import field_table
 
     field = ITEM_FIELDS[items]
     try:
         return load_embeddings(store, field)
     except BadInput as exc:
+        if items == "title" and field_table(store, field).num_rows == 0:  # embedding cannot help: say so
+            raise BadInput(
+                "textual-cloze --items title needs step headlines and no kept step has one "
+                "(a corpus without step headlines): pass --items text"
+            ) from None
         hint = "" if items == "text" else " (a corpus without step headlines: pass --items text)"
         raise BadInput(f"textual-cloze --items {items} needs {field} embeddings: {exc}{hint}") from None
 
