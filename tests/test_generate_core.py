@@ -38,7 +38,7 @@ def test_setting_names_and_knob_parsing() -> None:
     assert Setting("knobs", (0, 1, 1)).name == "knobs-011"
     assert Setting("debias", budget=10).name == "debias-b10"
     assert Setting("recipeqa").name == "recipeqa"
-    assert len(Setting.all_knobs()) == 8 and len(Setting.all_knobs(with_k3=False)) == 4
+    assert len(Setting.all_knobs()) == 12 and len(Setting.all_knobs(with_k3=False)) == 4
     assert parse_knobs("0,1,1") == (0, 1, 1) == parse_knobs("011")
     for bad in ("0,2,1", "0,1", "a,b,c"):
         with pytest.raises(BadInput):

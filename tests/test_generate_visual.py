@@ -206,6 +206,18 @@ def check_cloze(w: World, q: dict[str, Any]) -> None:
     lo0, hi0 = check_knn_stats(meta, dists, k2)
     cand = dict(zip(rows.tolist(), dists.tolist(), strict=True))
     kth = float(dists[-1])
+    closer = sum(float(np.linalg.norm(w.vec(n["image"]) - qm)) < r for n in meta["negatives"])
+    require(meta["answer_rank"] == closer, f"answer_rank {meta['answer_rank']} but {closer} negatives are closer")
+    if k3 == 2:  # rank-uniform: the K3 picks are exactly the negatives closer to the question mean
+        for n in meta["negatives"]:
+            d_q = float(np.linalg.norm(w.vec(n["image"]) - qm))
+            require(n["k3"] == (d_q < r) or abs(d_q - r) < TOL, "a K3=2 flag disagrees with the distance")
+            if n["source"] in LEVEL_NAMES:
+                check_band_pick(w, meta, n["image"], n["_d"], cand, kth, k2, LEVEL_NAMES.index(n["source"]))
+            else:
+                require(n["source"] == "question-knn" and n["k3"], f"K3=2 negative from {n['source']}")
+        require(bool(fallbacks_of(meta, "k3 rank")) == (meta["band_level"] != "band"), "K3=2 widening not recorded")
+        return
     k3_negs = [n for n in meta["negatives"] if n["k3"]]
     require(len(k3_negs) == (1 if k3 else 0), "wrong number of K3 picks")
     others = [n for n in meta["negatives"] if not n["k3"]]
@@ -265,7 +277,13 @@ def check_coherence(w: World, q: dict[str, Any]) -> None:
     if source in LEVEL_NAMES:
         lo, hi = band(meta["m"], meta["s"], k2, LEVEL_NAMES.index(source))
         require(row in union and lo - TOL < union[row] < hi + TOL, f"incoherent image outside {source}")
-    if k3:
+    others_mean = [(3 * mean + x - v) / 3 for v in [*vecs, x]]  # each choice's mean of the other three
+    d_others = [float(np.linalg.norm(v - m)) for v, m in zip([*vecs, x], others_mean, strict=True)]
+    rank = sum(d < d_others[3] for d in d_others[:3])
+    require(meta["answer_rank"] == rank, f"answer_rank {meta['answer_rank']} but the rank is {rank}")
+    if k3 == 2:
+        require(bool(fallbacks_of(meta, "k3 rank")) == (source != "band"), "K3=2 widening not recorded")
+    elif k3:
         check_k3_pick(w, pid, meta, answer, source, mean, min_pw, union, lo0, hi0)
     elif source != "band":
         require(source in LEVEL_NAMES and bool(fallbacks_of(meta, "k2:")), "widened without a k2 fallback")
@@ -356,7 +374,9 @@ def check_result(w: World, task: str, result: Any) -> dict[str, list[dict[str, A
     out = {}
     per_setting = result.counts.get("per_setting", {})
     for name, path in result.paths.items():
-        out[name] = check_set(w, task, path, per_setting.get(name, {}).get("skipped_no_candidates", 0))
+        counts = per_setting.get(name, {})
+        skipped = counts.get("skipped_no_candidates", 0) + counts.get("skipped_rank_balance", 0)
+        out[name] = check_set(w, task, path, skipped)
     return out
 
 
@@ -396,7 +416,9 @@ def test_sample_sweeps_pass_the_independent_checker(sample_sweeps: tuple[Store, 
     for key, result in results.items():
         task = key.split("/")[0]
         sets = check_result(world, task, result)
-        assert all(len(rows) > 50 for rows in sets.values()), {k: len(v) for k, v in sets.items()}
+        # K3=2 drops the questions that could only take an over-full rank
+        sizes = {name: len(rows) for name, rows in sets.items()}
+        assert all(n > (30 if name.endswith("2") else 50) for name, n in sizes.items()), sizes
     # one split per procedure across every setting and task
     split_of: dict[str, set[str]] = defaultdict(set)
     for result in results.values():
@@ -470,7 +492,7 @@ def test_same_seed_gives_identical_files_and_a_setting_alone_matches_the_sweep(
         files = sorted((store.root / "questions").rglob("*.*"))
         digests.append({str(f.relative_to(store.root)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files})
     assert digests[0] == digests[1]
-    assert len(digests[0]) == 6 * (8 + 8 + 4 + 1)  # 3 parquet + recipeqa.json + card.md + options.json per setting
+    assert len(digests[0]) == 6 * (12 + 12 + 4 + 1)  # 3 parquet + recipeqa.json + card.md + options.json per setting
     alone = Store.open(shutil.copytree(sample_template, tmp_path / "alone"))
     single = generate(alone, "visual-cloze", Setting("knobs", (1, 0, 1)), seed=5).paths["knobs-101"]
     swept = tmp_path / "s0" / "questions" / "visual-cloze" / "knobs-101"
@@ -588,3 +610,29 @@ def test_generated_stores_satisfy_the_knob_rules(
         options = {} if task == "visual-ordering" else {"kc": kc}
         check_result(world, task, generate(store, task, sweep=True, seed=seed, **options))
         check_result(world, task, generate(store, task, Setting("recipeqa"), seed=seed, **options))
+
+
+# -- K3=2: rank-uniform closeness ------------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.booleans(), min_size=4, max_size=4), min_size=1, max_size=60), st.integers(0, 2**16))
+def test_balanced_ranks_stay_feasible_and_even(rows: list[list[bool]], seed: int) -> None:
+    from procbench.generate.visual.ranks import balanced_ranks
+
+    feasible = np.array(rows, dtype=bool)
+    ranks = balanced_ranks(feasible, np.random.default_rng(seed))
+    kept = ranks >= 0
+    assert not kept[~feasible.any(axis=1)].any()
+    assert feasible[np.flatnonzero(kept), ranks[kept]].all()
+    counts = np.sort(np.bincount(ranks[kept], minlength=4))
+    assert counts[-1] <= counts[-2]  # no rank fuller than every other: no rank rule beats the rest
+
+
+def test_k3_rank_uniform_gives_every_answer_rank_equally(tmp_path: Path) -> None:
+    store = write_synthetic_store(tmp_path / "s", n_procedures=120, seed=3)
+    world = load_world(store.root)
+    for task in ("visual-cloze", "visual-coherence"):
+        result = generate(store, task, setting=Setting("knobs", (0, 1, 2)), seed=0)
+        rows = check_result(world, task, result)["knobs-012"]
+        counts = Counter(q["meta"]["answer_rank"] for q in rows)
+        assert len(rows) > 100 and set(counts) == {0, 1, 2, 3}
+        assert max(counts.values()) - min(counts.values()) <= 2, counts

@@ -15,7 +15,8 @@ def command(
         str, typer.Option("--task", "-t", help="Task to generate, e.g. textual-cloze, sequencing, pair-order.")
     ],
     knobs: Annotated[
-        str | None, typer.Option("--knobs", help="Control-Knobs K1,K2,K3 (each 0/1), e.g. 0,1,1.")
+        str | None,
+        typer.Option("--knobs", help="Control-Knobs K1,K2,K3 (K1, K2: 0/1; K3: 0, 1, 2 = rank-uniform), e.g. 0,1,2."),
     ] = None,
     style: Annotated[
         str | None, typer.Option("--style", help="'recipeqa' (the biased original) or 'default'.")

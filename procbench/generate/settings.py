@@ -28,16 +28,16 @@ class Setting:
 
     @classmethod
     def all_knobs(cls, with_k3: bool = True) -> list[Setting]:
-        """Every knob setting: 8 with K3, 4 without (ordering has no K3, so K3 is 0 there)."""
-        k3s = (0, 1) if with_k3 else (0,)
+        """Every knob setting: 12 with K3 (K3 = 0, 1 and the rank-uniform 2), 4 without (ordering has no K3)."""
+        k3s = (0, 1, 2) if with_k3 else (0,)
         return [cls("knobs", (k1, k2, k3)) for k1 in (0, 1) for k2 in (0, 1) for k3 in k3s]
 
 
 def parse_knobs(text: str) -> tuple[int, int, int]:
-    """Parse ``"0,1,1"`` (or ``"011"``) into (K1, K2, K3), each 0 or 1."""
-    parts = text.split(",") if "," in text else list(text.strip())
-    if len(parts) != 3 or any(p.strip() not in ("0", "1") for p in parts):
-        raise BadInput(f"--knobs takes three 0/1 values K1,K2,K3 such as 0,1,1, not {text!r}")
+    """Parse ``"0,1,2"`` (or ``"012"``) into (K1, K2, K3): K1 and K2 are 0 or 1, K3 is 0, 1 or 2 (rank-uniform)."""
+    parts = [p.strip() for p in (text.split(",") if "," in text else list(text.strip()))]
+    if len(parts) != 3 or any(p not in ("0", "1") for p in parts[:2]) or parts[2] not in ("0", "1", "2"):
+        raise BadInput(f"--knobs takes K1,K2,K3 with K1, K2 in 0/1 and K3 in 0/1/2, such as 0,1,2, not {text!r}")
     k1, k2, k3 = (int(p) for p in parts)
     return k1, k2, k3
 

@@ -5,7 +5,8 @@ order, drawn in increasing order from the K1 pool (so not necessarily adjacent s
 by ``@placeholder``. ``choices`` are the missing image and three images of other procedures; ``answer``
 indexes it. ``context`` lists every step index of the procedure (the textual context).
 
-Settings: ``--knobs K1,K2,K3`` (the sweep writes all 8), ``--style recipeqa`` (free resampling, negatives
+Settings: ``--knobs K1,K2,K3`` (the sweep writes all 12; K3=2 is the rank-uniform variant of
+:mod:`.ranks`), ``--style recipeqa`` (free resampling, negatives
 drawn at random from other procedures beyond a fixed distance, by default the median distance between
 random images of different procedures; ``--min-distance`` sets it), and ``default`` = knobs (0,1,1), the
 set paper 001 reports as hardest.
@@ -14,7 +15,8 @@ set paper 001 reports as hardest.
 ``band`` (the K2 band), ``band_level`` and ``band_used`` (after widening), ``n_steps``, ``budget``,
 ``question_number``, ``pool_size``, ``removed_steps``, ``question_steps``, ``answer_step``,
 ``d_answer_question`` (the answer's distance to the question mean: the mean vector of the three question
-images), ``negatives`` (one per wrong choice, in choice order: ``image``, ``source`` (a band level,
+images), ``answer_rank`` (how many negatives are closer to the question mean than the answer),
+``negatives`` (one per wrong choice, in choice order: ``image``, ``source`` (a band level,
 ``question-knn``, ``relaxed``), ``k3`` (the K3 pick), ``d_answer``, ``d_question``) and ``fallbacks``
 (what was widened, in words). RecipeQA-style questions have ``min_distance`` instead of the knob and band
 fields (and no pool fields).
@@ -36,8 +38,10 @@ from procbench.generate.columns import dictionary, fixed_lists, struct
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
 from procbench.generate.visual.bands import LEVELS, QUESTION_KNN, RANDOM, SOURCES, Candidates, fmt_band
+from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, band_columns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
+from procbench.generate.visual.ranks import CLOZE_WANTS, RankRule, rank_notes
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
 
@@ -116,9 +120,13 @@ def _add_knobs(out: QuestionColumns, w: _Window, cands: Candidates, sel: Selecti
     setting, tally = drawn.setting, drawn.tally
     distances = _negative_distances(drawn.data, sel.rows, w, cands, sel.cols)
     keep = np.flatnonzero(sel.ok)
-    notes = _fallbacks(sel, cands, w, distances["d_question"][:, 0], setting.k3, 2 if setting.k3 else 3, tally)
-    k3_flags = np.zeros((len(w), 3), dtype=bool)
-    k3_flags[:, 0] = setting.k3
+    if sel.pick_class is not None:  # K3=2: the picks closer to the question than the answer
+        notes = rank_notes(sel, sel.ok, tally)
+        k3_flags = sel.pick_class == 1
+    else:
+        notes = _fallbacks(sel, cands, w, distances["d_question"][:, 0], setting.k3, 2 if setting.k3 else 3, tally)
+        k3_flags = np.zeros((len(w), 3), dtype=bool)
+        k3_flags[:, 0] = setting.k3
     columns = {
         "neg_rows": sel.rows,
         "neg_source": sel.source,
@@ -127,7 +135,9 @@ def _add_knobs(out: QuestionColumns, w: _Window, cands: Candidates, sel: Selecti
         **band_columns(sel, cands),
     }
     out.add(keep, {**w.columns, **columns}, ragged=w.ragged, notes=notes)
-    tally["skipped_no_candidates"] += len(w) - len(keep)
+    unranked = int((sel.rank < 0).sum()) if sel.rank is not None else 0
+    tally["skipped_rank_balance"] += unranked
+    tally["skipped_no_candidates"] += len(w) - len(keep) - unranked
 
 
 def _fallbacks(
@@ -176,6 +186,14 @@ def _fallbacks(
     return out
 
 
+def _rank_rule(w: _Window, cands: Candidates, close: Closeness, data: VisualData) -> RankRule:
+    """K3=2: a candidate closer to the question mean than the answer (class 1) moves the answer down a rank;
+    the question mean's own close neighbours stand in when the candidates hold too few."""
+    classes = np.where(cands.rows >= 0, close.ok.astype(np.int64), -1)
+    extra = np.where(close.q_extra, close.q_rows, -1)
+    return RankRule(classes, CLOZE_WANTS, extra_rows=extra, extra_class=1)
+
+
 def _add_recipeqa(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
     rows, short, min_distance, tally = drawn.negatives(), drawn.farthest, drawn.min_distance, drawn.tally
     keep = np.flatnonzero((rows >= 0).all(axis=1))
@@ -214,10 +232,12 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
             "d_question": shuffled("neg_d_question").astype(np.float64),
         }
     )
+    d_answer_question = cols.get("d_answer_question")
     meta = {
         "question_steps": fixed_lists(cols.get("question_steps").astype(np.int64), _SIZE),
         "answer_step": cols.get("answer_step").astype(np.int64),
-        "d_answer_question": cols.get("d_answer_question").astype(np.float64),
+        "d_answer_question": d_answer_question.astype(np.float64),
+        "answer_rank": (cols.get("neg_d_question") < d_answer_question[:, None]).sum(axis=1).astype(np.int64),
         "negatives": fixed_lists(negatives, 3),
         "fallbacks": cols.fallbacks(),
     }
@@ -233,7 +253,7 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
 #: The task: its constants and hooks.
 CLOZE = VisualTask(
     TASK, code=0xC1, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=True, anchored=True, need=3,
-    window=_window, add=_add, table=_table,
+    window=_window, add=_add, table=_table, rank_rule=_rank_rule,
 )  # fmt: skip
 #: ``build(store, settings, *, seed, progress, kc, min_distance)``: the visual driver run on the task.
 build = functools.partial(run, CLOZE)

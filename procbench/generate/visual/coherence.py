@@ -36,8 +36,10 @@ from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, st
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
 from procbench.generate.visual.bands import LEVELS, QUESTION_KNN, SOURCES, Candidates, fmt_band
+from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, band_columns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
+from procbench.generate.visual.ranks import RankRule, coherence_ranks, rank_notes
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
 
@@ -80,7 +82,9 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
     if sel is not None:
         ok &= sel.ok
     keep = np.flatnonzero(ok)
-    tally["skipped_no_candidates"] += len(w) - len(keep)
+    unranked = int((sel.rank < 0).sum()) if sel is not None and sel.rank is not None else 0
+    tally["skipped_rank_balance"] += unranked
+    tally["skipped_no_candidates"] += len(w) - len(keep) - unranked
     both = distances_to(data, w.anchors, data.gather(picks), w.point)
     d_mean = distances_to(data, picks[:, None], w.point)[:, 0]
     columns = {
@@ -88,10 +92,14 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
         "answer_d_coherent": both[0],
         "coherent_d_mean": both[1],
         "d_answer_question": d_mean,
+        "answer_rank": coherence_ranks(np.moveaxis(both[0], 1, 0)[:, :, None], d_mean[:, None], both[1])[:, 0],
     }
     if sel is not None and cands is not None:
         columns.update(band_columns(sel, cands))
-        notes = _fallbacks(sel, cands, w, d_mean, ok, drawn.setting.k3, tally)
+        if sel.rank is not None:
+            notes = rank_notes(sel, ok, tally)
+        else:
+            notes = _fallbacks(sel, cands, w, d_mean, ok, drawn.setting.k3, tally)
     else:
         notes = {}
         if short is not None:
@@ -102,6 +110,17 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
             notes = {b: farthest for b in np.flatnonzero(short & ok).tolist()}
             tally["recipeqa:farthest"] += len(notes)
     out.add(keep, {**w.columns, **columns}, ragged=w.ragged, notes=notes)
+
+
+def _rank_rule(w: _Window, cands: Candidates, close: Closeness, data: VisualData) -> RankRule:
+    """K3=2: each candidate's class is the rank it would have, by distance to the mean of the other three
+    choices (0: closest); one candidate of the target rank is drawn."""
+    vecs = data.gather(w.anchors)  # (B, 3, D)
+    to_coherent = distances_to(data, cands.rows, *(vecs[:, i] for i in range(_SIZE)))
+    to_mean = distances_to(data, cands.rows, w.point)
+    coherent_mean = np.linalg.norm(vecs - w.point[:, None, :], axis=2)
+    classes = coherence_ranks(to_coherent, to_mean, coherent_mean)
+    return RankRule(np.where(cands.rows >= 0, classes, -1), np.eye(_SIZE + 1, dtype=np.int64))
 
 
 def _fallbacks(
@@ -163,6 +182,7 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
         "coherent_steps": fixed_lists(steps, _SIZE),
         "answer_d_coherent": fixed_lists(answer_d, _SIZE),
         "d_answer_question": cols.get("d_answer_question").astype(np.float64),
+        "answer_rank": cols.get("answer_rank").astype(np.int64),
         "min_pairwise": cols.get("min_pairwise").astype(np.float64),
         "negatives": fixed_lists(negatives, _SIZE),
         "fallbacks": cols.fallbacks(),
@@ -179,7 +199,7 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
 #: The task: its constants and hooks.
 COHERENCE = VisualTask(
     TASK, code=0xC2, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=True, anchored=False, need=1,
-    window=_window, add=_add, table=_table,
+    window=_window, add=_add, table=_table, rank_rule=_rank_rule,
 )  # fmt: skip
 #: ``build(store, settings, *, seed, progress, kc, min_distance)``: the visual driver run on the task.
 build = functools.partial(run, COHERENCE)

@@ -41,6 +41,7 @@ from procbench.generate.visual.bands import DEFAULT_KC, Candidates
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, build_counts, meta_head, planned_columns, question_table
 from procbench.generate.visual.plans import Plan, plans_by_k1
+from procbench.generate.visual.ranks import RankRule, select_ranked
 from procbench.generate.visual.recipeqa_style import random_far_images, resolve_min_distance
 from procbench.generate.visual.selection import Selection, select
 from procbench.generate.visual.sequences import Sequences, VisualData
@@ -219,6 +220,8 @@ class VisualTask(Generic[W]):
         window: ``window(items, data)``, the task's window of a plan's questions in a chunk.
         add: ``add(out, window, draw)``, add the questions of the window that the draw keeps to ``out``.
         table: ``table(cols, data, rng)``, a setting's (non-empty) question table but for the ``meta`` head.
+        rank_rule: ``rank_rule(window, candidates, closeness, data)``, how negatives decide the answer's
+            distance rank (K3=2, :mod:`.ranks`); tasks without K3 leave it None.
     """
 
     name: str
@@ -231,6 +234,7 @@ class VisualTask(Generic[W]):
     window: Callable[[Items, VisualData], W]
     add: Callable[[QuestionColumns, W, Draw], None]
     table: Callable[[QuestionColumns, VisualData, np.random.Generator], TableParts]
+    rank_rule: Callable[[W, Candidates, Closeness, VisualData], RankRule] | None = None
 
 
 # -- the driver -------------------------------------------------------------------------------------------
@@ -285,6 +289,7 @@ def run(
         for key, (q_dist, q_rows) in near.items():  # K3: which candidates are close to the question
             point, radius = windows[key].k3()
             close[key] = Closeness.mark(data, cands[key], point, radius, q_dist, q_rows)
+        rules: dict[int, RankRule] = {}
         for s in resolved:
             w = windows[s.plan_key]
             if not len(w):
@@ -297,8 +302,13 @@ def run(
                 )
             elif searches and s.knobs is not None:
                 key, k2, k3 = s.knobs
-                closeness = close[key] if k3 else None
-                sel = select(cands[key], k2=k2, need=task.need, closeness=closeness, rng=drawn.rng)
+                if k3 == 2 and task.rank_rule is not None:
+                    if key not in rules:
+                        rules[key] = task.rank_rule(w, cands[key], close[key], data)
+                    sel = select_ranked(cands[key], rules[key], k2=k2, need=task.need, rng=drawn.rng)
+                else:
+                    closeness = close[key] if k3 else None
+                    sel = select(cands[key], k2=k2, need=task.need, closeness=closeness, rng=drawn.rng)
                 drawn.rows, drawn.selection, drawn.candidates = sel.rows, sel, cands[key]
             task.add(columns[s.name], w, drawn)
 

@@ -27,6 +27,8 @@ class Selection:
         base_count: ``(B,)`` how many K2 candidates the unwidened band held.
         lo, hi: ``(B, len(LEVELS))`` the band bounds.
         ok: ``(B,)`` False when too few images of other procedures exist (the question is skipped).
+        rank: ``(B,)`` K3=2: the answer's distance rank the picks give it (:mod:`.ranks`); None otherwise.
+        pick_class: ``(B, need)`` K3=2: each pick's class (cloze: 1 = closer to the question than the answer).
     """
 
     rows: np.ndarray
@@ -37,6 +39,8 @@ class Selection:
     lo: np.ndarray
     hi: np.ndarray
     ok: np.ndarray
+    rank: np.ndarray | None = None
+    pick_class: np.ndarray | None = None
 
 
 def _row_search(keys: np.ndarray, width: int, targets: np.ndarray, side: str) -> np.ndarray:
