@@ -209,9 +209,15 @@ def check_cloze(w: World, q: dict[str, Any]) -> None:
     closer = sum(float(np.linalg.norm(w.vec(n["image"]) - qm)) < r for n in meta["negatives"])
     require(meta["answer_rank"] == closer, f"answer_rank {meta['answer_rank']} but {closer} negatives are closer")
     if k3 == 2:  # rank-uniform: the K3 picks are exactly the negatives closer to the question mean
+        adversarial = meta["setting"] == "adversarial"
+        replaced = [n for n in meta["negatives"] if n["source"] == "adversarial"]
+        require(adversarial or not replaced, "an adversarial negative outside the adversarial setting")
+        require(not adversarial or meta["replacements"] >= len(replaced), "fewer replacements than replaced negatives")
         for n in meta["negatives"]:
             d_q = float(np.linalg.norm(w.vec(n["image"]) - qm))
             require(n["k3"] == (d_q < r) or abs(d_q - r) < TOL, "a K3=2 flag disagrees with the distance")
+            if n["source"] == "adversarial":
+                continue
             if n["source"] in LEVEL_NAMES:
                 check_band_pick(w, meta, n["image"], n["_d"], cand, kth, k2, LEVEL_NAMES.index(n["source"]))
             else:
@@ -411,7 +417,7 @@ def sample_sweeps(sample_template: Path, tmp_path_factory: pytest.TempPathFactor
 def test_sample_sweeps_pass_the_independent_checker(sample_sweeps: tuple[Store, dict[str, Any]]) -> None:
     store, results = sample_sweeps
     world = load_world(store.root)
-    assert set(results["visual-cloze"].paths) == {s.name for s in Setting.all_knobs()}
+    assert set(results["visual-cloze"].paths) == {s.name for s in Setting.all_knobs()} | {"adversarial"}
     assert set(results["visual-ordering"].paths) == {s.name for s in Setting.all_knobs(with_k3=False)}
     for key, result in results.items():
         task = key.split("/")[0]
@@ -492,7 +498,7 @@ def test_same_seed_gives_identical_files_and_a_setting_alone_matches_the_sweep(
         files = sorted((store.root / "questions").rglob("*.*"))
         digests.append({str(f.relative_to(store.root)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files})
     assert digests[0] == digests[1]
-    assert len(digests[0]) == 6 * (12 + 12 + 4 + 1)  # 3 parquet + recipeqa.json + card.md + options.json per setting
+    assert len(digests[0]) == 6 * (13 + 12 + 4 + 1)  # 3 parquet + recipeqa.json + card.md + options.json per setting
     alone = Store.open(shutil.copytree(sample_template, tmp_path / "alone"))
     single = generate(alone, "visual-cloze", Setting("knobs", (1, 0, 1)), seed=5).paths["knobs-101"]
     swept = tmp_path / "s0" / "questions" / "visual-cloze" / "knobs-101"
@@ -568,6 +574,7 @@ def test_ordering_k2_draws_wrong_orders_in_proportion_to_their_scores() -> None:
     assert (picked[:, 0] == 4).all() and (positive == 1).all()
 
 
+@pytest.mark.slow  # ten sweeps, each with adversarial filtering
 @settings(
     max_examples=10,
     deadline=None,

@@ -72,7 +72,7 @@ def test_a_sweep_loads_config_by_config_without_the_store(store: Path, tmp_path:
     out = tmp_path / "hf"
     result = export_sets(["visual-cloze"], out, store=store)
     settings = _settings(store, "visual-cloze")
-    assert sorted(result.configs) == settings and len(settings) == 12  # configs named by setting, none hard-coded
+    assert sorted(result.configs) == settings and len(settings) == 13  # configs named by setting, none hard-coded
     shutil.rmtree(store)  # the export must not need the store
     schemas = set()
     for setting in settings:

@@ -80,6 +80,9 @@ class Arena:
         copies: ``(n_identities,)`` how many pool rows show each identity; an identity may be a negative
             ``max_uses`` times per copy (so a title that many procedures share is drawn about as often as a
             negative as it is correct). None: one copy each.
+        candidate_class, negative_class: ``(Q, M)`` and ``(Q, K)``: a candidate may only replace a negative of
+            its own class (e.g. closer to the question than the answer or not, so the answer's distance rank
+            stays what it was). None: any candidate may replace any negative.
     """
 
     vectors: np.ndarray
@@ -92,6 +95,8 @@ class Arena:
     texts: Sequence[str | None] | None = None
     clusters: np.ndarray | None = None
     copies: np.ndarray | None = None
+    candidate_class: np.ndarray | None = None
+    negative_class: np.ndarray | None = None
 
     def capacity(self, max_uses: int) -> np.ndarray:
         """``(n_identities,)`` how many questions may use each identity as a negative."""
@@ -116,6 +121,8 @@ class Arena:
             texts=self.texts,
             clusters=self.clusters,
             copies=self.copies,
+            candidate_class=None if self.candidate_class is None else self.candidate_class[keep],
+            negative_class=None if self.negative_class is None else self.negative_class[keep],
         )
 
     def batch(self) -> ChoiceBatch:
@@ -336,6 +343,8 @@ def _replace(
     cand_ids = work.identity[np.maximum(cand, 0)]
     usable = allowed[targets] & ~(cand_ids[:, :, None] == shown_ids[:, None, :]).any(axis=2)
     usable &= uses[cand_ids] < capacity[cand_ids]
+    if work.candidate_class is not None and work.negative_class is not None:
+        usable &= work.candidate_class[targets] == work.negative_class[targets, slot][:, None]
     # every (question, candidate) variant: the chosen negative replaced by the candidate
     base = np.repeat(work.choices()[targets][:, None, :], n_cand, axis=1)  # (T, M, 1 + K)
     base[np.arange(len(targets)), :, 1 + slot] = cand

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "ADVERSARIAL",
     "DEFAULT_KC",
     "DUPLICATE_DISTANCE",
     "LEVELS",
@@ -32,9 +33,9 @@ DUPLICATE_DISTANCE = 1e-3
 #: Band levels, narrowest first: the K2 band, widened by s/2 and by s on both sides, the whole kNN set.
 LEVELS = ("band", "band±s/2", "band±s", "knn")
 #: Where a negative came from: a band level, a neighbour of the question point (K3), the image nearest it,
-#: or a random image (RecipeQA style).
-SOURCES = (*LEVELS, "question-knn", "relaxed", "random")
-QUESTION_KNN, RELAXED, RANDOM = 4, 5, 6
+#: a random image (RecipeQA style), or adversarial filtering's replacement.
+SOURCES = (*LEVELS, "question-knn", "relaxed", "random", "adversarial")
+QUESTION_KNN, RELAXED, RANDOM, ADVERSARIAL = 4, 5, 6, 7
 _WIDEN = np.array([0.0, 0.5, 1.0])
 
 

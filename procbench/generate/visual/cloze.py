@@ -31,25 +31,28 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from procbench.generate.columns import dictionary, fixed_lists, struct
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
-from procbench.generate.visual.bands import LEVELS, QUESTION_KNN, RANDOM, SOURCES, Candidates, fmt_band
+from procbench.generate.visual.adversarial import filter_image_negatives
+from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, RANDOM, SOURCES, Candidates, fmt_band
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, band_columns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
 from procbench.generate.visual.ranks import CLOZE_WANTS, RankRule, rank_notes
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
+from procbench.progress import SILENT, Progress
 
 __all__ = ["DEFAULT_KNOBS", "SWEEP", "TASK", "build"]
 
 TASK = "visual-cloze"
 DEFAULT_KNOBS = (0, 1, 1)
-SWEEP = Setting.all_knobs(with_k3=True)
+SWEEP = [*Setting.all_knobs(with_k3=True), Setting("adversarial")]
 _SIZE = 4
 
 
@@ -194,6 +197,26 @@ def _rank_rule(w: _Window, cands: Candidates, close: Closeness, data: VisualData
     return RankRule(classes, CLOZE_WANTS, extra_rows=extra, extra_class=1)
 
 
+def _adversarial(cols: QuestionColumns, data: VisualData, *, seed: int, progress: Progress = SILENT) -> dict[str, Any]:
+    """The ``adversarial`` setting: filter the drawn negatives (:mod:`.adversarial`); the replaced ones get
+    source ``adversarial`` and every negative's distances and K3 flag (closer than the answer) are recomputed."""
+    answers, items, start = cols.get("answer_row"), cols.get("items"), cols.get("neg_rows")
+    shown = np.where(items >= data.n_rows, -1, items)
+    negatives, replacements, summary = filter_image_negatives(
+        data, cols.get("proc"), answers, shown, start, seed=seed, progress=progress
+    )
+    mask = shown >= 0
+    point = (data.gather(shown) * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)[:, None]
+    d_answer, d_question = distances_to(data, negatives, data.gather(answers), point)
+    cols.set("neg_rows", negatives)
+    cols.set("neg_source", np.where(negatives != start, ADVERSARIAL, cols.get("neg_source")))
+    cols.set("neg_k3", d_question < cols.get("d_answer_question")[:, None])
+    cols.set("neg_d_answer", d_answer)
+    cols.set("neg_d_question", d_question)
+    cols.set("replacements", replacements)
+    return summary
+
+
 def _add_recipeqa(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
     rows, short, min_distance, tally = drawn.negatives(), drawn.farthest, drawn.min_distance, drawn.tally
     keep = np.flatnonzero((rows >= 0).all(axis=1))
@@ -241,6 +264,8 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
         "negatives": fixed_lists(negatives, 3),
         "fallbacks": cols.fallbacks(),
     }
+    if "replacements" in cols.parts:  # the adversarial setting
+        meta["replacements"] = cols.get("replacements").astype(np.int64)
     choices = place_answers(cols.get("answer_row"), neg_rows.reshape(n, 3), positions)
     return TableParts(
         question=fixed_lists(dictionary(cols.get("items").reshape(-1), images), _SIZE),
@@ -253,7 +278,7 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
 #: The task: its constants and hooks.
 CLOZE = VisualTask(
     TASK, code=0xC1, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=True, anchored=True, need=3,
-    window=_window, add=_add, table=_table, rank_rule=_rank_rule,
+    window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial,
 )  # fmt: skip
 #: ``build(store, settings, *, seed, progress, kc, min_distance)``: the visual driver run on the task.
 build = functools.partial(run, CLOZE)

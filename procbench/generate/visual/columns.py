@@ -78,6 +78,10 @@ class QuestionColumns:
         """The column ``name`` over every chunk."""
         return np.concatenate(self.parts[name])
 
+    def set(self, name: str, value: np.ndarray) -> None:
+        """Replace (or add) the column ``name``: one value or row per question, over every chunk."""
+        self.parts[name] = [value]
+
     def lists(self, name: str) -> pa.ListArray:
         """A ragged column as an Arrow list array (int64 values)."""
         return ragged_lists(self.get(name).astype(np.int64), self.get(f"{name}.lengths"))

@@ -222,6 +222,8 @@ class VisualTask(Generic[W]):
         table: ``table(cols, data, rng)``, a setting's (non-empty) question table but for the ``meta`` head.
         rank_rule: ``rank_rule(window, candidates, closeness, data)``, how negatives decide the answer's
             distance rank (K3=2, :mod:`.ranks`); tasks without K3 leave it None.
+        adversarial: ``adversarial(cols, data, seed=, progress=)``, adversarial filtering of a setting's
+            negatives in place (:mod:`.adversarial`), returning its summary; None: no ``adversarial`` setting.
     """
 
     name: str
@@ -235,6 +237,7 @@ class VisualTask(Generic[W]):
     add: Callable[[QuestionColumns, W, Draw], None]
     table: Callable[[QuestionColumns, VisualData, np.random.Generator], TableParts]
     rank_rule: Callable[[W, Candidates, Closeness, VisualData], RankRule] | None = None
+    adversarial: Callable[..., dict[str, Any]] | None = None
 
 
 # -- the driver -------------------------------------------------------------------------------------------
@@ -258,7 +261,13 @@ def run(
     searches = task.need > 0
     if searches and kc < 1:
         raise BadInput("--kc must be at least 1")
-    resolved = resolve_settings(settings, task=task.name, with_k3=task.with_k3, default=task.default_knobs)
+    resolved = resolve_settings(
+        settings,
+        task=task.name,
+        with_k3=task.with_k3,
+        default=task.default_knobs,
+        adversarial=task.adversarial is not None,
+    )
     data = VisualData(store, with_index=searches and any(s.knobs is not None for s in resolved))
     seqs = data.seqs
     plans = plans_by_k1(resolved, seqs.lengths, seed=seed, code=task.code, size=task.size, anchored=task.anchored)
@@ -313,6 +322,11 @@ def run(
             task.add(columns[s.name], w, drawn)
 
     pipelined(len(seqs.names), search, draw, progress)
+    filtered = {
+        s.name: task.adversarial(columns[s.name], data, seed=seed, progress=progress)
+        for s in resolved
+        if s.setting.style == "adversarial" and task.adversarial is not None and len(columns[s.name])
+    }
 
     def table(s: VisualSetting) -> pa.Table:
         cols = columns[s.name]
@@ -338,6 +352,8 @@ def run(
         queries=data.queries if searches else None,
         min_distance=fixed,
     )
+    for name, summary in filtered.items():
+        counts["per_setting"][name]["adversarial"] = summary
     return out, counts
 
 

@@ -199,7 +199,7 @@ class VisualData:
                 fetch=k + self.extra,
                 limit=k + self.extra,
             )
-        self.queries[kind] += n
+        self.queries[kind] = self.queries.get(kind, 0) + n
         return out_d, out_r
 
     def gather(self, rows: np.ndarray) -> np.ndarray:

@@ -42,17 +42,27 @@ class VisualSetting:
 
 
 def resolve_settings(
-    settings: Sequence[Setting], *, task: str, with_k3: bool, default: tuple[int, int, int]
+    settings: Sequence[Setting],
+    *,
+    task: str,
+    with_k3: bool,
+    default: tuple[int, int, int],
+    adversarial: bool = False,
 ) -> list[VisualSetting]:
-    """Check ``settings`` for a visual task; ``default`` stands for the knobs of ``Setting("default")``.
+    """Check ``settings`` for a visual task; ``default`` stands for the knobs of ``Setting("default")``, and
+    ``adversarial`` (when the task has it) starts from the default's K1, K2 with K3=2.
 
     Raises:
-        BadInput: ``--debias``, an unknown style, or K3=1 for a task without K3.
+        BadInput: ``--debias``, an unknown style, K3 for a task without K3, ``--adversarial`` for a task without it.
     """
     resolved = []
     for setting in settings:
         if setting.style == "recipeqa":
             resolved.append(VisualSetting(setting, None))
+        elif setting.style == "adversarial":
+            if not adversarial:
+                raise BadInput(f"--adversarial is implemented for textual-cloze and visual-cloze, not {task}")
+            resolved.append(VisualSetting(setting, (default[0], default[1], 2)))
         elif setting.style == "default":
             resolved.append(VisualSetting(setting, default))
         elif setting.style == "knobs" and setting.knobs is not None:
