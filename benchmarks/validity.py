@@ -193,7 +193,7 @@ def text_table(store: Store, items: str) -> dict:
     field = "step_title" if items == "title" else "step_text"
     item_vectors, texts = Items(store, field), Items(store, "step_text")
     t0 = time.perf_counter()
-    generate(store, "textual-cloze", sweep=True, seed=0, items=items)
+    generate(store, "textual-cloze", sweep=True, seed=0, items=items, overwrite=True)
     took = time.perf_counter() - t0
     table = {s: probe_set(store, "textual-cloze", s, item_vectors, texts) for s in TEXT_SETTINGS}
     table["_generate_seconds"] = round(took, 1)
@@ -210,7 +210,7 @@ def visual_table(work: Path, n_procedures: int) -> dict:
     items = Items(store, "image")
     out = {}
     for task in ("visual-cloze", "visual-coherence"):
-        result = generate(store, task, sweep=True, seed=0)
+        result = generate(store, task, sweep=True, seed=0, overwrite=True)
         for setting in sorted(result.paths):
             out[f"{task}/{setting}"] = probe_set(store, task, setting, items, None)
     return out
