@@ -36,6 +36,7 @@ __all__ = [
     "procedure_facts",
     "provenance_facts",
     "set_parameters",
+    "setting_counts",
     "spdx_license",
     "summarise_set",
 ]
@@ -217,6 +218,15 @@ def provenance_facts(provenance: Iterable[dict[str, Any]]) -> dict[str, Any]:
         elif command in ("generate", "filter"):  # filter: sets derived from another set (AFLite)
             generate.append(entry)
     return {"sources": sources, "clean": clean, "encoders": encoders, "generate": generate}
+
+
+def setting_counts(counts: dict[str, Any], setting: str) -> dict[str, Any]:
+    """A setting's entry in a ``generate`` run's counts: ``counts[setting]`` (textual tasks) or
+    ``counts["per_setting"][setting]`` (visual tasks); empty when neither."""
+    entry = counts.get(setting)
+    if not isinstance(entry, dict):
+        entry = (counts.get("per_setting") or {}).get(setting)
+    return entry if isinstance(entry, dict) else {}
 
 
 def generation_of(build: dict[str, Any], task: str, setting: str) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ from procbench.card import (
     generation_of,
     procedure_facts,
     provenance_facts,
+    setting_counts,
     summarise_set,
 )
 from procbench.errors import BadInput, MissingDependency
@@ -227,8 +228,7 @@ def export_sets(
         card_sets.append(summary)
         gen = generation_of(build, qset.task, qset.setting)
         if gen is not None:
-            entry = (gen.get("counts") or {}).get(qset.setting)
-            summary.generation = entry if isinstance(entry, dict) else {}
+            summary.generation = setting_counts(gen.get("counts") or {}, qset.setting)
             runs = [g for k, g in generation.items() if k.split(" ")[0] == qset.task]
             if not any(g.get("time") == gen.get("time") for g in runs):  # each run that wrote a set, once
                 generation[f"{qset.task} (run of {gen.get('time')})" if runs else qset.task] = gen

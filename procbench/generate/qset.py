@@ -26,6 +26,7 @@ from procbench.card import (
     dataset_card,
     procedure_facts,
     provenance_facts,
+    setting_counts,
     summarise_set,
 )
 from procbench.errors import BadInput
@@ -182,8 +183,7 @@ def _card(
     summary = summarise_set(task, setting, table)
     summary.config_name = setting
     summary.data_files = {HUB_SPLITS[s]: f"{s}.parquet" for s in SPLITS if summary.splits.get(s)}
-    entry = counts.get(setting)
-    summary.generation = entry if isinstance(entry, dict) else {}
+    summary.generation = setting_counts(counts, setting)
     used = pa.array(sorted(procedure_ids(table)), pa.string())
     procs = procedures.filter(pc.is_in(procedures["id"], value_set=used))
     card = DatasetCard(
