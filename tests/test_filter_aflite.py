@@ -14,7 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from procbench.audit import ArrayVectors, AuditSet
-from procbench.audit.aflite import aflite_filter, aflite_setting
+from procbench.audit.aflite import aflite_features, aflite_filter, aflite_setting, aflite_tree_scores
+from procbench.audit.context import ProbeContext
 from procbench.cli import app
 from procbench.corpus import write_sample
 from procbench.embed import embed_store
@@ -22,6 +23,7 @@ from procbench.errors import BadInput
 from procbench.generate import generate
 from procbench.generate.qset import QuestionSet
 from procbench.ingest import ingest_file
+from procbench.shortcuts import choice_features
 from procbench.store import Store
 
 WORDS = [f"w{i}" for i in range(200)]
@@ -101,6 +103,21 @@ def test_planted_shortcut_questions_are_the_ones_dropped() -> None:
     assert np.array_equal(again.kept, result.kept) and again.rounds == result.rounds
 
 
+def test_the_partial_input_trees_score_planted_questions_as_predictable() -> None:
+    aset, planted = _planted_set(240, planted=0.3, seed=3)
+    ctx = ProbeContext.for_set(aset, seed=0, n_boot=10, n_folds=2)
+    _, batch, rows = aflite_features(aset, ctx)
+    assert rows.all()
+    scores = aflite_tree_scores(
+        batch, choice_features(batch), np.ones(len(aset), dtype=bool), rng=np.random.default_rng(0), n_partitions=2
+    )
+    assert scores[planted].mean() >= 0.8 and scores[~planted].mean() <= 0.5, (
+        scores[planted].mean(),
+        scores[~planted].mean(),
+    )
+    assert aflite_setting("recipeqa", 400, "trees") == "recipeqa-aflite-trees-n400"
+
+
 def test_target_size_is_met_exactly_and_options_are_checked() -> None:
     aset, planted = _planted_set(200, planted=0.5, seed=1)
     result = aflite_filter(aset, seed=0, n_partitions=8, target_size=150)
@@ -110,6 +127,8 @@ def test_target_size_is_met_exactly_and_options_are_checked() -> None:
         aflite_filter(aset, target_size=201)
     with pytest.raises(BadInput):
         aflite_filter(aset, threshold=1.5)
+    with pytest.raises(BadInput, match="linear or trees"):
+        aflite_filter(aset, model="forest")
 
 
 def test_a_set_without_shortcuts_keeps_nearly_everything() -> None:

@@ -18,6 +18,7 @@ vector) are kept.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from procbench.audit.probes.shortcut import choice_batch
 from procbench.audit.stats import mc_hits
 from procbench.errors import BadInput
 from procbench.progress import SILENT, Progress
+from procbench.shortcuts import ChoiceBatch
 from procbench.store import Store
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "aflite_filter",
     "aflite_scores",
     "aflite_setting",
+    "aflite_tree_scores",
     "filter_question_set",
 ]
 
@@ -48,6 +51,10 @@ N_PARTITIONS = 64
 THRESHOLD = 0.75
 STEP_SHARE = 0.05
 EMBEDDING_DIMS = 32
+#: Partitions per round with ``model="trees"`` (each is two gradient-boosted fits).
+TREE_PARTITIONS = 8
+#: The models AFLite can filter with.
+MODELS = ("linear", "trees")
 
 
 @dataclass
@@ -85,9 +92,10 @@ class AFLiteResult:
         }
 
 
-def aflite_features(aset: AuditSet, ctx: ProbeContext) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(m, k, d)`` standardised context-free features of the usable questions, their ``(m, k)`` valid
-    choices, and the ``(n,)`` mask of the usable questions.
+def aflite_features(aset: AuditSet, ctx: ProbeContext) -> tuple[np.ndarray, ChoiceBatch, np.ndarray]:
+    """``(m, k, d)`` standardised context-free features of the usable questions (for the linear models), the
+    usable questions as a :class:`~procbench.shortcuts.ChoiceBatch` (``valid``: their ``(m, k)`` valid
+    choices), and the ``(n,)`` mask of the usable questions.
 
     Raises:
         NotApplicable: the set does not allow per-choice context-free features.
@@ -104,7 +112,55 @@ def aflite_features(aset: AuditSet, ctx: ProbeContext) -> tuple[np.ndarray, np.n
     mean = flat.mean(axis=0)
     std = flat.std(axis=0)
     features = np.where(batch.valid[..., None], (features - mean) / np.where(std > 0, std, 1.0), 0.0)
-    return features, batch.valid, rows
+    return features, batch, rows
+
+
+def _subset(batch: ChoiceBatch, rows: np.ndarray) -> ChoiceBatch:
+    """The questions of ``batch`` where ``rows`` is True."""
+    idx = np.flatnonzero(rows)
+
+    def texts(values: Sequence[Sequence[str]] | None) -> list[Sequence[str]] | None:
+        return None if values is None else [values[i] for i in idx.tolist()]
+
+    return ChoiceBatch(
+        choice_vectors=batch.choice_vectors[idx],
+        question_vectors=batch.question_vectors[idx],
+        question_mask=batch.question_mask[idx],
+        valid=batch.valid[idx],
+        answers=batch.answers[idx],
+        groups=batch.groups[idx],
+        choice_texts=texts(batch.choice_texts),
+        question_texts=texts(batch.question_texts),
+        choice_ids=None if batch.choice_ids is None else batch.choice_ids[idx],
+        clusters=None if batch.clusters is None else batch.clusters[idx],
+    )
+
+
+def aflite_tree_scores(
+    batch: ChoiceBatch,
+    features: np.ndarray,
+    active: np.ndarray,
+    *,
+    rng: np.random.Generator,
+    n_partitions: int = TREE_PARTITIONS,
+) -> np.ndarray:
+    """Like :func:`aflite_scores` with the audit's ``partial_input`` trees as the models: each partition is a
+    :class:`~procbench.shortcuts.ShortcutEnsemble` over two procedure halves (a fresh seed per partition),
+    fitted on the active questions' ``(m, k, F)`` :func:`~procbench.shortcuts.choice_features`."""
+    from procbench.shortcuts import ShortcutEnsemble, hits
+
+    out = np.full(len(active), np.nan)
+    if len(np.unique(batch.groups[active])) < 2:
+        return out
+    sub = _subset(batch, active)
+    feats = features[active]
+    correct = np.zeros(len(sub))
+    for _ in range(n_partitions):
+        ensemble = ShortcutEnsemble(n_folds=2, seed=int(rng.integers(2**31)), models=("partial_input",))
+        probs = ensemble.fit(sub, feats).predict(sub, feats)["partial_input"]
+        correct += hits(probs, sub.answers, sub.valid)
+    out[active] = correct / n_partitions
+    return out
 
 
 def aflite_scores(
@@ -154,13 +210,19 @@ def aflite_filter(
     *,
     target_size: int | None = None,
     seed: int = 0,
-    n_partitions: int = N_PARTITIONS,
+    model: str = "linear",
+    n_partitions: int | None = None,
     threshold: float = THRESHOLD,
     step: int | None = None,
     progress: Progress = SILENT,
 ) -> AFLiteResult:
     """Run AFLite on ``aset``: remove the most predictable questions, ``step`` per round, until ``target_size``
     questions are left (or none is at least ``threshold`` predictable).
+
+    ``model`` is ``linear`` (closed-form discriminants on the standardised features and the choice
+    embedding, :func:`aflite_scores`; ``n_partitions`` default :data:`N_PARTITIONS`) or ``trees`` (the
+    audit's ``partial_input`` gradient-boosted trees, :func:`aflite_tree_scores`, slower; default
+    :data:`TREE_PARTITIONS`), which also catch non-linear shortcuts.
 
     Raises:
         BadInput: bad options.
@@ -171,10 +233,19 @@ def aflite_filter(
         raise BadInput(f"--target-size must be between 1 and the set's {n} questions, not {target_size}")
     if not 0 <= threshold <= 1:
         raise BadInput(f"the AFLite threshold is a share of predictions, between 0 and 1, not {threshold}")
+    if model not in MODELS:
+        raise BadInput(f"AFLite's model is {' or '.join(MODELS)}, not {model!r}")
+    if n_partitions is None:
+        n_partitions = TREE_PARTITIONS if model == "trees" else N_PARTITIONS
     if n_partitions < 1:
         raise BadInput("AFLite needs at least one partition per round")
     ctx = ProbeContext.for_set(aset, seed=seed, n_boot=10, n_folds=2)
-    features, valid, rows = aflite_features(aset, ctx)
+    features, batch, rows = aflite_features(aset, ctx)
+    valid = batch.valid
+    if model == "trees":
+        from procbench.shortcuts import choice_features
+
+        tree_features = choice_features(batch)
     answers = aset.answers[rows]
     groups = ctx.codes[rows]
     m = int(rows.sum())
@@ -188,7 +259,10 @@ def aflite_filter(
     progress.start("AFLite", total=max(1, n - target))
     kept_outside = n - m  # questions the features cannot describe are always kept
     while active.sum() + kept_outside > target:
-        scores = aflite_scores(features, valid, answers, groups, active, rng=rng, n_partitions=n_partitions)
+        if model == "trees":
+            scores = aflite_tree_scores(batch, tree_features, active, rng=rng, n_partitions=n_partitions)
+        else:
+            scores = aflite_scores(features, valid, answers, groups, active, rng=rng, n_partitions=n_partitions)
         predictability[active] = scores[active]
         candidates = np.flatnonzero(active & (np.nan_to_num(scores, nan=-1.0) >= threshold))
         budget = min(step, int(active.sum()) + kept_outside - target, len(candidates))
@@ -210,15 +284,22 @@ def aflite_filter(
     full_round[np.flatnonzero(rows)] = removed_round
     full_pred = np.full(n, np.nan)
     full_pred[np.flatnonzero(rows)] = predictability
-    options = {"target_size": target_size, "partitions": n_partitions, "threshold": threshold, "step": step}
+    options = {
+        "model": model,
+        "target_size": target_size,
+        "partitions": n_partitions,
+        "threshold": threshold,
+        "step": step,
+    }
     stopped = "target" if int(kept.sum()) <= target else "threshold"
     return AFLiteResult(kept, full_round, full_pred, rounds, {**options, "seed": seed}, stopped)
 
 
-def aflite_setting(source: str, target_size: int | None = None) -> str:
-    """The setting AFLite writes for ``source``: ``SOURCE-aflite``, or ``SOURCE-aflite-nN`` with a target size
-    (so runs with different targets never overwrite each other)."""
-    return f"{source}-aflite" if target_size is None else f"{source}-aflite-n{target_size}"
+def aflite_setting(source: str, target_size: int | None = None, model: str = "linear") -> str:
+    """The setting AFLite writes for ``source``: ``SOURCE-aflite`` (``-aflite-trees`` with the trees), and
+    ``-nN`` after it with a target size (so runs with different targets never overwrite each other)."""
+    name = f"{source}-aflite" + ("-trees" if model == "trees" else "")
+    return name if target_size is None else f"{name}-n{target_size}"
 
 
 def filter_question_set(
@@ -280,7 +361,7 @@ def filter_question_set(
     )
     splits = dict(zip(table["procedure_id"].to_pylist(), table["split"].to_pylist(), strict=True))
     source = aset.source.name
-    setting = aflite_setting(source, target_size)
+    setting = aflite_setting(source, target_size, str(options.get("model", "linear")))
     summary = result.summary()
     args = {"settings": [setting], "source": f"{aset.task}/{source}", "method": "aflite", **result.options}
     if not overwrite:

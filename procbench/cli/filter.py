@@ -21,9 +21,18 @@ def command(
         int | None,
         typer.Option("--target-size", help="Stop at this many questions (default: when none is predictable).", min=1),
     ] = None,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            help="linear (discriminants on the features and the choice embedding) or trees (the audit's "
+            "partial_input gradient-boosted trees: catches non-linear shortcuts, slower).",
+        ),
+    ] = "linear",
     partitions: Annotated[
-        int, typer.Option("--partitions", help="Random train/held-out partitions per round.", min=1)
-    ] = 64,
+        int | None,
+        typer.Option("--partitions", help="Random procedure halvings per round (default 64 linear, 8 trees).", min=1),
+    ] = None,
     threshold: Annotated[
         float, typer.Option("--threshold", help="Remove only questions predicted correctly at least this often.")
     ] = 0.75,
@@ -39,7 +48,8 @@ def command(
 
     --aflite (Le Bras et al. 2020): each round fits linear models on random halves of the procedures over
     context-free per-choice features (distances and their ranks, length, word overlap, frequency, the choice
-    embedding) and removes the questions the held-out models answer most often.
+    embedding) and removes the questions the held-out models answer most often; --model trees uses the
+    audit's partial_input gradient-boosted trees instead (SETTING-aflite-trees).
     """
     from procbench.audit.aflite import filter_question_set
     from procbench.cli._console import console, print_json, progress_bar
@@ -55,6 +65,7 @@ def command(
             seed=seed,
             overwrite=overwrite,
             progress=progress,
+            model=model,
             n_partitions=partitions,
             threshold=threshold,
         )
