@@ -1,7 +1,8 @@
+"""Fixtures every test module can use (shared helper functions live in ``helpers.py``)."""
+
 from __future__ import annotations
 
 import ipaddress
-import json
 import socket
 from pathlib import Path
 from typing import Any
@@ -31,23 +32,13 @@ def _offline_and_isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
 
 
-def make_record(slug: str, n_steps: int = 5, **extra: Any) -> dict[str, Any]:
-    """An import record (DESIGN §4) with distinct, recognisable step texts."""
-    record: dict[str, Any] = {
-        "source": "test",
-        "id": slug,
-        "title": f"How to {slug.replace('-', ' ')}",
-        "category": ["Hobbies and Crafts", "Woodworking"],
-        "url": f"https://example.org/{slug}",
-        "license": "CC0-1.0",
-        "steps": [{"title": f"{slug} step {i}.", "text": f"Do part {i} of {slug} carefully."} for i in range(n_steps)],
-    }
-    record.update(extra)
-    return record
+@pytest.fixture(scope="session")
+def ingested_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store holding the bundled sample corpus and its images, ingested once per session: copy it before
+    writing to it."""
+    from procbench.corpus import write_sample
+    from procbench.ingest import ingest_file
 
-
-def write_jsonl(path: Path, records: list[Any]) -> Path:
-    """Write records (dicts are JSON-encoded, strings written as they are) one per line."""
-    lines = [r if isinstance(r, str) else json.dumps(r) for r in records]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    root = tmp_path_factory.mktemp("ingested-sample")
+    ingest_file(root / "store", write_sample(root / "src"))
+    return root / "store"

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from procbench.cli import app
 from procbench.store import Store
 
-from conftest import write_jsonl
+from helpers import write_jsonl
 
 runner = CliRunner()
 

@@ -10,7 +10,7 @@ from procbench.clean.language import _identifier, detect_languages
 from procbench.ingest import ingest_file
 from procbench.store import Store
 
-from conftest import write_jsonl
+from helpers import write_jsonl
 
 ENGLISH = [
     "Measure the board twice and mark the cut line with a sharp pencil.",

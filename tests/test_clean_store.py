@@ -14,7 +14,7 @@ from procbench.ingest import ingest_file
 from procbench.store import PROCEDURES, STEPS, Store, conform
 from procbench.store.views import kept_procedures, kept_steps
 
-from conftest import write_jsonl
+from helpers import write_jsonl
 
 SENTENCES = [
     "Measure the board twice and mark the cut line with a sharp pencil.",

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from procbench.cli import app
 
-from conftest import make_record, write_jsonl
+from helpers import make_record, write_jsonl
 
 runner = CliRunner()
 

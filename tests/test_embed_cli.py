@@ -11,28 +11,18 @@ import pytest
 from typer.testing import CliRunner
 
 from procbench.cli import app
-from procbench.corpus import write_sample
 from procbench.demo import run_demo
 from procbench.embed import load_index, neighbors_of
 from procbench.ingest import ingest_file
-from procbench.store import Store
 
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module")
-def sample_store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("cli")
-    store = Store.open(root / "store", create=True)
-    ingest_file(store, write_sample(root / "sample"))
-    return root / "store"
-
-
 @pytest.fixture
-def store_path(sample_store_template: Path, tmp_path: Path) -> str:
+def store_path(ingested_sample: Path, tmp_path: Path) -> str:
     import shutil
 
-    shutil.copytree(sample_store_template, tmp_path / "store")
+    shutil.copytree(ingested_sample, tmp_path / "store")
     return str(tmp_path / "store")
 
 

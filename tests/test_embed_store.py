@@ -12,28 +12,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from procbench.corpus import write_sample
 from procbench.embed import embed_store, embedding_name, field_table, list_embeddings, load_embeddings
 from procbench.embed import pipeline as embed_pipeline
 from procbench.embed.hashed import MODEL_PATH
 from procbench.errors import BadInput
-from procbench.ingest import ingest_file
 from procbench.store import Store
 
 OFFLINE = {"text_encoder": "hashed", "image_encoder": "colour-layout"}
 
 
-@pytest.fixture(scope="module")
-def sample_store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("template")
-    store = Store.open(root / "store", create=True)
-    ingest_file(store, write_sample(root / "sample"))
-    return root / "store"
-
-
 @pytest.fixture
-def store(sample_store_template: Path, tmp_path: Path) -> Store:
-    shutil.copytree(sample_store_template, tmp_path / "store")
+def store(ingested_sample: Path, tmp_path: Path) -> Store:
+    shutil.copytree(ingested_sample, tmp_path / "store")
     return Store.open(tmp_path / "store")
 
 
@@ -169,10 +159,10 @@ def test_dropped_procedures_leave_the_embeddings(store: Store) -> None:
         assert dropped not in load_embeddings(store, field).procedure_ids.to_pylist()
 
 
-def test_same_inputs_and_seed_give_identical_files(sample_store_template: Path, tmp_path: Path) -> None:
+def test_same_inputs_and_seed_give_identical_files(ingested_sample: Path, tmp_path: Path) -> None:
     digests = []
     for copy in ("a", "b"):
-        shutil.copytree(sample_store_template, tmp_path / copy)
+        shutil.copytree(ingested_sample, tmp_path / copy)
         embed_store(tmp_path / copy, seed=7, **OFFLINE)
         digests.append(
             {p.name: p.read_bytes() for p in sorted((tmp_path / copy / "embeddings").rglob("*.*"))}

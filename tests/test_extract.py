@@ -15,7 +15,7 @@ from procbench.extract import build_lexicon, extract_store, extract_tuples, find
 from procbench.extract.lexicon import WORDNET_HINT, read_lexicon_file
 from procbench.extract.parser import installed_model, load_pipeline
 
-from conftest import write_jsonl
+from helpers import write_jsonl
 
 spacy = pytest.importorskip("spacy")
 

@@ -24,7 +24,7 @@ from procbench.scrape.fetch_images import fetch_images
 from procbench.scrape.http import HttpConfig
 from procbench.store import Store
 
-from conftest import write_jsonl
+from helpers import write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,19 +12,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from procbench.cli import app
-from procbench.corpus import write_sample
 from procbench.errors import BadInput
 from procbench.generate import Question, Setting, balance_answer_positions, generate, parse_knobs, read_question_set
 from procbench.generate.splits import parse_ratios, split_by_category, split_by_procedure
-from procbench.ingest import ingest_file
 from procbench.store import Store
-
-
-@pytest.fixture(scope="module")
-def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("gen")
-    ingest_file(root / "store", write_sample(root / "src"))
-    return root / "store"
 
 
 def _copy(src: Path, dst: Path) -> Store:
@@ -79,8 +70,8 @@ def test_category_split_keeps_categories_whole() -> None:
     assert Counter(splits.values())["train"] >= 60
 
 
-def test_sequencing_questions(sample_store: Path, tmp_path: Path) -> None:
-    store = _copy(sample_store, tmp_path / "s")
+def test_sequencing_questions(ingested_sample: Path, tmp_path: Path) -> None:
+    store = _copy(ingested_sample, tmp_path / "s")
     result = generate(store, "sequencing", seed=3)
     qset = read_question_set(result.paths["default"])
     rows = qset.table().to_pylist()
@@ -94,8 +85,8 @@ def test_sequencing_questions(sample_store: Path, tmp_path: Path) -> None:
         assert row["meta"]["modality"] == "both"
 
 
-def test_pair_order_balanced_and_no_leak(sample_store: Path, tmp_path: Path) -> None:
-    store = _copy(sample_store, tmp_path / "s")
+def test_pair_order_balanced_and_no_leak(ingested_sample: Path, tmp_path: Path) -> None:
+    store = _copy(ingested_sample, tmp_path / "s")
     result = generate(store, "pair-order", seed=1, split_by="category:3", pairs_per_procedure=3)
     table = read_question_set(result.paths["default"]).table()
     labels = Counter(table["answer"].to_pylist())
@@ -114,18 +105,18 @@ def test_pair_order_balanced_and_no_leak(sample_store: Path, tmp_path: Path) -> 
     }
 
 
-def test_outputs_are_byte_identical_under_a_seed(sample_store: Path, tmp_path: Path) -> None:
+def test_outputs_are_byte_identical_under_a_seed(ingested_sample: Path, tmp_path: Path) -> None:
     digests = []
     for name in ("a", "b"):
-        store = _copy(sample_store, tmp_path / name)
+        store = _copy(ingested_sample, tmp_path / name)
         result = generate(store, "pair-order", seed=5)
         folder = result.paths["default"]
         digests.append({p.name: p.read_bytes() for p in sorted(folder.iterdir())})
     assert digests[0] == digests[1]
 
 
-def test_recipeqa_export_and_card(sample_store: Path, tmp_path: Path) -> None:
-    store = _copy(sample_store, tmp_path / "s")
+def test_recipeqa_export_and_card(ingested_sample: Path, tmp_path: Path) -> None:
+    store = _copy(ingested_sample, tmp_path / "s")
     folder = generate(store, "sequencing").paths["default"]
     document = json.loads((folder / "recipeqa.json").read_text())
     total = sum(pq.read_metadata(folder / f"{s}.parquet").num_rows for s in ("train", "val", "test"))
@@ -137,9 +128,9 @@ def test_recipeqa_export_and_card(sample_store: Path, tmp_path: Path) -> None:
     assert store.provenance[-1]["command"] == "generate"
 
 
-def test_cli_generate_errors_and_json(sample_store: Path, tmp_path: Path) -> None:
+def test_cli_generate_errors_and_json(ingested_sample: Path, tmp_path: Path) -> None:
     runner = CliRunner()
-    store = _copy(sample_store, tmp_path / "s")
+    store = _copy(ingested_sample, tmp_path / "s")
     unknown = runner.invoke(app, ["generate", "--task", "nope", "--store", str(store.root)])
     assert unknown.exit_code == 2 and "unknown task" in unknown.stderr
     both = runner.invoke(
@@ -155,8 +146,8 @@ def test_cli_generate_errors_and_json(sample_store: Path, tmp_path: Path) -> Non
     assert json.loads(ok.stdout)["questions"] == {"default": 90}
 
 
-def test_a_set_made_with_other_options_is_not_overwritten(sample_store: Path, tmp_path: Path) -> None:
-    store = _copy(sample_store, tmp_path / "s")
+def test_a_set_made_with_other_options_is_not_overwritten(ingested_sample: Path, tmp_path: Path) -> None:
+    store = _copy(ingested_sample, tmp_path / "s")
     first = generate(store, "pair-order", seed=0)
     folder = first.paths["default"]
     record = json.loads((folder / "options.json").read_text())
@@ -177,8 +168,8 @@ def test_a_set_made_with_other_options_is_not_overwritten(sample_store: Path, tm
     assert json.loads((folder / "options.json").read_text())["options"]["seed"] == 4
 
 
-def test_empty_split_warns_and_fails_with_strict(sample_store: Path, tmp_path: Path) -> None:
-    store = _copy(sample_store, tmp_path / "s")
+def test_empty_split_warns_and_fails_with_strict(ingested_sample: Path, tmp_path: Path) -> None:
+    store = _copy(ingested_sample, tmp_path / "s")
     runner = CliRunner()
     args = ["generate", "-t", "sequencing", "--split-by", "category:1", "--store", str(store.root)]
     strict = runner.invoke(app, [*args, "--strict"])

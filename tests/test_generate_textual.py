@@ -22,7 +22,7 @@ from procbench.ingest import ingest_file
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps
 
-from conftest import make_record, write_jsonl
+from helpers import make_record, write_jsonl
 
 INDICATOR = re.compile(r"^\s*(step|part)\s*\d+\b|^\s*\d+\s*[.):]", re.IGNORECASE)
 

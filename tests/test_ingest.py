@@ -15,7 +15,7 @@ from procbench.errors import BadInput, InputFileNotFound
 from procbench.ingest import ingest_file
 from procbench.store import Store
 
-from conftest import make_record, write_jsonl
+from helpers import make_record, write_jsonl
 
 
 def _png(colour: tuple[int, int, int], size: tuple[int, int] = (40, 30)) -> bytes:

@@ -25,7 +25,7 @@ from procbench.ingest import ingest_file
 from procbench.scrape import HttpConfig, ScrapeOptions, scrape
 from procbench.store import Store
 
-from conftest import make_record, write_jsonl
+from helpers import make_record, write_jsonl
 
 ARTICLE = "Build-a-Floating-Shelf"
 Writer = Callable[[Path], Any]
