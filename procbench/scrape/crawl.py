@@ -177,7 +177,7 @@ def run_job(store: Store, job: Job, *, progress: Progress = SILENT) -> ScrapeRep
             per_category.update(pending_categories)
             state["per_category"] = dict(per_category)
             txn.stage(f"{_STATE_DIR}/{job.key}.json").write_text(json.dumps(state, indent=1), encoding="utf-8")
-            counts = {
+            counts: dict[str, Any] = {
                 "added": batch.added,
                 "already_present": batch.already_present,
                 "images_stored": batch.images_stored,

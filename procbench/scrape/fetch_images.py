@@ -120,7 +120,10 @@ class FetchImagesReport:
 
 
 def _is_http(url: str | None) -> bool:
-    return bool(url) and urlsplit(url).scheme in ("http", "https") and bool(urlsplit(url).netloc)  # type: ignore[arg-type]
+    if not url:
+        return False
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
 def pending_images(store: Store) -> tuple[list[tuple[str, str]], int]:

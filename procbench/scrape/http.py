@@ -217,7 +217,8 @@ class _Robots:
         self, text: str | None, *, allow_all: bool = False, disallow_all: bool = False, unavailable: str = ""
     ) -> None:
         self.unavailable = unavailable  # why robots.txt could not be read: every URL is off limits for now
-        self.parser = urllib.robotparser.RobotFileParser()
+        # Any: typeshed lacks the attributes read and set below (allow_all, disallow_all, entries, default_entry)
+        self.parser: Any = urllib.robotparser.RobotFileParser()
         if text is not None:
             self.parser.parse(text.splitlines())
         self.parser.allow_all = allow_all
@@ -701,13 +702,14 @@ def _shut(sock: socket.socket) -> None:
 _CURRENT = threading.local()
 
 
-class _Watched:
-    """Hands the socket a request goes out on to the current :class:`_Deadline` (new or reused)."""
+class _Watched(HTTPConnection):
+    """Hands the socket a request goes out on to the current :class:`_Deadline` (new or reused).
 
-    sock: socket.socket | None
+    Mixed in before urllib3's HTTP or HTTPS connection class (``super()`` is the HTTPS one for the latter).
+    """
 
     def connect(self) -> None:
-        super().connect()  # type: ignore[misc]
+        super().connect()
         deadline = getattr(_CURRENT, "deadline", None)
         if deadline is not None:
             deadline.watch(self.sock)
@@ -716,7 +718,7 @@ class _Watched:
         deadline = getattr(_CURRENT, "deadline", None)
         if deadline is not None:
             deadline.watch(self.sock)
-        return super().request(*args, **kwargs)  # type: ignore[misc]
+        return super().request(*args, **kwargs)
 
 
 class _WatchedHTTPConnection(_Watched, HTTPConnection):

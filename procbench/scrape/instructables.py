@@ -378,9 +378,9 @@ class InstructablesSource:
     """Instructables over HTTP: search-API listings (landing-page fallback), JSON API projects."""
 
     name = SOURCE
-    domains = DOMAINS
+    domains: tuple[str, ...] = DOMAINS
     soft_block: tuple[bytes, ...] = ()
-    sorts = tuple(SORTS)
+    sorts: tuple[str, ...] = tuple(SORTS)
 
     def __init__(self, base: str = BASE_URL, *, per_page: int = 50) -> None:
         self.base = base.rstrip("/")

@@ -229,7 +229,7 @@ def _title(root: etree._Element, howto: dict[str, Any] | None) -> str:
 
 def _html_steps(root: etree._Element, url: str) -> list[Step]:
     sections = root.xpath(f"//div[{cls('section')} and {cls('steps')} and not({cls('sample')})]")
-    blocks: list[tuple[str | None, str | None, list[etree._Element]]] = []
+    blocks: list[tuple[str | None, str, list[etree._Element]]] = []
     for section in sections:
         if section.xpath(f"ancestor::div[{cls('section')} and {cls('steps')}]"):
             continue  # a nested wrapper; its lists belong to the outer section
@@ -506,9 +506,9 @@ class WikiHowSource:
     """wikiHow over HTTP: category listings (API first, HTML fallback) and article pages."""
 
     name = SOURCE
-    domains = DOMAINS
-    soft_block = SOFT_BLOCK_MARKERS
-    sorts = ("default",)
+    domains: tuple[str, ...] = DOMAINS
+    soft_block: tuple[bytes, ...] = SOFT_BLOCK_MARKERS
+    sorts: tuple[str, ...] = ("default",)
 
     def __init__(self, base: str = BASE_URL, *, name: str = SOURCE, domains: tuple[str, ...] = DOMAINS) -> None:
         self.base = base.rstrip("/")
