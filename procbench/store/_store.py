@@ -70,7 +70,7 @@ class Store:
             if root.exists() and any(p.name not in {_LOCK} for p in root.iterdir()):
                 raise StoreError(f"{root} exists, is not empty and holds no {_META}; refusing to turn it into a store")
             root.mkdir(parents=True, exist_ok=True)
-            meta = {
+            meta: dict[str, Any] = {
                 "format": "procbench-store",
                 "format_version": FORMAT_VERSION,
                 "schema_version": SCHEMA_VERSION,
@@ -96,7 +96,7 @@ class Store:
     def read_meta(self) -> dict[str, Any]:
         """The parsed ``store.json`` (format version and provenance log)."""
         try:
-            return json.loads((self.root / _META).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+            return json.loads((self.root / _META).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise StoreError(f"cannot read {self.root / _META}: {exc}") from exc
 
