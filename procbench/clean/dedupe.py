@@ -248,8 +248,8 @@ def find_duplicates(
         kept = min(members, key=lambda d: (-int(word_counts[d]), d))
         for d in members:
             if d != kept:
-                found = verified.get((min(d, kept), max(d, kept))) or similarity(d, kept)
-                matches.append(DuplicateMatch(d, kept, found[0], found[1]))
+                jaccard, exact = verified.get((min(d, kept), max(d, kept))) or similarity(d, kept)
+                matches.append(DuplicateMatch(d, kept, jaccard, exact))
     return sorted(matches, key=lambda m: m.index)
 
 
@@ -265,7 +265,8 @@ def _exact_features(
     ordered = sorted(docs)
     i = 0
     while i < len(ordered):
-        batch, size = [], 0
+        batch: list[np.ndarray] = []
+        size = 0
         while i < len(ordered) and (not batch or size < chunk_steps):
             d = ordered[i]
             i += 1
