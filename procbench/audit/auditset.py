@@ -172,14 +172,14 @@ class AuditSet:
                         if key is not None:
                             cached.setdefault(str(key), str(item))
             self._cache["display"] = cached
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     # -- encoded views -------------------------------------------------------------------------------------
     def index(self) -> ItemIndex:
         """Item ids of every question and choice (computed once)."""
         cached = self._cache.get("index")
         if cached is not None:
-            return cached  # type: ignore[no-any-return]
+            return cached
         positions: dict[str, int] = {}
 
         def pid(key: Any) -> int:
@@ -225,7 +225,7 @@ class AuditSet:
             cached = self._cache["vectors"] = self._load_vectors()
         if isinstance(cached, NotApplicable):
             raise NotApplicable(str(cached))
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     def _load_vectors(self) -> tuple[np.ndarray, np.ndarray] | NotApplicable:
         if self.vectors is None:

@@ -85,7 +85,7 @@ class ProbeContext:
         """
         key = f"reduced:{dims}"
         if key in self.cache:
-            return self.cache[key]  # type: ignore[no-any-return]
+            return self.cache[key]
         matrix, found = aset.item_vectors()
         rows = np.flatnonzero(found)
         r = int(min(dims, matrix.shape[1], max(1, len(rows) - 1)))

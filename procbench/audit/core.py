@@ -108,7 +108,13 @@ def audit_sets(
         while name in report.sets:
             name = f"{aset.name} ({suffix})"
             suffix += 1
-        options = {"seed": seed, "n_boot": n_boot, "n_folds": n_folds, "probes": probes, "per_question": per_question}
+        options: dict[str, Any] = {
+            "seed": seed,
+            "n_boot": n_boot,
+            "n_folds": n_folds,
+            "probes": probes,
+            "per_question": per_question,
+        }
         audit = audit_set(aset, progress=progress, **options)
         audit.name = name
         report.sets[name] = audit
@@ -177,11 +183,11 @@ def run_audit(
         from procbench.audit.scores import score_path, write_scores
 
         for aset, (name, audit) in zip(sets, report.sets.items(), strict=True):
-            target = score_path(aset)
+            scores_path = score_path(aset)
             if audit.scores is None:
                 run.scores_notes[name] = audit.scores_note or "no scores"
-            elif target is None:
+            elif scores_path is None:
                 run.scores_notes[name] = "the set has no folder to write shortcut_scores.parquet to"
             else:
-                run.scores[name] = write_scores(audit.scores, target)
+                run.scores[name] = write_scores(audit.scores, scores_path)
     return run

@@ -35,7 +35,7 @@ def write_plots(report: AuditReport, out_dir: str | Path) -> list[Path]:
             wrong = np.asarray(distance.arrays["distance_wrong"], dtype=float)
             fig, ax = plt.subplots(figsize=(6, 4))
             both = np.concatenate([correct, wrong])
-            bins = np.linspace(float(both.min()), float(both.max()) + 1e-9, 41)
+            bins = np.linspace(float(both.min()), float(both.max()) + 1e-9, 41).tolist()  # the same edges, as floats
             ax.hist(wrong, bins=bins, density=True, alpha=0.55, label=f"wrong choices ({len(wrong)})")
             ax.hist(correct, bins=bins, density=True, alpha=0.55, label=f"correct choices ({len(correct)})")
             lo, hi = distance.ci or (float("nan"), float("nan"))

@@ -59,7 +59,7 @@ def contrasts(features: np.ndarray, valid: np.ndarray, answers: np.ndarray) -> n
     wrong = valid & ~correct
     right = features[np.arange(n), np.clip(answers, 0, k - 1)]
     others = (features * wrong[..., None]).sum(axis=1) / np.maximum(wrong.sum(axis=1), 1)[:, None]
-    return right - others  # type: ignore[no-any-return]
+    return right - others
 
 
 @register("choice_only", kind="accuracy", summary="classifier that sees only the choices (hasty student)")

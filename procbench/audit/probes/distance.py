@@ -18,7 +18,7 @@ choice at rank r" for the best r.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -41,18 +41,19 @@ def choice_distances(aset: AuditSet, matrix: np.ndarray, found: np.ndarray) -> t
     padded = np.vstack([matrix, np.zeros((1, matrix.shape[1]), dtype=matrix.dtype)])  # id -1 -> a zero row
     if choice.shape[2] > 1:
         both = (choice[:, :, 1:] >= 0) & (choice[:, :, :-1] >= 0)
-        dist = np.zeros(valid.shape)
+        dist: np.ndarray = np.zeros(valid.shape)
         for t in range(choice.shape[2] - 1):
             step = np.linalg.norm(padded[choice[:, :, t + 1]] - padded[choice[:, :, t]], axis=2)
             dist += np.where(both[:, :, t], step, 0.0)
         dist = np.where(valid, dist, np.nan)
-        return dist, valid.any(axis=1), "path length (sum of consecutive distances)"
+        # numpy types ndarray.any(axis=...) as `bool | array`: of a 2-d array it is an array
+        return dist, cast(np.ndarray, valid.any(axis=1)), "path length (sum of consecutive distances)"
     c_vec = padded[choice[:, :, 0]]  # (n, k, D)
     q = index.question
     q_found = (q >= 0) & found[np.maximum(q, 0)]
     q_n = q_found.sum(axis=1)
     q_sum = np.einsum("nl,nld->nd", q_found.astype(matrix.dtype), padded[q])
-    no_items = ~(q >= 0).any(axis=1)  # the question shows no items: compare with the other choices
+    no_items = ~cast(np.ndarray, (q >= 0).any(axis=1))  # the question shows no items: compare with the other choices
     c_sum = c_vec.sum(axis=1)  # invalid choices are zero rows
     others = np.maximum(valid.sum(axis=1) - 1, 1).astype(matrix.dtype)
     ref = np.where(no_items[:, None], 0.0, q_sum / np.maximum(q_n, 1)[:, None].astype(matrix.dtype))
