@@ -12,7 +12,7 @@ Nothing heavy (torch, faiss, sentence-transformers, scikit-learn) is imported un
 
 from __future__ import annotations
 
-from procbench.embed.base import Encoder, EncoderUnavailable, l2_normalise
+from procbench.embed.base import Encoder, EncoderUnavailable, Modality, l2_normalise
 from procbench.embed.fields import FIELDS, TEXT_FIELDS, field_table
 from procbench.embed.index import (
     IndexConfig,
@@ -65,11 +65,11 @@ __all__ = [
 ]
 
 
-def load_encoder(name: str, modality: str, *, store: object = None, seed: int = 0) -> Encoder:
+def load_encoder(name: str, modality: Modality, *, store: object = None, seed: int = 0) -> Encoder:
     """Resolve and load an encoder by name (``modality`` is ``text`` or ``image``); ``hashed`` needs a store."""
     from procbench.store import Store
 
     if modality not in ("text", "image"):
         raise ValueError(f"modality must be 'text' or 'image', not {modality!r}")
-    spec = resolve_encoder(name, modality)  # type: ignore[arg-type]
+    spec = resolve_encoder(name, modality)
     return spec.load(store=store if isinstance(store, Store) else None, seed=seed)

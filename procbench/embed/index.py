@@ -247,7 +247,7 @@ class Neighbors:
     def keys(self) -> np.ndarray:
         """``(N, k)`` object array of keys (``None`` where no neighbour)."""
         flat = self.indices.reshape(-1)
-        taken = self.index_keys.take(pa.array(np.where(flat >= 0, flat, 0))).to_numpy(zero_copy_only=False)
+        taken: np.ndarray = self.index_keys.take(pa.array(np.where(flat >= 0, flat, 0))).to_numpy(zero_copy_only=False)
         out = np.where(flat >= 0, taken, None).astype(object)
         return out.reshape(self.indices.shape)
 

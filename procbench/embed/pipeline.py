@@ -279,7 +279,7 @@ def _embed_field(
 
     indexed = time.perf_counter()
     sidecar = read_sidecar(store, name)
-    if index_is_current(sidecar, new_id, report.rows, index_config):
+    if sidecar is not None and index_is_current(sidecar, new_id, report.rows, index_config):
         report.index = {**{k: sidecar[k] for k in ("kind", "params", "recall") if k in sidecar}, "rebuilt": False}
     else:
         sidecar = build_index_for(store, txn, current, config=index_config, progress=progress)
@@ -356,7 +356,7 @@ def embed_store(
     wanted = needed | ({FIELD_MODALITY[f] for f in chosen} if fields is not None else set())
     defaults = {"text": DEFAULT_TEXT_ENCODER, "image": DEFAULT_IMAGE_ENCODER}
     names = {m: named.get(m, defaults[m]) for m in ("text", "image") if m in wanted}
-    specs: dict[str, EncoderSpec] = {m: resolve_encoder(n, m) for m, n in names.items()}  # type: ignore[arg-type]
+    specs: dict[str, EncoderSpec] = {m: resolve_encoder(n, m) for m, n in names.items()}
     for field_name, why in skipped.items():
         log.info("embed: %s skipped: %s", field_name, why)
 
