@@ -350,7 +350,7 @@ def _replace(
     base[np.arange(len(targets)), :, 1 + slot] = cand
     flat_rows = base.reshape(-1, 1 + n_neg)
     live = usable.reshape(-1)
-    gap = np.full(len(flat_rows), np.inf)
+    gap: np.ndarray = np.full(len(flat_rows), np.inf)  # (T * M,), then (T, M)
     if live.any():
         q_rows = np.repeat(work.question_items[targets], n_cand, axis=0)[live]
         groups = np.repeat(work.groups[targets], n_cand)[live]

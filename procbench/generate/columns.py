@@ -9,7 +9,7 @@ Small tasks build :class:`~procbench.generate.questions.Question` objects; :func
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -35,7 +35,7 @@ __all__ = [
 
 COLUMNS = ("procedure_id", "context", "question", "choices", "answer", "meta")
 #: What a task's ``build`` returns per setting: question objects or a question table.
-Questions = list[Question] | pa.Table
+Questions: TypeAlias = list[Question] | pa.Table
 
 
 def questions_table(questions: list[Question]) -> pa.Table:

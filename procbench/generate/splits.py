@@ -20,7 +20,7 @@ def parse_ratios(text: str) -> tuple[float, float, float]:
         raise BadInput(f"split ratios must be three numbers like 0.8,0.1,0.1, not {text!r}") from exc
     if len(values) != 3 or min(values) < 0 or abs(sum(values) - 1) > 1e-6:
         raise BadInput(f"split ratios must be three non-negative numbers summing to 1, not {text!r}")
-    return values  # type: ignore[return-value]
+    return values
 
 
 def _unit(seed: int, key: str) -> float:

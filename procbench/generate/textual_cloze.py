@@ -514,6 +514,7 @@ def _sample(
         if draft.answer_key not in pool.positions:
             outcome.skipped_questions["no_embedding"] += 1
             continue
+        reason: str | None
         if setting.style == "recipeqa":
             drawn, reason = _random_negatives(draft, pool, rng, min_distance), "few_candidates"
         else:

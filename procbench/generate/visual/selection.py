@@ -6,6 +6,7 @@ Every draw is uniform; vectorised over questions (bands are runs of the distance
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -43,11 +44,11 @@ class Selection:
     pick_class: np.ndarray | None = None
 
 
-def _row_search(keys: np.ndarray, width: int, targets: np.ndarray, side: str) -> np.ndarray:
+def _row_search(keys: np.ndarray, width: int, targets: np.ndarray, side: Literal["left", "right"]) -> np.ndarray:
     """Per-row ``searchsorted``: ``keys`` are ``(B, width)`` rows of ``row << 32 | value`` flattened (so
     globally ascending) and ``targets (B, T)`` values; returns column positions ``(B, T)``."""
     base = np.arange(len(targets), dtype=np.int64)[:, None]
-    return np.searchsorted(keys, (base << 32) | targets, side=side) - base * width  # type: ignore[call-overload]
+    return np.searchsorted(keys, (base << 32) | targets, side=side) - base * width
 
 
 def _band_ranges(cands: Candidates, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

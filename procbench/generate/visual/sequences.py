@@ -237,7 +237,7 @@ def distances_to(data: VisualData, rows: np.ndarray, *points: np.ndarray) -> np.
     for i, point in enumerate(points):
         x = np.ascontiguousarray(point, dtype=np.float32)
         if n_q and width:
-            faiss.fvec_L2sqr_by_idx(
+            faiss.fvec_L2sqr_by_idx(  # type: ignore[attr-defined]  # SWIG-exported, missing from faiss's .pyi
                 faiss.swig_ptr(out[i]), faiss.swig_ptr(x), faiss.swig_ptr(vectors), faiss.swig_ptr(ids),
                 x.shape[1], n_q, width,
             )  # fmt: skip
