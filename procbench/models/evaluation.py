@@ -286,7 +286,7 @@ def _score_job(
             def predict(rows: np.ndarray) -> list[Any]:
                 return probe.predict(feats, rows)
 
-    out = {}
+    out: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]] = {}
     for split in splits:
         rows = feats.rows(split)
         if len(rows) == 0:

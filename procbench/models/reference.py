@@ -10,6 +10,8 @@ means the set can be answered from distances alone: the bias the Control-Knobs r
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from procbench.errors import BadInput
@@ -24,7 +26,7 @@ class DistanceSVM:
     def __init__(self, *, max_train: int = 2000, seed: int = 0) -> None:
         self.max_train = max_train
         self.seed = seed
-        self._svm: object | None = None
+        self._svm: Any = None  # a fitted sklearn SVC (sklearn has no type information)
 
     @staticmethod
     def choice_features(feats: Featurised, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -75,5 +77,5 @@ class DistanceSVM:
         x, valid = self.choice_features(feats, rows)
         decision = np.full(valid.shape, -np.inf)
         if valid.any():
-            decision[valid] = self._svm.decision_function(x[valid])  # type: ignore[attr-defined]
+            decision[valid] = self._svm.decision_function(x[valid])
         return [int(i) for i in decision.argmax(axis=1)]

@@ -190,7 +190,7 @@ def train(
     torch.manual_seed(config.seed)
     net = build_net(config.model, feats.dims, hp)
     optimiser = torch.optim.Adam(net.parameters(), lr=config.lr)
-    run_config = {
+    run_config: dict[str, Any] = {
         "procbench": __version__,
         "torch": torch.__version__,
         "model": config.model,
