@@ -133,7 +133,7 @@ class Manifest:
         if section is None:
             raise BadInput(f"{self.path} has no [scrape] section: nothing to scrape")
         base_http = http or HttpConfig()
-        settings = dict(section.http)
+        settings: dict[str, Any] = dict(section.http)
         if "min_interval" in settings:
             settings["min_interval"] = max(float(settings["min_interval"]), base_http.min_interval)
         if "max_bytes" in settings:
@@ -184,7 +184,7 @@ class _Reader:
             value = float(value)
         if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
             raise self.fail(f"{where} {key} must be {_TYPE_NAMES[kind]}, not {_kind(value)}")
-        if kind is float and not math.isfinite(value):
+        if kind is float and isinstance(value, float) and not math.isfinite(value):
             raise self.fail(f"{where} {key} must be a finite number, not {value}")
         return value
 

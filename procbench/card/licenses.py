@@ -65,8 +65,8 @@ def spdx_license(text: str | None) -> str | None:
     name = _CC_NAME.match(lowered)
     if name:
         words = re.findall(r"by|attribution|nc|sa|nd|non-?commercial|share-?alike|no-?derivatives?", name.group(1))
-        parts = list(dict.fromkeys(p for w in words if (p := _PARTS[w])))
-        return "CC-" + "-".join(parts) + "-" + name.group(2)
+        elements = list(dict.fromkeys(p for w in words if (p := _PARTS[w])))
+        return "CC-" + "-".join(elements) + "-" + name.group(2)
     return _OTHER.get(lowered)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import ParamSpec, TypeVar
 
 import typer
 
@@ -13,7 +13,8 @@ from procbench.errors import ProcbenchError
 
 __all__ = ["app", "main"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 app = typer.Typer(
     name="procbench",
@@ -27,11 +28,11 @@ app = typer.Typer(
 )
 
 
-def _one_line_errors(fn: F) -> F:
+def _one_line_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn procbench errors into one line on stderr and their exit code (2 bad input, 1 failure)."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except ProcbenchError as exc:
@@ -50,7 +51,7 @@ def _one_line_errors(fn: F) -> F:
             error("interrupted; the store keeps its last committed state")
             raise typer.Exit(130) from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 def _version(value: bool) -> None:

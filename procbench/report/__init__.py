@@ -10,6 +10,7 @@ the stylesheet and script to ``OUT/assets``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -55,7 +56,7 @@ def write_report(
     out: str | Path,
     *,
     store: str | Path = "procbench-store",
-    runs: list[str | Path] | None = None,
+    runs: Sequence[str | Path] | None = None,
     sweeps: list[dict[str, Any]] | None = None,
     limit: int = DEFAULT_LIMIT,
     seed: int = 0,
