@@ -283,6 +283,7 @@ def test_every_question_meets_its_constraints(awkward_store: Path, style: str) -
     assert "test:Three-Steps" in {q["procedure_id"] for q in rows} or style == "debias"
 
 
+@pytest.mark.slow  # ~16 s of CPU, 25 s and more of wall time: `make test-slow`
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.integers(0, 10**6),
