@@ -210,6 +210,15 @@ def _in_domains(host: str, domains: tuple[str, ...]) -> bool:
     return any(host == d or host.endswith("." + d) for d in domains)
 
 
+class _RobotFileParser(urllib.robotparser.RobotFileParser):
+    """The standard parser with the attributes it sets in ``__init__``/``parse`` declared (typeshed omits them)."""
+
+    allow_all: bool
+    disallow_all: bool
+    entries: list[Any]
+    default_entry: Any
+
+
 class _Robots:
     """One host's robots.txt: groups parsed by urllib.robotparser, matched by RFC 9309 longest match."""
 
@@ -217,8 +226,7 @@ class _Robots:
         self, text: str | None, *, allow_all: bool = False, disallow_all: bool = False, unavailable: str = ""
     ) -> None:
         self.unavailable = unavailable  # why robots.txt could not be read: every URL is off limits for now
-        # Any: typeshed lacks the attributes read and set below (allow_all, disallow_all, entries, default_entry)
-        self.parser: Any = urllib.robotparser.RobotFileParser()
+        self.parser = _RobotFileParser()
         if text is not None:
             self.parser.parse(text.splitlines())
         self.parser.allow_all = allow_all
