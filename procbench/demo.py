@@ -56,7 +56,8 @@ def _embed_offline(store: Store, *, seed: int, progress: Progress) -> dict[str, 
 
 def _audit_sets(store: Store, *, seed: int, progress: Progress) -> dict[str, Any]:
     """Audit every question set in the store side by side (``STORE/questions/audit.json``, PNG plots in
-    ``STORE/audit-plots/``; not under ``questions/``, where every folder is a task)."""
+    ``STORE/audit-plots/``; not under ``questions/``, where every folder is a task), with per-question shortcut
+    scores (``shortcut_scores.parquet``) where they apply, so the report can filter on them."""
     from procbench.audit import run_audit
 
     sets = sorted(p for p in (store.root / "questions").glob("*/*") if p.is_dir())
@@ -64,12 +65,19 @@ def _audit_sets(store: Store, *, seed: int, progress: Progress) -> dict[str, Any
         return {"sets": 0}
     questions = store.root / "questions"
     run = run_audit(
-        sets, store=store, out=questions / "audit.json", plots=store.root / "audit-plots", seed=seed, progress=progress
+        sets,
+        store=store,
+        out=questions / "audit.json",
+        plots=store.root / "audit-plots",
+        seed=seed,
+        per_question=True,
+        progress=progress,
     )
     return {
         **run.report.counts(),
         "report": run.report_path.relative_to(store.root).as_posix(),
         "plots": [p.relative_to(store.root).as_posix() for p in run.plots],
+        "shortcut_scores": len(run.scores),
     }
 
 

@@ -29,6 +29,11 @@ def test_demo_builds_the_sample_store_and_is_rerunnable(tmp_path: Path) -> None:
     assert len(list((store / "report" / "sets").glob("*.html"))) == len(result["stages"]["generate"])
     plots = result["stages"]["audit"]["plots"]
     assert plots and all((store / p).is_file() and p.startswith("audit-plots/") and p.endswith(".png") for p in plots)
+    # audit --per-question's scores: the report's shortcut-score filter is there for the multiple-choice sets
+    assert result["stages"]["audit"]["shortcut_scores"] > 0
+    page = (store / "report" / "sets" / "textual-cloze--default.html").read_text()
+    assert (store / "questions" / "textual-cloze" / "default" / "shortcut_scores.parquet").is_file()
+    assert '"has_scores":true' in page and 'id="score"' in page
     second = runner.invoke(app, ["demo", "--store", str(store), "--json"])
     assert second.exit_code == 0, second.output
     assert Store.open(store).table("procedures").num_rows == len(sample)
