@@ -16,6 +16,9 @@ from procbench.card import SET_FIELDS, DatasetCard, dataset_card, set_parameters
         ("https://creativecommons.org/licenses/by/4.0/deed.en", "CC-BY-4.0"),
         ("https://creativecommons.org/publicdomain/zero/1.0/", "CC0-1.0"),
         ("CC BY-NC-SA 3.0", "CC-BY-NC-SA-3.0"),
+        ("CC BY-NC-SA 3.0 (wikiHow content)", "CC-BY-NC-SA-3.0"),  # as the wikiHow data records it
+        ("CC BY-SA 4.0 International", "CC-BY-SA-4.0"),
+        ("CC0 1.0 Universal (public domain)", "CC0-1.0"),
         ("cc-by-sa-4.0", "CC-BY-SA-4.0"),
         ("Creative Commons Attribution-ShareAlike 4.0", "CC-BY-SA-4.0"),
         ("CC0-1.0", "CC0-1.0"),

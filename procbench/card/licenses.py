@@ -11,13 +11,16 @@ import re
 
 __all__ = ["hub_license", "spdx_license"]
 
+#: What may follow a license's name and version: a port (``International``) and a note in parentheses
+#: (``CC BY-NC-SA 3.0 (wikiHow content)``).
+_NOTE = r"(?:[\s_-]*(?:international|unported|generic|universal))?(?:\s*\([^)]*\))?$"
 _CC_URL = re.compile(r"creativecommons\.org/licenses/([a-z-]+)/(\d\.\d)")
 _CC_ZERO_URL = re.compile(r"creativecommons\.org/publicdomain/zero/1\.0")
 _CC_NAME = re.compile(
     r"^(?:cc|creative\s*commons)[\s_-]*((?:by|attribution)(?:[\s_-]*(?:nc|sa|nd|non-?commercial|share-?alike|"
-    r"no-?derivatives?))*)[\s_-]*v?(\d\.\d)$"
+    r"no-?derivatives?))*)[\s_-]*v?(\d\.\d)" + _NOTE
 )
-_CC_ZERO_NAME = re.compile(r"^(?:cc[\s_-]*0|cc[\s_-]*zero)(?:[\s_-]*(?:v?1\.0|universal))*$")
+_CC_ZERO_NAME = re.compile(r"^(?:cc[\s_-]*0|cc[\s_-]*zero)(?:[\s_-]*(?:v?1\.0|universal))*" + _NOTE)
 _PARTS = {
     "by": "BY",
     "attribution": "BY",
