@@ -114,6 +114,15 @@ for _spec in (
         instruction="Choose the best title for the missing blank to correctly complete the recipe.",
     ),
     TaskSpec(
+        "next-action",
+        "procbench.generate.next_action",
+        TaskKind("text", "action"),
+        "mc",
+        "the action tuples of up to three consecutive steps, then `@placeholder`; pick the next step's action "
+        "among four (verb-argument tuples of paper 002, negatives as paper 004)",
+        instruction="Choose the action that comes next in the procedure.",
+    ),
+    TaskSpec(
         "visual-cloze",
         "procbench.generate.visual.cloze",
         TaskKind("image", "image"),

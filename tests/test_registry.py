@@ -101,6 +101,7 @@ def test_every_task_spec_loads_its_builder_and_sweep() -> None:
         "sequencing",
         "pair-order",
         "textual-cloze",
+        "next-action",
         "visual-cloze",
         "visual-coherence",
         "visual-ordering",

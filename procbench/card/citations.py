@@ -47,6 +47,7 @@ _BY_TASK = {
     "sequencing": ["wu2022sequencing"],
     "pair-order": ["wikiorder"],
     "textual-cloze": ["sahu2021towards"],
+    "next-action": ["xu2020procedural", "sahu2021towards"],
     "visual-cloze": ["sahu2022challenges"],
     "visual-coherence": ["sahu2022challenges"],
     "visual-ordering": ["sahu2022challenges"],

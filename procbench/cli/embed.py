@@ -37,7 +37,8 @@ def command(
         typer.Option(
             "--fields",
             "-f",
-            help="Comma-separated: step_title,step_text,procedure_title,image (default: all).",
+            help="Comma-separated: step_title,step_text,procedure_title,image,action (action: the step action "
+            "tuples `procbench extract` wrote; default: all but action).",
             show_default=False,
         ),
     ] = None,

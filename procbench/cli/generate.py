@@ -53,8 +53,8 @@ def command(
         str | None,
         typer.Option(
             "--items",
-            help="textual-cloze: what questions and choices show: 'title' (step headlines) or 'text' (step texts, "
-            "for corpora without headlines) [title].",
+            help="textual-cloze: what questions and choices show: 'title' (step headlines), 'text' (step texts, "
+            "for corpora without headlines) or 'action' (step action tuples of `procbench extract`) [title].",
         ),
     ] = None,
     clusters: Annotated[
@@ -114,6 +114,9 @@ def command(
     --debias --budget B|auto [--clusters C] (Algorithm 1), or --adversarial [--rounds R] [--ceiling S]
     (negatives the context-free probes cannot tell from the answer); --sweep writes recipeqa, default,
     debias-auto and adversarial. Corpora without step headlines: --items text.
+
+    next-action: the same samplers over step action tuples (run `procbench extract`, then
+    `procbench embed --fields action` first): the actions of up to three steps, then pick the next one.
 
     Output: STORE/questions/TASK/SETTING/ with train/val/test parquet, recipeqa.json, card.md and options.json
     (every option that changes the questions). A set made with other options is not overwritten without

@@ -20,27 +20,41 @@ from procbench.errors import BadInput
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps
 
-__all__ = ["FIELDS", "FIELD_MODALITY", "TEXT_FIELDS", "content_hashes", "corpus_texts", "field_table", "parse_fields"]
+__all__ = [
+    "DEFAULT_FIELDS",
+    "FIELDS",
+    "FIELD_MODALITY",
+    "TEXT_FIELDS",
+    "content_hashes",
+    "corpus_texts",
+    "field_table",
+    "parse_fields",
+]
 
-FIELDS = ("step_title", "step_text", "procedure_title", "image")
-TEXT_FIELDS = ("step_title", "step_text", "procedure_title")
+FIELDS = ("step_title", "step_text", "procedure_title", "image", "action")
+#: What ``embed`` embeds without ``--fields``: ``action`` (``procbench extract``'s tuples) only when asked.
+DEFAULT_FIELDS = ("step_title", "step_text", "procedure_title", "image")
+TEXT_FIELDS = ("step_title", "step_text", "procedure_title", "action")
+#: The fields the ``hashed`` encoder is fitted on (actions are words of the step texts).
+_CORPUS_FIELDS = ("step_title", "step_text", "procedure_title")
 FIELD_MODALITY: dict[str, Literal["text", "image"]] = {
     "step_title": "text",
     "step_text": "text",
     "procedure_title": "text",
     "image": "image",
+    "action": "text",
 }
 HASH_BYTES = 16
 
 
 def parse_fields(fields: str | Sequence[str] | None) -> tuple[str, ...]:
-    """Fields from ``"a,b"`` or ``["a", "b,c"]`` in canonical order; None means all.
+    """Fields from ``"a,b"`` or ``["a", "b,c"]`` in canonical order; None means :data:`DEFAULT_FIELDS`.
 
     Raises:
         BadInput: an unknown field name.
     """
     if fields is None:
-        return FIELDS
+        return DEFAULT_FIELDS
     items = [fields] if isinstance(fields, str) else list(fields)
     names = {part.strip().replace("-", "_") for item in items for part in item.split(",") if part.strip()}
     unknown = sorted(names - set(FIELDS))
@@ -69,6 +83,10 @@ def field_table(store: Store, field: str) -> pa.Table:
         column = "title_clean" if "title_clean" in store.columns("procedures") else "title"
         procs = kept_procedures(store, ["id", column]).sort_by("id")
         return _non_empty(pa.table({"key": procs["id"], "procedure_id": procs["id"], "payload": procs[column]}))
+    if field == "action":  # a step's action tuple as text (after `procbench extract`; empty before)
+        from procbench.extract.pipeline import step_actions
+
+        return _non_empty(step_actions(store).select(["key", "procedure_id", "payload"]))
     if field == "image":
         kept = kept_procedures(store, ["id"])["id"]
         images = store.table("images", ["id", "procedure_id", "stored"])
@@ -98,7 +116,7 @@ def content_hashes(payload: pa.ChunkedArray | pa.Array, field: str, *, chunk: in
 
 def corpus_texts(store: Store) -> Iterator[str]:
     """Every text of the text fields (what the ``hashed`` encoder is fitted on)."""
-    for field in TEXT_FIELDS:
+    for field in _CORPUS_FIELDS:
         payload = field_table(store, field)["payload"]
         for start in range(0, len(payload), 65536):
             yield from payload.slice(start, 65536).to_pylist()

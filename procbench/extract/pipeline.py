@@ -34,7 +34,16 @@ from procbench.store.views import kept_steps
 if TYPE_CHECKING:
     from spacy.language import Language
 
-__all__ = ["ACTIONS", "ExtractResult", "SentenceActions", "extract_store", "extract_texts", "read_actions"]
+__all__ = [
+    "ACTIONS",
+    "ExtractResult",
+    "SentenceActions",
+    "extract_store",
+    "extract_texts",
+    "read_actions",
+    "render_action",
+    "step_actions",
+]
 
 _SPAN = pa.struct([pa.field("start", pa.int32()), pa.field("end", pa.int32())])
 #: ``actions.parquet``: one row per tuple; spans are character offsets into the step's text.
@@ -242,3 +251,42 @@ def read_actions(store: Store) -> pa.Table:
     if not store.has_table("actions"):
         raise BadInput(f"{store.root} has no actions.parquet: run `procbench extract` first")
     return store.table("actions")
+
+
+def render_action(verb: str, arguments: list[str] | tuple[str, ...]) -> str:
+    """A tuple as the text a question shows and an encoder embeds: ``fry bacon with heated skillet``."""
+    return " ".join([verb, *arguments])
+
+
+def step_actions(store: Store) -> pa.Table:
+    """The action of each step with tuples: ``key`` (``PROCEDURE_ID#INDEX``), ``procedure_id``, ``payload``
+    (:func:`render_action`), ``verb``, ``arguments``.
+
+    A step's action is its first in-lexicon tuple (the first tuple of a key sentence), else its first tuple.
+    Only kept procedures' steps; ordered by procedure and step. Empty when ``extract`` has not run.
+    """
+    import pyarrow.compute as pc
+
+    from procbench.store.views import kept_procedures
+
+    names = ["key", "procedure_id", "payload", "verb", "arguments"]
+    if not store.has_table("actions"):
+        return pa.table({n: pa.array([], pa.list_(pa.string()) if n == "arguments" else pa.string()) for n in names})
+    table = store.table("actions", ["procedure_id", "step", "sentence", "tuple", "verb", "arguments", "in_lexicon"])
+    table = table.filter(pc.is_in(table["procedure_id"], value_set=kept_procedures(store, ["id"])["id"]))
+    best: dict[tuple[str, int], tuple[tuple[int, int, int], str, list[str]]] = {}
+    for row in table.to_pylist():
+        rank = (0 if row["in_lexicon"] else 1, row["sentence"], row["tuple"])
+        step = (row["procedure_id"], row["step"])
+        if step not in best or rank < best[step][0]:
+            best[step] = (rank, row["verb"], row["arguments"])
+    ordered = sorted(best.items())
+    return pa.table(
+        {
+            "key": [f"{pid}#{index}" for (pid, index), _ in ordered],
+            "procedure_id": [pid for (pid, _), _ in ordered],
+            "payload": [render_action(verb, args) for _, (_, verb, args) in ordered],
+            "verb": [verb for _, (_, verb, _) in ordered],
+            "arguments": pa.array([args for _, (_, _, args) in ordered], pa.list_(pa.string())),
+        }
+    )

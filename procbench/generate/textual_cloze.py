@@ -155,15 +155,26 @@ class _Pool:
 
 
 #: ``--items``: what a question shows and its choices are, and the embedding field that holds their vectors.
-ITEM_FIELDS = {"title": "step_title", "text": "step_text"}
+ITEM_FIELDS = {"title": "step_title", "text": "step_text", "action": "action"}
 
 
 def _titles(store: Store, items: str = "title") -> tuple[dict[str, list[tuple[int, str | None, str | None]]], str]:
     """Per procedure, its steps as ``(index, display item, normalised item)``, and where items came from.
 
-    ``items`` is ``title`` (step headlines, step indicators stripped) or ``text`` (the step texts, for
-    corpora without headlines).
+    ``items`` is ``title`` (step headlines, step indicators stripped), ``text`` (the step texts, for
+    corpora without headlines) or ``action`` (each step's action tuple as text, from ``procbench extract``;
+    steps without one have no item).
     """
+    if items == "action":
+        from procbench.extract.pipeline import step_actions
+
+        actions = step_actions(store)
+        shown = dict(zip(actions["key"].to_pylist(), actions["payload"].to_pylist(), strict=True))
+        rows: dict[str, list[tuple[int, str | None, str | None]]] = {}
+        for row in kept_steps(store, ["procedure_id", "index"]).to_pylist():
+            action = shown.get(f"{row['procedure_id']}#{row['index']}")
+            rows.setdefault(row["procedure_id"], []).append((row["index"], action, normalise_title(action)))
+        return rows, "actions.parquet (each step's first in-lexicon tuple)"
     cleaned = {"title_clean", "text_clean"} <= set(store.columns("steps"))
     strip = None
     if not cleaned and items == "title":
@@ -238,12 +249,14 @@ def _drafts(
     replace: bool,
     seed: int,
     hide_window: bool = False,
+    last: bool = False,
 ) -> list[_Draft]:
     """Questions of one procedure: windows of consecutive titled steps whose answer title is not shown too.
 
     The first draw is the same with and without ``replace``, so single-question settings are paired.
     With ``hide_window`` the context leaves out the question's own steps (text items: their texts would
-    give the answer away).
+    give the answer away). With ``last`` (next-action) the placeholder is the window's last item and the
+    context is the steps before it.
     """
     n = len(rows)
     length = min(N_QUESTION, n)
@@ -252,7 +265,7 @@ def _drafts(
         window = rows[start : start + length]
         if any(norm is None for _, _, norm in window):
             continue
-        for position in range(length):
+        for position in range(length - 1 if last else 0, length):
             others = {norm for i, (_, _, norm) in enumerate(window) if i != position}
             if window[position][2] not in others:
                 by_answer.setdefault(start + position, []).append((start, position))
@@ -271,7 +284,10 @@ def _drafts(
         windows = by_answer[answer]
         start, position = windows[int(rng.integers(len(windows)))]
         window = rows[start : start + length]
-        shown = context[:start] + context[start + length :] if hide_window else context
+        if last:
+            shown = context[: start + position]
+        else:
+            shown = context[:start] + context[start + length :] if hide_window else context
         drafts.append(
             _Draft(
                 procedure_id=pid,
@@ -478,8 +494,13 @@ def _item_embeddings(store: Store, items: str) -> Embeddings:
                 "textual-cloze --items title needs step headlines and no kept step has one "
                 "(a corpus without step headlines): pass --items text"
             ) from None
-        hint = "" if items == "text" else " (a corpus without step headlines: pass --items text)"
-        raise BadInput(f"textual-cloze --items {items} needs {field} embeddings: {exc}{hint}") from None
+        hint = {
+            "title": " (a corpus without step headlines: pass --items text)",
+            "text": "",
+            "action": " (run procbench extract, then procbench embed --fields action)",
+        }[items]
+        what = "action items (next-action)" if items == "action" else f"textual-cloze --items {items}"
+        raise BadInput(f"{what} need {field} embeddings: {exc}{hint}") from None
 
 
 @dataclass
@@ -721,18 +742,56 @@ def build(
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
     """Textual-cloze questions for each setting (``recipeqa``, ``default``, ``debias``, ``adversarial``).
 
+    See :func:`build_windows` for the arguments, what is returned and raised.
+    """
+    return build_windows(
+        store,
+        settings,
+        seed=seed,
+        progress=progress,
+        clusters=clusters,
+        questions_per_procedure=questions_per_procedure,
+        knn_k=knn_k,
+        min_distance=min_distance,
+        items=items,
+        rounds=rounds,
+        ceiling=ceiling,
+        splits=splits,
+    )
+
+
+def build_windows(
+    store: Store,
+    settings: list[Setting],
+    *,
+    seed: int = 0,
+    progress: Progress = SILENT,
+    clusters: int | None = None,
+    questions_per_procedure: int = 1,
+    knn_k: int = KNN_K,
+    min_distance: float | None = None,
+    items: str = "title",
+    rounds: int | None = None,
+    ceiling: float | None = None,
+    splits: Mapping[str, str] | None = None,
+    last: bool = False,
+) -> tuple[dict[str, list[Question]], dict[str, Any]]:
+    """Textual-cloze questions for each setting (``recipeqa``, ``default``, ``debias``, ``adversarial``).
+
     Args:
         clusters: KMeans clusters for debiasing (default ``round(sqrt(distinct titles))``, at most 100).
         questions_per_procedure: questions drawn per procedure (distinct answers except in RecipeQA style).
         knn_k: neighbours of the correct title the default and debiased samplers look at (paper: 100).
         min_distance: RecipeQA style's fixed distance (default: the median distance of random title pairs).
-        items: ``title`` (step headlines) or ``text`` (step texts, for corpora without headlines; the context
-            then leaves out the question's own steps).
+        items: ``title`` (step headlines), ``text`` (step texts, for corpora without headlines; the context
+            then leaves out the question's own steps) or ``action`` (step action tuples, ``procbench extract``).
         rounds: adversarial filtering's round limit (default 10).
         ceiling: adversarial negatives' cosine-similarity ceiling to the answer and question items (default 0.8).
         splits: procedure id -> split (the runner passes the split it writes). Negatives are then drawn
             only from procedures of the question's own split, so no title of one split is a choice in
             another; without it (library use) they come from any other procedure, as in Algorithm 1.
+        last: the placeholder is always the window's last item and the context the steps before it
+            (the next-action task).
 
     Returns:
         ``({setting name: questions}, counts)``; counts hold, per setting, ``questions``,
@@ -777,7 +836,8 @@ def build(
                 per_procedure=questions_per_procedure,
                 replace=replace,
                 seed=seed,
-                hide_window=items != "title",
+                hide_window=items != "title" and not last,
+                last=last,
             )
             for pid, rows in sorted(in_range.items())
         }

@@ -36,6 +36,9 @@ from procbench.store import Store
 
 __all__ = ["FeatureConfig", "Featurised", "featurise", "qset_fingerprint", "store_of"]
 
+#: Multiple-choice tasks whose items are texts keyed by step (``meta.question_keys``/``choice_keys``), and
+#: the embedding field that holds their vectors.
+_TEXT_ITEM_FIELD = {"textual-cloze": "step_title", "next-action": "action"}
 _ITEM_PARTS = {
     "text": ("step_title", "step_text"),
     "image": ("step_image",),
@@ -264,13 +267,11 @@ def _pad3(rows: list[list[list[int]]]) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def _mc_keys(task: str, row: dict[str, Any]) -> tuple[list[str | None], list[list[str | None]]]:
     """Question and choice item keys of one MC question (textual-cloze: step keys from ``meta``)."""
     question, choices = row["question"], row["choices"]
-    if task == "textual-cloze":
+    if task in _TEXT_ITEM_FIELD:
         meta = row.get("meta") or {}
         q_keys, c_keys = meta.get("question_keys"), meta.get("choice_keys")
         if q_keys is None or c_keys is None or len(q_keys) != len(question) or len(c_keys) != len(choices):
-            raise BadInput(
-                f"textual-cloze question {row['qid']} lacks meta.question_keys/choice_keys matching its items"
-            )
+            raise BadInput(f"{task} question {row['qid']} lacks meta.question_keys/choice_keys matching its items")
         keys = [None if item == PLACEHOLDER else key for item, key in zip(question, q_keys, strict=True)]
         return keys, [list(k) if isinstance(k, list) else [k] for k in c_keys]
     keys = [None if item == PLACEHOLDER else item for item in question]
@@ -314,7 +315,7 @@ def featurise(
     rows = table.to_pylist()
     lookups = _Vectors(store)
     if family == "mc":
-        item_parts: tuple[str, ...] = ("step_title",) if qset.task == "textual-cloze" else ("image",)
+        item_parts: tuple[str, ...] = (_TEXT_ITEM_FIELD[qset.task],) if qset.task in _TEXT_ITEM_FIELD else ("image",)
     else:
         item_parts = _ITEM_PARTS[config.features]
     context_parts = ("step_text", "step_image") if config.context == "both" else ("step_text",)

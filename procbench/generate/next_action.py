@@ -1,0 +1,80 @@
+"""Next action (paper 002's tuples as a question task): pick the action that comes after step k.
+
+A question shows the action tuples of up to 3 consecutive steps of a procedure (rendered as text, e.g.
+``fry bacon with heated skillet``) followed by ``@placeholder``; ``context`` lists the steps up to and
+including the last one shown (models read their texts), never the answer's step or a later one. The 4
+``choices`` are the action of the next step and 3 actions of steps of other procedures of the same split.
+A step's action is its first in-lexicon tuple from ``procbench extract`` (``actions.parquet``); embedded
+as the ``action`` field by ``procbench embed --fields action``.
+
+The negatives come from the textual-cloze machinery (:func:`procbench.generate.textual_cloze.build_windows`
+with ``items="action"``, ``last=True``), so the settings are the same: ``recipeqa`` (random actions beyond
+a fixed distance), ``default`` (paper 004: far kNN candidates of the answer's action), ``debias`` (Algorithm
+1's budgeted clusters, ``--budget B|auto``) and ``adversarial`` (adversarial filtering against the
+cross-fitted shortcut ensemble). ``meta`` is textual cloze's plus ``choice_tuples`` (``[verb, arg, ...]``
+per choice, in choice order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from procbench.generate.questions import Question
+from procbench.generate.settings import Setting
+from procbench.generate.textual_cloze import KNN_K, SWEEP, build_windows
+from procbench.progress import SILENT, Progress
+from procbench.store import Store
+
+__all__ = ["SWEEP", "build"]
+
+
+def build(
+    store: Store,
+    settings: list[Setting],
+    *,
+    seed: int = 0,
+    progress: Progress = SILENT,
+    clusters: int | None = None,
+    questions_per_procedure: int = 1,
+    knn_k: int = KNN_K,
+    min_distance: float | None = None,
+    rounds: int | None = None,
+    ceiling: float | None = None,
+    splits: Mapping[str, str] | None = None,
+) -> tuple[dict[str, list[Question]], dict[str, Any]]:
+    """Next-action questions for each setting (``recipeqa``, ``default``, ``debias``, ``adversarial``).
+
+    The options are textual cloze's (:func:`procbench.generate.textual_cloze.build_windows`).
+
+    Raises:
+        BadInput: no ``action`` embeddings (run ``procbench extract``, then ``procbench embed --fields action``).
+    """
+    from procbench.extract.pipeline import step_actions
+
+    sets, counts = build_windows(
+        store,
+        settings,
+        seed=seed,
+        progress=progress,
+        clusters=clusters,
+        questions_per_procedure=questions_per_procedure,
+        knn_k=knn_k,
+        min_distance=min_distance,
+        items="action",
+        rounds=rounds,
+        ceiling=ceiling,
+        splits=splits,
+        last=True,
+    )
+    actions = step_actions(store)
+    tuples = {
+        key: [verb, *arguments]
+        for key, verb, arguments in zip(
+            actions["key"].to_pylist(), actions["verb"].to_pylist(), actions["arguments"].to_pylist(), strict=True
+        )
+    }
+    for questions in sets.values():
+        for question in questions:
+            question.meta["choice_tuples"] = [tuples.get(key) for key in question.meta["choice_keys"]]
+    return sets, counts
