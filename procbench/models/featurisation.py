@@ -33,12 +33,10 @@ from procbench.generate.qset import QuestionSet
 from procbench.generate.questions import PLACEHOLDER
 from procbench.models.registry import task_family
 from procbench.store import Store
+from procbench.tasks import get_task
 
 __all__ = ["FeatureConfig", "Featurised", "featurise", "qset_fingerprint", "store_of"]
 
-#: Multiple-choice tasks whose items are texts keyed by step (``meta.question_keys``/``choice_keys``), and
-#: the embedding field that holds their vectors.
-_TEXT_ITEM_FIELD = {"textual-cloze": "step_title", "next-action": "action"}
 _ITEM_PARTS = {
     "text": ("step_title", "step_text"),
     "image": ("step_image",),
@@ -267,7 +265,7 @@ def _pad3(rows: list[list[list[int]]]) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def _mc_keys(task: str, row: dict[str, Any]) -> tuple[list[str | None], list[list[str | None]]]:
     """Question and choice item keys of one MC question (textual-cloze: step keys from ``meta``)."""
     question, choices = row["question"], row["choices"]
-    if task in _TEXT_ITEM_FIELD:
+    if get_task(task).items == "text":  # texts keyed by step in meta (textual cloze, next action)
         meta = row.get("meta") or {}
         q_keys, c_keys = meta.get("question_keys"), meta.get("choice_keys")
         if q_keys is None or c_keys is None or len(q_keys) != len(question) or len(c_keys) != len(choices):
@@ -315,7 +313,8 @@ def featurise(
     rows = table.to_pylist()
     lookups = _Vectors(store)
     if family == "mc":
-        item_parts: tuple[str, ...] = (_TEXT_ITEM_FIELD[qset.task],) if qset.task in _TEXT_ITEM_FIELD else ("image",)
+        kind = get_task(qset.task).kind  # text items: the task's embedding field (step_title, action)
+        item_parts: tuple[str, ...] = (str(kind.field),) if kind.items == "text" else ("image",)
     else:
         item_parts = _ITEM_PARTS[config.features]
     context_parts = ("step_text", "step_image") if config.context == "both" else ("step_text",)
