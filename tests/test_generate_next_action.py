@@ -17,7 +17,7 @@ from procbench.generate import PLACEHOLDER, Setting, generate, read_question_set
 from procbench.ingest import ingest_file
 from procbench.store import Store
 
-from conftest import write_jsonl
+from helpers import write_jsonl
 
 pytestmark = pytest.mark.skipif(installed_model() is None, reason="no spaCy English pipeline installed")
 
