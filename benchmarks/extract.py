@@ -14,18 +14,16 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from procbench.extract import extract_store
+from procbench.extract.parser import load_pipeline, model_info
+from procbench.ingest import ingest_file
+from procbench.store import Store
 
-from procbench.extract import extract_store  # noqa: E402
-from procbench.extract.parser import load_pipeline, model_info  # noqa: E402
-from procbench.ingest import ingest_file  # noqa: E402
-from procbench.store import Store  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 # the project's shared folder sits beside the repository (or beside the folder of its worktrees)
 SHARED = next((p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()), ROOT / "data")
