@@ -107,3 +107,31 @@ def test_help_shows_every_option_name_whole_at_80_columns() -> None:
             for opt in param.opts:
                 if opt.startswith("--"):
                     assert opt in out, (name, opt)
+
+
+def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    """Bad option values (--seed -1), unknown options and commands: one line on stderr, exit 2, no usage box."""
+    for args, message in (
+        (["generate", "--seed", "-1"], "Invalid value for '--seed'"),
+        (["audit", "x", "--seed", str(2**32)], "Invalid value for '--seed'"),
+        (["scrape", "wikihow", "--limit-per-category", "-1"], "--limit-per-category"),
+        (["info", "--colour"], "No such option: --colour"),
+        (["frobnicate"], "No such command 'frobnicate'"),
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert message in result.stderr and "Usage" not in result.output
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert runner.invoke(app, ["info", "--help"]).exit_code == 0
+    exe = Path(sys.executable).with_name("procbench")
+    real = subprocess.run([str(exe), "generate", "--seed", "-1"], capture_output=True, text=True)
+    assert real.returncode == 2 and len(real.stderr.strip().splitlines()) == 1 and "--seed" in real.stderr
+
+
+def test_a_path_that_cannot_be_used_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "in.jsonl", [make_record("a")])
+    afile = tmp_path / "afile"
+    afile.write_text("x", encoding="utf-8")
+    result = runner.invoke(app, ["ingest", str(path), "--store", str(afile / "store")])
+    assert result.exit_code == 2 and "Not a directory" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
