@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 
 from procbench.cli import app
 from procbench.corpus import write_sample
-from procbench.embed import embed_store
+from procbench.embed import embed_store, load_embeddings
 from procbench.errors import BadInput
 from procbench.generate import Setting, generate
 from procbench.generate.visual.synthetic import write_synthetic_store
@@ -643,3 +643,29 @@ def test_k3_rank_uniform_gives_every_answer_rank_equally(tmp_path: Path) -> None
         counts = Counter(q["meta"]["answer_rank"] for q in rows)
         assert len(rows) > 100 and set(counts) == {0, 1, 2, 3}
         assert max(counts.values()) - min(counts.values()) <= 2, counts
+
+
+def test_kc_is_bounded_by_the_images_and_bad_numbers_are_bad_input(sample_store: Store) -> None:
+    """--kc 10^8 asked for (B, 10^8) buffers (61.5 GiB): now it means every image, as --kc N_IMAGES does."""
+    import time
+
+    n_rows = len(load_embeddings(sample_store, "image"))
+    start = time.monotonic()
+    huge = generate(sample_store, "visual-cloze", Setting("knobs", (0, 1, 1)), seed=3, kc=100_000_000)
+    assert time.monotonic() - start < 60
+    rows_huge = pq.read_table(huge.paths["knobs-011"] / "train.parquet").to_pylist()
+    assert rows_huge and all(r["meta"]["k_c"] == 100_000_000 for r in rows_huge)
+    every = generate(sample_store, "visual-cloze", Setting("knobs", (0, 1, 1)), seed=3, kc=n_rows, overwrite=True)
+    rows_every = pq.read_table(every.paths["knobs-011"] / "train.parquet").to_pylist()
+    assert [r["choices"] for r in rows_huge] == [r["choices"] for r in rows_every]
+    for options, message in (
+        ({"style": "recipeqa", "min_distance": float("nan")}, "--min-distance"),
+        ({"style": "recipeqa", "min_distance": float("inf")}, "--min-distance"),
+        ({"style": "recipeqa", "min_distance": -0.5}, "--min-distance"),
+        ({"seed": -1}, "--seed"),
+        ({"seed": 2**32}, "--seed"),
+    ):
+        seed = options.pop("seed", 0)
+        style = options.pop("style", None)
+        with pytest.raises(BadInput, match=message):
+            generate(sample_store, "visual-coherence", Setting(style) if style else None, seed=seed, **options)

@@ -10,6 +10,7 @@ provenance.
 from __future__ import annotations
 
 import inspect
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,19 @@ def assign_splits(
     return split_by_category(categories, level=int(level), ratios=ratios, seed=seed)
 
 
+#: Largest seed (every random generator procbench uses takes 32 bits).
+MAX_SEED = 2**32 - 1
+
+
+def _check_numbers(seed: int, options: dict[str, Any]) -> None:
+    """A seed and numeric options that no generator could use are bad input (not a traceback, not NaN output)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise BadInput(f"--seed must be an integer from 0 to {MAX_SEED}, not {seed!r}")
+    distance = options.get("min_distance")
+    if distance is not None and (isinstance(distance, bool) or not math.isfinite(distance) or distance < 0):
+        raise BadInput(f"--min-distance must be a finite distance of at least 0, not {distance!r}")
+
+
 def generate(
     store: Store,
     task: str,
@@ -123,6 +137,7 @@ def generate(
     for name in options:
         if name not in accepted:
             raise BadInput(f"--{name.replace('_', '-')} does not apply to task {task}")
+    _check_numbers(seed, options)
     settings = spec.sweep() if sweep else [setting or Setting("default")]
     args = {
         "settings": [s.name for s in settings],

@@ -269,6 +269,8 @@ def run(
         adversarial=task.adversarial is not None,
     )
     data = VisualData(store, with_index=searches and any(s.knobs is not None for s in resolved))
+    # more neighbours than images is all of them: searching for K_C = 10^8 must not allocate (B, 10^8) arrays
+    k = min(kc, max(1, data.n_rows))
     seqs = data.seqs
     plans = plans_by_k1(resolved, seqs.lengths, seed=seed, code=task.code, size=task.size, anchored=task.anchored)
     fixed = resolve_min_distance(data, plans, min_distance, seed=seed, code=task.code) if searches else None
@@ -283,9 +285,9 @@ def run(
         if not searches:
             return windows, {}, {}
         knob_windows = {k: w for k, w in windows.items() if k is not None and len(w)}
-        knn = _anchor_neighbours(data, knob_windows, kc)
+        knn = _anchor_neighbours(data, knob_windows, k)
         near = {  # the neighbours of each K3 point, searched once per plan
-            key: data.search(windows[key].k3()[0], windows[key].proc, kc, kind="question_mean")
+            key: data.search(windows[key].k3()[0], windows[key].proc, k, kind="question_mean")
             for key in k3_plans & set(knn)
             if key is not None
         }
