@@ -129,3 +129,18 @@ def test_table_output_shows_markup_like_examples_verbatim(tmp_path: Path) -> Non
     result = runner.invoke(app, ["clean", "--store", store])
     assert result.exit_code == 0, result.output
     assert "[3]" in result.output
+
+
+def test_an_unknown_language_code_is_bad_input_and_drops_nothing(tmp_path: Path) -> None:
+    store = ingest(tmp_path)
+    before = (Path(store) / "procedures.parquet").read_bytes()
+    result = runner.invoke(app, ["clean", "--store", store, "-l", "xx"])
+    assert result.exit_code == 2 and "unknown language code(s) 'xx'" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert (Path(store) / "procedures.parquet").read_bytes() == before
+    manifest = tmp_path / "m.toml"
+    manifest.write_text('[clean]\nlanguages = ["en", "english"]\n', encoding="utf-8")
+    result = runner.invoke(app, ["clean", "--store", store, "--manifest", str(manifest)])
+    assert result.exit_code == 2 and "'english'" in result.output
+    ok = runner.invoke(app, ["clean", "--store", store, "-l", "EN", "-l", "de", "-l", "yue", "--json"])
+    assert ok.exit_code == 0, ok.output

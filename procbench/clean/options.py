@@ -22,6 +22,22 @@ from procbench.errors import BadInput
 
 __all__ = ["CleanOptions"]
 
+#: The two-letter ISO 639-1 language codes (``languages`` takes these, and three-letter ISO 639-3 codes).
+_ISO_639_1_CODES = """
+    aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv cy da de dv
+    dz ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu hy hz ia id ie ig ii ik
+    io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks ku kv kw ky la lb lg li ln lo lt lu lv mg mh mi mk ml mn
+    mr ms mt my na nb nd ne ng nl nn no nr nv ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg
+    si sk sl sm sn so sq sr ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa
+    wo xh yi yo za zh zu"""
+ISO_639_1 = frozenset(_ISO_639_1_CODES.split())
+
+
+def _language_code(code: str) -> bool:
+    """An ISO 639-1 code, or a three-letter code (ISO 639-3, which the detector also uses: ``yue``, ``kab``)."""
+    return code in ISO_639_1 or (len(code) == 3 and code.isascii() and code.isalpha())
+
+
 _TUPLE_FIELDS = ("languages", "categories", "exclude_categories", "keywords", "exclude_keywords")
 
 
@@ -78,6 +94,12 @@ class CleanOptions:
                 raise BadInput(f"clean option {name} must be a list of strings, got {value!r}")
             object.__setattr__(self, name, tuple(v.strip() for v in value if v.strip()))
         object.__setattr__(self, "languages", tuple(v.lower() for v in self.languages))
+        unknown = [v for v in self.languages if not _language_code(v)]
+        if unknown:  # a typo would otherwise drop every procedure
+            raise BadInput(
+                f"unknown language code(s) {', '.join(map(repr, unknown))}: give ISO 639-1 codes such as en, de"
+                " (or three-letter ISO 639-3 codes such as yue)"
+            )
         for name in ("min_steps", "max_steps", "min_words", "examples"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
