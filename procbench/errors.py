@@ -65,6 +65,12 @@ class StoreReadOnly(StoreError, BadInput):
     exit_code = 2
 
 
+class CorruptIndex(StoreError, BadInput):
+    """A persisted FAISS index that cannot be read, or does not match its embeddings (damaged on disk)."""
+
+    exit_code = 2
+
+
 class MissingDependency(ProcbenchError, ImportError):
     """An optional dependency is not installed; the message says what to install."""
 

@@ -167,3 +167,23 @@ def test_neighbors_api_forms(store: Store) -> None:
         neighbors(index, np.zeros((2, 3), np.float32), 5)
     with pytest.raises(BadInput, match="needs field"):
         neighbors(store, queries, 5)
+
+
+def test_a_damaged_faiss_file_is_one_line_bad_input(store: Store) -> None:
+    """A truncated file, random bytes, or another index's file in its place: CorruptIndex (exit 2), no crash."""
+    from procbench.errors import CorruptIndex
+
+    path = store.root / "indexes" / "image.colour-layout.faiss"
+    good = path.read_bytes()
+    other = (store.root / "indexes" / "step_title.hashed.faiss").read_bytes()
+    for damaged, message in (
+        (good[: len(good) // 2], "is damaged"),
+        (b"\x00not faiss at all" * 64, "is damaged"),
+        (other, "vectors of"),
+    ):
+        path.write_bytes(damaged)
+        with pytest.raises(CorruptIndex, match=message) as caught:
+            load_index(store, "image")
+        assert caught.value.exit_code == 2 and "procbench embed" in str(caught.value)
+    path.write_bytes(good)
+    assert len(load_index(store, "image")) > 0

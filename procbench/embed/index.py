@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from procbench.embed.fields import FIELDS
 from procbench.embed.storage import Embeddings, embedding_name, load_embeddings
-from procbench.errors import BadInput, MissingDependency, StoreError
+from procbench.errors import BadInput, CorruptIndex, MissingDependency, StoreError
 from procbench.progress import SILENT, Progress
 from procbench.store import Store
 
@@ -346,6 +346,7 @@ def load_index(store: Store | str | Path, name: str) -> NeighborIndex:
     Raises:
         BadInput: the embedding or its index does not exist.
         StoreError: the index was built from other embeddings than the file now holds (run ``procbench embed``).
+        CorruptIndex: the ``.faiss`` file is damaged (unreadable, or not the size of its embeddings).
     """
     if not isinstance(store, Store):
         store = Store.open(store)
@@ -361,7 +362,17 @@ def load_index(store: Store | str | Path, name: str) -> NeighborIndex:
             "run `procbench embed` to rebuild it"
         )
     faiss = _faiss()
-    index = faiss.read_index(str(index_paths(store, name)[0]))
+    path = index_paths(store, name)[0]
+    fix = f"delete {path} and its .json and run `procbench embed` to rebuild it"
+    try:
+        index = faiss.read_index(str(path))
+    except RuntimeError as exc:  # truncated, overwritten, not a FAISS file
+        raise CorruptIndex(f"index {path} is damaged (FAISS cannot read it); {fix}") from exc
+    if index.ntotal != len(embeddings) or index.d != embeddings.dim:
+        raise CorruptIndex(
+            f"index {path} holds {index.ntotal} vectors of {index.d} dimensions, its embeddings "
+            f"{len(embeddings)} of {embeddings.dim}; {fix}"
+        )
     if sidecar.get("kind") == "ivf":
         index.nprobe = int(sidecar["params"]["nprobe"])
     return NeighborIndex(name, index, embeddings, sidecar)
