@@ -415,3 +415,14 @@ def test_audit_refuses_non_question_sets_and_answers_out_of_range(store: Path, t
         result = _invoke(*args)
         assert result.exit_code == 2, result.output
         assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_outputs_that_cannot_be_written_are_bad_input_before_the_audit(store: Path, tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x", encoding="utf-8")
+    folder = store / "questions" / "textual-cloze" / "planted"
+    for args in (["--plots", str(afile / "plots")], ["--out", str(afile / "audit.json")], ["--plots", str(afile)]):
+        result = _invoke(str(folder), *args)
+        assert result.exit_code == 2, result.output
+        assert "cannot write in" in result.output and len(result.output.strip().splitlines()) == 1
+    assert not (folder / "audit.json").exists()

@@ -15,6 +15,7 @@ from procbench.audit.report import AuditReport, ProbeResult, SetAudit, write_rep
 from procbench.errors import BadInput
 from procbench.progress import SILENT, Progress
 from procbench.store import Store
+from procbench.store.atomic import check_writable_folder
 
 __all__ = ["DEFAULT_BOOTSTRAP", "DEFAULT_FOLDS", "AuditRun", "audit_set", "audit_sets", "run_audit"]
 
@@ -160,6 +161,10 @@ def run_audit(
     if not specs:
         raise BadInput("name at least one question set")
     resolve_probes(probes)
+    if out is not None:  # an output that cannot be written is bad input before the work, not after
+        check_writable_folder(Path(out) if Path(out).is_dir() else Path(out).parent, f"--out {out}")
+    if plots is not None:
+        check_writable_folder(plots, f"--plots {plots}")
     sets = load_sets(list(specs), format=format, store=store, images=images, seed=seed)
     report = audit_sets(
         sets,

@@ -8,7 +8,27 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_path", "atomic_write_bytes", "fsync_dir"]
+from procbench.errors import BadInput
+
+__all__ = ["atomic_path", "atomic_write_bytes", "check_writable_folder", "fsync_dir"]
+
+
+def check_writable_folder(folder: str | Path, what: str) -> Path:
+    """Create ``folder`` if needed and prove a file can be written in it (before any work is done).
+
+    Raises:
+        BadInput: the folder cannot be made or written (a file in the way, no permission, a read-only or
+            special file system), naming ``what`` (e.g. ``"--out report.json"``).
+    """
+    path = Path(folder)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".procbench-probe-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise BadInput(f"{what}: cannot write in {path} ({exc.strerror or exc})") from exc
+    return path
 
 
 def _read_umask() -> int:
