@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from procbench.clean import clean_store
 from procbench.cli import app
 from procbench.embed import embed_store
-from procbench.errors import StoreChanged, StoreLocked, StoreReadOnly
+from procbench.errors import BadInput, StoreChanged, StoreLocked, StoreReadOnly
 from procbench.generate import generate
 from procbench.ingest import ingest_file
 from procbench.scrape import HttpConfig, ScrapeOptions, scrape
@@ -189,9 +189,18 @@ def test_a_killed_image_write_is_cleaned_and_links_out_of_the_store_are_not_foll
     (root / "questions").mkdir()
     (root / "questions" / "task").symlink_to(outside.parent)
     store = Store.open(root)
+    assert not any(partial.iterdir())  # cleaned on open, before any write
     assert "question_sets" not in store.summary()["stages"]
     ingest_file(store, write_jsonl(tmp_path / "n.jsonl", [make_record("after-crash")]))
-    assert not any(partial.iterdir())
+    # a `questions` folder that is itself a link out of the store is neither read nor written through
+    shutil.rmtree(root / "questions")
+    (root / "questions").symlink_to(outside.parent.parent)
+    store = Store.open(root)
+    assert "question_sets" not in store.summary()["stages"]
+    with pytest.raises(BadInput, match="outside the store through a link"):
+        generate(store, "pair-order")
+    assert sorted(p.name for p in outside.parent.parent.rglob("*")) == ["setting", "task"]
+    assert not (root / ".txn").is_dir() or not any((root / ".txn").iterdir())
     runner = CliRunner()
     afile = tmp_path / "afile"
     afile.write_text("not a store", encoding="utf-8")

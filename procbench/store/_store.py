@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -87,9 +88,11 @@ class Store:
                 f"{root} has store format {meta['format_version']}; this procbench reads up to "
                 f"{FORMAT_VERSION}: upgrade procbench"
             )
-        if (root / ".txn").is_dir():
+        partial = root / "images" / _PARTIAL
+        if (root / ".txn").is_dir() or (partial.is_dir() and next(partial.iterdir(), None) is not None):
             with contextlib.suppress(StoreLocked, StoreReadOnly), store._write_lock():
                 recover(root)
+                _remove_partial_images(root)  # what a killed writer left half-written
         store._read_version = len(store.read_meta().get("provenance", []))
         return store
 
@@ -165,9 +168,9 @@ class Store:
     def _write_lock(self) -> Iterator[None]:
         try:
             fd = os.open(self.root / _LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        except PermissionError as exc:
-            raise StoreReadOnly(f"{self.root} is read-only here: it can be read, not written") from exc
         except OSError as exc:
+            if isinstance(exc, PermissionError) or exc.errno == errno.EROFS:
+                raise StoreReadOnly(f"{self.root} is read-only here: it can be read, not written") from exc
             raise StoreError(f"cannot lock {self.root} for writing: {exc.strerror or exc}") from exc
         try:
             try:

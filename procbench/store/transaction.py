@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from procbench.errors import BadInput
 from procbench.store.atomic import fsync_dir
 from procbench.store.provenance import provenance_entry
 
@@ -77,6 +78,11 @@ class Transaction:
         entry = provenance_entry(
             self.command, args=self.args, seed=self.seed, counts=self.counts, packages=self.packages
         )
+        root = self.store.root.resolve()
+        for rel in self._staged:  # a link in the store (``questions -> /elsewhere``) is not written through
+            if not (self.store.root / rel).parent.resolve().is_relative_to(root):
+                self.abort()
+                raise BadInput(f"{self.store.root / rel} lies outside the store through a link; nothing was written")
         meta = self.store.read_meta()
         meta["provenance"].append(entry)
         store_json = self.stage("store.json")
