@@ -22,8 +22,11 @@ class ResolvedSets:
     sets: list[QuestionSet]
 
 
+_SPLITS = ("train", "val", "test")
+
+
 def _is_set(path: Path) -> bool:
-    return path.is_dir() and any((path / f"{s}.parquet").is_file() for s in ("train", "val", "test"))
+    return path.is_dir() and any((path / f"{s}.parquet").is_file() for s in _SPLITS)
 
 
 def _store_of(folder: Path) -> Path | None:
@@ -64,12 +67,24 @@ def resolve_sets(targets: list[str], store: str | Path) -> ResolvedSets:
     return ResolvedSets(Store.open(root), sets)
 
 
+#: Seconds an ``audit.json`` may predate a set's files and still be its audit (copies reorder mtimes a little).
+STALE_AFTER = 2.0
+
+
+def _written(qset: QuestionSet) -> float:
+    """When the set's split files were last written."""
+    times = [(qset.path / f"{s}.parquet").stat().st_mtime for s in _SPLITS if (qset.path / f"{s}.parquet").is_file()]
+    return max(times, default=0.0)
+
+
 def find_audit(qset: QuestionSet) -> dict[str, Any] | None:
     """The audit of a set (``{"n_questions", "probes": ...}``) from the nearest ``audit.json`` that has it:
-    the set's folder, its task's folder, then ``questions/``."""
+    the set's folder, its task's folder, then ``questions/``. An ``audit.json`` older than the set's files
+    audited an earlier version of the set (``generate --overwrite`` since): it is not the set's audit."""
+    written = _written(qset)
     for folder in (qset.path, qset.path.parent, qset.path.parent.parent):
         path = folder / "audit.json"
-        if not path.is_file():
+        if not path.is_file() or path.stat().st_mtime + STALE_AFTER < written:
             continue
         try:
             sets = json.loads(path.read_text(encoding="utf-8")).get("sets", {})
