@@ -128,7 +128,7 @@ def detect_languages(texts: Sequence[str | None], *, progress: Progress = SILENT
     for start in range(0, len(todo), _BATCH):
         batch = todo[start : start + _BATCH]
         if model is not None:
-            results = _classify_batch([texts[i] for i in batch], model)  # type: ignore[misc]
+            results = _classify_batch([texts[i] for i in batch], model)  # type: ignore[misc]  # all str: see todo
         else:
             identifier = _identifier()
             results = [identifier.classify(texts[i]) for i in batch]

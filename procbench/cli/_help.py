@@ -13,7 +13,6 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-import click
 from typer.core import TyperCommand
 
 __all__ = ["HelpCommand"]
@@ -37,16 +36,17 @@ def _whole_option_names() -> Iterator[None]:
                         text.overflow = "fold"
 
     original = rich_utils.Table
-    rich_utils.Table = _OptionsTable  # type: ignore[misc]
+    rich_utils.Table = _OptionsTable  # type: ignore[misc]  # a class swapped while help draws
     try:
         yield
     finally:
-        rich_utils.Table = original  # type: ignore[misc]
+        rich_utils.Table = original  # type: ignore[misc]  # (restored)
 
 
 class HelpCommand(TyperCommand):
     """A Typer command whose ``--help`` never truncates an option name."""
 
-    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    # Any: the Context and HelpFormatter are click's, or (newer typer) those of typer's own copy of click
+    def format_help(self, ctx: Any, formatter: Any) -> None:
         with _whole_option_names():
             super().format_help(ctx, formatter)
