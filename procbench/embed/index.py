@@ -247,8 +247,9 @@ class Neighbors:
     def keys(self) -> np.ndarray:
         """``(N, k)`` object array of keys (``None`` where no neighbour)."""
         flat = self.indices.reshape(-1)
-        taken: np.ndarray = self.index_keys.take(pa.array(np.where(flat >= 0, flat, 0))).to_numpy(zero_copy_only=False)
-        out = np.where(flat >= 0, taken, None).astype(object)
+        taken = self.index_keys.take(pa.array(np.where(flat >= 0, flat, 0))).to_numpy(zero_copy_only=False)
+        out: np.ndarray = taken.astype(object)
+        out[flat < 0] = None
         return out.reshape(self.indices.shape)
 
 

@@ -356,7 +356,7 @@ def embed_store(
     wanted = needed | ({FIELD_MODALITY[f] for f in chosen} if fields is not None else set())
     defaults = {"text": DEFAULT_TEXT_ENCODER, "image": DEFAULT_IMAGE_ENCODER}
     names = {m: named.get(m, defaults[m]) for m in ("text", "image") if m in wanted}
-    specs: dict[str, EncoderSpec] = {m: resolve_encoder(n, m) for m, n in names.items()}
+    specs: dict[Modality, EncoderSpec] = {m: resolve_encoder(n, m) for m, n in names.items()}
     for field_name, why in skipped.items():
         log.info("embed: %s skipped: %s", field_name, why)
 
@@ -370,7 +370,7 @@ def embed_store(
     }
     caches: list[PartCache] = []
     with store.transaction("embed", args=args, seed=seed, packages=("faiss-cpu",)) as txn:
-        encoders: dict[str, Encoder] = {}
+        encoders: dict[Modality, Encoder] = {}
         loading = time.perf_counter()
         for modality, spec in specs.items():
             if modality not in needed:
