@@ -157,8 +157,9 @@ def _audit_tables(views: list[SetView]) -> str:
             if any(r.get("reference") for r in results):
                 label += '<div class="muted">reference: reads the context</div>'
             chances = {r.get("chance") for r in results if r.get("value") is not None}
-            if len(chances) == 1 and None not in chances:
-                label += f'<div class="muted">chance {float(chances.pop()):.3f}</div>'
+            chance = chances.pop() if len(chances) == 1 else None
+            if chance is not None:
+                label += f'<div class="muted">chance {float(chance):.3f}</div>'
             out.append(f"<tr><th>{label}</th>{cells}</tr>")
         out.append("</table></div>")
         for reason, names in absent.items():
