@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch==2.13.0
 PIP_TORCH_ARGS ?=
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test test-slow lint bench clean
 
 $(BIN)/.procbench-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,12 +21,17 @@ install: $(BIN)/.procbench-installed
 demo: install
 	$(BIN)/procbench demo
 
+# `test` skips the tests marked slow (> ~20 s each); `test-slow` runs only those. CI runs both.
 test: install
 	$(BIN)/python -m pytest -q
+
+test-slow: install
+	$(BIN)/python -m pytest -q -m slow
 
 lint: install
 	$(BIN)/ruff check procbench tests benchmarks
 	$(BIN)/ruff format --check procbench tests benchmarks
+	$(BIN)/mypy
 
 bench: install
 	for script in benchmarks/*.py; do $(BIN)/python $$script || exit 1; done
