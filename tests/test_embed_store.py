@@ -108,7 +108,7 @@ def test_rerun_embeds_nothing_and_changed_text_is_reembedded(store: Store) -> No
 def test_interrupted_run_resumes_from_its_chunks(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     from procbench.embed.hashed import HashedTextEncoder
 
-    monkeypatch.setattr(embed_pipeline, "_chunk_rows", lambda modality, batch_size: 50)
+    monkeypatch.setattr(embed_pipeline, "chunk_rows", lambda modality, batch_size: 50)
     real_encode = HashedTextEncoder.encode
     calls = {"n": 0}
 

@@ -24,3 +24,29 @@ SeedOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print a machine-readable JSON summary instead of tables.")]
 
 DEFAULT_STORE = Path("procbench-store")
+EngineOption = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="Where the heavy work runs: 'local' (this machine) or 'ray' (a Ray cluster; pip install "
+        "'procbench\\[ray]'). Both write the same bytes.",
+    ),
+]
+RayAddressOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        show_default=False,
+        help="--engine ray: the cluster to join ('auto', HOST:6379, ray://HOST:10001); default: $RAY_ADDRESS, "
+        "else a local Ray runtime started for the run.",
+    ),
+]
+RayWorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        "--ray-workers",
+        min=1,
+        show_default=False,
+        help="--engine ray: actors / concurrent tasks (default: the cluster's GPUs, else its CPUs).",
+    ),
+]

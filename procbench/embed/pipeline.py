@@ -10,9 +10,10 @@ committed in one transaction.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
@@ -39,11 +40,12 @@ from procbench.embed.storage import (
     stage_current,
     write_embedding_file,
 )
+from procbench.engine import LOCAL, Engine
 from procbench.errors import BadInput
 from procbench.progress import SILENT, Progress
 from procbench.store import Store, Transaction
 
-__all__ = ["EmbedReport", "FieldReport", "embed_store"]
+__all__ = ["EmbedReport", "FieldReport", "chunk_rows", "embed_store", "encode_inputs"]
 
 log = logging.getLogger(__name__)
 
@@ -137,19 +139,54 @@ class EmbedReport:
         }
 
 
-def _load_images(store: Store, ids: list[str]) -> tuple[list[Image.Image], list[tuple[int, str]]]:
-    images, failures = [], []
-    for i, image_id in enumerate(ids):
-        try:
-            with Image.open(store.image_path(image_id)) as im:
-                images.append(im.convert("RGB"))
-        except (OSError, ValueError, Image.DecompressionBombError) as exc:
-            failures.append((i, f"cannot read stored image: {exc}"))
-    return images, failures
+def encode_inputs(
+    store: Store, encoder: Encoder, inputs: list[str], *, batch_size: int
+) -> tuple[np.ndarray, list[str | None]]:
+    """Encode one chunk of payloads (texts, or stored image ids for an image encoder).
+
+    Returns the vectors of the inputs that could be read, in order, and per input ``None`` or why it was
+    skipped (an image whose stored bytes cannot be read). The local run and every Ray actor call this.
+    """
+    errors: list[str | None] = [None] * len(inputs)
+    batch: list[Any] = list(inputs)
+    if encoder.modality == "image":
+        batch = []
+        for i, image_id in enumerate(inputs):
+            try:
+                with Image.open(store.image_path(image_id)) as im:
+                    batch.append(im.convert("RGB"))
+            except (OSError, ValueError, Image.DecompressionBombError) as exc:
+                errors[i] = f"cannot read stored image: {exc}"
+    if not batch:
+        return np.zeros((0, encoder.dim), dtype=np.float32), errors
+    return encoder.encode(batch, batch_size=batch_size), errors
 
 
-def _chunk_rows(modality: Modality, batch_size: int) -> int:
+def chunk_rows(modality: Modality, batch_size: int) -> int:
+    """Inputs per chunk: the unit of encoding, of resuming, and of a Ray actor call (so both engines
+    hand the encoder exactly the same batches, and produce the same bytes)."""
     return max(4096, batch_size * 16) if modality == "text" else max(64, batch_size * 4)
+
+
+#: One encoded chunk: its rows of the field table, their inputs, the vectors of the readable ones, and
+#: per row None or why it was skipped.
+Encoded = tuple[np.ndarray, list[str], np.ndarray, list["str | None"]]
+
+
+def _encoded_chunks(
+    store: Store, encoder: Encoder, payload: pa.ChunkedArray, todo: np.ndarray, *, batch_size: int, engine: Engine
+) -> Iterator[Encoded]:
+    chunk = chunk_rows(encoder.modality, batch_size)
+    shards = [todo[start : start + chunk] for start in range(0, len(todo), chunk)]
+    if engine.is_ray:
+        from procbench.embed.distributed import encode_on_ray
+
+        yield from encode_on_ray(store, encoder, payload, shards, batch_size=batch_size, engine=engine)
+        return
+    for rows in shards:
+        inputs = payload.take(pa.array(rows)).to_pylist()
+        vectors, errors = encode_inputs(store, encoder, inputs, batch_size=batch_size)
+        yield rows, inputs, vectors, errors
 
 
 def _embed_field(
@@ -162,6 +199,7 @@ def _embed_field(
     index_config: IndexConfig,
     progress: Progress,
     table: pa.Table | None = None,
+    engine: Engine = LOCAL,
 ) -> tuple[FieldReport, PartCache | None]:
     report = FieldReport(field_name, encoder=encoder.name, revision=encoder.revision, dim=encoder.dim)
     started = time.perf_counter()
@@ -201,35 +239,28 @@ def _embed_field(
         lengths = pc.utf8_length(payload.take(pa.array(todo))).to_numpy(zero_copy_only=False)
         todo = todo[np.argsort(-lengths, kind="stable")]
 
-    failed_rows: list[int] = []
+    failures: list[tuple[int, str, str]] = []  # (row, input, why), in row order below whatever the engine
     if len(todo):
-        chunk = _chunk_rows(encoder.modality, batch_size)
         progress.start(f"embed {field_name} ({encoder.name})", total=len(todo))
-        for start in range(0, len(todo), chunk):
-            rows = todo[start : start + chunk]
-            attempted = len(rows)
-            inputs = payload.take(pa.array(rows)).to_pylist()
-            if encoder.modality == "image":
-                images, failures = _load_images(store, inputs)
-                bad = {i for i, _ in failures}
-                for i, why in failures:
-                    report.failed.append((inputs[i], why))
-                    failed_rows.append(int(rows[i]))
-                rows = np.array([r for i, r in enumerate(rows) if i not in bad], dtype=np.int64)
-                inputs = images
-            if len(rows):
-                vectors = encoder.encode(inputs, batch_size=batch_size)
-                if vectors.shape != (len(rows), encoder.dim):
+        encoded = _encoded_chunks(store, encoder, payload, todo, batch_size=batch_size, engine=engine)
+        for rows, inputs, vectors, errors in encoded:
+            ok = np.array([e is None for e in errors], dtype=bool)
+            for i in np.flatnonzero(~ok):
+                failures.append((int(rows[i]), inputs[i], str(errors[i])))
+            if ok.any():
+                if vectors.shape != (int(ok.sum()), encoder.dim):
                     raise BadInput(
-                        f"encoder {encoder.name} returned shape {vectors.shape} for {len(rows)} inputs "
+                        f"encoder {encoder.name} returned shape {vectors.shape} for {int(ok.sum())} inputs "
                         f"of dimension {encoder.dim}"
                     )
-                part = parts.write(hashes[rows], vectors)
+                part = parts.write(hashes[rows[ok]], vectors)
                 lookup.add(part.hashes, part.vectors)
-            report.embedded += len(rows)
-            progress.advance(attempted)
+            report.embedded += int(ok.sum())
+            progress.advance(len(rows))
     report.seconds["encode"] = round(time.perf_counter() - started, 3)
-
+    failures.sort()
+    report.failed = [(what, why) for _, what, why in failures]
+    failed_rows = [row for row, _, _ in failures]
     if failed_rows:
         keep = ~np.isin(hashes, hashes[np.array(failed_rows)])
         table, hashes = table.filter(pa.array(keep)), hashes[keep]
@@ -299,6 +330,7 @@ def embed_store(
     refit: bool = False,
     index_config: IndexConfig | None = None,
     progress: Progress = SILENT,
+    engine: Engine = LOCAL,
 ) -> EmbedReport:
     """Embed ``fields`` (default: step_title, step_text, procedure_title, image) of the kept procedures and
     build their FAISS indexes, in one atomic transaction.
@@ -321,6 +353,8 @@ def embed_store(
         batch_size: encoder batch size (default: the encoder's own).
         seed: seeds the hashed encoder's fit and the approximate index's training and recall sample.
         refit: fit the ``hashed`` encoder again on the current texts instead of reusing the store's fit.
+        engine: where the encoders run: ``Engine("ray", ...)`` runs them in a Ray Data actor pool (one
+            model per actor, a GPU per actor when the cluster has GPUs); the files written are the same.
 
     Raises:
         EncoderUnavailable: a needed encoder cannot be loaded here.
@@ -367,9 +401,17 @@ def embed_store(
         "refit": refit,
         "index": asdict(config),
         **{f"{m}_encoder": names[m] for m in specs},
+        **({"engine": engine.describe()} if engine.is_ray else {}),
     }
     caches: list[PartCache] = []
-    with store.transaction("embed", args=args, seed=seed, packages=("faiss-cpu",)) as txn:
+    with contextlib.ExitStack() as stack:
+        if engine.is_ray:
+            from procbench.engine.raycluster import ray_runtime
+
+            started_ray = time.perf_counter()
+            stack.enter_context(ray_runtime(engine))
+            report.seconds["ray_start"] = round(time.perf_counter() - started_ray, 3)
+        txn = stack.enter_context(store.transaction("embed", args=args, seed=seed, packages=("faiss-cpu",)))
         encoders: dict[Modality, Encoder] = {}
         loading = time.perf_counter()
         for modality, spec in specs.items():
@@ -401,6 +443,7 @@ def embed_store(
                 index_config=config,
                 progress=progress,
                 table=tables.pop(field_name),
+                engine=engine,
             )
             report.fields.append(field_report)
             if cache is not None:

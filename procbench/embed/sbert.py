@@ -77,6 +77,10 @@ class SentenceTransformerEncoder(Encoder):
         dim = model.get_embedding_dimension()
         self.dim = int(dim) if dim else 0
 
+    def to_device(self, device: str) -> None:
+        """Move the model to ``device``."""
+        self.model.to(device)
+
     def encode(self, inputs: Sequence[Any], *, batch_size: int) -> np.ndarray:
         """Encode with ``SentenceTransformer.encode`` (normalised), one call for the whole sequence."""
         if not inputs:

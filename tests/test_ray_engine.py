@@ -1,0 +1,90 @@
+"""``--engine ray`` against ``--engine local``: the same store, the same bytes.
+
+One real local Ray runtime (2 CPUs, no dashboard, loopback only) serves the whole module; every command
+reuses it (a runtime this process already started is joined, not restarted).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from procbench.cli import app
+from procbench.corpus import write_sample
+from procbench.ingest import ingest_file
+from procbench.store import Store
+
+runner = CliRunner()
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (relative path -> bytes)."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _same_files(a: Path, b: Path) -> None:
+    left, right = _tree(a), _tree(b)
+    assert sorted(left) == sorted(right)
+    assert left, f"nothing under {a}"
+    different = [name for name in left if left[name] != right[name]]
+    assert not different, f"files differ: {different}"
+
+
+def _invoke(*args: str) -> dict:
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def ray_runtime() -> Iterator[None]:
+    ray = pytest.importorskip("ray")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", logging_level="WARNING")
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ray")
+    store = Store.open(root / "store", create=True)
+    ingest_file(store, write_sample(root / "sample"))
+    return root / "store"
+
+
+@pytest.fixture(scope="module")
+def embedded(sample_store: Path, ray_runtime: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The sample store embedded (hashed texts, colour-layout images) once per engine."""
+    stores = {}
+    for engine in ("local", "ray"):
+        path = tmp_path_factory.mktemp(engine) / "store"
+        shutil.copytree(sample_store, path)
+        report = _invoke("embed", "--store", str(path), "-t", "hashed", "-i", "colour-layout", "--engine", engine)
+        assert report["embedded"] > 0
+        stores[engine] = path
+    return stores
+
+
+@pytest.mark.slow
+def test_embed_on_ray_writes_the_local_bytes(embedded: dict[str, Path]) -> None:
+    for part in ("embeddings", "indexes"):
+        _same_files(embedded["local"] / part, embedded["ray"] / part)
+    # the image field took several chunks, so more than one actor encoded it
+    images = json.loads((embedded["ray"] / "indexes" / "image.colour-layout.json").read_text())
+    assert images["rows"] > 64
+
+
+def test_ray_options_need_the_ray_engine(tmp_path: Path) -> None:
+    for extra in (["--ray-address", "auto"], ["--ray-workers", "2"]):
+        result = runner.invoke(app, ["embed", "--store", str(tmp_path / "s"), "-t", "hashed", *extra])
+        assert result.exit_code == 2
+        assert "needs --engine ray" in result.stderr
+    result = runner.invoke(app, ["embed", "--store", str(tmp_path / "s"), "--engine", "spark"])
+    assert result.exit_code == 2 and "unknown engine" in result.stderr
