@@ -88,3 +88,40 @@ def test_ray_options_need_the_ray_engine(tmp_path: Path) -> None:
         assert "needs --engine ray" in result.stderr
     result = runner.invoke(app, ["embed", "--store", str(tmp_path / "s"), "--engine", "spark"])
     assert result.exit_code == 2 and "unknown engine" in result.stderr
+
+
+@pytest.mark.slow
+def test_generate_on_ray_writes_the_local_question_sets(
+    embedded: dict[str, Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import procbench.engine.raysearch as raysearch
+
+    monkeypatch.setattr(raysearch, "MIN_SHARD", 8)  # the sample's searches are small: shard them anyway
+    runs = [
+        ["--task", "textual-cloze"],
+        ["--task", "visual-cloze", "--knobs", "0,1,1"],
+        ["--task", "visual-coherence", "--knobs", "1,1,0"],
+    ]
+    caplog.set_level("INFO", logger="procbench.generate")
+    for engine, store in embedded.items():
+        for args in runs:
+            _invoke("generate", "--store", str(store), *args, "--engine", engine)
+    tasks = [int(r.getMessage().split(" as ")[1].split()[0]) for r in caplog.records if "Ray tasks" in r.getMessage()]
+    assert len(tasks) == len(runs) and all(n > 0 for n in tasks)
+    _same_files(embedded["local"] / "questions", embedded["ray"] / "questions")
+
+
+@pytest.mark.slow
+def test_clean_on_ray_writes_the_local_tables(
+    sample_store: Path, ray_runtime: None, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    stores = {}
+    reports = {}
+    for engine, extra in (("local", ["--workers", "2"]), ("ray", [])):
+        path = tmp_path_factory.mktemp(f"clean-{engine}") / "store"
+        shutil.copytree(sample_store, path)
+        reports[engine] = _invoke("clean", "--store", str(path), "--engine", engine, *extra)
+        stores[engine] = path
+    assert reports["ray"]["rules"] == reports["local"]["rules"]
+    for table in ("procedures.parquet", "steps.parquet"):
+        assert (stores["ray"] / table).read_bytes() == (stores["local"] / table).read_bytes()

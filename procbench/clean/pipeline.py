@@ -6,6 +6,7 @@ redone with other settings at any time, and running it twice with the same setti
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections import Counter
@@ -28,6 +29,7 @@ from procbench.clean.report import FILTER_RULES, CleanReport, Example, RuleStats
 from procbench.clean.segment import Segmenter
 from procbench.clean.text import TextCleaner, default_workers
 from procbench.clean.vocab import VocabCounts, count_in_vocabulary, get_vocabulary
+from procbench.engine import LOCAL, Engine
 from procbench.progress import SILENT, Progress
 from procbench.store import PROCEDURES, STEPS, Store, conform
 
@@ -76,12 +78,14 @@ def clean_tables(
     progress: Progress = SILENT,
     segmenter: Segmenter | None = None,
     workers: int | None = None,
+    ray: Any = None,
 ) -> CleanResult:
     """Clean a ``procedures`` and a ``steps`` table (DESIGN §3 schemas); pure: nothing is written.
 
     ``workers``: processes for the text rules on large tables (default: the usable CPUs, at most 4); the
-    result is the same for any number. Returns the two tables with the clean columns added (replaced when
-    present) and the report.
+    result is the same for any number. ``ray``: a connected ``ray`` module; the text rules then run as Ray
+    tasks over shards of consecutive steps (the same result). Returns the two tables with the clean columns
+    added (replaced when present) and the report.
     """
     started = time.perf_counter()
     options = options or CleanOptions()
@@ -93,6 +97,7 @@ def clean_tables(
         examples=options.examples,
         segmenter=segmenter,
         workers=default_workers() if workers is None else workers,
+        ray=ray,
     )
     with cleaner:
         return _clean_with(cleaner, procedures, steps, options, progress, started)
@@ -300,12 +305,14 @@ def clean_store(
     options: CleanOptions | None = None,
     progress: Progress = SILENT,
     workers: int | None = None,
+    engine: Engine = LOCAL,
     **changes: Any,
 ) -> CleanReport:
     """Clean the store's procedures and steps in one atomic transaction; returns the report.
 
     ``changes`` override fields of ``options`` (e.g. ``clean_store(store, min_steps=5)``); ``workers`` is
-    the number of processes for the text rules (see :func:`clean_tables`). Tables whose
+    the number of processes for the text rules (see :func:`clean_tables`); with a Ray ``engine`` those rules
+    run as Ray tasks instead, with the same result. Tables whose
     content would not change are not rewritten, so cleaning a clean store leaves its tables as they are.
 
     Raises:
@@ -315,12 +322,20 @@ def clean_store(
     options = (options or CleanOptions()).replace(**changes)
     if not isinstance(store, Store):
         store = Store.open(store)
-    with store.transaction(
-        "clean", args=options.to_dict(), packages=("py3langid", "wordsegment", "symspellpy", "ftfy")
-    ) as txn:
+    with contextlib.ExitStack() as stack:
+        ray = None
+        if engine.is_ray:
+            from procbench.engine.raycluster import ray_runtime
+
+            ray = stack.enter_context(ray_runtime(engine))
+        txn = stack.enter_context(
+            store.transaction(
+                "clean", args=options.to_dict(), packages=("py3langid", "wordsegment", "symspellpy", "ftfy")
+            )
+        )
         # read under the write lock: a writer that commits meanwhile waits for us instead of being overwritten
         procedures, steps = store.table("procedures"), store.table("steps")
-        result = clean_tables(procedures, steps, options, progress=progress, workers=workers)
+        result = clean_tables(procedures, steps, options, progress=progress, workers=workers, ray=ray)
         for name, old, new in (("procedures", procedures, result.procedures), ("steps", steps, result.steps)):
             if not store.has_table(name) and new.num_rows == 0:
                 continue

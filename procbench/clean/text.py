@@ -16,7 +16,7 @@ import multiprocessing
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +69,8 @@ class TextCleaner:
         split_fused: split fused words (needs the word lists; see :mod:`procbench.clean.vocab`).
         examples: before/after examples to keep per rule.
         workers: processes for large columns (1: none; results are the same for any number).
+        ray: a connected ``ray`` module: every column's chunks (consecutive step rows, so shards of
+            procedures) are cleaned as Ray tasks instead (the same results, in the same order).
     """
 
     def __init__(
@@ -79,11 +81,13 @@ class TextCleaner:
         examples: int = 3,
         segmenter: Segmenter | None = None,
         workers: int = 1,
+        ray: Any = None,
     ) -> None:
         self.ascii_only = ascii_only
         self.split_fused = split_fused
         self.examples = examples
         self.workers = max(1, workers)
+        self.ray = ray
         self.segmenter = (segmenter or Segmenter()) if split_fused else None
         self.stats = {name: RuleStats(name, "text", desc) for name, desc in TEXT_RULES.items()}
         self._steps: dict[str, set[tuple[str, int]]] = {name: set() for name in TEXT_RULES}
@@ -192,10 +196,13 @@ class TextCleaner:
         progress.start(f"clean: {what} {field}s", total=len(values))
         out = list(values)
         chunks = [(start, list(values[start : start + _CHUNK])) for start in range(0, len(values), _CHUNK)]
-        if self.workers > 1 and len(values) >= PARALLEL_MIN_ROWS:
-            pool = self._executor()
-            config = (self.ascii_only, self.split_fused, self.segmenter.settings if self.segmenter else None)
-            results = pool.map(_work, [(config, task, chunk) for _, chunk in chunks])
+        config = (self.ascii_only, self.split_fused, self.segmenter.settings if self.segmenter else None)
+        if self.ray is not None and chunks:
+            from procbench.engine.raycluster import ray_map
+
+            results: Iterable[Changed] = ray_map(self.ray, _work, [(config, task, chunk) for _, chunk in chunks])
+        elif self.workers > 1 and len(values) >= PARALLEL_MIN_ROWS:
+            results = self._executor().map(_work, [(config, task, chunk) for _, chunk in chunks])
         else:
             chain = self._task_chain(task)
             results = (_process(chunk, chain, task) for _, chunk in chunks)
@@ -216,7 +223,7 @@ class TextCleaner:
     def start_workers(self, rows: int) -> None:
         """Start the worker processes now if columns of ``rows`` values will use them (forking before the
         caller starts threads of its own)."""
-        if self.workers > 1 and rows >= PARALLEL_MIN_ROWS:
+        if self.ray is None and self.workers > 1 and rows >= PARALLEL_MIN_ROWS:
             list(self._executor().map(_wait, [0.05] * self.workers))
 
     def close(self) -> None:

@@ -5,7 +5,14 @@ from typing import Annotated, Any
 
 import typer
 
-from procbench.cli._options import DEFAULT_STORE, JsonOption, StoreOption
+from procbench.cli._options import (
+    DEFAULT_STORE,
+    EngineOption,
+    JsonOption,
+    RayAddressOption,
+    RayWorkersOption,
+    StoreOption,
+)
 
 NAME = "clean"
 
@@ -116,6 +123,9 @@ def command(
             "--workers", min=1, show_default=False, help="Processes for the text rules (default: CPUs, at most 4)."
         ),
     ] = None,
+    engine: EngineOption = "local",
+    ray_address: RayAddressOption = None,
+    ray_workers: RayWorkersOption = None,
     store: StoreOption = DEFAULT_STORE,
     json: JsonOption = False,
 ) -> None:
@@ -123,10 +133,13 @@ def command(
     duplicate procedures, and report what each rule touched or removed.
 
     Raw columns are kept: steps gain title_clean and text_clean, procedures gain keep and drop_reason,
-    so cleaning can be redone with other settings. Cleaning a clean store changes nothing.
+    so cleaning can be redone with other settings. Cleaning a clean store changes nothing. With --engine
+    ray the text rules run as Ray tasks over shards of steps (the same result as --workers).
     """
     from procbench.clean import CleanOptions, clean_store
     from procbench.cli._console import console, print_json, progress_bar
+    from procbench.engine import Engine
+    from procbench.errors import BadInput
     from procbench.manifest import load_manifest
     from procbench.store import Store
 
@@ -148,9 +161,12 @@ def command(
         near_duplicate_threshold=near_duplicate_threshold,
         examples=examples,
     )
+    where = Engine.parse(engine, address=ray_address, workers=ray_workers)
+    if workers is not None and where.is_ray:
+        raise BadInput("--workers is for --engine local; with --engine ray use --ray-workers")
     opened = Store.open(store)
     with progress_bar() as progress:
-        report = clean_store(opened, options=options, progress=progress, workers=workers)
+        report = clean_store(opened, options=options, progress=progress, workers=workers, engine=where)
     if json:
         print_json({"store": str(opened.root), **report.to_dict()})
         return

@@ -5,7 +5,15 @@ from typing import Annotated
 
 import typer
 
-from procbench.cli._options import DEFAULT_STORE, JsonOption, SeedOption, StoreOption
+from procbench.cli._options import (
+    DEFAULT_STORE,
+    EngineOption,
+    JsonOption,
+    RayAddressOption,
+    RayWorkersOption,
+    SeedOption,
+    StoreOption,
+)
 
 NAME = "generate"
 
@@ -101,6 +109,9 @@ def command(
     strict: Annotated[
         bool, typer.Option("--strict", help="Fail (writing nothing) when a split with a non-zero ratio is empty.")
     ] = False,
+    engine: EngineOption = "local",
+    ray_address: RayAddressOption = None,
+    ray_workers: RayWorkersOption = None,
     store: StoreOption = DEFAULT_STORE,
     seed: SeedOption = 0,
     json: JsonOption = False,
@@ -120,9 +131,11 @@ def command(
 
     Output: STORE/questions/TASK/SETTING/ with train/val/test parquet, recipeqa.json, card.md and options.json
     (every option that changes the questions). A set made with other options is not overwritten without
-    --overwrite. An empty split is a warning (an error with --strict).
+    --overwrite. An empty split is a warning (an error with --strict). --engine ray runs the neighbour
+    searches as Ray tasks (the same files).
     """
     from procbench.cli._console import console, err_console, print_json, progress_bar
+    from procbench.engine import Engine
     from procbench.errors import BadInput
     from procbench.generate import Setting, generate, parse_knobs
     from procbench.generate.sequencing import read_references
@@ -168,6 +181,7 @@ def command(
         "references": read_references(references) if references else None,
     }
     ratios = parse_ratios(split_ratios)
+    where = Engine.parse(engine, address=ray_address, workers=ray_workers)
     target = Store.open(store)
     with progress_bar() as progress:
         result = generate(
@@ -181,6 +195,7 @@ def command(
             overwrite=overwrite,
             strict=strict,
             progress=progress,
+            engine=where,
             **{k: v for k, v in options.items() if v is not None},
         )
     for warning in result.warnings:

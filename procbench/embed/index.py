@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
@@ -42,6 +42,7 @@ __all__ = [
     "load_index",
     "neighbors",
     "neighbors_of",
+    "stable_search",
 ]
 
 FORMAT = "procbench-index/1"
@@ -253,6 +254,49 @@ class Neighbors:
         return out.reshape(self.indices.shape)
 
 
+#: A flat search asks FAISS for this many rows more than wanted, then ranks them by exact distances.
+RERANK_MARGIN = 16
+#: (query, row) pairs whose distances are computed at once when re-ranking (bounds the memory).
+RERANK_PAIRS = 16384
+
+#: ``raw(queries, fetch) -> (squared distances, rows)``: a FAISS search (see :func:`stable_search`).
+RawSearch = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+
+
+def stable_search(index: Any, queries: np.ndarray, fetch: int) -> tuple[np.ndarray, np.ndarray]:
+    """``index.search(queries, fetch)`` whose bytes do not depend on how the queries are batched.
+
+    FAISS's exact (flat) search computes distances with BLAS for batches of 20 or more queries: their last
+    bits, and so the order of near ties, change with the batch's size and the threads BLAS uses. So a flat
+    search asks FAISS for :data:`RERANK_MARGIN` more candidates, computes each (query, candidate) distance
+    on its own (a sum of squared differences, the same bytes in any batch, on any worker) and keeps the
+    ``fetch`` best by (distance, row). IVF searches scan their lists per query already and are returned as
+    they are. Returns squared distances ``(B, fetch)`` float32 and rows ``(B, fetch)`` int64 (-1: none).
+    """
+    q = np.ascontiguousarray(queries, dtype=np.float32)
+    if not hasattr(index, "get_xb") or not len(q):  # IVF: per query already
+        squared, rows = index.search(q, fetch)
+        return squared, np.asarray(rows, dtype=np.int64)
+    faiss = _faiss()
+    n_total, dim = int(index.ntotal), int(index.d)
+    wide = min(n_total, fetch + RERANK_MARGIN)
+    _, rows = index.search(q, wide)
+    rows = rows.astype(np.int64)
+    stored = faiss.rev_swig_ptr(index.get_xb(), n_total * dim).reshape(n_total, dim)
+    flat_rows = rows.reshape(-1)
+    owner = np.repeat(np.arange(len(q)), wide)
+    squared = np.full(len(flat_rows), np.inf, dtype=np.float32)
+    for start in range(0, len(flat_rows), RERANK_PAIRS):
+        part = slice(start, start + RERANK_PAIRS)
+        found = flat_rows[part] >= 0
+        picked = flat_rows[part][found]
+        diff = stored[picked] - q[owner[part][found]]
+        squared[start : start + found.size][found] = np.square(diff).sum(axis=1, dtype=np.float32)
+    squared = squared.reshape(rows.shape)
+    order = np.lexsort((np.where(rows >= 0, rows, n_total), squared), axis=1)[:, :fetch]
+    return np.take_along_axis(squared, order, axis=1), np.take_along_axis(rows, order, axis=1)
+
+
 class NeighborIndex:
     """A loaded FAISS index with the keys and procedure of every row (see :func:`load_index`)."""
 
@@ -289,8 +333,10 @@ class NeighborIndex:
         *,
         exclude: Sequence[str | None] | None = None,
         exclude_keys: Sequence[Collection[str]] | None = None,
+        raw: RawSearch | None = None,
     ) -> Neighbors:
-        """See :func:`neighbors`."""
+        """See :func:`neighbors`; ``raw`` runs the FAISS search (default: :func:`stable_search` here; an
+        engine passes one that runs it elsewhere, e.g. on Ray workers)."""
         q = np.ascontiguousarray(queries, dtype=np.float32)
         if q.ndim == 1:
             q = q.reshape(1, -1)
@@ -319,7 +365,7 @@ class NeighborIndex:
         fetch = max(1, min(n_total, k + extra))
         if n_total == 0:
             return Neighbors(np.full((len(q), k), np.inf, np.float32), np.full((len(q), k), -1, np.int64), self.keys)
-        squared, rows = self.index.search(q, fetch)
+        squared, rows = raw(q, fetch) if raw is not None else stable_search(self.index, q, fetch)
         rows = rows.astype(np.int64)
         mask = rows < 0
         if query_groups is not None:

@@ -9,7 +9,9 @@ provenance.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from procbench.engine import LOCAL, Engine
 from procbench.errors import BadInput
 from procbench.generate.columns import as_table, count, procedure_ids
 from procbench.generate.qset import (
@@ -28,12 +31,15 @@ from procbench.generate.qset import (
     write_question_sets,
 )
 from procbench.generate.questions import PLACEHOLDER, Question, balance_answer_positions
+from procbench.generate.search import searching_with
 from procbench.generate.settings import Setting, parse_knobs
 from procbench.generate.splits import SPLITS, split_by_category, split_by_procedure
 from procbench.progress import SILENT, Progress
 from procbench.store import Store
 from procbench.store.views import kept_procedures
 from procbench.tasks import TASKS, get_task
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "PLACEHOLDER",
@@ -117,6 +123,7 @@ def generate(
     overwrite: bool = False,
     strict: bool = False,
     progress: Progress = SILENT,
+    engine: Engine = LOCAL,
     **options: Any,
 ) -> GenerateResult:
     """Generate one setting of ``task`` (or every setting with ``sweep``) and write it to the store.
@@ -125,7 +132,9 @@ def generate(
     not take is a :class:`BadInput`. A setting's folder records the options that made it
     (``options.json``); writing over a set made with other options is refused unless ``overwrite``.
     A split left empty although its ratio is not 0 is a warning in the result, an error with ``strict``
-    (nothing is written then).
+    (nothing is written then). With a Ray ``engine`` the neighbour searches run as Ray tasks over query
+    shards against one shared index (:mod:`procbench.engine.raysearch`); the question files are the same
+    bytes as a local run's.
 
     Raises:
         BadInput: an option the task does not take, a set made with other options in the way, or (with
@@ -152,7 +161,17 @@ def generate(
         kept = set(kept_procedures(store, ["id"])["id"].to_pylist())
         splits = assign_splits(store, kept, split_by=split_by, ratios=split_ratios, seed=seed)
         options = {**options, "splits": splits}
-    sets, counts = build(store, settings, seed=seed, progress=progress, **options)
+    with contextlib.ExitStack() as stack:
+        if engine.is_ray:
+            from procbench.engine.raycluster import cluster_workers, ray_runtime
+            from procbench.engine.raysearch import RaySearch
+
+            ray = stack.enter_context(ray_runtime(engine))
+            searcher = RaySearch(ray, cluster_workers(ray, engine))
+            stack.enter_context(searching_with(searcher))
+        sets, counts = build(store, settings, seed=seed, progress=progress, **options)
+        if engine.is_ray:
+            log.info("generate: %d queries searched as %d Ray tasks", searcher.queries, searcher.tasks)
     used = set().union(*(procedure_ids(questions) for questions in sets.values()))
     if splits is None:
         splits = assign_splits(store, used, split_by=split_by, ratios=split_ratios, seed=seed)

@@ -9,18 +9,45 @@ is the RecipeQA style's fixed distance: the median distance between random items
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
     from procbench.embed import NeighborIndex
+    from procbench.embed.index import RawSearch
 
-__all__ = ["PAIRS", "knn", "median_pair_distance", "search_until_k"]
+__all__ = ["PAIRS", "Searcher", "knn", "median_pair_distance", "search_until_k", "searching_with"]
 
 #: Random pairs drawn to estimate the RecipeQA style's fixed distance.
 PAIRS = 10_000
+
+
+class Searcher(Protocol):
+    """Where the FAISS part of a search runs (e.g. :class:`procbench.engine.raysearch.RaySearch`)."""
+
+    def raw(self, index: NeighborIndex) -> RawSearch:
+        """The raw search of ``index`` (see :meth:`NeighborIndex.search`)."""
+        ...
+
+
+_searcher: Searcher | None = None
+
+
+@contextlib.contextmanager
+def searching_with(searcher: Searcher | None) -> Iterator[None]:
+    """Within the block, :func:`knn` runs its FAISS searches through ``searcher`` (None: in this process).
+
+    Process-wide, not per thread: the visual generators search on a worker thread.
+    """
+    global _searcher
+    previous, _searcher = _searcher, searcher
+    try:
+        yield
+    finally:
+        _searcher = previous
 
 
 def knn(
@@ -31,7 +58,8 @@ def knn(
     Returns:
         ``(distances (B, k) float32 ascending, inf where none; ids (B, k) int64 rows, -1 where none)``.
     """
-    found = index.search(np.ascontiguousarray(queries, dtype=np.float32), k, exclude=exclude)
+    raw = _searcher.raw(index) if _searcher is not None else None
+    found = index.search(np.ascontiguousarray(queries, dtype=np.float32), k, exclude=exclude, raw=raw)
     return found.distances, found.indices
 
 
