@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,12 +26,8 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-
-from procbench.engine import Engine  # noqa: E402
-from procbench.store import Store  # noqa: E402
+from procbench.engine import Engine
+from procbench.store import Store
 
 DATA = Path("/work/shared/data/wikihow-openpi/procedures.jsonl")
 

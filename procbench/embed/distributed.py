@@ -1,10 +1,10 @@
 """``embed`` on Ray: the chunks to encode go through a Ray Data actor pool, one encoder per actor.
 
 The driver (``embed_store``) decides what to encode exactly as a local run does: the field's rows, minus the
-contents already embedded, cut into the same chunks (:func:`~procbench.embed.pipeline.chunk_rows`). Those
+contents already embedded, cut into the same chunks (:func:`~procbench.embed.encoding.chunk_rows`). Those
 chunks become a Ray Dataset (``ray.data.from_arrow``: one row per chunk, its number and its inputs, in the
 object store); ``map_batches`` hands one chunk at a time to an actor, which calls the same
-:func:`~procbench.embed.pipeline.encode_inputs` as the local run with the same batch size. The encoder itself
+:func:`~procbench.embed.encoding.encode_inputs` as the local run with the same batch size. The encoder itself
 is the one the driver loaded, shipped once through the object store, so every actor holds identical weights.
 Each chunk therefore reaches the model as the same batches as in a local run and comes back as the same
 float32 bytes; the driver writes them to the resumable part cache as they arrive (in any order: vectors are
@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from procbench.embed.base import Encoder
+from procbench.embed.encoding import encode_inputs
 from procbench.engine import Engine
 from procbench.store import Store
 
@@ -57,8 +58,6 @@ class EncodeActor:
         self.batch_size = batch_size
 
     def __call__(self, batch: pa.Table) -> dict[str, np.ndarray]:
-        from procbench.embed.pipeline import encode_inputs
-
         chunks: list[np.ndarray] = []
         positions: list[np.ndarray] = []
         vectors: list[np.ndarray] = []

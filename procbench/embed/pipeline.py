@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from PIL import Image
 
-from procbench.embed.base import Encoder, Modality
+from procbench.embed.base import Encoder
+from procbench.embed.encoding import chunk_rows, encode_inputs
 from procbench.embed.fields import FIELD_MODALITY, content_hashes, field_table, parse_fields
 from procbench.embed.index import IndexConfig, build_index_for, index_is_current, read_sidecar
 from procbench.embed.registry import DEFAULT_IMAGE_ENCODER, DEFAULT_TEXT_ENCODER, EncoderSpec, resolve_encoder
@@ -137,35 +137,6 @@ class EmbedReport:
             "embedded": sum(f.embedded for f in self.fields),
             "rows": sum(f.rows for f in self.fields),
         }
-
-
-def encode_inputs(
-    store: Store, encoder: Encoder, inputs: list[str], *, batch_size: int
-) -> tuple[np.ndarray, list[str | None]]:
-    """Encode one chunk of payloads (texts, or stored image ids for an image encoder).
-
-    Returns the vectors of the inputs that could be read, in order, and per input ``None`` or why it was
-    skipped (an image whose stored bytes cannot be read). The local run and every Ray actor call this.
-    """
-    errors: list[str | None] = [None] * len(inputs)
-    batch: list[Any] = list(inputs)
-    if encoder.modality == "image":
-        batch = []
-        for i, image_id in enumerate(inputs):
-            try:
-                with Image.open(store.image_path(image_id)) as im:
-                    batch.append(im.convert("RGB"))
-            except (OSError, ValueError, Image.DecompressionBombError) as exc:
-                errors[i] = f"cannot read stored image: {exc}"
-    if not batch:
-        return np.zeros((0, encoder.dim), dtype=np.float32), errors
-    return encoder.encode(batch, batch_size=batch_size), errors
-
-
-def chunk_rows(modality: Modality, batch_size: int) -> int:
-    """Inputs per chunk: the unit of encoding, of resuming, and of a Ray actor call (so both engines
-    hand the encoder exactly the same batches, and produce the same bytes)."""
-    return max(4096, batch_size * 16) if modality == "text" else max(64, batch_size * 4)
 
 
 #: One encoded chunk: its rows of the field table, their inputs, the vectors of the readable ones, and
