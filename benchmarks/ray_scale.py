@@ -8,7 +8,8 @@
     4,096). Texts/s of the encode phase (actor start-up included) and of the whole run; the bytes of the
     three embedding files are compared.
 (c) Search throughput: exact kNN (k=100) of Q queries in 50,000 x 384 normalised vectors,
-    `stable_search` locally and `RaySearch` with 1 and 2 tasks per search (the index in the object store).
+    `stable_search` locally and `RaySearch` with 1 and 2 workers (the index in the object store; with one
+    worker a search is one shard, which `RaySearch` runs in the driver rather than as a task).
 
 The machine is shared: ratios are taken within one run; repeat to see the noise.
 """
