@@ -56,7 +56,7 @@ class Engine:
             raise BadInput("--ray-workers needs --engine ray")
         if workers is not None and workers < 1:
             raise BadInput(f"workers must be at least 1, got {workers}")
-        return cls(name, address or None, workers)  # type: ignore[arg-type]
+        return cls(name, address or None, workers)
 
     @property
     def is_ray(self) -> bool:
