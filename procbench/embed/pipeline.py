@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from procbench.embed.base import Encoder
+from procbench.embed.base import Encoder, Modality
 from procbench.embed.encoding import chunk_rows, encode_inputs
 from procbench.embed.fields import FIELD_MODALITY, content_hashes, field_table, parse_fields
 from procbench.embed.index import IndexConfig, build_index_for, index_is_current, read_sidecar
