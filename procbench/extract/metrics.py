@@ -79,6 +79,11 @@ def assignment_tp(predicted: Sequence[str], gold: Sequence[str], mode: str) -> f
     return float(scores[rows, cols].sum())
 
 
+def _f1(precision: float, recall: float) -> float:
+    """The harmonic mean of precision and recall (0 when both are 0)."""
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
 @dataclass(frozen=True)
 class PhraseScores:
     """Micro-averaged P/R/F1 of one phrase kind under one matching mode."""
@@ -97,8 +102,7 @@ class PhraseScores:
 
     @property
     def f1(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
+        return _f1(self.precision, self.recall)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -146,8 +150,7 @@ class BinaryScores:
 
     @property
     def f1(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
+        return _f1(self.precision, self.recall)
 
     def to_dict(self) -> dict[str, Any]:
         return {

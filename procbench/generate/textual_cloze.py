@@ -739,41 +739,6 @@ def build(
     rounds: int | None = None,
     ceiling: float | None = None,
     splits: Mapping[str, str] | None = None,
-) -> tuple[dict[str, list[Question]], dict[str, Any]]:
-    """Textual-cloze questions for each setting (``recipeqa``, ``default``, ``debias``, ``adversarial``).
-
-    See :func:`build_windows` for the arguments, what is returned and raised.
-    """
-    return build_windows(
-        store,
-        settings,
-        seed=seed,
-        progress=progress,
-        clusters=clusters,
-        questions_per_procedure=questions_per_procedure,
-        knn_k=knn_k,
-        min_distance=min_distance,
-        items=items,
-        rounds=rounds,
-        ceiling=ceiling,
-        splits=splits,
-    )
-
-
-def build_windows(
-    store: Store,
-    settings: list[Setting],
-    *,
-    seed: int = 0,
-    progress: Progress = SILENT,
-    clusters: int | None = None,
-    questions_per_procedure: int = 1,
-    knn_k: int = KNN_K,
-    min_distance: float | None = None,
-    items: str = "title",
-    rounds: int | None = None,
-    ceiling: float | None = None,
-    splits: Mapping[str, str] | None = None,
     last: bool = False,
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
     """Textual-cloze questions for each setting (``recipeqa``, ``default``, ``debias``, ``adversarial``).
