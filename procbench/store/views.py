@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -10,13 +12,13 @@ from procbench.store._store import Store
 __all__ = ["kept_procedures", "kept_steps"]
 
 
-def kept_procedures(store: Store, columns: list[str] | None = None) -> pa.Table:
+def kept_procedures(store: Store, columns: Sequence[str] | None = None) -> pa.Table:
     """Procedures that ``clean`` kept (all of them before ``clean`` has run).
 
     Procedures imported after the last ``clean`` (``keep`` is null) are left out until it runs again.
     """
     available = store.columns("procedures")
-    wanted = columns or [c for c in available if c not in ("keep", "drop_reason")]
+    wanted = list(columns or ()) or [c for c in available if c not in ("keep", "drop_reason")]
     if "keep" not in available:
         return store.table("procedures", wanted)
     table = store.table("procedures", list(dict.fromkeys([*wanted, "keep"])))
