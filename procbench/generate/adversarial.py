@@ -22,7 +22,7 @@ code, e.g. the normalised title), and is used as a negative at most ``max_uses``
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +83,9 @@ class Arena:
         candidate_class, negative_class: ``(Q, M)`` and ``(Q, K)``: a candidate may only replace a negative of
             its own class (e.g. closer to the question than the answer or not, so the answer's distance rank
             stays what it was). None: any candidate may replace any negative.
+        features: ``features(batch) -> (Q, C, F)`` the probes' per-choice features of a :class:`ChoiceBatch` of
+            this arena (its ``choice_ids`` are the rows' identities), for items :func:`choice_features` does not
+            describe (e.g. orders of images). None: :func:`choice_features`.
     """
 
     vectors: np.ndarray
@@ -97,6 +100,7 @@ class Arena:
     copies: np.ndarray | None = None
     candidate_class: np.ndarray | None = None
     negative_class: np.ndarray | None = None
+    features: Callable[[ChoiceBatch], np.ndarray] | None = None
 
     def capacity(self, max_uses: int) -> np.ndarray:
         """``(n_identities,)`` how many questions may use each identity as a negative."""
@@ -123,11 +127,16 @@ class Arena:
             copies=self.copies,
             candidate_class=None if self.candidate_class is None else self.candidate_class[keep],
             negative_class=None if self.negative_class is None else self.negative_class[keep],
+            features=self.features,
         )
 
     def batch(self) -> ChoiceBatch:
         """The probes' view of the current choices (the answer is column 0)."""
         return _batch(self, self.choices(), self.question_items, self.groups)
+
+    def choice_features(self, batch: ChoiceBatch) -> np.ndarray:
+        """``(Q, C, F)`` the probes' features of ``batch`` (:attr:`features`, else :func:`choice_features`)."""
+        return (self.features or choice_features)(batch)
 
 
 def _batch(arena: Arena, rows: np.ndarray, q_rows: np.ndarray, groups: np.ndarray) -> ChoiceBatch:
@@ -272,7 +281,7 @@ def filter_negatives(
     progress.start("adversarial filtering", total=options.rounds)
     for round_number in range(options.rounds + 1):
         batch = work.batch()
-        features = choice_features(batch)
+        features = work.choice_features(batch)
         ensemble = ShortcutEnsemble(n_folds=options.n_folds, seed=seed + round_number).fit(batch, features)
         probs = ensemble.predict(batch, features)
         accuracy = _accuracies(probs, batch.valid)
@@ -355,7 +364,7 @@ def _replace(
         q_rows = np.repeat(work.question_items[targets], n_cand, axis=0)[live]
         groups = np.repeat(work.groups[targets], n_cand)[live]
         variant = _batch(work, flat_rows[live], q_rows, groups)
-        gap[live] = np.abs(ensemble.predict(variant)["ensemble"][:, 0] - chance)
+        gap[live] = np.abs(ensemble.predict(variant, work.choice_features(variant))["ensemble"][:, 0] - chance)
     gap = gap.reshape(len(targets), n_cand)
     current = np.abs(ensemble_probs[targets, 0] - chance)
     changed = []
