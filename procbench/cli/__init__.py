@@ -144,6 +144,7 @@ _COMMANDS = [
     "export",
     "report",
     "info",
+    "layout",
     "demo",
 ]
 

@@ -18,7 +18,8 @@ def command(
     store: StoreOption = DEFAULT_STORE,
     json: JsonOption = False,
 ) -> None:
-    """Show what the store holds: counts by source and category, later stages' outputs, provenance."""
+    """Show what the store holds: counts by source and category, later stages' outputs, each table's layout
+    (one file or N parts) and size, provenance."""
     from procbench.cli._console import console, print_json
     from procbench.store import Store
 
@@ -71,6 +72,13 @@ def _render(console: Any, summary: dict[str, Any], *, history: int) -> None:
         for name, sizes in sets.items():
             table.add_row(name, *(str(sizes.get(s, 0)) for s in ("train", "val", "test")))
         console.print(table)
+    tables = summary.get("tables")
+    if tables:
+        table = Table("table", "layout", "rows", "size", title="Tables", title_justify="left")
+        for name, meta in tables.items():
+            layout = "file" if meta["layout"] == "file" else f"{meta['files']} parts"
+            table.add_row(name, layout, str(meta["rows"]), _size(meta["bytes"]))
+        console.print(table)
     for stage, value in stages.items():
         text = ", ".join(f"{k} {v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
         console.print(f"[bold]{stage}[/]: {text}", highlight=False)
@@ -85,6 +93,16 @@ def _render(console: Any, summary: dict[str, Any], *, history: int) -> None:
             seed = "-" if entry["seed"] is None else str(entry["seed"])
             table.add_row(entry["time"], entry["command"], seed, _counts(entry["counts"]))
         console.print(table)
+
+
+def _size(n: int) -> str:
+    """Bytes as ``812 B``, ``3.4 kB``, ``12.0 MB`` (powers of 1000)."""
+    value = float(n)
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
 
 
 def _counts(counts: dict[str, Any]) -> str:

@@ -20,12 +20,24 @@ from procbench.store.atomic import atomic_write_bytes
 from procbench.store.images import NormalisedImage
 from procbench.store.provenance import utc_now
 from procbench.store.schema import SCHEMA_VERSION, TABLES
+from procbench.store.tables import (
+    FILE,
+    FORMAT_FILES_ONLY,
+    FORMAT_WITH_PARTS,
+    PARTS,
+    PARTS_LIST,
+    Layout,
+    locate,
+    read_schema,
+    read_table,
+)
 from procbench.store.transaction import Transaction, recover
 
 __all__ = ["FORMAT_VERSION", "Store"]
 
-#: Version of the store layout; a store written by a newer procbench is refused rather than misread.
-FORMAT_VERSION = 1
+#: Newest store format this procbench reads; a store written in a newer one is refused rather than misread.
+#: 1: every table one Parquet file; 2: some tables are directories of part-files (:mod:`procbench.store.tables`).
+FORMAT_VERSION = FORMAT_WITH_PARTS
 _META = "store.json"
 _LOCK = ".lock"
 #: Where images are written before being renamed into place (emptied when a transaction starts).
@@ -73,7 +85,7 @@ class Store:
             root.mkdir(parents=True, exist_ok=True)
             meta: dict[str, Any] = {
                 "format": "procbench-store",
-                "format_version": FORMAT_VERSION,
+                "format_version": FORMAT_FILES_ONLY,
                 "schema_version": SCHEMA_VERSION,
                 "created": utc_now(),
                 "provenance": [],
@@ -119,33 +131,81 @@ class Store:
 
     # -- tables ------------------------------------------------------------------------------------------
     def table_path(self, name: str) -> Path:
-        """Path of ``STORE/<name>.parquet``."""
+        """Path of ``STORE/<name>.parquet`` (the one-file layout; see :meth:`table_files` for either layout)."""
         return self.root / f"{name}.parquet"
+
+    def table_files(self, name: str) -> list[Path]:
+        """The Parquet files holding table ``name`` in row order: one file, or its parts (none if never written).
+
+        A reader that shards a table (``ray.data.read_parquet(files)``, ``pyarrow.dataset.dataset(files)``)
+        should take these rather than list the directory, which may hold parts a writer is replacing.
+        """
+        self._note_read()
+        return list(locate(self.root, name).files)
+
+    def table_layout(self, name: str) -> Layout | None:
+        """``"file"`` (``STORE/<name>.parquet``) or ``"parts"`` (``STORE/<name>/part-*.parquet``); None: unwritten."""
+        self._note_read()
+        return locate(self.root, name).layout
+
+    @property
+    def default_layout(self) -> Layout:
+        """The layout a table gets when first written (``procbench layout`` sets it; ``"file"`` by default)."""
+        return PARTS if self.read_meta().get("table_layout") == PARTS else FILE
 
     def has_table(self, name: str) -> bool:
         """Whether ``name`` has been written."""
         self._note_read()
-        return self.table_path(name).is_file()
+        return locate(self.root, name).layout is not None
 
     def table(self, name: str, columns: list[str] | None = None) -> pa.Table:
-        """Read a table memory-mapped (only ``columns`` when given); an empty one if never written."""
+        """Read a table memory-mapped (only ``columns`` when given); an empty one if never written.
+
+        Either layout reads the same: a part-layout table is its parts in order, each in row order.
+        """
         self._note_read()
-        path = self.table_path(name)
-        if not path.is_file():
+        table = read_table(self.root, name, columns)
+        if table is None:
             schema = TABLES.get(name)
             if schema is None:
                 raise StoreError(f"the store has no table {name!r}")
             empty = schema.empty_table()
             return empty.select(columns) if columns else empty
-        return pq.read_table(path, columns=columns, memory_map=True)
+        return table
 
     def columns(self, name: str) -> list[str]:
-        """Column names of a table, read from the file footer only."""
+        """Column names of a table, read from the files' footers only."""
         self._note_read()
-        path = self.table_path(name)
-        if not path.is_file():
+        schema = read_schema(self.root, name)
+        if schema is None:
             return list(TABLES[name].names)
-        return list(pq.read_schema(path).names)
+        return list(schema.names)
+
+    def num_rows(self, name: str) -> int:
+        """Rows of a table from the footers (or the part list) alone; 0 if never written."""
+        self._note_read()
+        found = locate(self.root, name)
+        if found.rows is not None:
+            return sum(found.rows)
+        return sum(pq.read_metadata(path).num_rows for path in found.files)
+
+    def tables_info(self) -> dict[str, dict[str, Any]]:
+        """Per written table: its layout, number of files, rows and bytes on disk."""
+        names = {p.stem for p in self.root.glob("*.parquet")} | {
+            p.parent.name for p in self.root.glob(f"*/{PARTS_LIST}")
+        }
+        info: dict[str, dict[str, Any]] = {}
+        for name in sorted(names):
+            found = locate(self.root, name)
+            if found.layout is None:
+                continue
+            info[name] = {
+                "layout": found.layout,
+                "files": len(found.files),
+                "rows": self.num_rows(name),
+                "bytes": sum(path.stat().st_size for path in found.files),
+            }
+        return info
 
     def contains(self, path: Path) -> bool:
         """Whether ``path`` (symlinks resolved) lies inside the store: links out of it are not followed."""
@@ -233,7 +293,7 @@ class Store:
             "path": str(self.root),
             "format_version": self.read_meta().get("format_version"),
             "procedures": procedures.num_rows,
-            "steps": pq.read_metadata(self.table_path("steps")).num_rows if self.has_table("steps") else 0,
+            "steps": self.num_rows("steps"),
             "images": images.num_rows,
             "images_stored": int(pc.sum(images["stored"]).as_py() or 0),
             "by_source": _counts_by("source", procedures, images),
@@ -252,13 +312,16 @@ class Store:
             stages["splits"] = _value_counts(pc.drop_null(splits))
         stages.update(self._artifacts())
         out["stages"] = stages
+        out["tables"] = self.tables_info()
         out["provenance"] = self.provenance
         return out
 
     def _artifacts(self) -> dict[str, Any]:
         found: dict[str, Any] = {}
         if self.has_table("actions"):
-            found["actions"] = _actions_info(self.table_path("actions"))
+            found["actions"] = _actions_info(
+                self.table("actions", ["procedure_id", "step", "sentence", "in_lexicon", "key"])
+            )
         embeddings = sorted((self.root / "embeddings").glob("*.arrow"))
         if embeddings:
             found["embeddings"] = {p.stem: _arrow_file_info(p) for p in embeddings}
@@ -317,9 +380,8 @@ def _with_category_keys(procedures: pa.Table) -> pa.Table:
     )
 
 
-def _actions_info(path: Path) -> dict[str, Any]:
-    """What ``extract`` stored: tuples, key sentences and the lexicon's size (read from the file)."""
-    table = pq.read_table(path, columns=["procedure_id", "step", "sentence", "in_lexicon", "key"])
+def _actions_info(table: pa.Table) -> dict[str, Any]:
+    """What ``extract`` stored: tuples, key sentences and the lexicon's size (from the table and its metadata)."""
     meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
     keys = (
         table.filter(table["key"])

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from procbench.procedure import Procedure
 from procbench.store._store import Store
 from procbench.store.images import BadImage, normalise_image, remote_image_id
-from procbench.store.schema import IMAGES, PROCEDURES, STEPS, conform
+from procbench.store.schema import IMAGES, PROCEDURES, STEPS
 from procbench.store.transaction import Transaction
 
 __all__ = [
@@ -170,17 +170,19 @@ class ProcedureBatch:
 
 
 def append_tables(store: Store, txn: Transaction, new: dict[str, pa.Table]) -> None:
-    """Stage ``existing + new`` for each table (images already in the store are not repeated)."""
+    """Stage ``new`` rows after each table's rows (images already in the store are not repeated).
+
+    A part-layout table gains one part; a one-file table is rewritten (:meth:`Transaction.append_table`).
+    """
     for name, table in new.items():
         if table.num_rows == 0 and store.has_table(name):
             continue
-        old = store.table(name)
-        if name == "images" and old.num_rows and table.num_rows:
-            table = table.filter(pc.invert(pc.is_in(table["id"], value_set=old["id"])))
-        merged = (
-            pa.concat_tables([old, conform(table, old.schema)], promote_options="default") if old.num_rows else table
-        )
-        txn.write_table(name, merged.combine_chunks())
+        if name == "images" and table.num_rows and store.has_table(name):
+            known = store.table(name, ["id"])["id"]
+            table = table.filter(pc.invert(pc.is_in(table["id"], value_set=known)))
+            if table.num_rows == 0:
+                continue
+        txn.append_table(name, table)
 
 
 def add_procedures(
