@@ -125,3 +125,27 @@ def test_clean_on_ray_writes_the_local_tables(
     assert reports["ray"]["rules"] == reports["local"]["rules"]
     for table in ("procedures.parquet", "steps.parquet"):
         assert (stores["ray"] / table).read_bytes() == (stores["local"] / table).read_bytes()
+
+
+@pytest.mark.slow
+def test_ray_on_a_part_layout_store_writes_the_local_bytes(
+    sample_store: Path, embedded: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Tables as part-files (several per table): Ray embeds to the bytes of a local run on the one-file
+    store, and cleans to the same parts as a local clean of the part store."""
+    from procbench.store.layout import set_layout
+
+    stores = {}
+    for engine in ("local", "ray"):
+        path = tmp_path_factory.mktemp(f"parts-{engine}") / "store"
+        shutil.copytree(sample_store, path)
+        set_layout(Store.open(path), "parts", part_rows=40)
+        stores[engine] = path
+    assert len(Store.open(stores["ray"]).table_files("steps")) > 2
+    _invoke("embed", "--store", str(stores["ray"]), "-t", "hashed", "-i", "colour-layout", "--engine", "ray")
+    for part in ("embeddings", "indexes"):
+        _same_files(embedded["local"] / part, stores["ray"] / part)
+    _invoke("clean", "--store", str(stores["local"]), "--engine", "local", "--workers", "2")
+    _invoke("clean", "--store", str(stores["ray"]), "--engine", "ray")
+    for table in ("procedures", "steps"):
+        _same_files(stores["local"] / table, stores["ray"] / table)

@@ -109,6 +109,27 @@ def test_a_writer_never_overwrites_a_commit_made_while_it_worked(
     ``second`` tries again while ``first`` holds the write lock."""
     root = tmp_path / "store"
     shutil.copytree(base, root)
+    _race(first, second, root, site, tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize(("first", "second"), list(itertools.product(("ingest", "scrape", "clean"), repeat=2)))
+def test_part_layout_appends_and_rewrites_are_serialised_too(
+    first: str, second: str, base: Path, site: FakeSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same race on a store whose tables are part-files (appends add parts, clean rewrites them)."""
+    from procbench.store.layout import set_layout
+
+    root = tmp_path / "store"
+    shutil.copytree(base, root)
+    set_layout(Store.open(root), "parts", part_rows=10)
+    _race(first, second, root, site, tmp_path, monkeypatch)
+    store = Store.open(root)
+    assert store.table_layout("procedures") == store.table_layout("steps") == "parts"
+
+
+def _race(
+    first: str, second: str, root: Path, site: FakeSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run_first, first_done = writers(site, tmp_path, "first")[first]
     run_second, second_done = writers(site, tmp_path, "second")[second]
     original = Store.transaction

@@ -165,6 +165,9 @@ class Transaction:
                 ]
                 change.paths = list(stored.files)
             self._tables[name] = change
+        if not any(entry["rows"] for entry in change.parts):  # rows added to an empty table are its content
+            self._forget(name)
+            change = self._tables[name] = _TableChange(PARTS)
         schemas = [pq.read_schema(path) for path in change.paths]
         if schemas:
             current = schemas[0] if len(schemas) == 1 else pa.unify_schemas(schemas, promote_options="default")
@@ -222,12 +225,12 @@ class Transaction:
         entry = provenance_entry(
             self.command, args=self.args, seed=self.seed, counts=self.counts, packages=self.packages
         )
+        removals = self._stage_tables()
         root = self.store.root.resolve()
-        for rel in self._staged:  # a link in the store (``questions -> /elsewhere``) is not written through
+        for rel in [*self._staged, *removals]:  # a link in the store (``questions -> /elsewhere``) is not followed
             if not (self.store.root / rel).parent.resolve().is_relative_to(root):
                 self.abort()
                 raise BadInput(f"{self.store.root / rel} lies outside the store through a link; nothing was written")
-        removals = self._stage_tables()
         meta = self.store.read_meta()
         meta.update(self.settings)
         meta["format_version"] = self._format_version(meta)
