@@ -17,7 +17,7 @@ from procbench.registry import Registry, load_object
 if TYPE_CHECKING:
     from procbench.generate.settings import Setting
 
-__all__ = ["FAMILIES", "TASKS", "TaskKind", "TaskSpec", "get_task"]
+__all__ = ["FAMILIES", "TASKS", "TEXTUAL_ITEMS", "ItemChoice", "TaskKind", "TaskSpec", "get_task", "items_of"]
 
 #: How models featurise, train on and score a task's questions.
 FAMILIES = ("mc", "sequencing", "pair-order")
@@ -72,6 +72,16 @@ class TaskSpec:
         """What a question's items are: ``text``, ``image`` or ``step``."""
         return self.kind.items
 
+    def field_for(self, items: str | None = None) -> str | None:
+        """The embedding field of the items of a set made with ``--items items`` (None: the task's own)."""
+        chosen = TEXTUAL_ITEMS.get(items or "") if self.name == "textual-cloze" else None
+        return chosen.field if chosen is not None else self.kind.field
+
+    def instruction_for(self, items: str | None = None) -> str:
+        """The instruction of a set made with ``--items items`` (None: the task's own)."""
+        chosen = TEXTUAL_ITEMS.get(items or "") if self.name == "textual-cloze" else None
+        return chosen.instruction if chosen is not None else self.instruction
+
     def builder(self) -> Callable[..., tuple[dict[str, Any], dict[str, Any]]]:
         """The task's ``build`` function (imports its module)."""
         return cast(Callable[..., tuple[dict[str, Any], dict[str, Any]]], load_object(f"{self.module}:build"))
@@ -79,6 +89,52 @@ class TaskSpec:
     def sweep(self) -> list[Setting]:
         """Every setting ``--sweep`` writes (imports the task's module)."""
         return list(cast("list[Setting]", load_object(f"{self.module}:SWEEP")))
+
+
+@dataclass(frozen=True)
+class ItemChoice:
+    """One value of textual cloze's ``--items``.
+
+    Attributes:
+        field: the store embedding field holding the items' vectors.
+        what: what the items are, for people (dataset cards).
+        instruction: the question's instruction (RecipeQA JSON's ``question``, the report, exports).
+    """
+
+    field: str
+    what: str
+    instruction: str
+
+
+#: ``generate --task textual-cloze --items NAME``: what a question's items and choices are.
+TEXTUAL_ITEMS: dict[str, ItemChoice] = {
+    "title": ItemChoice(
+        "step_title",
+        "step titles (headlines)",
+        "Choose the best title for the missing blank to correctly complete the recipe.",
+    ),
+    "text": ItemChoice(
+        "step_text",
+        "step texts (the context leaves out the question's own steps)",
+        "Choose the best step text for the missing blank to correctly complete the procedure.",
+    ),
+    "first-sentence": ItemChoice(
+        "step_first_sentence",
+        "the first sentence of each step text (the context leaves out the question's own steps)",
+        "Choose the best first sentence of a step for the missing blank to correctly complete the procedure.",
+    ),
+    "action": ItemChoice(
+        "action",
+        "step action tuples (`procbench extract`)",
+        "Choose the best action for the missing blank to correctly complete the procedure.",
+    ),
+}
+
+
+def items_of(options: dict[str, Any] | None) -> str | None:
+    """The ``--items`` a set's recorded options (``options.json``) name, if any."""
+    items = (options or {}).get("items")
+    return items if isinstance(items, str) else None
 
 
 #: Task name -> spec; ``visual_cloze`` (RecipeQA's spelling) finds ``visual-cloze``.

@@ -364,6 +364,9 @@ def filter_question_set(
     setting = aflite_setting(source, target_size, str(options.get("model", "linear")))
     summary = result.summary()
     args = {"settings": [setting], "source": f"{aset.task}/{source}", "method": "aflite", **result.options}
+    items = QuestionSet(aset.source).items
+    if items is not None:  # what the items are (the instruction, the embeddings the audit reads) carries over
+        args["items"] = items
     if not overwrite:
         check_overwrite(home, aset.task, [setting], seed=seed, args=args)
     entry = {"source": args["source"], **summary}

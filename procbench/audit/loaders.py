@@ -15,6 +15,7 @@ from procbench.errors import BadInput, InputFileNotFound
 from procbench.features import step_key
 from procbench.formats.recipeqa import PLACEHOLDER, context_bodies, context_images, read_entries
 from procbench.store import Store
+from procbench.tasks import TASKS
 
 __all__ = ["default_report_path", "load_question_set", "load_recipeqa", "load_sets", "set_store"]
 
@@ -140,6 +141,8 @@ def load_question_set(
     task = str(table["task"][0]) if n and "task" in table.column_names else qset.task
     _check_answers(folder, answers, choices)
     kind = task_kind(task, choices)
+    spec_of_task = TASKS.find(task)  # textual cloze: the items' field by the set's --items
+    field = spec_of_task.field_for(qset.items) if spec_of_task is not None else kind.field
     question_keys = choice_keys = None
     if "meta" in table.column_names and n:
         meta_fields = {f.name for f in table.schema.field("meta").type}
@@ -163,13 +166,13 @@ def load_question_set(
     vectors: VectorLookup | None = None
     note: str | None = None
     encoder = ""
-    if kind.field is None:
+    if field is None:
         note = "the task's choices need no embeddings"
     elif home is None:
-        note = f"no store to read {kind.field} embeddings from: pass --store"
+        note = f"no store to read {field} embeddings from: pass --store"
     elif kind.items != "text" or question_keys is not None:
         try:
-            vectors, encoder = store_vectors(home, kind.field)
+            vectors, encoder = store_vectors(home, field)
         except NotApplicable as exc:
             note = str(exc)
         else:  # the context's step texts, in the items' space

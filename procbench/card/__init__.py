@@ -23,6 +23,7 @@ from procbench import __version__
 from procbench.card.citations import BIBTEX, citations_for
 from procbench.card.licenses import hub_license, spdx_license
 from procbench.tasks import TASKS as ALL_TASKS
+from procbench.tasks import TEXTUAL_ITEMS
 
 __all__ = [
     "BIBTEX",
@@ -72,8 +73,8 @@ SET_FIELDS: list[tuple[str, str, str]] = [
     (
         "question",
         "list<string>",
-        "question items: step titles (textual cloze), image ids (visual), step keys `PROCEDURE_ID#INDEX` "
-        "(sequencing, pair order); `@placeholder` marks the blank",
+        "question items: step titles, texts or first sentences (textual cloze, by `--items`), image ids (visual), "
+        "step keys `PROCEDURE_ID#INDEX` (sequencing, pair order); `@placeholder` marks the blank",
     ),
     ("choices", "list<string> or list<list<string>>", "the choices: items, or orders of items"),
     ("answer", "int32", "index of the correct choice (pair order: 1 = in authored order)"),
@@ -100,6 +101,8 @@ class CardSet:
     generation: dict[str, Any] = field(default_factory=dict)
     #: Per-question ``meta`` summed over the set (:func:`meta_totals`).
     totals: dict[str, int] = field(default_factory=dict)
+    #: Textual cloze's ``--items`` the set was made with (None: not given, step titles).
+    items: str | None = None
 
     @property
     def questions(self) -> int:
@@ -280,6 +283,19 @@ def _header(card: DatasetCard) -> dict[str, Any]:
             for i, (name, s) in enumerate(zip(names, configs, strict=True))
         ]
     return header
+
+
+def _items_lines(task: str, sets: list[CardSet]) -> list[str]:
+    """What the items of a task's sets are and the instruction they carry (textual cloze's ``--items``)."""
+    spec = ALL_TASKS.find(task)
+    if spec is None or task != "textual-cloze":
+        return []
+    lines = []
+    for items in dict.fromkeys(s.items or "title" for s in sets):
+        choice = TEXTUAL_ITEMS.get(items)
+        if choice is not None:
+            lines.append(f'  Items (`--items {items}`): {choice.what}; instruction: "{spec.instruction_for(items)}"')
+    return lines
 
 
 def _yaml(header: dict[str, Any]) -> str:
@@ -554,6 +570,7 @@ def dataset_card(card: DatasetCard) -> str:
         info = TASKS.get(task)
         if info:
             lines.append(f"- **{task}**: {info.summary}.")
+        lines += _items_lines(task, [s for s in card.sets if s.task == task])
     lines.append("")
     if card.usage:
         lines += [card.usage, ""]

@@ -62,7 +62,9 @@ def command(
         typer.Option(
             "--items",
             help="textual-cloze: what questions and choices show: 'title' (step headlines), 'text' (step texts, "
-            "for corpora without headlines) or 'action' (step action tuples of `procbench extract`) [title].",
+            "for corpora without headlines), 'first-sentence' (each step text's first sentence; run `procbench "
+            "embed --fields step_first_sentence` first) or 'action' (step action tuples of `procbench extract`) "
+            "[title].",
         ),
     ] = None,
     clusters: Annotated[
@@ -124,7 +126,7 @@ def command(
     textual-cloze: --style recipeqa (the biased original), the default paper-004 sampler (far kNN negatives),
     --debias --budget B|auto [--clusters C] (Algorithm 1), or --adversarial [--rounds R] [--ceiling S]
     (negatives the context-free probes cannot tell from the answer); --sweep writes recipeqa, default,
-    debias-auto and adversarial. Corpora without step headlines: --items text.
+    debias-auto and adversarial. Corpora without step headlines: --items text or --items first-sentence.
 
     next-action: the same samplers over step action tuples (run `procbench extract`, then
     `procbench embed --fields action` first): the actions of up to three steps, then pick the next one.

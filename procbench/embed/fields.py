@@ -3,7 +3,8 @@
 Every field is a table ``key, procedure_id, payload`` in a fixed order. Keys follow DESIGN §6: a step is
 ``PROCEDURE_ID#INDEX``, a procedure its id, an image its id. ``payload`` is the text to embed, or the
 image id for images. Empty texts (e.g. steps without a headline) and images whose bytes are not stored
-are left out.
+are left out. ``step_first_sentence`` is the first sentence of each step text (:mod:`procbench.sentences`),
+what ``generate --task textual-cloze --items first-sentence`` shows.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procbench.errors import BadInput
+from procbench.sentences import first_sentence
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps
 
@@ -31,15 +33,17 @@ __all__ = [
     "parse_fields",
 ]
 
-FIELDS = ("step_title", "step_text", "procedure_title", "image", "action")
-#: What ``embed`` embeds without ``--fields``: ``action`` (``procbench extract``'s tuples) only when asked.
+FIELDS = ("step_title", "step_text", "step_first_sentence", "procedure_title", "image", "action")
+#: What ``embed`` embeds without ``--fields`` (plus the other fields the store already has embeddings of):
+#: ``step_first_sentence`` and ``action`` (``procbench extract``'s tuples) only when asked.
 DEFAULT_FIELDS = ("step_title", "step_text", "procedure_title", "image")
-TEXT_FIELDS = ("step_title", "step_text", "procedure_title", "action")
+TEXT_FIELDS = ("step_title", "step_text", "step_first_sentence", "procedure_title", "action")
 #: The fields the ``hashed`` encoder is fitted on (actions are words of the step texts).
 _CORPUS_FIELDS = ("step_title", "step_text", "procedure_title")
 FIELD_MODALITY: dict[str, Literal["text", "image"]] = {
     "step_title": "text",
     "step_text": "text",
+    "step_first_sentence": "text",
     "procedure_title": "text",
     "image": "image",
     "action": "text",
@@ -79,6 +83,11 @@ def field_table(store: Store, field: str) -> pa.Table:
         payload = steps["title" if field == "step_title" else "text"]
         table = pa.table({"key": keys, "procedure_id": steps["procedure_id"], "payload": payload})
         return _non_empty(table)
+    if field == "step_first_sentence":
+        steps = kept_steps(store, ["procedure_id", "index", "text"])
+        keys = pc.binary_join_element_wise(steps["procedure_id"], pc.cast(steps["index"], pa.string()), "#")
+        payload = pa.array([first_sentence(text) for text in steps["text"].to_pylist()], pa.string())
+        return _non_empty(pa.table({"key": keys, "procedure_id": steps["procedure_id"], "payload": payload}))
     if field == "procedure_title":
         column = "title_clean" if "title_clean" in store.columns("procedures") else "title"
         procs = kept_procedures(store, ["id", column]).sort_by("id")

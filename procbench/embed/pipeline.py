@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from procbench.embed.base import Encoder, Modality
 from procbench.embed.encoding import chunk_rows, encode_inputs
-from procbench.embed.fields import FIELD_MODALITY, content_hashes, field_table, parse_fields
+from procbench.embed.fields import FIELD_MODALITY, FIELDS, content_hashes, field_table, parse_fields
 from procbench.embed.index import IndexConfig, build_index_for, index_is_current, read_sidecar
 from procbench.embed.registry import DEFAULT_IMAGE_ENCODER, DEFAULT_TEXT_ENCODER, EncoderSpec, resolve_encoder
 from procbench.embed.storage import (
@@ -33,6 +33,7 @@ from procbench.embed.storage import (
     Embeddings,
     HashLookup,
     PartCache,
+    current_embeddings,
     embedding_id,
     embedding_path,
     file_name,
@@ -55,6 +56,8 @@ _ASSEMBLE_CHUNK = 65536
 _EMPTY_REASON = {
     "step_title": "no step has a title (headline) in the kept procedures",
     "step_text": "no step has text in the kept procedures",
+    "step_first_sentence": "no step has text in the kept procedures",
+    "action": "no action tuples (run `procbench extract` first)",
     "procedure_title": "no kept procedure has a title",
     "image": "no stored images (image URLs are fetched by `procbench fetch-images`)",
 }
@@ -303,7 +306,8 @@ def embed_store(
     progress: Progress = SILENT,
     engine: Engine = LOCAL,
 ) -> EmbedReport:
-    """Embed ``fields`` (default: step_title, step_text, procedure_title, image) of the kept procedures and
+    """Embed ``fields`` (default: step_title, step_text, procedure_title, image, and the fields embedded only when
+    asked, step_first_sentence and action, once the store has embeddings of them) of the kept procedures and
     build their FAISS indexes, in one atomic transaction.
 
     Only the encoders that are needed are resolved: those of fields that have rows or are listed in
@@ -335,6 +339,9 @@ def embed_store(
     if not isinstance(store, Store):
         store = Store.open(store)
     chosen = parse_fields(fields)
+    if fields is None:  # fields embedded only when asked are kept current once they are embedded
+        present = current_embeddings(store)
+        chosen = tuple(f for f in FIELDS if f in chosen or f in present)
     if batch_size is not None and batch_size < 1:
         raise BadInput(f"batch size must be at least 1, got {batch_size}")
     config = index_config or IndexConfig(seed=seed)

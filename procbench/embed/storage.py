@@ -34,6 +34,7 @@ __all__ = [
     "CURRENT",
     "Embeddings",
     "HashLookup",
+    "current_embeddings",
     "embedding_id",
     "embedding_name",
     "embedding_path",
@@ -211,7 +212,8 @@ def read_embedding_file(path: Path, name: str | None = None) -> Embeddings:
     return Embeddings(name or path.stem, path, keys, procs, hashes, vectors, metadata)
 
 
-def _read_current(store: Store) -> dict[str, str]:
+def current_embeddings(store: Store) -> dict[str, str]:
+    """Field -> the name of its current embedding (what ``procbench embed`` last wrote for it)."""
     path = store.root / CURRENT
     if not path.is_file():
         return {}
@@ -224,7 +226,7 @@ def _read_current(store: Store) -> dict[str, str]:
 
 def list_embeddings(store: Store) -> dict[str, dict[str, str]]:
     """Every embedding file of the store: name → schema metadata (plus ``current``: whether it is the default)."""
-    current = set(_read_current(store).values())
+    current = set(current_embeddings(store).values())
     out: dict[str, dict[str, str]] = {}
     for path in sorted((store.root / "embeddings").glob("*.arrow")):
         with pa.memory_map(str(path), "r") as source:
@@ -241,7 +243,7 @@ def embedding_name(store: Store, field_name: str) -> str:
     """
     if field_name not in FIELDS:
         raise BadInput(f"unknown field {field_name!r}; choose from {', '.join(FIELDS)}")
-    current = _read_current(store)
+    current = current_embeddings(store)
     if field_name not in current:
         raise BadInput(f"{store.root} has no {field_name} embeddings yet; run `procbench embed` first")
     return current[field_name]
@@ -266,7 +268,7 @@ def load_embeddings(store: Store | str | Path, name: str) -> Embeddings:
 
 def stage_current(store: Store, txn: Transaction, updates: dict[str, str]) -> dict[str, str]:
     """Stage ``current.json`` with ``updates`` (field → embedding name) merged into what the store has."""
-    current = {**_read_current(store), **updates}
+    current = {**current_embeddings(store), **updates}
     write_current(txn.stage(CURRENT), current)
     return current
 

@@ -213,6 +213,7 @@ def export_sets(
         config = qset.setting if len(tasks) == 1 else f"{qset.task}-{qset.setting}"
         summary = summarise_set(qset.task, qset.setting, tables[qset.name])
         summary.config_name = config
+        summary.items = qset.items
         summary.audit = find_audit(qset)
         summary.data_files = {}
         result.configs[config] = {}

@@ -28,7 +28,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from procbench.formats.recipeqa import QUESTION_TEXT
 from procbench.generate.qset import QuestionSet
 from procbench.generate.questions import PLACEHOLDER
 from procbench.store import Store
@@ -109,7 +108,7 @@ class Inliner:
         if not path.is_file():
             return
         table = qset.split(split)
-        instruction = QUESTION_TEXT.get(qset.task, "")
+        instruction = qset.instruction
         for batch in table.to_batches(max_chunksize=batch_size):
             for row in batch.to_pylist():
                 yield self._record(row, qset.setting, instruction)

@@ -234,15 +234,17 @@ class RecipeQAWriter:
     Args:
         task: the task of every set written.
         steps: ``procedure_id, index, title, text, image_ids`` of the steps of the procedures asked about.
+        instruction: the ``question_text`` of every question (default: the task's, :data:`QUESTION_TEXT`).
     """
 
-    def __init__(self, task: str, steps: pa.Table) -> None:
+    def __init__(self, task: str, steps: pa.Table, *, instruction: str | None = None) -> None:
         self.task = task
         self.steps = StepDocuments(steps, task)
         self._item = _image_names if task in VISUAL_TASKS else None
         self._rendered: dict[tuple[int, ...], tuple[pa.Array, pa.Array]] = {}
         self._head = f', "task": {json.dumps(task.replace("-", "_"))}, "split": '
-        question_text = json.dumps(QUESTION_TEXT.get(task, ""), ensure_ascii=False)
+        instruction = QUESTION_TEXT.get(task, "") if instruction is None else instruction
+        question_text = json.dumps(instruction, ensure_ascii=False)
         self._text = f', "question_text": {question_text}, "context": ['
 
     def write(self, path: Path, table: pa.Table) -> None:

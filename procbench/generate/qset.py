@@ -36,6 +36,7 @@ from procbench.generate.questions import paused_gc
 from procbench.generate.splits import SPLITS
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps
+from procbench.tasks import TASKS, items_of
 
 __all__ = [
     "OPTIONS_FILE",
@@ -71,6 +72,18 @@ class QuestionSet:
     def name(self) -> str:
         """``TASK/SETTING``."""
         return f"{self.task}/{self.setting}"
+
+    @property
+    def items(self) -> str | None:
+        """The ``--items`` the set was made with (textual cloze), as its ``options.json`` records (None: not given)."""
+        record = recorded_options(self.path)
+        return items_of(record["options"]) if record is not None else None
+
+    @property
+    def instruction(self) -> str:
+        """The question's instruction (by the task and, for textual cloze, the items)."""
+        spec = TASKS.find(self.task)
+        return spec.instruction_for(self.items) if spec is not None else ""
 
     def split(self, name: str) -> pa.Table:
         """The questions of one split (empty table if the split has none)."""
@@ -182,6 +195,7 @@ def _card(
     ``datasets.load_dataset(SET_FOLDER)`` (its ``configs`` name the split files)."""
     summary = summarise_set(task, setting, table)
     summary.config_name = setting
+    summary.items = items_of(args)
     summary.data_files = {HUB_SPLITS[s]: f"{s}.parquet" for s in SPLITS if summary.splits.get(s)}
     summary.generation = setting_counts(counts, setting)
     used = pa.array(sorted(procedure_ids(table)), pa.string())
@@ -230,7 +244,7 @@ def write_question_sets(
     ):
         # Files are independent and Arrow releases the GIL: a sweep's parquet and JSON files are written
         # in parallel (staged paths are made here, on one thread).
-        recipeqa = pool.submit(_recipeqa_writer, store, task, used)
+        recipeqa = pool.submit(_recipeqa_writer, store, task, used, items_of(args))
         jobs = []
         for setting, questions in sets.items():
             table = _table(task, questions, splits)
@@ -261,9 +275,11 @@ def write_question_sets(
     return written
 
 
-def _recipeqa_writer(store: Store, task: str, used: pa.Array) -> RecipeQAWriter:
+def _recipeqa_writer(store: Store, task: str, used: pa.Array, items: str | None) -> RecipeQAWriter:
     steps = kept_steps(store)
-    return RecipeQAWriter(task, steps.filter(pc.is_in(steps["procedure_id"], value_set=used)))
+    spec = TASKS.find(task)
+    instruction = spec.instruction_for(items) if spec is not None else ""
+    return RecipeQAWriter(task, steps.filter(pc.is_in(steps["procedure_id"], value_set=used)), instruction=instruction)
 
 
 def _write_recipeqa(writer: Future[RecipeQAWriter], path: Path, table: pa.Table) -> None:

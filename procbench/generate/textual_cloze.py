@@ -50,7 +50,7 @@ import re
 import unicodedata
 import zlib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -63,8 +63,10 @@ from procbench.generate.questions import PLACEHOLDER, Question, balance_answer_p
 from procbench.generate.search import median_pair_distance, search_until_k
 from procbench.generate.settings import Setting
 from procbench.progress import SILENT, Progress
+from procbench.sentences import first_sentence
 from procbench.store import Store
 from procbench.store.views import kept_steps
+from procbench.tasks import TEXTUAL_ITEMS
 
 if TYPE_CHECKING:
     from procbench.embed import Embeddings, NeighborIndex
@@ -155,15 +157,16 @@ class _Pool:
 
 
 #: ``--items``: what a question shows and its choices are, and the embedding field that holds their vectors.
-ITEM_FIELDS = {"title": "step_title", "text": "step_text", "action": "action"}
+ITEM_FIELDS = {name: choice.field for name, choice in TEXTUAL_ITEMS.items()}
 
 
 def _titles(store: Store, items: str = "title") -> tuple[dict[str, list[tuple[int, str | None, str | None]]], str]:
     """Per procedure, its steps as ``(index, display item, normalised item)``, and where items came from.
 
     ``items`` is ``title`` (step headlines, step indicators stripped), ``text`` (the step texts, for
-    corpora without headlines) or ``action`` (each step's action tuple as text, from ``procbench extract``;
-    steps without one have no item).
+    corpora without headlines), ``first-sentence`` (the first sentence of each step text,
+    :func:`procbench.sentences.first_sentence`, as the ``step_first_sentence`` embedding field holds it) or
+    ``action`` (each step's action tuple as text, from ``procbench extract``; steps without one have no item).
     """
     if items == "action":
         from procbench.extract.pipeline import step_actions
@@ -176,20 +179,25 @@ def _titles(store: Store, items: str = "title") -> tuple[dict[str, list[tuple[in
             rows.setdefault(row["procedure_id"], []).append((row["index"], action, normalise_title(action)))
         return rows, "actions.parquet (each step's first in-lexicon tuple)"
     cleaned = {"title_clean", "text_clean"} <= set(store.columns("steps"))
-    strip = None
+    shown_as: Callable[[str], str | None] | None = None  # the item a step's title or text shows
     if not cleaned and items == "title":
         from procbench.clean.titles import strip_step_indicator
 
-        strip = strip_step_indicator
+        shown_as = strip_step_indicator
+    elif items == "first-sentence":
+        shown_as = first_sentence
     column = "title" if items == "title" else "text"
     steps: dict[str, list[tuple[int, str | None, str | None]]] = {}
     for row in kept_steps(store, ["procedure_id", "index", column]).to_pylist():
         title = row[column]
+        if title is not None and shown_as is not None:
+            title = shown_as(title)
         if title is not None:
-            title = " ".join((strip(title) if strip else title).split()) or None
+            title = " ".join(title.split()) or None
         steps.setdefault(row["procedure_id"], []).append((row["index"], title, normalise_title(title)))
-    if items == "text":
-        source = "text_clean (--items text)" if cleaned else "text (--items text; store not cleaned)"
+    if items != "title":
+        column = f"{'the first sentence of ' if items == 'first-sentence' else ''}text"
+        source = f"{column}_clean (--items {items})" if cleaned else f"{column} (--items {items}; store not cleaned)"
     else:
         source = "title_clean" if cleaned else "title (store not cleaned: step indicators stripped here)"
     return steps, source
@@ -489,18 +497,41 @@ def _item_embeddings(store: Store, items: str) -> Embeddings:
     try:
         return load_embeddings(store, field)
     except BadInput as exc:
-        if items == "title" and field_table(store, field).num_rows == 0:  # embedding cannot help: say so
+        if items in ("title", "first-sentence") and field_table(store, field).num_rows == 0:  # embedding cannot help
+            if items == "title":
+                raise BadInput(
+                    "textual-cloze --items title needs step headlines and no kept step has one "
+                    "(a corpus without step headlines): pass --items text or --items first-sentence"
+                ) from None
+            raise BadInput("textual-cloze --items first-sentence needs step texts and no kept step has one") from None
+        if items == "first-sentence":  # a field `procbench embed` embeds only when asked
             raise BadInput(
-                "textual-cloze --items title needs step headlines and no kept step has one "
-                "(a corpus without step headlines): pass --items text"
+                f"textual-cloze --items first-sentence needs {field} embeddings, which `procbench embed` makes "
+                f"only when asked: run `procbench embed --store {store.root} --fields {field} "
+                f"-t {_text_encoder_of(store)}`"
             ) from None
         hint = {
-            "title": " (a corpus without step headlines: pass --items text)",
+            "title": " (a corpus without step headlines: pass --items text or --items first-sentence)",
             "text": "",
             "action": " (run procbench extract, then procbench embed --fields action)",
         }[items]
         what = "action items (next-action)" if items == "action" else f"textual-cloze --items {items}"
         raise BadInput(f"{what} need {field} embeddings: {exc}{hint}") from None
+
+
+def _text_encoder_of(store: Store) -> str:
+    """The text encoder of the store's step-text embeddings (so the items share their space), else the default."""
+    from procbench.embed import list_embeddings
+    from procbench.embed.registry import DEFAULT_TEXT_ENCODER
+    from procbench.embed.storage import current_embeddings
+
+    current = current_embeddings(store)
+    for field in ("step_text", "step_title", "procedure_title"):
+        if field in current:
+            encoder = list_embeddings(store).get(current[field], {}).get("encoder")
+            if encoder:
+                return encoder
+    return DEFAULT_TEXT_ENCODER
 
 
 @dataclass

@@ -313,8 +313,8 @@ def featurise(
     rows = table.to_pylist()
     lookups = _Vectors(store)
     if family == "mc":
-        kind = get_task(qset.task).kind  # text items: the task's embedding field (step_title, action)
-        item_parts: tuple[str, ...] = (str(kind.field),) if kind.items == "text" else ("image",)
+        spec = get_task(qset.task)  # text items: the embedding field of the set's items (step_title, action, ...)
+        item_parts: tuple[str, ...] = (str(spec.field_for(qset.items)),) if spec.kind.items == "text" else ("image",)
     else:
         item_parts = _ITEM_PARTS[config.features]
     context_parts = ("step_text", "step_image") if config.context == "both" else ("step_text",)

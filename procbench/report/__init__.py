@@ -18,7 +18,6 @@ from typing import Any
 
 from procbench.export.inline import Inliner
 from procbench.export.sets import resolve_sets
-from procbench.formats.recipeqa import QUESTION_TEXT
 from procbench.generate.columns import procedure_ids
 from procbench.progress import SILENT, Progress
 from procbench.report.data import choice_distances_of, copy_images, discover_runs, set_view, sweep_tables
@@ -90,7 +89,7 @@ def write_report(
         view.distances = choice_distances_of(qset, resolved.store)
         images |= view.images
         page = out / "sets" / f"{view.slug}.html"
-        page.write_text(set_page(view, instruction=QUESTION_TEXT.get(qset.task, "")), encoding="utf-8")
+        page.write_text(set_page(view, instruction=qset.instruction), encoding="utf-8")
         result.pages[qset.name] = page
         result.questions[qset.name] = len(view.questions)
         views.append(view)
