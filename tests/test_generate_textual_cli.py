@@ -77,6 +77,8 @@ def test_cli_rejects_what_does_not_apply(embedded: Path, tmp_path: Path) -> None
         (["--knobs", "0,1,1"], "Control-Knobs"),
         (["--debias", "--clusters", "100000"], "distinct titles"),
         (["--adjacent"], "does not apply"),
+        (["--min-yield", "0.9"], "apply only with --adversarial"),
+        (["--adversarial", "--min-yield", "0"], "--min-yield in (0, 1]"),
     ):
         result = runner.invoke(app, [*base, *extra])
         assert result.exit_code == 2 and message in result.stderr, (extra, result.output)

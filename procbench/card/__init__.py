@@ -423,10 +423,17 @@ def _setting_facts(s: CardSet) -> list[str]:
             f"{s.totals['replacements']} negatives replaced in {s.totals['replacements_questions']} of "
             f"{s.questions} questions"
         )
+    if isinstance(adversarial, dict) and adversarial.get("pruned"):
+        facts.append(
+            f"{adversarial['pruned']} questions the probes still solved dropped (most confident first; "
+            f"at least {_fmt(adversarial.get('min_yield'))} of the drafted questions kept)"
+        )
     if isinstance(adversarial, dict) and isinstance(adversarial.get("final_accuracy"), dict):
         accuracy = ", ".join(f"{k} {_fmt(v)}" for k, v in adversarial["final_accuracy"].items())
         bound = adversarial.get("chance_bound")
-        facts.append(f"last round's probe accuracy {accuracy}" + (f" (stop bound {_fmt(bound)})" if bound else ""))
+        facts.append(
+            f"held-out probe accuracy on the final set {accuracy}" + (f" (stop bound {_fmt(bound)})" if bound else "")
+        )
     auto = gen.get("auto_budget")
     if isinstance(auto, dict) and auto:
         tried = ", ".join(f"{t.get('budget')} → {float(t.get('yield') or 0):.1%}" for t in auto.get("tried") or [])

@@ -57,6 +57,14 @@ def command(
             "this (no paraphrases) [0.8].",
         ),
     ] = None,
+    min_yield: Annotated[
+        float | None,
+        typer.Option(
+            "--min-yield",
+            help="--adversarial: when the probes still beat chance after the rounds, drop the questions they solve "
+            "(most confident first) while this share of the drafted questions stays; 1 drops none [0.85].",
+        ),
+    ] = None,
     items: Annotated[
         str | None,
         typer.Option(
@@ -125,8 +133,8 @@ def command(
 
     textual-cloze: --style recipeqa (the biased original), the default paper-004 sampler (far kNN negatives),
     --debias --budget B|auto [--clusters C] (Algorithm 1), or --adversarial [--rounds R] [--ceiling S]
-    (negatives the context-free probes cannot tell from the answer); --sweep writes recipeqa, default,
-    debias-auto and adversarial. Corpora without step headlines: --items text or --items first-sentence.
+    [--min-yield Y] (negatives the context-free probes cannot tell from the answer); --sweep writes recipeqa,
+    default, debias-auto and adversarial. Corpora without step headlines: --items text or --items first-sentence.
 
     next-action: the same samplers over step action tuples (run `procbench extract`, then
     `procbench embed --fields action` first): the actions of up to three steps, then pick the next one.
@@ -180,6 +188,7 @@ def command(
         "items": items,
         "rounds": rounds,
         "ceiling": ceiling,
+        "min_yield": min_yield,
         "references": read_references(references) if references else None,
     }
     ratios = parse_ratios(split_ratios)

@@ -31,7 +31,15 @@ import numpy as np
 from procbench.progress import SILENT, Progress
 from procbench.shortcuts import MODELS, ChoiceBatch, ShortcutEnsemble, choice_features, hits
 
-__all__ = ["AdversarialOptions", "AdversarialResult", "Arena", "filter_negatives", "initial_negatives"]
+__all__ = [
+    "AdversarialOptions",
+    "AdversarialResult",
+    "Arena",
+    "filter_negatives",
+    "initial_negatives",
+    "prune_predictable",
+    "usable_candidates",
+]
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,9 @@ class AdversarialOptions:
         max_uses: how many questions may use one item as a negative.
         n_folds: procedure-grouped folds of the cross-fitting.
         z: the stop rule: every probe's (and their mean's) accuracy at most chance + ``z`` binomial standard errors.
+        min_yield: when replacing negatives leaves the probes above that bound, the questions they still solve
+            are dropped, most confidently solved first, while this share of the drafted questions stays
+            (AFLite-style pruning); 1: never drop a question.
     """
 
     rounds: int = 10
@@ -52,6 +63,7 @@ class AdversarialOptions:
     max_uses: int = 1
     n_folds: int = 5
     z: float = 0.5
+    min_yield: float = 1.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +72,7 @@ class AdversarialOptions:
             "max_uses": self.max_uses,
             "n_folds": self.n_folds,
             "z": self.z,
+            "min_yield": self.min_yield,
         }
 
 
@@ -165,7 +178,8 @@ def _batch(arena: Arena, rows: np.ndarray, q_rows: np.ndarray, groups: np.ndarra
 
 @dataclass
 class AdversarialResult:
-    """What filtering did: final negatives, replacements per question, and one log entry per round."""
+    """What filtering did: final negatives, replacements per question, which questions stay, and one log
+    entry per round (``pruning``: one per pruning step)."""
 
     negatives: np.ndarray
     replacements: np.ndarray
@@ -173,24 +187,32 @@ class AdversarialResult:
     stopped: str = "rounds"
     best_round: int = 0
     options: AdversarialOptions = field(default_factory=AdversarialOptions)
+    kept: np.ndarray = field(default_factory=lambda: np.ones(0, dtype=bool))
+    pruning: list[dict[str, Any]] = field(default_factory=list)
+    best_step: int = 0
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready account for the set's counts and card."""
-        last = self.rounds[self.best_round] if self.rounds else {}
+        final = self.rounds[self.best_round] if self.rounds else {}
+        if self.pruning:
+            final = self.pruning[self.best_step]
+        kept = self.kept if len(self.kept) else np.ones(len(self.replacements), dtype=bool)
         return {
             **self.options.to_dict(),
             "rounds_run": max(0, len(self.rounds) - 1),
             "stopped": self.stopped,
             "kept_round": self.best_round,
-            "questions_changed": int((self.replacements > 0).sum()),
-            "replacements": int(self.replacements.sum()),
-            "final_accuracy": last.get("accuracy"),
-            "chance_bound": last.get("bound"),
+            "questions_changed": int((self.replacements[kept] > 0).sum()),
+            "replacements": int(self.replacements[kept].sum()),
+            "pruned": int((~kept).sum()),
+            "final_accuracy": final.get("accuracy"),
+            "chance_bound": final.get("bound"),
             "history": [{k: v for k, v in r.items() if k != "bound"} for r in self.rounds],
+            "pruning": [{k: v for k, v in p.items() if k != "bound"} for p in self.pruning],
         }
 
 
-def _allowed(arena: Arena, options: AdversarialOptions) -> np.ndarray:
+def usable_candidates(arena: Arena, options: AdversarialOptions) -> np.ndarray:
     """``(Q, M)`` candidates that are usable at all: not a paraphrase of the answer or of a question item."""
     cand = arena.candidates
     ok = cand >= 0
@@ -199,6 +221,7 @@ def _allowed(arena: Arena, options: AdversarialOptions) -> np.ndarray:
     to_answer = np.einsum("qmd,qd->qm", vec[safe], vec[arena.answers])
     ok &= to_answer < options.ceiling
     ok &= arena.identity[safe] >= 0
+    ok &= arena.capacity(options.max_uses)[np.maximum(arena.identity[safe], 0)] > 0
     ok &= arena.identity[safe] != arena.identity[arena.answers][:, None]
     for column in range(arena.question_items.shape[1]):
         item = arena.question_items[:, column]
@@ -209,39 +232,65 @@ def _allowed(arena: Arena, options: AdversarialOptions) -> np.ndarray:
 
 
 def initial_negatives(
-    arena: Arena, options: AdversarialOptions = AdversarialOptions(), *, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
+    arena: Arena,
+    options: AdversarialOptions = AdversarialOptions(),
+    *,
+    seed: int = 0,
+    wants: np.ndarray | None = None,
+    preference: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A starting point: K usable candidates per question, uniformly at random, within ``max_uses``.
 
-    Questions are visited in a seeded random order. Returns ``(negatives (Q, K), unfilled (Q,))``: rows
-    of the questions that could not get K distinct usable candidates are -1 there and ``unfilled`` True.
+    ``wants`` ``(Q, C)``: how many negatives of each class of ``arena.candidate_class`` a question takes
+    (they sum to K; e.g. how many closer to the question than the answer, which fixes the answer's rank).
+    Questions are visited in a seeded random order. Returns ``(negatives (Q, K), classes (Q, K), unfilled
+    (Q,))``: rows of the questions that could not get their K distinct usable candidates are -1 there and
+    ``unfilled`` True; ``classes`` is each negative's class (0 without ``wants``). ``preference`` ``(Q, M)``:
+    candidates with lower values are taken first (None: in random order).
     """
     rng = np.random.default_rng([seed, 0x1A1])
     n_q, n_neg = arena.negatives.shape
-    allowed = _allowed(arena, options)
+    allowed = usable_candidates(arena, options)
     capacity = arena.capacity(options.max_uses)
     uses = np.zeros(len(capacity), dtype=np.int64)
     negatives = np.full((n_q, n_neg), -1, dtype=np.int64)
+    classes = np.full((n_q, n_neg), -1, dtype=np.int64)
     unfilled = np.zeros(n_q, dtype=bool)
-    for q in rng.permutation(n_q).tolist():
+    klass = None if wants is None else arena.candidate_class
+    if wants is not None and klass is None:
+        raise ValueError("wants needs arena.candidate_class")
+    # the questions with the least slack choose first, so few are left without candidates
+    kinds = np.zeros_like(allowed, dtype=np.int64) if klass is None else klass
+    want = np.full((n_q, 1), n_neg) if wants is None else np.asarray(wants, dtype=np.int64)
+    have = np.stack([(allowed & (kinds == c)).sum(axis=1) for c in range(want.shape[1])], axis=1)
+    slack = np.where(want > 0, have - want, np.iinfo(np.int64).max).min(axis=1)
+    for q in np.lexsort((rng.random(n_q), slack)).tolist():
         seen = {int(arena.identity[arena.answers[q]])}
         seen.update(int(arena.identity[r]) for r in arena.question_items[q].tolist() if r >= 0)
-        picked: list[int] = []
-        for m in rng.permutation(arena.candidates.shape[1]).tolist():
+        left = np.array([n_neg]) if wants is None else np.asarray(wants[q], dtype=np.int64).copy()
+        picked: list[tuple[int, int]] = []
+        order = rng.permutation(arena.candidates.shape[1])
+        if preference is not None:
+            order = order[np.argsort(preference[q, order], kind="stable")]
+        for m in order.tolist():
             row = int(arena.candidates[q, m])
             code = int(arena.identity[row])
-            if not allowed[q, m] or uses[code] >= capacity[code] or code in seen:
+            kind = 0 if klass is None else int(klass[q, m])
+            if not allowed[q, m] or uses[code] >= capacity[code] or code in seen or kind < 0 or not left[kind]:
                 continue
             seen.add(code)
-            picked.append(row)
+            left[kind] -= 1
+            picked.append((row, kind))
             if len(picked) == n_neg:
                 break
         if len(picked) < n_neg:
             unfilled[q] = True
             continue
-        np.add.at(uses, arena.identity[picked], 1)
-        negatives[q] = picked
-    return negatives, unfilled
+        rows = [row for row, _ in picked]
+        np.add.at(uses, arena.identity[rows], 1)
+        negatives[q] = rows
+        classes[q] = [kind for _, kind in picked]
+    return negatives, classes, unfilled
 
 
 def _accuracies(probs: dict[str, np.ndarray], valid: np.ndarray) -> dict[str, float]:
@@ -249,11 +298,30 @@ def _accuracies(probs: dict[str, np.ndarray], valid: np.ndarray) -> dict[str, fl
     return {name: round(float(hits(p, answers, valid).mean()), 4) for name, p in probs.items()}
 
 
+def _probe(arena: Arena, options: AdversarialOptions, seed: int) -> tuple[ShortcutEnsemble, dict[str, np.ndarray]]:
+    """A fresh cross-fitted ensemble on the arena's current choices and its held-out probabilities."""
+    batch = arena.batch()
+    features = arena.choice_features(batch)
+    ensemble = ShortcutEnsemble(n_folds=options.n_folds, seed=seed).fit(batch, features)
+    return ensemble, ensemble.predict(batch, features)
+
+
+def _chance_gap(accuracy: dict[str, float], chance: float) -> float:
+    """How far the probe (or their mean) farthest from chance is from it."""
+    return max(abs(accuracy[name] - chance) for name in (*MODELS, "ensemble"))
+
+
+def _margin(options: AdversarialOptions, chance: float, n_q: int) -> float:
+    """The stop rule's tolerance: ``z`` binomial standard errors of an accuracy at chance over ``n_q`` questions."""
+    return options.z * math.sqrt(chance * (1 - chance) / max(n_q, 1))
+
+
 def filter_negatives(
     arena: Arena,
     options: AdversarialOptions = AdversarialOptions(),
     *,
     seed: int = 0,
+    drafted: int | None = None,
     progress: Progress = SILENT,
 ) -> AdversarialResult:
     """Replace the negatives the context-free probes tell from the answer until the probes are at chance.
@@ -264,30 +332,31 @@ def filter_negatives(
     replacement is the usable candidate that brings the ensemble's probability of the answer closest to
     ``1 / #choices`` (damped: not the most extreme one, which would plant the opposite tell). The negatives
     of the round whose worst probe was nearest chance are returned. ``arena.negatives`` is not modified;
-    every question keeps its answer and question items. Deterministic for a given ``seed``.
+    every question keeps its answer and question items. If the probes are still above chance and
+    ``options.min_yield`` < 1, :func:`prune_predictable` then drops the questions they solve, keeping at least
+    ``min_yield`` of ``drafted`` questions (default: the arena's); ``result.kept`` says which stay.
+    Deterministic for a given ``seed``.
     """
     rng = np.random.default_rng([seed, 0xADF])
     negatives = arena.negatives.copy()
     work = Arena(**{**arena.__dict__, "negatives": negatives})
     n_q, n_neg = negatives.shape
-    allowed = _allowed(arena, options)
+    allowed = usable_candidates(arena, options)
     capacity = arena.capacity(options.max_uses)
     uses = np.bincount(arena.identity[negatives[negatives >= 0]], minlength=len(capacity))
     replacements = np.zeros(n_q, dtype=np.int64)
     chance = 1.0 / (n_neg + 1)
-    margin = options.z * math.sqrt(chance * (1 - chance) / max(n_q, 1))
-    result = AdversarialResult(negatives.copy(), replacements.copy(), options=options)
+    margin = _margin(options, chance, n_q)
+    result = AdversarialResult(negatives.copy(), replacements.copy(), options=options, kept=np.ones(n_q, dtype=bool))
     best = np.inf
     progress.start("adversarial filtering", total=options.rounds)
     for round_number in range(options.rounds + 1):
         batch = work.batch()
-        features = work.choice_features(batch)
-        ensemble = ShortcutEnsemble(n_folds=options.n_folds, seed=seed + round_number).fit(batch, features)
-        probs = ensemble.predict(batch, features)
+        ensemble, probs = _probe(work, options, seed + round_number)
         accuracy = _accuracies(probs, batch.valid)
         entry: dict[str, Any] = {"round": round_number, "accuracy": accuracy, "bound": round(chance + margin, 4)}
         result.rounds.append(entry)
-        worst = max(abs(accuracy[name] - chance) for name in (*MODELS, "ensemble"))
+        worst = _chance_gap(accuracy, chance)
         if worst < best:
             best = worst
             result.negatives, result.replacements = negatives.copy(), replacements.copy()
@@ -312,7 +381,51 @@ def filter_negatives(
         if not len(changed):
             result.stopped = "no_candidates"
             break
+    if result.stopped != "chance" and options.min_yield < 1:
+        floor = math.ceil(options.min_yield * (n_q if drafted is None else drafted))
+        best_arena = Arena(**{**arena.__dict__, "negatives": result.negatives})
+        result.kept, result.pruning, result.best_step = prune_predictable(best_arena, options, floor, seed=seed)
     return result
+
+
+#: Each pruning step drops this share of the questions.
+PRUNE_STEP = 0.02
+
+
+def prune_predictable(
+    arena: Arena, options: AdversarialOptions, floor: int, *, seed: int = 0
+) -> tuple[np.ndarray, list[dict[str, Any]], int]:
+    """Drop the questions context-free probes still solve, most confidently solved first (AFLite-style).
+
+    Each step fits a fresh cross-fitted ensemble on the questions left and drops the ``PRUNE_STEP`` share of
+    them it solves with the highest probability of the answer, until every probe is within ``options.z``
+    standard errors of chance or ``floor`` questions are left. Returns ``(kept (Q,), log, best)``: the
+    questions of step ``best``, the one whose worst probe was nearest chance, and one log entry per step.
+    """
+    n_q, n_neg = arena.negatives.shape
+    chance = 1.0 / (n_neg + 1)
+    kept = np.ones(n_q, dtype=bool)
+    best, best_step, best_gap = kept.copy(), 0, np.inf
+    log: list[dict[str, Any]] = []
+    step = max(1, round(PRUNE_STEP * n_q))
+    while True:
+        rows = np.flatnonzero(kept)
+        current = arena.subset(kept, negatives=arena.negatives[kept])
+        _, probs = _probe(current, options, seed + 0x9E + len(log))
+        valid = current.choices() >= 0
+        accuracy = _accuracies(probs, valid)
+        gap = _chance_gap(accuracy, chance)
+        margin = _margin(options, chance, len(rows))
+        log.append({"questions": len(rows), "accuracy": accuracy, "bound": round(chance + margin, 4)})
+        if gap < best_gap:
+            best, best_step, best_gap = kept.copy(), len(log) - 1, gap
+        drop = min(step, len(rows) - floor)
+        if gap <= margin or drop <= 0:
+            break
+        solved = hits(probs["ensemble"], np.zeros(len(rows), dtype=np.int64), valid)
+        order = np.lexsort((-probs["ensemble"][:, 0], ~solved))[:drop]  # solved first, most confident first
+        kept[rows[order]] = False
+    return best, log, best_step
 
 
 def _lowest(probs: np.ndarray, valid: np.ndarray) -> np.ndarray:

@@ -42,6 +42,7 @@ def build(
     min_distance: float | None = None,
     rounds: int | None = None,
     ceiling: float | None = None,
+    min_yield: float | None = None,
     splits: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
     """Next-action questions for each setting (``recipeqa``, ``default``, ``debias``, ``adversarial``).
@@ -65,6 +66,7 @@ def build(
         items="action",
         rounds=rounds,
         ceiling=ceiling,
+        min_yield=min_yield,
         splits=splits,
         last=True,
     )

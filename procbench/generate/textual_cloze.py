@@ -57,11 +57,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from procbench.errors import BadInput
-from procbench.generate.adversarial import AdversarialOptions, Arena, filter_negatives, initial_negatives
+from procbench.generate.adversarial import (
+    AdversarialOptions,
+    Arena,
+    filter_negatives,
+    initial_negatives,
+    usable_candidates,
+)
 from procbench.generate.debias import ClusterBudget, Clustering, cluster_titles, default_n_clusters, draw_negatives
 from procbench.generate.questions import PLACEHOLDER, Question, balance_answer_positions
 from procbench.generate.search import median_pair_distance, search_until_k
 from procbench.generate.settings import Setting
+from procbench.generate.visual.ranks import CLOZE_WANTS, balanced_ranks
 from procbench.progress import SILENT, Progress
 from procbench.sentences import first_sentence
 from procbench.store import Store
@@ -627,6 +634,8 @@ def _auto_budget(
 
 #: Adversarial negatives: candidates per question, half nearest the answer, half nearest the question.
 ADVERSARIAL_CANDIDATES = 96
+#: Adversarial setting: questions the probes still solve after filtering are dropped down to this yield.
+MIN_YIELD = 0.85
 
 
 def _adversarial_candidates(drafts: list[_Draft], pool: _Pool, k: int) -> np.ndarray:
@@ -670,6 +679,11 @@ def _adversarial_candidates(drafts: list[_Draft], pool: _Pool, k: int) -> np.nda
                 hit = rows[found[j][found[j] >= 0]]
                 hit = hit[pool.procedures[hit] != own[i]][:k]
                 out[i, half * k : half * k + len(hit)] = hit
+    for i, row in enumerate(out):  # a title near both the answer and the question is listed once
+        _, first = np.unique(row, return_index=True)
+        unique = np.zeros(len(row), dtype=bool)
+        unique[first] = True
+        out[i] = np.concatenate([row[unique & (row >= 0)], np.full(int((~unique | (row < 0)).sum()), -1)])
     return out
 
 
@@ -691,6 +705,44 @@ def _copies(pool: _Pool, answers: np.ndarray) -> np.ndarray:
     return np.minimum(fair, spare)
 
 
+def _skip(outcome: _Outcome, reason: str, n: int) -> None:
+    """Count ``n`` questions skipped for ``reason`` (reasons that skipped none are not listed)."""
+    if n:
+        outcome.skipped_questions[reason] += n
+
+
+def _question_closeness(arena: Arena) -> tuple[np.ndarray, np.ndarray]:
+    """``(Q, M)`` class of each candidate (1: closer to the question mean than the answer, 0: not, -1: padding)
+    and how far its distance to the mean is from the answer's."""
+    vectors = arena.vectors
+    shown = arena.question_items >= 0
+    qmean = np.einsum("ql,qld->qd", shown.astype(np.float32), vectors[np.maximum(arena.question_items, 0)])
+    qmean /= np.maximum(shown.sum(axis=1), 1)[:, None]
+    to_answer = np.linalg.norm(vectors[arena.answers] - qmean, axis=1)
+    to_candidate = np.linalg.norm(vectors[np.maximum(arena.candidates, 0)] - qmean[:, None, :], axis=2)
+    classes = np.where(arena.candidates >= 0, (to_candidate < to_answer[:, None]).astype(np.int64), -1)
+    return classes, np.abs(to_candidate - to_answer[:, None])
+
+
+def _answer_ranks(arena: Arena, options: AdversarialOptions, splits: np.ndarray, *, seed: int) -> np.ndarray:
+    """``(Q,)`` a target distance rank of the answer among the choices (-1: the question is dropped).
+
+    Ranks are balanced within each split (:func:`balanced_ranks`) among those a question's usable
+    candidates can give, so "pick the choice nearest the question" (or any fixed rank) is at chance in
+    every split, also for a model fitted on train and scored on test.
+    """
+    rng = np.random.default_rng([seed, 0x7A4])
+    usable = usable_candidates(arena, options)
+    classes = np.asarray(arena.candidate_class)
+    available = np.stack([(usable & (classes == c)).sum(axis=1) for c in (0, 1)], axis=1)
+    feasible = np.all(available[:, None, :] >= CLOZE_WANTS[None, :, :], axis=2)  # (Q, 4)
+    ranks = np.full(len(splits), -1, dtype=np.int64)
+    for split in np.unique(splits).tolist():
+        members = np.flatnonzero(splits == split)
+        ranks[members] = balanced_ranks(feasible[members], rng)
+    return ranks
+
+
 def _adversarial(
     setting: Setting,
     drafts: list[_Draft],
@@ -702,10 +754,9 @@ def _adversarial(
 ) -> tuple[_Outcome, dict[str, Any]]:
     """Adversarially filtered negatives (:mod:`procbench.generate.adversarial`) for every draft."""
     outcome = _Outcome({}, Counter())
+    drafted = len(drafts)
     embedded = [i for i, d in enumerate(drafts) if d.answer_key in pool.positions]
-    outcome.skipped_questions["no_embedding"] = len(drafts) - len(embedded)
-    if not outcome.skipped_questions["no_embedding"]:
-        del outcome.skipped_questions["no_embedding"]
+    _skip(outcome, "no_embedding", len(drafts) - len(embedded))
     drafts = [drafts[i] for i in embedded]
     if not drafts:
         return outcome, {}
@@ -730,27 +781,36 @@ def _adversarial(
         texts=pool.texts,
         copies=_copies(pool, answers),
     )
-    start, unfilled = initial_negatives(arena, options, seed=seed)
+    arena.candidate_class, gap = _question_closeness(arena)
+    ranks = _answer_ranks(arena, options, np.array([pool.group_of[d.procedure_id] for d in drafts]), seed=seed)
+    ranked = ranks >= 0
+    _skip(outcome, "rank_balance", int((~ranked).sum()))
+    arena, ranks, gap = arena.subset(ranked, negatives=arena.negatives[ranked]), ranks[ranked], gap[ranked]
+    drafts = [d for d, k in zip(drafts, ranked.tolist(), strict=True) if k]
+    start, classes, unfilled = initial_negatives(arena, options, seed=seed, wants=CLOZE_WANTS[ranks], preference=gap)
+    _skip(outcome, "few_candidates", int(unfilled.sum()))
     keep = ~unfilled
-    outcome.skipped_questions["few_candidates"] += int(unfilled.sum())
-    if not outcome.skipped_questions["few_candidates"]:
-        del outcome.skipped_questions["few_candidates"]
-    arena = arena.subset(keep, negatives=start[keep])
+    arena, ranks = arena.subset(keep, negatives=start[keep]), ranks[keep]
+    arena.negative_class = classes[keep]
     drafts = [d for d, k in zip(drafts, keep.tolist(), strict=True) if k]
     if len(np.unique(arena.groups)) < 2:
         result = None
-        final = arena.negatives
+        final, kept = arena.negatives, np.ones(len(drafts), dtype=bool)
     else:
-        result = filter_negatives(arena, options, seed=seed, progress=progress)
-        final = result.negatives
+        result = filter_negatives(arena, options, seed=seed, drafted=drafted, progress=progress)
+        final, kept = result.negatives, result.kept
+        _skip(outcome, "predictable", int((~kept).sum()))
     vectors = arena.vectors
     for i, draft in enumerate(drafts):
+        if not kept[i]:
+            continue
         rows = [int(r) for r in final[i]]
         gaps = np.linalg.norm(vectors[rows] - vectors[arena.answers[i]], axis=1).astype(np.float64).tolist()
         drawn = _Drawn(rows, gaps, n_candidates=int((arena.candidates[i] >= 0).sum()))
         question = _question(draft, setting, pool, drawn, None)
         question.meta["replacements"] = int(result.replacements[i]) if result is not None else 0
         question.meta["ceiling"] = options.ceiling
+        question.meta["answer_rank"] = int(ranks[i])
         outcome.made[i] = question
     summary = result.summary() if result is not None else {**options.to_dict(), "rounds_run": 0}
     return outcome, summary
@@ -769,6 +829,7 @@ def build(
     items: str = "title",
     rounds: int | None = None,
     ceiling: float | None = None,
+    min_yield: float | None = None,
     splits: Mapping[str, str] | None = None,
     last: bool = False,
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
@@ -783,6 +844,8 @@ def build(
             then leaves out the question's own steps) or ``action`` (step action tuples, ``procbench extract``).
         rounds: adversarial filtering's round limit (default 10).
         ceiling: adversarial negatives' cosine-similarity ceiling to the answer and question items (default 0.8).
+        min_yield: adversarial: when replacing negatives leaves the probes above chance, drop the questions they
+            still solve while this share of the drafted questions stays (default 0.85; 1: drop none).
         splits: procedure id -> split (the runner passes the split it writes). Negatives are then drawn
             only from procedures of the question's own split, so no title of one split is a choice in
             another; without it (library use) they come from any other procedure, as in Algorithm 1.
@@ -803,11 +866,15 @@ def build(
 
     _check(settings, clusters, questions_per_procedure, knn_k, items)
     styles = {s.style for s in settings}
-    if (rounds is not None or ceiling is not None) and "adversarial" not in styles:
-        raise BadInput("--rounds and --ceiling apply only with --adversarial (or --sweep)")
-    options = AdversarialOptions(rounds=10 if rounds is None else rounds, ceiling=0.8 if ceiling is None else ceiling)
-    if options.rounds < 0 or not 0.0 < options.ceiling <= 1.0:
-        raise BadInput("--rounds must be >= 0 and --ceiling in (0, 1]")
+    if (rounds is not None or ceiling is not None or min_yield is not None) and "adversarial" not in styles:
+        raise BadInput("--rounds, --ceiling and --min-yield apply only with --adversarial (or --sweep)")
+    options = AdversarialOptions(
+        rounds=10 if rounds is None else rounds,
+        ceiling=0.8 if ceiling is None else ceiling,
+        min_yield=MIN_YIELD if min_yield is None else min_yield,
+    )
+    if options.rounds < 0 or not 0.0 < options.ceiling <= 1.0 or not 0.0 < options.min_yield <= 1.0:
+        raise BadInput("--rounds must be >= 0, --ceiling and --min-yield in (0, 1]")
     steps, title_source = _titles(store, items)
     embeddings = _item_embeddings(store, items)
     pool = _pool(embeddings, steps, splits)

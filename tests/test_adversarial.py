@@ -1,0 +1,154 @@
+"""Adversarial filtering (procbench.generate.adversarial) on synthetic arenas with a planted shortcut."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from procbench.generate.adversarial import (
+    AdversarialOptions,
+    Arena,
+    filter_negatives,
+    initial_negatives,
+    prune_predictable,
+    usable_candidates,
+)
+from procbench.shortcuts import ShortcutEnsemble, hits
+
+DIM = 16
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def _arena(n_q: int = 160, *, seed: int = 0, on_topic: int = 24, off_topic: int = 24) -> Arena:
+    """``n_q`` questions, each with 3 items and an answer near its own topic. Every question's candidates are
+    ``on_topic`` items near its topic (as close to the question as the answer: the shortcut can be removed)
+    then ``off_topic`` random items; the starting negatives are random items, so "pick the choice nearest
+    the question" solves the start."""
+    rng = np.random.default_rng(seed)
+    topics = _unit(rng.normal(size=(n_q, DIM)))
+    items = _unit(topics[:, None, :] + 0.3 * rng.normal(size=(n_q, 3, DIM)))
+    answers = _unit(topics + 0.3 * rng.normal(size=(n_q, DIM)))
+    near = _unit(topics[:, None, :] + 0.3 * rng.normal(size=(n_q, on_topic, DIM)))
+    far = _unit(rng.normal(size=(n_q, off_topic + 3, DIM)))
+    vectors = np.concatenate([items.reshape(-1, DIM), answers, near.reshape(-1, DIM), far.reshape(-1, DIM)])
+    base_answer = 3 * n_q
+    base_near = base_answer + n_q
+    base_far = base_near + n_q * on_topic
+    q = np.arange(n_q)[:, None]
+    near_rows = base_near + q * on_topic + np.arange(on_topic)[None, :]
+    far_rows = base_far + q * (off_topic + 3) + np.arange(off_topic + 3)[None, :]
+    return Arena(
+        vectors=vectors,
+        identity=np.arange(len(vectors), dtype=np.int64),
+        answers=base_answer + np.arange(n_q),
+        question_items=3 * q + np.arange(3)[None, :],
+        negatives=far_rows[:, :3].copy(),
+        candidates=np.concatenate([near_rows, far_rows[:, 3:]], axis=1),
+        groups=np.arange(n_q) // 2,
+    )
+
+
+def _accuracy(arena: Arena, negatives: np.ndarray, seed: int = 99) -> float:
+    """A fresh cross-fitted partial-input probe (another seed than filtering used) on these negatives."""
+    batch = Arena(**{**arena.__dict__, "negatives": negatives}).batch()
+    probs = ShortcutEnsemble(n_folds=5, seed=seed, models=("partial_input",)).fit(batch).predict(batch)
+    return float(hits(probs["partial_input"], batch.answers, batch.valid).mean())
+
+
+@pytest.fixture(scope="module")
+def filtered() -> tuple[Arena, object]:
+    arena = _arena()
+    return arena, filter_negatives(arena, AdversarialOptions(rounds=8, n_folds=3), seed=0)
+
+
+def test_filtering_brings_a_planted_distance_shortcut_to_chance(filtered: tuple) -> None:
+    arena, result = filtered
+    assert _accuracy(arena, arena.negatives) > 0.8  # the start: negatives off topic
+    assert _accuracy(arena, result.negatives) < 0.45  # chance: 0.25
+    assert result.replacements.sum() > 0 and result.rounds[0]["accuracy"]["partial_input"] > 0.8
+    assert result.kept.all() and not result.pruning  # min_yield 1: no question dropped
+
+
+def test_filtering_keeps_every_constraint(filtered: tuple) -> None:
+    arena, result = filtered
+    final = result.negatives
+    assert (arena.negatives == _arena().negatives).all()  # the input is not modified
+    rows = np.concatenate([arena.candidates, arena.negatives], axis=1)
+    assert all(set(final[q]) <= set(rows[q]) for q in range(len(final)))  # from the question's own pool
+    assert all(len(set(row)) == 3 for row in final.tolist())
+    assert len(np.unique(final)) == final.size  # max_uses 1
+    sims = np.einsum("qkd,qd->qk", arena.vectors[final], arena.vectors[arena.answers])
+    replaced = ~np.isin(final, arena.negatives)
+    assert (sims[replaced] < 0.8).all()  # the ceiling
+
+
+def test_filtering_is_deterministic_by_seed() -> None:
+    arena = _arena(80, seed=3)
+    one = filter_negatives(arena, AdversarialOptions(rounds=2), seed=5)
+    two = filter_negatives(arena, AdversarialOptions(rounds=2), seed=5)
+    assert (one.negatives == two.negatives).all() and one.summary() == two.summary()
+
+
+def test_a_candidate_only_replaces_a_negative_of_its_class() -> None:
+    arena = _arena(120, seed=1)
+    arena.candidate_class = np.where(np.arange(arena.candidates.shape[1]) % 2 == 0, 0, 1)[None, :].repeat(120, 0)
+    wants = np.tile([2, 1], (120, 1))
+    start, classes, unfilled = initial_negatives(arena, seed=0, wants=wants)
+    assert not unfilled.any() and ((classes == 1).sum(axis=1) == 1).all()
+    arena = Arena(**{**arena.__dict__, "negatives": start, "negative_class": classes})
+    result = filter_negatives(arena, AdversarialOptions(rounds=2), seed=0)
+    classes_of = arena.candidate_class
+    position = {(q, int(r)): c for q in range(120) for r, c in zip(arena.candidates[q], classes_of[q], strict=True)}
+    for q, row in enumerate(result.negatives.tolist()):
+        assert sorted(position[q, r] for r in row) == [0, 0, 1]
+
+
+def test_initial_negatives_follow_preference_and_capacity() -> None:
+    arena = _arena(40, seed=2, on_topic=6, off_topic=6)
+    preference = np.tile(np.arange(12, dtype=np.float64), (40, 1))
+    start, _, unfilled = initial_negatives(arena, seed=0, preference=preference)
+    usable = usable_candidates(arena, AdversarialOptions())
+    best = [arena.candidates[q][usable[q]][:3].tolist() for q in range(40)]
+    assert not unfilled.any() and start.tolist() == best  # the three most preferred usable ones
+    # one shared candidate list, each item a negative once: only 4 questions can be filled
+    shared = Arena(**{**arena.__dict__, "candidates": np.tile(arena.candidates[0], (40, 1))})
+    start, _, unfilled = initial_negatives(shared, seed=0)
+    assert (~unfilled).sum() == 4 and (start[unfilled] == -1).all()
+
+
+def test_usable_candidates_exclude_paraphrases_and_shown_items() -> None:
+    arena = _arena(10)
+    arena.candidates[:, 0] = arena.answers  # the answer itself
+    arena.candidates[:, 1] = arena.question_items[:, 0]  # a shown item
+    usable = usable_candidates(arena, AdversarialOptions(ceiling=0.99))
+    assert not usable[:, :2].any() and usable[:, 2:].any()
+
+
+def test_pruning_drops_the_questions_the_probes_still_solve() -> None:
+    # the first half already has on-topic negatives (at chance), the second half off-topic ones (solved)
+    arena = _arena(240, seed=4)
+    half = np.arange(240) >= 120
+    arena.negatives[~half] = arena.candidates[~half, :3]
+    kept, log, best = prune_predictable(arena, AdversarialOptions(n_folds=3), floor=200, seed=0)
+    assert kept.sum() >= 200 and log[0]["questions"] == 240 and len(log) > 1
+    assert half[~kept].mean() > 0.8  # the solved half goes first
+    sub = arena.subset(kept, negatives=arena.negatives[kept])
+    assert _accuracy(sub, sub.negatives) < _accuracy(arena, arena.negatives)
+
+
+def test_filtering_prunes_only_below_min_yield() -> None:
+    arena = _arena(100, seed=7, on_topic=0)  # no candidate can fix a question
+    result = filter_negatives(arena, AdversarialOptions(rounds=1, n_folds=3, min_yield=0.9), seed=0, drafted=110)
+    summary = result.summary()
+    assert [p["questions"] for p in summary["pruning"]] == [100, 99]  # down to ceil(0.9 * 110), not below
+    assert result.kept.sum() >= 99 and summary["pruned"] == int((~result.kept).sum())
+    assert summary["min_yield"] == 0.9
+
+
+def test_prune_never_goes_below_the_floor() -> None:
+    arena = _arena(100, seed=6, on_topic=0)
+    kept, log, best = prune_predictable(arena, AdversarialOptions(), floor=90, seed=0)
+    assert kept.sum() >= 90 and 0 <= best < len(log) and log[0]["questions"] == 100
