@@ -108,12 +108,34 @@ def test_appends_in_one_transaction_and_a_rewrite_replace_parts(tmp_path: Path) 
         txn.append_table("procedures", _procedures("d"))
         txn.append_table("procedures", _procedures("e"))
     assert store.table("procedures")["id"].to_pylist() == ["a", "b", "c", "d", "e"]
-    assert len(store.table_files("procedures")) == 3
+    assert [pq.read_metadata(p).num_rows for p in store.table_files("procedures")] == [2, 1, 1, 1]
     with store.transaction("rewrite") as txn:  # what clean does: the whole table anew, cut every part_rows rows
         txn.write_table("procedures", _procedures("x", "y", "z"))
     assert store.table("procedures")["id"].to_pylist() == ["x", "y", "z"]
     names = sorted(p.name for p in (tmp_path / "s" / "procedures").iterdir())
-    assert names == [PARTS_LIST, "part-00003.parquet", "part-00004.parquet"]  # the old parts are gone
+    assert names == [PARTS_LIST, "part-00004.parquet", "part-00005.parquet"]  # the old parts are gone
+
+
+def test_small_parts_at_the_end_are_merged_past_a_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long run of small appends (a scrape's batches) keeps few parts: the tail of small ones is merged."""
+    import procbench.store.transaction as transaction
+
+    monkeypatch.setattr(transaction, "MAX_TAIL_PARTS", 3)
+    store = _store(tmp_path / "s", "parts", part_rows=4)
+    _append(store, "procedures", _procedures(*(f"f{i}" for i in range(8))))  # two full parts of 4
+    ids = [f"f{i}" for i in range(8)]
+    counts = []
+    for batch in range(9):
+        new = [f"b{batch}-{i}" for i in range(batch % 3)]
+        ids += new
+        _append(store, "procedures", _procedures(*new))
+        counts.append(len(store.table_files("procedures")))
+        assert store.table("procedures")["id"].to_pylist() == ids
+    rows = [pq.read_metadata(p).num_rows for p in store.table_files("procedures")]
+    assert rows[:2] == [4, 4] and max(counts) <= 2 + 3 + 1 and sum(rows) == len(ids)
+    assert counts != sorted(counts)  # merges happened
+    on_disk = {p.name for p in (tmp_path / "s" / "procedures").glob("part-*.parquet")}
+    assert on_disk == {p.name for p in store.table_files("procedures")}  # merged-away parts are removed
 
 
 def test_new_columns_from_a_rewrite_are_null_in_later_parts_as_in_one_file(tmp_path: Path) -> None:
@@ -159,11 +181,22 @@ _ids = st.lists(st.text("abcdef", min_size=1, max_size=4), min_size=0, max_size=
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(batches=st.lists(st.tuples(_ids, st.booleans()), min_size=1, max_size=4), part_rows=st.integers(1, 4))
+@given(batches=st.lists(st.tuples(_ids, st.booleans()), min_size=1, max_size=5), part_rows=st.integers(1, 4))
 def test_k_appended_parts_read_equal_to_the_one_file_table(
     batches: list[tuple[list[str], bool]], part_rows: int
 ) -> None:
-    """Any sequence of appends (some batches carrying an extra column), then a compaction, reads the same."""
+    """Any sequence of appends (some batches carrying an extra column), with the small parts at the end
+    merged past 2 of them, then a compaction, reads the same."""
+    import procbench.store.transaction as transaction
+
+    limit, transaction.MAX_TAIL_PARTS = transaction.MAX_TAIL_PARTS, 2
+    try:
+        _check_k_appends(batches, part_rows)
+    finally:
+        transaction.MAX_TAIL_PARTS = limit
+
+
+def _check_k_appends(batches: list[tuple[list[str], bool]], part_rows: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         stores = {layout: _store(Path(tmp) / layout, layout, part_rows=part_rows) for layout in ("file", "parts")}
         for ids, extra in batches:
@@ -174,9 +207,8 @@ def test_k_appended_parts_read_equal_to_the_one_file_table(
                 _append(store, "procedures", rows)
         one, parts = stores["file"].table("procedures"), stores["parts"].table("procedures")
         assert parts.equals(one, check_metadata=True)
-        nonempty = [i for i, (ids, _) in enumerate(batches) if ids]
-        expected_parts = len(batches) - nonempty[0] if nonempty else 1  # appends to an empty table replace it
-        assert len(stores["parts"].table_files("procedures")) == expected_parts
+        rows = [pq.read_metadata(p).num_rows for p in stores["parts"].table_files("procedures")]
+        assert sum(rows) == one.num_rows and max(rows) <= part_rows  # every write cuts at part_rows
         set_layout(stores["parts"], "parts")  # compaction keeps rows and order
         assert stores["parts"].table("procedures").equals(one)
 

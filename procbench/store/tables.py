@@ -42,6 +42,7 @@ __all__ = [
     "locate",
     "part_file_name",
     "part_number",
+    "read_files",
     "read_schema",
     "read_table",
     "split_rows",
@@ -117,7 +118,8 @@ def locate(root: Path, name: str) -> TableFiles:
     return TableFiles(name, None, ())
 
 
-def _read_files(files: Sequence[Path], columns: Sequence[str] | None) -> pa.Table:
+def read_files(files: Sequence[Path], columns: Sequence[str] | None) -> pa.Table:
+    """The rows of ``files`` in order (only ``columns`` when given); a column a file lacks is null there."""
     if len(files) == 1:
         return pq.read_table(files[0], columns=list(columns) if columns is not None else None, memory_map=True)
     pieces = []
@@ -147,7 +149,7 @@ def read_table(root: Path, name: str, columns: Sequence[str] | None = None) -> p
         if not found.files:
             return None
         try:
-            return _read_files(found.files, columns)
+            return read_files(found.files, columns)
         except FileNotFoundError:  # a writer replaced the list and removed the parts we were about to read
             if attempt == _READ_ATTEMPTS - 1:
                 raise

@@ -37,6 +37,7 @@ from procbench.store.tables import (
     locate,
     part_file_name,
     part_number,
+    read_files,
     read_table,
     split_rows,
 )
@@ -45,6 +46,8 @@ __all__ = ["TXN_DIR", "Transaction", "recover"]
 
 TXN_DIR = ".txn"
 _JOURNAL = "COMMIT"
+#: Parts smaller than ``part_rows`` an append may leave at the end of a table before they are merged into one.
+MAX_TAIL_PARTS = 32
 
 
 @dataclass
@@ -138,7 +141,8 @@ class Transaction:
             self._add_part(name, change, piece)
 
     def append_table(self, name: str, rows: pa.Table) -> None:
-        """Stage ``rows`` added after the table's current rows (a new part in the part layout).
+        """Stage ``rows`` added after the table's current rows (a new part, or several of ``part_rows``, in the
+        part layout).
 
         The rows are conformed to the table's columns (missing ones null, extra ones kept, as
         :func:`~procbench.store.conform` does). In the file layout the file is rewritten with the old rows
@@ -168,11 +172,33 @@ class Transaction:
         if not any(entry["rows"] for entry in change.parts):  # rows added to an empty table are its content
             self._forget(name)
             change = self._tables[name] = _TableChange(PARTS)
-        schemas = [pq.read_schema(path) for path in change.paths]
-        if schemas:
-            current = schemas[0] if len(schemas) == 1 else pa.unify_schemas(schemas, promote_options="default")
-            rows = conform(rows, current)
-        self._add_part(name, change, rows)
+        if change.paths:  # every part is written conformed to the ones before: the last has all their columns
+            rows = conform(rows, pq.read_schema(change.paths[-1]))
+        for piece in split_rows(rows, self._part_rows()):
+            self._add_part(name, change, piece)
+        self._merge_tail(name, change)
+
+    def _merge_tail(self, name: str, change: _TableChange) -> None:
+        """Merge the parts after the last full one into one when there are more than :data:`MAX_TAIL_PARTS`.
+
+        A long scrape commits thousands of small batches; merged this way a table keeps at most
+        ``rows / part_rows + MAX_TAIL_PARTS`` parts, and an append rewrites ``part_rows / MAX_TAIL_PARTS``
+        rows on average, whatever the size of the table.
+        """
+        part_rows = self._part_rows()
+        tail = 0
+        while tail < len(change.parts) and change.parts[-1 - tail]["rows"] < part_rows:
+            tail += 1
+        if tail <= MAX_TAIL_PARTS:
+            return
+        merged = read_files(change.paths[-tail:], None)
+        dropped = {f"{name}/{entry['file']}" for entry in change.parts[-tail:]}
+        for rel in dropped & set(change.new):  # staged by this transaction: never committed, just deleted
+            self._staged.pop(rel).unlink(missing_ok=True)
+        change.new = [rel for rel in change.new if rel not in dropped]
+        del change.parts[-tail:], change.paths[-tail:]  # committed ones are removed after the commit
+        for piece in split_rows(merged, part_rows):
+            self._add_part(name, change, piece)
 
     def _add_part(self, name: str, change: _TableChange, rows: pa.Table) -> None:
         numbers = [part_number(entry["file"]) for entry in change.parts]
