@@ -12,7 +12,10 @@ found by content hash), then assembles the embedding file and builds the index a
 
 The actors are not handed the store's Parquet to read and batch themselves: the batches decide the bytes
 (a sentence-transformers batch is padded to its longest text), so they are cut once, by the driver, the
-way a local run cuts them. The work list is small next to the vectors (texts, or image ids).
+way a local run cuts them. The work list is small next to the vectors (texts, or image ids). A table in the
+part layout (``STORE/steps/part-*.parquet``) is read by the driver the same way, its parts in order, so the
+chunks and the bytes do not depend on the layout; a job that only needs rows in parallel can hand Ray Data
+``store.table_files(name)`` instead.
 
 With GPUs in the cluster each actor asks for one (``num_gpus=1``) and moves its encoder there (vectors
 then differ in the last bits from a CPU run: the GPU kernels are other kernels). Image actors read the
