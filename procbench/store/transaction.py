@@ -146,7 +146,8 @@ class Transaction:
 
         The rows are conformed to the table's columns (missing ones null, extra ones kept, as
         :func:`~procbench.store.conform` does). In the file layout the file is rewritten with the old rows
-        first; in the part layout only the new part is written.
+        first; in the part layout only the new part is written (and, once more than :data:`MAX_TAIL_PARTS`
+        small parts end the table, those are merged into one).
         """
         layout = self.layout(name)
         change = self._tables.get(name)
