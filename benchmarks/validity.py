@@ -14,7 +14,12 @@ and each visual setting of a store with varied images, this prints the question 
   scored on test; paper 001's probe);
 - ``context_ref`` (textual): pick the choice most similar to a step text of the question's context.
 
+Ordering sets (choices are orders of the same four images) get their own independent probes
+(:func:`ordering_probes`): the path-length rank rule, choice-only on the orders' images in the order shown,
+and partial-input trees on the path length and the orders' agreement with each other.
+
 Usage: python benchmarks/validity.py [--work DIR] [--recipeqa PATH] [--wikihow PATH] [--visual-procedures N]
+[--visual-drift D]
 Stores are built once under --work (ingest, clean, embed with minilm-offline) and reused.
 """
 
@@ -171,9 +176,93 @@ def distance_svm(store: Store, task: str, setting: str) -> float | None:
     return values[0] if values else None
 
 
+def _within(values: np.ndarray) -> np.ndarray:
+    """(Q, 4, 3): value, deviation from the question's mean, rank within the question (0..1, ties half)."""
+    below = (values[:, None, :] < values[:, :, None]).sum(axis=2)
+    equal = (values[:, None, :] == values[:, :, None]).sum(axis=2) - 1
+    return np.stack([values, values - values.mean(axis=1, keepdims=True), (below + 0.5 * equal) / 3], axis=2)
+
+
+def ordering_probes(rows: list[dict], items: Items) -> dict:
+    """Ordering sets (choices are orders of the same 4 images): independent context-free probes.
+
+    - rank_rule: the best fixed rank of a choice's path length (sum of consecutive image distances), by CV;
+    - choice_only: logistic regression on an order's images' first 16 principal components, concatenated in
+      the order shown (which images tend to come first or last), procedure-grouped 5-fold CV;
+    - partial_input: gradient-boosted trees on the path length and the order's agreement with the other orders
+      shown (mean Kendall distance, consecutive pairs shared, same first / last image), cross-fitted.
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold
+
+    n = len(rows)
+    answers = np.array([r["answer"] for r in rows])
+    procs = [r["procedure_id"] for r in rows]
+    codes = {p: c for c, p in enumerate(sorted(set(procs)))}
+    groups = np.array([codes[p] for p in procs])
+    images = sorted({i for r in rows for c in r["choices"] for i in c})
+    matrix = np.array([items.vec(i) for i in images], dtype=np.float64)
+    matrix -= matrix.mean(axis=0)
+    _, _, vt = np.linalg.svd(matrix, full_matrices=False)
+    reduced = dict(zip(images, matrix @ vt[:16].T, strict=True))
+    vec = {i: items.vec(i) for i in images}
+    path = np.zeros((n, 4))
+    kendall = np.zeros((n, 4))
+    shared = np.zeros((n, 4))
+    ends = np.zeros((n, 4))
+    concat = np.zeros((n, 4, 64))
+    for q, r in enumerate(rows):
+        orders = r["choices"]
+        position = [{img: t for t, img in enumerate(o)} for o in orders]
+        for j, o in enumerate(orders):
+            path[q, j] = sum(float(np.linalg.norm(vec[a] - vec[b])) for a, b in zip(o, o[1:], strict=False))
+            concat[q, j] = np.concatenate([reduced[i] for i in o])
+            pairs = set(zip(o, o[1:], strict=False))
+            for k, other in enumerate(orders):
+                if k == j:
+                    continue
+                kendall[q, j] += (
+                    sum(
+                        (position[j][a] < position[j][b]) != (position[k][a] < position[k][b])
+                        for s, a in enumerate(o)
+                        for b in o[s + 1 :]
+                    )
+                    / 3
+                )
+                shared[q, j] += len(pairs & set(zip(other, other[1:], strict=False))) / 3
+                ends[q, j] += ((o[0] == other[0]) + (o[-1] == other[-1])) / 3
+    rank = np.argsort(np.argsort(path, axis=1, kind="stable"), axis=1, kind="stable")
+    answer_rank = rank[np.arange(n), answers]
+    folds = list(GroupKFold(n_splits=5).split(answer_rank, groups=groups))
+    correct = 0
+    for train, test in folds:
+        correct += int((answer_rank[test] == np.bincount(answer_rank[train], minlength=4).argmax()).sum())
+    flat = concat.reshape(n * 4, -1)
+    y = (np.arange(4)[None, :] == answers[:, None]).reshape(-1)
+    scores = np.zeros(n * 4)
+    for train, test in GroupKFold(n_splits=5).split(flat, y, np.repeat(groups, 4)):
+        scores[test] = LogisticRegression(max_iter=1000).fit(flat[train], y[train]).decision_function(flat[test])
+    valid = np.ones((n, 4), bool)
+    features = np.concatenate([_within(x) for x in (path, kendall, shared, ends)], axis=2)
+    unit = concat / np.maximum(np.linalg.norm(concat, axis=2, keepdims=True), 1e-12)
+    batch = ChoiceBatch(
+        unit.astype(np.float32), np.zeros((n, 1, 64), np.float32), np.zeros((n, 1), bool), valid, answers, groups
+    )
+    probs = ShortcutEnsemble(n_folds=5, seed=12345, models=("partial_input",)).fit(batch, features)
+    predicted = probs.predict(batch, features)["partial_input"]
+    return {
+        "questions": n,
+        "choice_only": round(float(hits(scores.reshape(n, 4), answers, valid).mean()), 3),
+        "partial_input": round(float(hits(predicted, answers, valid).mean()), 3),
+        "rank_rule": round(correct / n, 3),
+    }
+
+
 def probe_set(store: Store, task: str, setting: str, items: Items, texts: Items | None) -> dict:
     qset = read_question_set(store.root / "questions" / task / setting)
     rows = qset.table().to_pylist()
+    if task == "visual-ordering":
+        return {**ordering_probes(rows, items), "distance_svm": distance_svm(store, task, setting)}
     textual = texts is not None
     batch, _ = question_batch(rows, items, textual)
     probs = ShortcutEnsemble(n_folds=5, seed=12345, models=("partial_input",)).fit(batch).predict(batch)
@@ -200,16 +289,16 @@ def text_table(store: Store, items: str) -> dict:
     return table
 
 
-def visual_table(work: Path, n_procedures: int) -> dict:
+def visual_table(work: Path, n_procedures: int, drift: float = 0.0) -> dict:
     from procbench.generate.visual.synthetic import write_synthetic_store
 
-    path = work / f"visual-{n_procedures}"
+    path = work / (f"visual-{n_procedures}" + (f"-drift{drift}" if drift else ""))
     if not path.exists():
-        write_synthetic_store(path, n_procedures=n_procedures, seed=0)
+        write_synthetic_store(path, n_procedures=n_procedures, seed=0, step_drift=drift)
     store = Store.open(path)
     items = Items(store, "image")
     out = {}
-    for task in ("visual-cloze", "visual-coherence"):
+    for task in ("visual-cloze", "visual-coherence", "visual-ordering"):
         result = generate(store, task, sweep=True, seed=0, overwrite=True)
         for setting in sorted(result.paths):
             out[f"{task}/{setting}"] = probe_set(store, task, setting, items, None)
@@ -222,6 +311,13 @@ def main() -> None:
     parser.add_argument("--recipeqa", type=Path, default=SHARED / "recipeqa-recipes" / "procedures.jsonl")
     parser.add_argument("--wikihow", type=Path, default=SHARED / "wikihow-openpi" / "procedures.jsonl")
     parser.add_argument("--visual-procedures", type=int, default=600)
+    parser.add_argument(
+        "--visual-drift",
+        type=float,
+        default=0.0,
+        help="synthetic step drift (0: step images exchangeable; 0.5: the authored order is smoother, as in real "
+        "procedures)",
+    )
     parser.add_argument("--skip", default="", help="comma list of parts to skip: recipeqa,wikihow,visual")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -232,8 +328,9 @@ def main() -> None:
     if "wikihow" not in skip:
         report["wikihow-openpi (--items text)"] = text_table(build_text_store(args.wikihow, args.work), "text")
     if "visual" not in skip:
-        report[f"synthetic visual ({args.visual_procedures} procedures)"] = visual_table(
-            args.work, args.visual_procedures
+        drift = f", step drift {args.visual_drift}" if args.visual_drift else ""
+        report[f"synthetic visual ({args.visual_procedures} procedures{drift})"] = visual_table(
+            args.work, args.visual_procedures, args.visual_drift
         )
     for corpus, table in report.items():
         print(f"\n## {corpus}")

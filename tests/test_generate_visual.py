@@ -36,6 +36,7 @@ from procbench.store import Store
 
 TOL = 1e-4  # float32 search distances against float64 recomputation
 COPY = 1e-4  # a negative this close to the correct choice would be a copy of it
+CEILING = 0.95  # adversarial images: cosine similarity ceiling (procbench.generate.visual.adversarial)
 LEVEL_NAMES = ("band", "band±s/2", "band±s", "knn")
 WIDEN = (0.0, 0.5, 1.0)
 VISUAL = ("visual-cloze", "visual-coherence", "visual-ordering")
@@ -246,6 +247,13 @@ def check_cloze(w: World, q: dict[str, Any]) -> None:
         check_k3_pick(w, pid, meta, pick["image"], source, qm, r, cand, lo0, hi0)
 
 
+def near_copy(w: World, pid: str, x: np.ndarray) -> bool:
+    """Whether ``x`` has cosine similarity at or above the adversarial ceiling to an image of procedure ``pid``."""
+    own = np.array([w.vec(image) for _, image in w.seq[pid]])
+    cos = own @ x / (np.linalg.norm(own, axis=1) * np.linalg.norm(x))
+    return bool((cos >= CEILING + TOL).any())
+
+
 def check_coherence(w: World, q: dict[str, Any]) -> None:
     meta, pid = q["meta"], q["procedure_id"]
     images = dict(w.seq[pid])
@@ -280,6 +288,10 @@ def check_coherence(w: World, q: dict[str, Any]) -> None:
     lo0, hi0 = check_knn_stats(meta, np.array(list(union.values())), k2)
     source = meta["band_level"]
     row = w.row[answer]
+    if meta["setting"] == "adversarial":  # K3=2's draw, then replaced intruders: never a near-copy of the procedure
+        close = near_copy(w, pid, x)
+        require(source != "adversarial" or not close, "an adversarial intruder is a near-copy of a procedure image")
+        require(meta["replacements"] >= (source == "adversarial"), "a replaced intruder without a replacement")
     if source in LEVEL_NAMES:
         lo, hi = band(meta["m"], meta["s"], k2, LEVEL_NAMES.index(source))
         require(row in union and lo - TOL < union[row] < hi + TOL, f"incoherent image outside {source}")
@@ -288,7 +300,8 @@ def check_coherence(w: World, q: dict[str, Any]) -> None:
     rank = sum(d < d_others[3] for d in d_others[:3])
     require(meta["answer_rank"] == rank, f"answer_rank {meta['answer_rank']} but the rank is {rank}")
     if k3 == 2:
-        require(bool(fallbacks_of(meta, "k3 rank")) == (source != "band"), "K3=2 widening not recorded")
+        require(source == "adversarial" or bool(fallbacks_of(meta, "k3 rank")) == (source != "band"),
+                "K3=2 widening not recorded")  # fmt: skip
     elif k3:
         check_k3_pick(w, pid, meta, answer, source, mean, min_pw, union, lo0, hi0)
     elif source != "band":
@@ -317,8 +330,17 @@ def check_ordering(w: World, q: dict[str, Any]) -> None:
         order = tuple(n["order"])
         require(order in wrong_all and [authored[k] for k in order] == choice, "a wrong order is not a permutation")
         require(abs(n["score"] - score(order)) < TOL, "wrong-order score wrong")
+        if meta["setting"] == "adversarial":  # rank-uniform draw, then filtering: no single-draw probability
+            require(np.isnan(n["probability"]), "an adversarial wrong order with a draw probability")
+            unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+            moved = [t for t in range(4) if order[t] != t]
+            require(any(unit[order[t]] @ unit[t] < CEILING + TOL for t in moved), "a wrong order swaps near-copies")
+            continue
         expected = score(order) / total if meta.get("k2") == 1 and total > 0 else 1 / 23
         require(abs(n["probability"] - expected) < 1e-6, "wrong-order probability is not the K2 rule's")
+    if meta["setting"] == "adversarial":
+        shorter = sum(n["score"] < meta["answer_score"] for n in meta["negatives"])
+        require(meta["answer_rank"] == shorter, f"answer_rank {meta['answer_rank']} but {shorter} orders are shorter")
 
 
 CHECKS = {"visual-cloze": check_cloze, "visual-coherence": check_coherence, "visual-ordering": check_ordering}
@@ -383,6 +405,9 @@ def check_result(w: World, task: str, result: Any) -> dict[str, list[dict[str, A
         counts = per_setting.get(name, {})
         skipped = counts.get("skipped_no_candidates", 0) + counts.get("skipped_rank_balance", 0)
         out[name] = check_set(w, task, path, skipped)
+        if task == "visual-coherence" and name == "adversarial":  # drawn near-copies without a replacement: counted
+            kept = [q for q in out[name] if near_copy(w, q["procedure_id"], w.vec(q["choices"][q["answer"]]))]
+            require(len(kept) <= counts["adversarial"].get("ceiling_unmet", 0), f"{len(kept)} near-copy intruders")
     return out
 
 
@@ -418,13 +443,16 @@ def test_sample_sweeps_pass_the_independent_checker(sample_sweeps: tuple[Store, 
     store, results = sample_sweeps
     world = load_world(store.root)
     assert set(results["visual-cloze"].paths) == {s.name for s in Setting.all_knobs()} | {"adversarial"}
-    assert set(results["visual-ordering"].paths) == {s.name for s in Setting.all_knobs(with_k3=False)}
+    assert set(results["visual-coherence"].paths) == {s.name for s in Setting.all_knobs()} | {"adversarial"}
+    assert set(results["visual-ordering"].paths) == {s.name for s in Setting.all_knobs(with_k3=False)} | {
+        "adversarial"
+    }
     for key, result in results.items():
         task = key.split("/")[0]
         sets = check_result(world, task, result)
         # K3=2 drops the questions that could only take an over-full rank
         sizes = {name: len(rows) for name, rows in sets.items()}
-        assert all(n > (30 if name.endswith("2") else 50) for name, n in sizes.items()), sizes
+        assert all(n > (30 if name.endswith("2") or name == "adversarial" else 50) for name, n in sizes.items()), sizes
     # one split per procedure across every setting and task
     split_of: dict[str, set[str]] = defaultdict(set)
     for result in results.values():
@@ -498,7 +526,7 @@ def test_same_seed_gives_identical_files_and_a_setting_alone_matches_the_sweep(
         files = sorted((store.root / "questions").rglob("*.*"))
         digests.append({str(f.relative_to(store.root)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files})
     assert digests[0] == digests[1]
-    assert len(digests[0]) == 6 * (13 + 12 + 4 + 1)  # 3 parquet + recipeqa.json + card.md + options.json per setting
+    assert len(digests[0]) == 6 * (13 + 13 + 5 + 1)  # 3 parquet + recipeqa.json + card.md + options.json per setting
     alone = Store.open(shutil.copytree(sample_template, tmp_path / "alone"))
     single = generate(alone, "visual-cloze", Setting("knobs", (1, 0, 1)), seed=5).paths["knobs-101"]
     swept = tmp_path / "s0" / "questions" / "visual-cloze" / "knobs-101"
@@ -547,7 +575,13 @@ def test_cli_generates_visual_sets(sample_store: Store) -> None:
     assert json.loads(ok.stdout)["counts"]["min_distance"] == 0.9
     ok = runner.invoke(app, [*base, "--task", "visual-ordering", "--sweep"])
     assert ok.exit_code == 0, ok.output
-    assert sorted(json.loads(ok.stdout)["paths"]) == ["knobs-000", "knobs-010", "knobs-100", "knobs-110"]
+    assert sorted(json.loads(ok.stdout)["paths"]) == [
+        "adversarial",
+        "knobs-000",
+        "knobs-010",
+        "knobs-100",
+        "knobs-110",
+    ]
     bad = runner.invoke(app, [*base, "--task", "visual-ordering", "--knobs", "1,1,1"])
     assert bad.exit_code == 2 and "no K3" in bad.output
     document = json.loads((sample_store.root / "questions/visual-ordering/knobs-110/recipeqa.json").read_text())

@@ -416,12 +416,16 @@ def _setting_facts(s: CardSet) -> list[str]:
     ceiling = (adversarial or {}).get("ceiling") if isinstance(adversarial, dict) else None
     if ceiling is None:
         ceiling = s.parameters.get("ceiling")
+    # a task whose filtering replaces something else than negatives (visual coherence: the intruder; ordering:
+    # wrong orders) says what, and what its ceiling bounds
+    said = adversarial if isinstance(adversarial, dict) else {}
     if ceiling is not None:
-        facts.append(f"similarity ceiling {_fmt(ceiling)} (no negative that close to the answer or a question item)")
+        rule = said.get("ceiling_rule") or "no negative that close to the answer or a question item"
+        facts.append(f"similarity ceiling {_fmt(ceiling)} ({rule})")
     if "replacements" in s.totals:
         facts.append(
-            f"{s.totals['replacements']} negatives replaced in {s.totals['replacements_questions']} of "
-            f"{s.questions} questions"
+            f"{s.totals['replacements']} {said.get('replaced', 'negatives')} replaced in "
+            f"{s.totals['replacements_questions']} of {s.questions} questions"
         )
     if isinstance(adversarial, dict) and adversarial.get("pruned"):
         facts.append(

@@ -54,7 +54,7 @@ def command(
         typer.Option(
             "--ceiling",
             help="--adversarial: a negative's cosine similarity to the answer and the question items stays below "
-            "this (no paraphrases) [0.8].",
+            "this (no paraphrases) [0.8; visual tasks 0.95].",
         ),
     ] = None,
     min_yield: Annotated[

@@ -12,15 +12,31 @@ similarity ceiling) and is a negative in at most about as many questions as its 
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import math
 from typing import Any
 
 import numpy as np
 
-from procbench.generate.adversarial import AdversarialOptions, Arena, filter_negatives
+from procbench.generate.adversarial import AdversarialOptions, AdversarialResult, Arena, filter_negatives
+from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
+from procbench.shortcuts import FEATURE_NAMES, MODELS, ChoiceBatch, ShortcutEnsemble, choice_features, hits
 
-__all__ = ["IMAGE_OPTIONS", "CANDIDATES", "filter_image_negatives"]
+__all__ = [
+    "CANDIDATES",
+    "IMAGE_OPTIONS",
+    "INTRUDER_CANDIDATES",
+    "ORDERS",
+    "filter_image_negatives",
+    "filter_intruders",
+    "filter_orders",
+    "order_ceiling",
+    "order_features",
+    "within_question",
+]
 
 #: Image embeddings of different photos of one dish can be very close; only near-copies are excluded.
 IMAGE_OPTIONS = AdversarialOptions(ceiling=0.95)
@@ -81,3 +97,392 @@ def filter_image_negatives(
     )
     result = filter_negatives(arena, options, seed=seed, progress=progress)
     return result.negatives, result.replacements, result.summary()
+
+
+# -- visual coherence: the intruder is what the probes find, so the intruder is replaced ---------------------------
+#: Candidates per coherence question: half nearest the coherent images' mean, half nearest the coherent images.
+INTRUDER_CANDIDATES = 48
+#: Variant questions scored at once (a block of ``(rows, 4, D)`` float32 choice vectors).
+_VARIANT_BLOCK = 8192
+_COUNT_COLUMNS = [FEATURE_NAMES.index(f"item_count_{kind}") for kind in ("value", "centred", "rank")]
+
+
+def within_question(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``(Q, C, 3)``: each choice's value, its deviation from the question's mean and its rank among the valid
+    choices (ties count half, scaled to [0, 1]): the layout of every feature of :func:`choice_features`."""
+    v = np.where(valid, values, 0.0)
+    both = valid[:, :, None] & valid[:, None, :]
+    below = ((v[:, None, :] < v[:, :, None]) & both).sum(axis=2)
+    equal = ((v[:, None, :] == v[:, :, None]) & both).sum(axis=2) - 1
+    rank = np.where(valid, (below + 0.5 * equal) / np.maximum(valid.sum(axis=1, keepdims=True) - 1, 1), 0.0)
+    mean = v.sum(axis=1, keepdims=True) / np.maximum(valid.sum(axis=1, keepdims=True), 1)
+    return np.stack([v, np.where(valid, values - mean, 0.0), rank], axis=2)
+
+
+def _unit_vectors(data: VisualData, rows: np.ndarray) -> np.ndarray:
+    vectors = data.gather(rows)
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
+
+
+def _cosine_below(data: VisualData, candidates: np.ndarray, others: np.ndarray, ceiling: float) -> np.ndarray:
+    """``(Q, M)`` True where candidate ``[q, m]``'s cosine similarity to every image ``others[q]`` (-1: none) is
+    below ``ceiling`` (from FAISS's distances, so no ``(Q, M, D)`` copy is made)."""
+    norms = np.linalg.norm(np.asarray(data.vectors, dtype=np.float32), axis=1)
+    n_cand = norms[np.maximum(candidates, 0)]
+    ok = np.ones(candidates.shape, dtype=bool)
+    for column in range(others.shape[1]):
+        other = others[:, column]
+        present = other >= 0
+        if not present.any():
+            continue
+        d = distances_to(data, candidates, data.gather(other))
+        n_other = norms[np.maximum(other, 0)][:, None]
+        cos = (n_cand**2 + n_other**2 - d**2) / np.maximum(2 * n_cand * n_other, 1e-12)
+        ok &= ~present[:, None] | (cos < ceiling)
+    return ok
+
+
+def _procedure_images(data: VisualData, proc: np.ndarray) -> np.ndarray:
+    """``(Q, L)`` the image rows of each question's procedure sequence, -1 padded."""
+    offsets = data.seqs.offsets
+    lengths = offsets[proc + 1] - offsets[proc]
+    width = int(lengths.max()) if len(lengths) else 0
+    col = np.arange(width)[None, :]
+    at = np.minimum(offsets[proc][:, None] + col, max(len(data.seqs.rows) - 1, 0))
+    return np.where(col < lengths[:, None], data.seqs.rows[at], -1) if width else np.full((len(proc), 0), -1)
+
+
+def _coherence_batch(
+    data: VisualData, rows: np.ndarray, groups: np.ndarray, counts: np.ndarray | None = None
+) -> tuple[ChoiceBatch, np.ndarray]:
+    """The probes' view of coherence questions ``rows (Q, 4)`` (the intruder first) and their features.
+
+    ``counts``: ``(Q, 4)`` how often each choice is a choice in the whole set (the item-frequency feature);
+    None: counted within ``rows`` (the whole set).
+    """
+    n = len(rows)
+    batch = ChoiceBatch(
+        choice_vectors=_unit_vectors(data, rows),
+        question_vectors=np.zeros((n, 1, data.vectors.shape[1]), dtype=np.float32),
+        question_mask=np.zeros((n, 1), dtype=bool),
+        valid=np.ones(rows.shape, dtype=bool),
+        answers=np.zeros(n, dtype=np.int64),
+        groups=groups,
+        choice_ids=rows if counts is None else None,
+    )
+    features = choice_features(batch)
+    if counts is not None:
+        features[:, :, _COUNT_COLUMNS] = within_question(np.log1p(counts.astype(np.float64)), batch.valid)
+    return batch, features
+
+
+def filter_intruders(
+    data: VisualData,
+    proc: np.ndarray,
+    coherent: np.ndarray,
+    intruders: np.ndarray,
+    ranks: np.ndarray,
+    *,
+    options: AdversarialOptions = IMAGE_OPTIONS,
+    seed: int = 0,
+    progress: Progress = SILENT,
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Adversarially filtered incoherent images for ``Q`` visual-coherence questions.
+
+    In coherence the probes look for the answer (the image that does not belong), so the answer is what is
+    replaced: each round fits the context-free ensemble (:class:`ShortcutEnsemble`, cross-fitted by
+    procedure) on the set, and every question one of its probes solves (or, for a probe below chance, where
+    it rates the intruder lowest) gets the candidate that brings the ensemble's probability of the intruder
+    closest to chance, if closer than now. Candidates are images of other procedures nearest the coherent
+    images' mean and nearest each coherent image, whose rank by distance to the mean of the other three
+    choices is the question's (``ranks``, K3=2's uniform rank: it stays what it was) and whose cosine
+    similarity to every image of the question's procedure is below ``options.ceiling``; an image is the
+    intruder of at most about as many questions as its share of the pool allows. A drawn intruder above the
+    ceiling is replaced by a random usable candidate before the first round (``ceiling_replaced``; the ones
+    without one stay, ``ceiling_unmet``). The item-frequency feature counts appearances in the whole set, for
+    candidates too. Stops as
+    :func:`~procbench.generate.adversarial.filter_negatives` does and keeps the round nearest chance.
+
+    Args:
+        proc: ``(Q,)`` procedure code of each question.
+        coherent: ``(Q, 3)`` image rows of the coherent images.
+        intruders: ``(Q,)`` image row of each starting incoherent image (the answer).
+        ranks: ``(Q,)`` the intruder's rank (0: closest) among the choices by distance to the other three's mean.
+
+    Returns:
+        ``(intruders (Q,), replacements (Q,), summary)``; with a single procedure nothing is filtered.
+    """
+    n_q = len(intruders)
+    if len(np.unique(proc)) < 2:
+        return intruders.copy(), np.zeros(n_q, dtype=np.int64), {**options.to_dict(), "rounds_run": 0}
+    n_rows = data.n_rows
+    vecs = data.gather(coherent)  # (Q, 3, D)
+    mean = vecs.mean(axis=1)
+    half = INTRUDER_CANDIDATES // 2
+    found = [data.search(mean, proc, half, kind="adversarial")[1]]
+    found += [data.search(vecs[:, i], proc, -(-half // 3), kind="adversarial")[1] for i in range(3)]
+    ordered = np.sort(np.concatenate(found, axis=1), axis=1)  # a candidate found by two searches is kept once
+    repeat = np.zeros(ordered.shape, dtype=bool)
+    repeat[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
+    candidates = np.where(repeat | (ordered < 0), -1, ordered)
+    to_coherent = distances_to(data, candidates, *(vecs[:, i] for i in range(3)))
+    spread = np.linalg.norm(vecs - mean[:, None], axis=2)
+    classes = coherence_ranks(to_coherent, distances_to(data, candidates, mean), spread)
+    own = _procedure_images(data, proc)
+    allowed = (candidates >= 0) & (classes == ranks[:, None]) & _cosine_below(data, candidates, own, options.ceiling)
+    capacity = max(1, int(np.ceil(n_q / max(1, n_rows))))
+    current = intruders.copy()
+    uses = np.bincount(current, minlength=n_rows)
+    replacements = np.zeros(n_q, dtype=np.int64)
+    rng = np.random.default_rng([seed, 0xC0E])
+    # a drawn intruder that is a near-copy of an image of the procedure is replaced first, where a candidate allows
+    close = np.flatnonzero(~_cosine_below(data, current[:, None], own, options.ceiling)[:, 0])
+    for q in rng.permutation(close).tolist():
+        usable = np.flatnonzero(allowed[q] & (uses[np.maximum(candidates[q], 0)] < capacity))
+        if len(usable):
+            row = int(candidates[q, rng.choice(usable)])
+            uses[current[q]] -= 1
+            uses[row] += 1
+            current[q] = row
+            replacements[q] += 1
+    unmet = len(close) - int(replacements.sum())
+    on_show = np.bincount(coherent.reshape(-1), minlength=n_rows) + uses  # choices of the whole set, per image
+    chance = 0.25
+    margin = options.z * math.sqrt(chance * (1 - chance) / max(n_q, 1))
+    result = AdversarialResult(current[:, None].copy(), replacements.copy(), options=options)
+    best = np.inf
+    progress.start("adversarial filtering", total=options.rounds)
+    for round_number in range(options.rounds + 1):
+        rows = np.concatenate([current[:, None], coherent], axis=1)
+        batch, features = _coherence_batch(data, rows, proc)
+        ensemble = ShortcutEnsemble(n_folds=options.n_folds, seed=seed + round_number).fit(batch, features)
+        probs = ensemble.predict(batch, features)
+        accuracy = {name: round(float(hits(p, batch.answers, batch.valid).mean()), 4) for name, p in probs.items()}
+        entry: dict[str, Any] = {"round": round_number, "accuracy": accuracy, "bound": round(chance + margin, 4)}
+        result.rounds.append(entry)
+        worst = max(abs(accuracy[name] - chance) for name in (*MODELS, "ensemble"))
+        if worst < best:
+            best = worst
+            result.negatives, result.replacements = current[:, None].copy(), replacements.copy()
+            result.best_round = round_number
+        if worst <= margin:
+            result.stopped = "chance"
+            break
+        if round_number == options.rounds:
+            break
+        targets = np.zeros(n_q, dtype=bool)
+        for name in (*MODELS, "ensemble"):
+            if accuracy[name] > chance + margin:
+                targets |= hits(probs[name], batch.answers, batch.valid)
+            elif accuracy[name] < chance - margin and name != "ensemble":
+                targets |= probs[name][:, 0] < probs[name][:, 1:].min(axis=1)
+        changed = _replace_intruders(
+            data, np.flatnonzero(targets), rows, proc, candidates, allowed, ensemble, probs["ensemble"][:, 0],
+            on_show, uses, capacity, rng,
+        )  # fmt: skip
+        current[changed] = rows[changed, 0]
+        replacements[changed] += 1
+        entry["replaced"] = int(len(changed))
+        progress.advance()
+        if not len(changed):
+            result.stopped = "no_candidates"
+            break
+    summary = {
+        **result.summary(),
+        "ceiling_rule": "the intruder's cosine similarity to every image of the question's procedure stays below "
+        "the ceiling",
+        "replaced": "incoherent images (the answers)",
+        "ceiling_replaced": int(len(close) - unmet),
+        "ceiling_unmet": unmet,
+    }
+    return result.negatives[:, 0], result.replacements, summary
+
+
+def _replace_intruders(
+    data: VisualData,
+    targets: np.ndarray,
+    rows: np.ndarray,
+    proc: np.ndarray,
+    candidates: np.ndarray,
+    allowed: np.ndarray,
+    ensemble: ShortcutEnsemble,
+    answer_probs: np.ndarray,
+    on_show: np.ndarray,
+    uses: np.ndarray,
+    capacity: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Give each target question the usable candidate that brings the ensemble's probability of its intruder
+    closest to chance (and closer than now); ``rows[:, 0]``, ``on_show`` and ``uses`` are updated in place.
+    Returns the questions changed."""
+    n_cand = candidates.shape[1]
+    chance = 0.25
+    gap = np.full((len(targets), n_cand), np.inf)
+    block = max(1, _VARIANT_BLOCK // n_cand)
+    for start in range(0, len(targets), block):
+        part = targets[start : start + block]
+        usable = allowed[part] & (uses[np.maximum(candidates[part], 0)] < capacity)
+        t, m = np.nonzero(usable)
+        if not len(t):
+            continue
+        variant = rows[part][t].copy()
+        variant[:, 0] = candidates[part][t, m]
+        counts = on_show[variant]
+        counts[:, 0] += 1  # the candidate's new appearance (its old ones, e.g. as a coherent image, are counted)
+        batch, features = _coherence_batch(data, variant, proc[part][t], counts)
+        gap[start + t, m] = np.abs(ensemble.predict(batch, features)["ensemble"][:, 0] - chance)
+    current = np.abs(answer_probs[targets] - chance)
+    changed = []
+    for i in rng.permutation(len(targets)).tolist():
+        order = np.argsort(gap[i] + rng.random(n_cand) * 1e-9, kind="stable")
+        for m in order.tolist():
+            if not np.isfinite(gap[i, m]) or gap[i, m] >= current[i]:
+                break
+            row = int(candidates[targets[i], m])
+            if uses[row] >= capacity:
+                continue
+            q = int(targets[i])
+            old = int(rows[q, 0])
+            uses[old] -= 1
+            on_show[old] -= 1
+            uses[row] += 1
+            on_show[row] += 1
+            rows[q, 0] = row
+            changed.append(q)
+            break
+    return np.array(sorted(changed), dtype=np.int64)
+
+
+# -- visual ordering: the wrong orders are permutations of the question's own images ---------------------------------
+#: Every order of four items, the authored one first (the order of :data:`.ordering.PERMUTATIONS`).
+ORDERS = np.array(list(itertools.permutations(range(4))), dtype=np.int64)
+#: Principal components per position of an order's vector (the choice-only probe's view of an order).
+ORDER_DIMS = 16
+
+
+def _pair_counts() -> tuple[np.ndarray, np.ndarray]:
+    """``(24, 24)`` Kendall distances between the orders, and how many consecutive pairs of one are consecutive
+    (in the same direction) in the other."""
+    pos = np.argsort(ORDERS, axis=1)  # position of each item in each order
+    i, j = np.triu_indices(4, 1)
+    sign = np.sign(pos[:, j] - pos[:, i])  # (24, 6)
+    kendall = (sign[:, None, :] != sign[None, :, :]).sum(axis=2)
+    first, second = ORDERS[:, :-1], ORDERS[:, 1:]  # (24, 3) consecutive pairs
+    follows = pos[:, second] - pos[:, first]  # (24 other, 24 order, 3): +1 where the pair is consecutive there
+    adjacent = (follows == 1).sum(axis=2).T
+    return kendall.astype(np.float64), adjacent.astype(np.float64)
+
+
+_KENDALL, _ADJACENT = _pair_counts()
+
+
+def order_ceiling(vectors: np.ndarray, ceiling: float) -> np.ndarray:
+    """``(B, 24)`` True where an order of the images ``vectors (B, 4, D)`` can be told from the authored one: some
+    image it moves has cosine similarity below ``ceiling`` to the image it displaces (an order that only swaps
+    near-copies would look like the authored order and make two choices right)."""
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=2, keepdims=True), 1e-12)
+    cos = np.einsum("bid,bjd->bij", unit, unit)
+    shown = cos[:, ORDERS, np.arange(4)[None, :]]  # (B, 24, 4): image shown at t vs the authored image at t
+    moved = np.arange(4)[None, :] != ORDERS
+    return (moved[None] & (shown < ceiling)).any(axis=2)
+
+
+def order_features(batch: ChoiceBatch, scores: np.ndarray) -> np.ndarray:
+    """``(Q, 4, F)`` context-free features of order choices whose ``choice_ids`` are ``question * 24 + order``:
+    :func:`choice_features` of the order vectors (their distance to the other orders among them), then the
+    order's path length (``scores``, flat ``(Q' * 24,)``: the sum of consecutive image distances) and its
+    agreement with the other orders shown (mean Kendall distance, mean consecutive pairs shared, and how many
+    share its first and its last image), each as value, centred and rank within the question."""
+    if batch.choice_ids is None:  # pragma: no cover - a programming error
+        raise ValueError("order features need the choices' ids")
+    ids = np.maximum(batch.choice_ids, 0)
+    order = ids % 24
+    valid = batch.valid
+    others = valid[:, :, None] & valid[:, None, :] & ~np.eye(valid.shape[1], dtype=bool)[None]
+    n_others = np.maximum(others.sum(axis=2), 1)
+
+    def mean_over_others(table: np.ndarray) -> np.ndarray:
+        return np.where(others, table[order[:, :, None], order[:, None, :]], 0.0).sum(axis=2) / n_others
+
+    first = ORDERS[order, 0]
+    last = ORDERS[order, -1]
+    ends = np.where(others, (first[:, :, None] == first[:, None, :]) + (last[:, :, None] == last[:, None, :]), 0)
+    extra = [scores[ids], mean_over_others(_KENDALL), mean_over_others(_ADJACENT), ends.sum(axis=2) / n_others]
+    base = choice_features(ChoiceBatch(**{**batch.__dict__, "choice_ids": None}))
+    return np.concatenate([base, *(within_question(x.astype(np.float64), valid) for x in extra)], axis=2)
+
+
+def _order_vectors(data: VisualData, rows: np.ndarray) -> np.ndarray:
+    """``(Q * 24, 4 * d)`` L2-normalised vectors of every order of each question's images: the images' first
+    ``d`` principal components (over the set's images), concatenated in the order shown."""
+    images = np.unique(rows)
+    vectors = _unit_vectors(data, images).astype(np.float64)
+    centred = vectors - vectors.mean(axis=0)
+    dims = int(min(ORDER_DIMS, *centred.shape))
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+    reduced = (centred @ vt[:dims].T)[np.searchsorted(images, rows)]  # (Q, 4, d)
+    orders = reduced[:, ORDERS, :].reshape(len(rows) * 24, 4 * dims)
+    return (orders / np.maximum(np.linalg.norm(orders, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
+
+def filter_orders(
+    data: VisualData,
+    proc: np.ndarray,
+    rows: np.ndarray,
+    picked: np.ndarray,
+    *,
+    options: AdversarialOptions = IMAGE_OPTIONS,
+    seed: int = 0,
+    progress: Progress = SILENT,
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Adversarially filtered wrong orders for ``Q`` visual-ordering questions.
+
+    The candidates of a question are the 23 wrong orders of its own four images, so what a context-free probe
+    can exploit is which orders are offered: their path length (the authored order of real procedures is
+    smoother), what images tend to come first or last (choice-only, on the orders' vectors) and how the
+    orders shown agree with each other (the authored one must not be their consensus). The arena's items are
+    the orders (:func:`_order_vectors`, :func:`order_features`); a replacement keeps its side of the
+    authored order's path length (shorter or not), so a rank-uniform start stays rank-uniform, and an order
+    is a candidate only when it can be told from the authored one: some image it moves differs from the one it
+    displaces (cosine below ``options.ceiling``, :func:`order_ceiling`).
+
+    Args:
+        rows: ``(Q, 4)`` image rows in authored order.
+        picked: ``(Q, 3)`` the starting wrong orders, indices 1-23 into :data:`ORDERS`.
+
+    Returns:
+        ``(picked (Q, 3), replacements (Q,), summary)``; with a single procedure nothing is filtered.
+    """
+    n_q = len(rows)
+    if len(np.unique(proc)) < 2:
+        return picked.copy(), np.zeros(n_q, dtype=np.int64), {**options.to_dict(), "rounds_run": 0}
+    vectors = data.gather(rows)
+    diff = vectors[:, :, None, :] - vectors[:, None, :, :]
+    pair = np.sqrt(np.einsum("bijd,bijd->bij", diff, diff))
+    scores = pair[:, ORDERS[:, :-1], ORDERS[:, 1:]].sum(axis=2)  # (Q, 24) path lengths
+    shorter = scores[:, 1:] < scores[:, :1]
+    base = np.arange(n_q, dtype=np.int64)[:, None] * 24
+    candidates = np.where(order_ceiling(vectors, options.ceiling)[:, 1:], base + np.arange(1, 24), -1)
+    flat_scores = scores.reshape(-1)
+    arena = Arena(
+        vectors=_order_vectors(data, rows),
+        identity=np.arange(n_q * 24, dtype=np.int64),
+        answers=base[:, 0],
+        question_items=np.full((n_q, 1), -1, dtype=np.int64),
+        negatives=base + picked,
+        candidates=candidates,
+        groups=proc,
+        candidate_class=shorter,
+        negative_class=np.take_along_axis(shorter, picked - 1, axis=1),
+        features=lambda batch: order_features(batch, flat_scores),
+    )
+    # the order vectors' own similarity is no paraphrase test: the ceiling is applied to the moved images above
+    result = filter_negatives(arena, dataclasses.replace(options, ceiling=2.0), seed=seed, progress=progress)
+    summary = {
+        **result.summary(),
+        "ceiling": options.ceiling,
+        "replaced": "wrong orders",
+        "ceiling_rule": "a wrong order moves some image to the place of one it has cosine similarity below the "
+        "ceiling to (it never looks like the authored order)",
+    }
+    return result.negatives - base, result.replacements, summary

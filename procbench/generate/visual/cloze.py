@@ -35,10 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from procbench.generate.adversarial import AdversarialOptions
 from procbench.generate.columns import dictionary, fixed_lists, struct
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
-from procbench.generate.visual.adversarial import filter_image_negatives
+from procbench.generate.visual.adversarial import IMAGE_OPTIONS, filter_image_negatives
 from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, RANDOM, SOURCES, Candidates, fmt_band
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, band_columns
@@ -197,13 +198,20 @@ def _rank_rule(w: _Window, cands: Candidates, close: Closeness, data: VisualData
     return RankRule(classes, CLOZE_WANTS, extra_rows=extra, extra_class=1)
 
 
-def _adversarial(cols: QuestionColumns, data: VisualData, *, seed: int, progress: Progress = SILENT) -> dict[str, Any]:
+def _adversarial(
+    cols: QuestionColumns,
+    data: VisualData,
+    *,
+    seed: int,
+    progress: Progress = SILENT,
+    options: AdversarialOptions = IMAGE_OPTIONS,
+) -> dict[str, Any]:
     """The ``adversarial`` setting: filter the drawn negatives (:mod:`.adversarial`); the replaced ones get
     source ``adversarial`` and every negative's distances and K3 flag (closer than the answer) are recomputed."""
     answers, items, start = cols.get("answer_row"), cols.get("items"), cols.get("neg_rows")
     shown = np.where(items >= data.n_rows, -1, items)
     negatives, replacements, summary = filter_image_negatives(
-        data, cols.get("proc"), answers, shown, start, seed=seed, progress=progress
+        data, cols.get("proc"), answers, shown, start, seed=seed, progress=progress, options=options
     )
     mask = shown >= 0
     point = (data.gather(shown) * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)[:, None]
@@ -280,5 +288,5 @@ CLOZE = VisualTask(
     TASK, code=0xC1, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=True, anchored=True, need=3,
     window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial,
 )  # fmt: skip
-#: ``build(store, settings, *, seed, progress, kc, min_distance)``: the visual driver run on the task.
+#: ``build(store, settings, *, seed, progress, kc, min_distance, rounds, ceiling)``: the visual driver run on the task.
 build = functools.partial(run, CLOZE)

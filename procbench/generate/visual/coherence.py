@@ -28,26 +28,30 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from procbench.generate.adversarial import AdversarialOptions
 from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, struct
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
-from procbench.generate.visual.bands import LEVELS, QUESTION_KNN, SOURCES, Candidates, fmt_band
+from procbench.generate.visual.adversarial import IMAGE_OPTIONS, filter_intruders
+from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, SOURCES, Candidates, fmt_band
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, band_columns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
 from procbench.generate.visual.ranks import RankRule, coherence_ranks, rank_notes
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
+from procbench.progress import SILENT, Progress
 
 __all__ = ["DEFAULT_KNOBS", "SWEEP", "TASK", "build"]
 
 TASK = "visual-coherence"
 DEFAULT_KNOBS = (0, 1, 1)
-SWEEP = Setting.all_knobs(with_k3=True)
+SWEEP = [*Setting.all_knobs(with_k3=True), Setting("adversarial")]
 _SIZE = 3
 _PAIRS = ((0, 1), (0, 2), (1, 2))
 
@@ -123,6 +127,34 @@ def _rank_rule(w: _Window, cands: Candidates, close: Closeness, data: VisualData
     return RankRule(np.where(cands.rows >= 0, classes, -1), np.eye(_SIZE + 1, dtype=np.int64))
 
 
+def _adversarial(
+    cols: QuestionColumns,
+    data: VisualData,
+    *,
+    seed: int,
+    progress: Progress = SILENT,
+    options: AdversarialOptions = IMAGE_OPTIONS,
+) -> dict[str, Any]:
+    """The ``adversarial`` setting: filter the drawn incoherent images (:func:`.adversarial.filter_intruders`,
+    which keeps each one's K3=2 rank); a replaced one gets ``band_level`` ``adversarial`` and its distances are
+    recomputed."""
+    coherent, start = cols.get("coherent_rows"), cols.get("pick")
+    picks, replacements, summary = filter_intruders(
+        data, cols.get("proc"), coherent, start, cols.get("answer_rank"), seed=seed, progress=progress, options=options
+    )
+    vecs = data.gather(coherent)
+    mean = vecs.mean(axis=1)
+    both = distances_to(data, coherent, data.gather(picks), mean)
+    d_mean = distances_to(data, picks[:, None], mean)[:, 0]
+    cols.set("pick", picks)
+    cols.set("answer_d_coherent", both[0])
+    cols.set("d_answer_question", d_mean)
+    cols.set("answer_rank", coherence_ranks(np.moveaxis(both[0], 1, 0)[:, :, None], d_mean[:, None], both[1])[:, 0])
+    cols.set("band_level", np.where(picks != start, ADVERSARIAL, cols.get("band_level")))
+    cols.set("replacements", replacements)
+    return summary
+
+
 def _fallbacks(
     sel: Selection,
     cands: Candidates,
@@ -187,6 +219,8 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
         "negatives": fixed_lists(negatives, _SIZE),
         "fallbacks": cols.fallbacks(),
     }
+    if "replacements" in cols.parts:  # the adversarial setting
+        meta["replacements"] = cols.get("replacements").astype(np.int64)
     choices = place_answers(cols.get("pick"), coherent, positions)
     return TableParts(
         question=ragged_lists(pa.array([], pa.string()), np.zeros(n, dtype=np.int64)),
@@ -199,7 +233,7 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
 #: The task: its constants and hooks.
 COHERENCE = VisualTask(
     TASK, code=0xC2, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=True, anchored=False, need=1,
-    window=_window, add=_add, table=_table, rank_rule=_rank_rule,
+    window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial,
 )  # fmt: skip
-#: ``build(store, settings, *, seed, progress, kc, min_distance)``: the visual driver run on the task.
+#: ``build(store, settings, *, seed, progress, kc, min_distance, rounds, ceiling)``: the visual driver run on the task.
 build = functools.partial(run, COHERENCE)

@@ -23,6 +23,7 @@ draws its own negatives in ``add``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -34,9 +35,11 @@ import numpy as np
 import pyarrow as pa
 
 from procbench.errors import BadInput
+from procbench.generate.adversarial import AdversarialOptions
 from procbench.generate.columns import questions_table
 from procbench.generate.questions import paused_gc
 from procbench.generate.settings import Setting
+from procbench.generate.visual.adversarial import IMAGE_OPTIONS
 from procbench.generate.visual.bands import DEFAULT_KC, Candidates
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, build_counts, meta_head, planned_columns, question_table
@@ -222,7 +225,7 @@ class VisualTask(Generic[W]):
         table: ``table(cols, data, rng)``, a setting's (non-empty) question table but for the ``meta`` head.
         rank_rule: ``rank_rule(window, candidates, closeness, data)``, how negatives decide the answer's
             distance rank (K3=2, :mod:`.ranks`); tasks without K3 leave it None.
-        adversarial: ``adversarial(cols, data, seed=, progress=)``, adversarial filtering of a setting's
+        adversarial: ``adversarial(cols, data, seed=, progress=, options=)``, adversarial filtering of a setting's
             negatives in place (:mod:`.adversarial`), returning its summary; None: no ``adversarial`` setting.
     """
 
@@ -241,6 +244,26 @@ class VisualTask(Generic[W]):
 
 
 # -- the driver -------------------------------------------------------------------------------------------
+def adversarial_options(rounds: int | None, ceiling: float | None, adversarial: bool) -> AdversarialOptions:
+    """The ``adversarial`` setting's options: :data:`.adversarial.IMAGE_OPTIONS` with ``--rounds`` and
+    ``--ceiling`` where given.
+
+    Raises:
+        BadInput: either given without an ``adversarial`` setting, or out of range.
+    """
+    if (rounds is not None or ceiling is not None) and not adversarial:
+        raise BadInput("--rounds and --ceiling apply only with --adversarial (or --sweep)")
+    if rounds is not None and (isinstance(rounds, bool) or rounds < 0):
+        raise BadInput(f"--rounds must be at least 0, not {rounds!r}")
+    if ceiling is not None and not 0 < ceiling <= 1:
+        raise BadInput(f"--ceiling must be a cosine similarity in (0, 1], not {ceiling!r}")
+    return dataclasses.replace(
+        IMAGE_OPTIONS,
+        rounds=IMAGE_OPTIONS.rounds if rounds is None else rounds,
+        ceiling=IMAGE_OPTIONS.ceiling if ceiling is None else ceiling,
+    )
+
+
 @paused_gc()
 def run(
     task: VisualTask[Any],
@@ -251,12 +274,16 @@ def run(
     progress: Progress = SILENT,
     kc: int = DEFAULT_KC,
     min_distance: float | None = None,
+    rounds: int | None = None,
+    ceiling: float | None = None,
 ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
     """``task``'s question table per setting and its counts; neighbour searches are shared by all settings.
 
     Args:
         kc: K_C, the neighbours of each anchor that define the K2 band (and of the K3 point).
         min_distance: the RecipeQA style's fixed distance (default: median distance of random image pairs).
+        rounds, ceiling: the ``adversarial`` setting's round limit and similarity ceiling (default: those of
+            :data:`.adversarial.IMAGE_OPTIONS`).
     """
     searches = task.need > 0
     if searches and kc < 1:
@@ -268,6 +295,7 @@ def run(
         default=task.default_knobs,
         adversarial=task.adversarial is not None,
     )
+    filtering = adversarial_options(rounds, ceiling, any(s.setting.style == "adversarial" for s in resolved))
     data = VisualData(store, with_index=searches and any(s.knobs is not None for s in resolved))
     # more neighbours than images is all of them: searching for K_C = 10^8 must not allocate (B, 10^8) arrays
     k = min(kc, max(1, data.n_rows))
@@ -325,7 +353,7 @@ def run(
 
     pipelined(len(seqs.names), search, draw, progress)
     filtered = {
-        s.name: task.adversarial(columns[s.name], data, seed=seed, progress=progress)
+        s.name: task.adversarial(columns[s.name], data, seed=seed, progress=progress, options=filtering)
         for s in resolved
         if s.setting.style == "adversarial" and task.adversarial is not None and len(columns[s.name])
     }

@@ -28,11 +28,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from procbench.generate.adversarial import AdversarialOptions
 from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, struct
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
+from procbench.generate.visual.adversarial import IMAGE_OPTIONS, filter_orders, order_ceiling
 from procbench.generate.visual.columns import QuestionColumns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
+from procbench.generate.visual.ranks import _take, balanced_ranks
 from procbench.generate.visual.sequences import VisualData
 from procbench.progress import SILENT, Progress
 from procbench.store import Store
@@ -41,7 +44,7 @@ __all__ = ["DEFAULT_KNOBS", "PERMUTATIONS", "SWEEP", "TASK", "build", "order_sco
 
 TASK = "visual-ordering"
 DEFAULT_KNOBS = (0, 1, 0)
-SWEEP = Setting.all_knobs(with_k3=False)
+SWEEP = [*Setting.all_knobs(with_k3=False), Setting("adversarial")]
 _SIZE = 4
 #: Every order of four items; the first is the authored order, the other 23 are the wrong ones.
 PERMUTATIONS = np.array(list(itertools.permutations(range(_SIZE))), dtype=np.int64)
@@ -98,8 +101,42 @@ def _window(items: Items, data: VisualData) -> _Window:
     return _Window(proc=items.proc, columns=columns, ragged=items.ragged, authored=authored, wrong=wrong)
 
 
+def _rank_uniform(w: _Window, drawn: Draw) -> tuple[np.ndarray, np.ndarray]:
+    """The ``adversarial`` setting's start: wrong orders that put the authored order at a balanced rank ``r``
+    by path length (``r`` of them shorter, ``3 - r`` not), uniformly within each side, among the orders that
+    can be told from the authored one (:func:`.adversarial.order_ceiling`).
+
+    Returns:
+        ``(picked (B, 3) indices into the wrong orders, -1 where a question has no balanced rank; rank (B,))``.
+    """
+    usable = order_ceiling(drawn.data.gather(w.columns["rows"]), IMAGE_OPTIONS.ceiling)[:, 1:]
+    shorter = w.wrong < w.authored[:, None]
+    n_short, n_long = (usable & shorter).sum(axis=1), (usable & ~shorter).sum(axis=1)
+    ranks = np.arange(_SIZE)
+    rank = balanced_ranks((n_short[:, None] >= ranks) & (n_long[:, None] >= _SIZE - 1 - ranks), drawn.rng)
+    short = _take(usable & shorter, np.maximum(rank, 0), 3, drawn.rng)
+    long = _take(usable & ~shorter, np.where(rank >= 0, _SIZE - 1 - rank, 0), 3, drawn.rng)
+    both = np.concatenate([short, long], axis=1)
+    picked = np.take_along_axis(both, np.argsort(both < 0, axis=1, kind="stable")[:, :3], axis=1)
+    return np.where(rank[:, None] >= 0, picked, -1), rank
+
+
 def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
-    """Draw the wrong orders of a window's questions (K2: uniformly or by score) and add them all."""
+    """Draw the wrong orders of a window's questions (K2: uniformly or by score; ``adversarial``: rank-uniform)
+    and add them."""
+    if drawn.setting.setting.style == "adversarial":
+        picked, rank = _rank_uniform(w, drawn)
+        keep = np.flatnonzero(rank >= 0)
+        drawn.tally["skipped_rank_balance"] += len(w) - len(keep)
+        safe = np.maximum(picked, 0)
+        own = {
+            "answer_score": w.authored,
+            "neg_order": safe,
+            "neg_score": np.take_along_axis(w.wrong, safe, axis=1),
+            "neg_probability": np.full(picked.shape, np.nan),
+        }
+        out.add(keep, {**w.columns, **own}, ragged=w.ragged)
+        return
     k2 = 0 if drawn.setting.knobs is None else drawn.setting.knobs[1]
     picked, probability, positive = _draw_wrong(w.wrong, k2, drawn.rng)
     notes: dict[int, list[str]] = {}
@@ -117,6 +154,28 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
         "neg_probability": np.take_along_axis(probability, picked, axis=1),
     }
     out.add(np.arange(len(w)), {**w.columns, **own}, ragged=w.ragged, notes=notes)
+
+
+def _adversarial(
+    cols: QuestionColumns,
+    data: VisualData,
+    *,
+    seed: int,
+    progress: Progress = SILENT,
+    options: AdversarialOptions = IMAGE_OPTIONS,
+) -> dict[str, Any]:
+    """The ``adversarial`` setting: filter the rank-uniform wrong orders (:func:`.adversarial.filter_orders`,
+    which keeps each one's side of the authored path length) and recompute their scores."""
+    rows, start = cols.get("rows"), cols.get("neg_order")
+    proc = cols.get("proc")
+    picked, replacements, summary = filter_orders(
+        data, proc, rows, start + 1, seed=seed, progress=progress, options=options
+    )
+    _, wrong = order_scores(data.gather(rows))
+    cols.set("neg_order", picked - 1)
+    cols.set("neg_score", np.take_along_axis(wrong, picked - 1, axis=1))
+    cols.set("replacements", replacements)
+    return summary
 
 
 def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) -> TableParts:
@@ -141,6 +200,9 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
         "negatives": fixed_lists(negatives, 3),
         "fallbacks": cols.fallbacks(),
     }
+    if "replacements" in cols.parts:  # the adversarial setting: the authored order's path-length rank
+        meta["answer_rank"] = (cols.get("neg_score") < cols.get("answer_score")[:, None]).sum(axis=1).astype(np.int64)
+        meta["replacements"] = cols.get("replacements").astype(np.int64)
     orders = place_answers(np.zeros(n, dtype=np.int64), picked + 1, positions)  # indices into PERMUTATIONS
     rows = np.take_along_axis(cols.get("rows")[:, None, :], PERMUTATIONS[orders], axis=2)  # (n, 4 orders, 4)
     images = dictionary(rows.reshape(-1), data.image_dictionary)
@@ -155,13 +217,19 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
 #: The task: its constants and hooks (no neighbours: ``need`` 0); run by the visual driver.
 ORDERING = VisualTask(
     TASK, code=0xC3, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=False, anchored=False, need=0,
-    window=_window, add=_add, table=_table,
+    window=_window, add=_add, table=_table, adversarial=_adversarial,
 )  # fmt: skip
 
 
 def build(
-    store: Store, settings: list[Setting], *, seed: int = 0, progress: Progress = SILENT
+    store: Store,
+    settings: list[Setting],
+    *,
+    seed: int = 0,
+    progress: Progress = SILENT,
+    rounds: int | None = None,
+    ceiling: float | None = None,
 ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
     """Visual ordering questions (a question table per setting; no neighbour search: only the question's
-    own images)."""
-    return run(ORDERING, store, settings, seed=seed, progress=progress)
+    own images); ``rounds`` and ``ceiling`` tune the ``adversarial`` setting."""
+    return run(ORDERING, store, settings, seed=seed, progress=progress, rounds=rounds, ceiling=ceiling)

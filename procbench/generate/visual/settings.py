@@ -50,7 +50,8 @@ def resolve_settings(
     adversarial: bool = False,
 ) -> list[VisualSetting]:
     """Check ``settings`` for a visual task; ``default`` stands for the knobs of ``Setting("default")``, and
-    ``adversarial`` (when the task has it) starts from the default's K1, K2 with K3=2.
+    ``adversarial`` (when the task has it) starts from the default's K1, K2 with K3=2 (ordering: K1, K2=0 and
+    a balanced path-length rank).
 
     Raises:
         BadInput: ``--debias``, an unknown style, K3 for a task without K3, ``--adversarial`` for a task without it.
@@ -61,8 +62,9 @@ def resolve_settings(
             resolved.append(VisualSetting(setting, None))
         elif setting.style == "adversarial":
             if not adversarial:
-                raise BadInput(f"--adversarial is implemented for textual-cloze and visual-cloze, not {task}")
-            resolved.append(VisualSetting(setting, (default[0], default[1], 2)))
+                raise BadInput(f"{task} has no --adversarial setting")
+            # K3=2's balanced answer rank; a task without K3 (ordering) draws uniformly within the rank classes
+            resolved.append(VisualSetting(setting, (default[0], default[1] if with_k3 else 0, 2)))
         elif setting.style == "default":
             resolved.append(VisualSetting(setting, default))
         elif setting.style == "knobs" and setting.knobs is not None:

@@ -52,6 +52,7 @@ def write_synthetic_store(
     shared_images: float = 0.0,
     duplicate_vectors: float = 0.0,
     repeated_images: float = 0.0,
+    step_drift: float = 0.0,
     seed: int = 0,
     index_config: IndexConfig | None = None,
     progress: Progress = SILENT,
@@ -63,6 +64,9 @@ def write_synthetic_store(
         missing_images, two_images, shared_images, duplicate_vectors, repeated_images: per-step rates of a
             step without an image, with a second image, whose image is one of another procedure, whose image's
             vector copies one of another procedure's images, and whose images start with the previous step's.
+        step_drift: how far images move along their topic's own direction from a procedure's first step to its
+            last (0: step images are exchangeable; > 0: the authored order is the smoothest and early and late
+            steps look different, as in real procedures).
     """
     rng = np.random.default_rng([seed, 0x5E7])
     store = Store.open(path, create=True)
@@ -119,12 +123,20 @@ def write_synthetic_store(
         (n_procedures, dim), dtype=np.float32
     )
     proc_centres /= np.linalg.norm(proc_centres, axis=1, keepdims=True)
+    drift = None
+    if step_drift:  # a stream of its own: stores without drift are unchanged
+        directions = np.random.default_rng([seed, 0xD1F]).standard_normal((n_topics, dim), dtype=np.float32)
+        directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+        where = step_index[img_step] / np.maximum(n_steps[step_proc[img_step]] - 1, 1) - 0.5  # -0.5 .. 0.5
+        drift = (step_drift * where)[:, None].astype(np.float32), directions[topic_of[img_proc]]
     progress.start("synthetic vectors", total=n_images)
     for start in range(0, n_images, _BLOCK):
         stop = min(n_images, start + _BLOCK)
         block = proc_centres[img_proc[start:stop]] + image_spread / np.sqrt(dim) * rng.standard_normal(
             (stop - start, dim), dtype=np.float32
         )
+        if drift is not None:
+            block += drift[0][start:stop] * drift[1][start:stop]
         created[start:stop] = block / np.linalg.norm(block, axis=1, keepdims=True)
         progress.advance(stop - start)
     for target in np.flatnonzero(copy_from >= 0).tolist():
@@ -203,7 +215,10 @@ def write_synthetic_store(
         "distance": "euclidean",
         "embedding_id": embedding_id("synthetic", f"seed{seed}", dim, key_array, hashes),
     }
-    with store.transaction("synthetic", args={"n_procedures": n_procedures, "dim": dim}, seed=seed) as txn:
+    args: dict[str, float] = {"n_procedures": n_procedures, "dim": dim}
+    if step_drift:
+        args["step_drift"] = step_drift
+    with store.transaction("synthetic", args=args, seed=seed) as txn:
         txn.write_table("procedures", conform(procedures, PROCEDURES))
         txn.write_table("steps", conform(steps_table, STEPS))
         txn.write_table("images", conform(images, IMAGES))

@@ -1,0 +1,201 @@
+"""Visual coherence and ordering --adversarial (issue 13): filtering against the context-free probes.
+
+Each task's filter runs on a small synthetic store's rank-uniform questions; an independent probe (the
+shortcut ensemble with a seed the filter never used, or a plain path-length rank rule) must find the
+filtered set harder than the start, the rank must stay what K3=2 made it, no image may cross the similarity
+ceiling, and the same seed must give the same result.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from procbench.cli import app
+from procbench.generate import Setting, generate
+from procbench.generate.adversarial import AdversarialOptions
+from procbench.generate.visual.adversarial import (
+    ORDERS,
+    filter_intruders,
+    filter_orders,
+    order_ceiling,
+    order_features,
+    within_question,
+)
+from procbench.generate.visual.ordering import order_scores
+from procbench.generate.visual.ranks import coherence_ranks
+from procbench.generate.visual.sequences import VisualData
+from procbench.generate.visual.synthetic import write_synthetic_store
+from procbench.shortcuts import FEATURE_NAMES, ChoiceBatch, ShortcutEnsemble, choice_features, hits
+from procbench.store import Store
+
+OPTIONS = AdversarialOptions(rounds=3, ceiling=0.95)
+
+
+@pytest.fixture(scope="module")
+def flat_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    """Step images exchangeable within a procedure: intruders stand out by their distances."""
+    return write_synthetic_store(tmp_path_factory.mktemp("flat") / "s", n_procedures=40, dim=32, seed=1)
+
+
+@pytest.fixture(scope="module")
+def drifting_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    """Step images drift along their topic's direction: the authored order is the smoothest."""
+    root = tmp_path_factory.mktemp("drift") / "s"
+    return write_synthetic_store(root, n_procedures=30, dim=32, step_drift=1.0, seed=1)
+
+
+def _rows(store: Store, path: Path) -> list[dict]:
+    return [r for split in ("train", "val", "test") for r in pq.read_table(path / f"{split}.parquet").to_pylist()]
+
+
+def _partial_input(data: VisualData, rows: np.ndarray, proc: np.ndarray) -> float:
+    """Cross-fitted partial-input accuracy on coherence questions ``rows (Q, 4)`` (the answer first)."""
+    vectors = data.gather(rows)
+    vectors /= np.linalg.norm(vectors, axis=2, keepdims=True)
+    n = len(rows)
+    batch = ChoiceBatch(
+        vectors, np.zeros((n, 1, vectors.shape[2]), np.float32), np.zeros((n, 1), bool), np.ones((n, 4), bool),
+        np.zeros(n, np.int64), proc, choice_ids=rows,
+    )  # fmt: skip
+    probs = ShortcutEnsemble(seed=4242, models=("partial_input",)).fit(batch).predict(batch)
+    return float(hits(probs["partial_input"], batch.answers, batch.valid).mean())
+
+
+def test_within_question_is_the_layout_of_choice_features() -> None:
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, 12, (40, 4))
+    batch = ChoiceBatch(
+        rng.normal(size=(40, 4, 8)).astype(np.float32), np.zeros((40, 1, 8), np.float32), np.zeros((40, 1), bool),
+        np.ones((40, 4), bool), np.zeros(40, np.int64), np.arange(40), choice_ids=ids,
+    )  # fmt: skip
+    counts = np.bincount(ids.reshape(-1))[ids]
+    columns = [FEATURE_NAMES.index(f"item_count_{k}") for k in ("value", "centred", "rank")]
+    assert np.allclose(choice_features(batch)[:, :, columns], within_question(np.log1p(counts), batch.valid))
+
+
+def test_coherence_filter_moves_the_probes_to_chance_and_keeps_the_rank(flat_store: Store) -> None:
+    start = generate(flat_store, "visual-coherence", Setting("knobs", (0, 1, 2)), seed=0).paths["knobs-012"]
+    data = VisualData(flat_store, with_index=True)
+    row = {k: i for i, k in enumerate(data.embeddings.keys.to_pylist())}
+    questions = _rows(flat_store, start)
+    proc = np.array([data.seqs.names.index(q["procedure_id"]) for q in questions])
+    coherent = np.array([[row[c] for j, c in enumerate(q["choices"]) if j != q["answer"]] for q in questions])
+    intruders = np.array([row[q["choices"][q["answer"]]] for q in questions])
+    ranks = np.array([q["meta"]["answer_rank"] for q in questions])
+    picked, replacements, summary = filter_intruders(data, proc, coherent, intruders, ranks, options=OPTIONS, seed=3)
+    again = filter_intruders(data, proc, coherent, intruders, ranks, options=OPTIONS, seed=3)
+    assert np.array_equal(picked, again[0]) and summary == again[2]
+    assert summary["replacements"] == int(replacements.sum()) > 0 and summary["ceiling"] == 0.95
+    assert not (picked != intruders)[replacements == 0].any()  # a replaced one may have come back
+    before = _partial_input(data, np.concatenate([intruders[:, None], coherent], axis=1), proc)
+    after = _partial_input(data, np.concatenate([picked[:, None], coherent], axis=1), proc)
+    assert after < before - 0.05 and after < 0.4, (before, after)
+    # the rank K3=2 balanced is kept, by distance to the mean of the other three choices
+    vecs = data.gather(coherent).astype(np.float64)
+    mean = vecs.mean(axis=1)
+    x = data.gather(picked).astype(np.float64)
+    d_coherent = np.linalg.norm(vecs - x[:, None], axis=2).T[:, :, None]
+    rank = coherence_ranks(
+        d_coherent, np.linalg.norm(x - mean, axis=1)[:, None], np.linalg.norm(vecs - mean[:, None], axis=2)
+    )
+    assert np.array_equal(rank[:, 0], ranks)
+    # no replaced intruder is a near-copy of an image of its procedure, nor of its own procedure
+    unit = data.vectors / np.linalg.norm(data.vectors, axis=1, keepdims=True)
+    for q in np.flatnonzero(replacements).tolist():
+        own = data.seqs.rows[data.seqs.offsets[proc[q]] : data.seqs.offsets[proc[q] + 1]]
+        assert picked[q] not in own and (unit[own] @ unit[picked[q]]).max() < 0.95
+
+
+def test_order_features_see_the_path_and_the_agreement_of_the_orders() -> None:
+    scores = np.arange(48, dtype=np.float64)  # question 0: order p has path length p
+    ids = np.array([[0, 1, 2, 23], [24, 25, 26, 27]])
+    batch = ChoiceBatch(
+        np.eye(4, dtype=np.float32)[None].repeat(2, 0), np.zeros((2, 1, 4), np.float32), np.zeros((2, 1), bool),
+        np.ones((2, 4), bool), np.zeros(2, np.int64), np.arange(2), choice_ids=ids,
+    )  # fmt: skip
+    features = order_features(batch, scores)
+    assert features.shape == (2, 4, len(FEATURE_NAMES) + 12)
+    path = features[:, :, len(FEATURE_NAMES)]
+    assert np.array_equal(path[0], [0, 1, 2, 23])
+    kendall = features[0, :, len(FEATURE_NAMES) + 3]  # 0 1 2 3 (identity) vs 3 2 1 0 (order 23): far from all
+    assert kendall.argmax() == 3 and np.isclose(kendall[0], (1 + 1 + 6) / 3)
+    assert ORDERS[23].tolist() == [3, 2, 1, 0]
+
+
+def test_order_ceiling_keeps_near_copies_in_place() -> None:
+    vectors = np.eye(4, dtype=np.float32)[None].repeat(2, 0)
+    vectors[1, 1] = vectors[1, 0] + 0.01  # question 1: images 0 and 1 are near-copies
+    ok = order_ceiling(vectors, 0.95)
+    assert ok[0, 1:].all()
+    only_01 = ORDERS.tolist().index([1, 0, 2, 3])  # swaps the near-copies only: looks like the authored order
+    assert not ok[:, 0].any() and not ok[1, only_01] and ok[1, 1:].sum() == 22
+
+
+def test_ordering_filter_removes_the_path_rank_shortcut(drifting_store: Store) -> None:
+    result = generate(drifting_store, "visual-ordering", Setting("adversarial"), seed=0)
+    rows = _rows(drifting_store, result.paths["adversarial"])
+    summary = result.counts["per_setting"]["adversarial"]["adversarial"]
+    assert summary["ceiling"] == 0.95 and "authored order" in summary["ceiling_rule"]
+    assert sum(q["meta"]["replacements"] for q in rows) == summary["replacements"] > 0
+    ranks = np.bincount([q["meta"]["answer_rank"] for q in rows], minlength=4)
+    assert ranks.max() - np.sort(ranks)[-2] <= 0 and (ranks > 0).sum() >= 3, ranks  # no rank fuller than the rest
+    card = (result.paths["adversarial"] / "card.md").read_text()
+    assert "adversarial filtering: at most 10 rounds" in card and "wrong orders replaced in" in card
+    # the knob setting of the same questions: the authored order is the shortest far more often than 1 in 4
+    knobs = generate(drifting_store, "visual-ordering", Setting("knobs", (0, 0, 0)), seed=0).paths["knobs-000"]
+    shortest = [
+        min(n["score"] for n in q["meta"]["negatives"]) > q["meta"]["answer_score"]
+        for q in _rows(drifting_store, knobs)
+    ]
+    adversarial = np.mean([q["meta"]["answer_rank"] == 0 for q in rows])
+    assert np.mean(shortest) > 0.4 and adversarial <= 1 / 3, (np.mean(shortest), adversarial)
+
+
+def test_ordering_filter_is_deterministic_and_lowers_the_ensemble(drifting_store: Store) -> None:
+    data = VisualData(drifting_store, with_index=False)
+    seqs = data.seqs
+    long = np.flatnonzero(seqs.lengths >= 4)
+    proc = np.repeat(long, 2)
+    rows = np.stack([seqs.rows[seqs.offsets[p] : seqs.offsets[p] + 4] for p in proc])
+    rows[1::2] = np.stack([seqs.rows[seqs.offsets[p + 1] - 4 : seqs.offsets[p + 1]] for p in proc[1::2]])
+    authored, wrong = order_scores(data.gather(rows))
+    picked = np.argsort(np.random.default_rng(0).random((len(rows), 23)), axis=1)[:, :3] + 1
+    first = filter_orders(data, proc, rows, picked, options=OPTIONS, seed=2)
+    second = filter_orders(data, proc, rows, picked, options=OPTIONS, seed=2)
+    assert np.array_equal(first[0], second[0]) and first[2] == second[2]
+    new, replacements, summary = first
+    assert ((new >= 1) & (new <= 23)).all() and all(len(set(r)) == 3 for r in new.tolist())
+    history = summary["history"]
+    kept = history[summary["kept_round"]]["accuracy"]
+    assert summary["replacements"] == int(replacements.sum()) > 0
+    assert abs(kept["ensemble"] - 0.25) <= abs(history[0]["accuracy"]["ensemble"] - 0.25)
+    # a replacement keeps its side of the authored path length
+    before = (np.take_along_axis(wrong, picked - 1, axis=1) < authored[:, None]).sum(axis=1)
+    after = (np.take_along_axis(wrong, new - 1, axis=1) < authored[:, None]).sum(axis=1)
+    assert np.array_equal(before, after)
+
+
+def test_cli_generates_adversarial_coherence_and_ordering(tmp_path: Path) -> None:
+    store = write_synthetic_store(tmp_path / "s", n_procedures=14, dim=16, seed=2)
+    runner = CliRunner()
+    for task in ("visual-coherence", "visual-ordering"):
+        args = ["--task", task, "--adversarial", "--rounds", "2", "--json"]
+        ok = runner.invoke(app, ["generate", "--store", str(store.root), *args])
+        assert ok.exit_code == 0, ok.output
+        summary = json.loads(ok.stdout)
+        assert list(summary["paths"]) == ["adversarial"]
+        filtering = summary["counts"]["per_setting"]["adversarial"]["adversarial"]
+        assert filtering["rounds"] == 2 and filtering["ceiling"] == 0.95 and "ceiling_rule" in filtering
+        assert filtering["rounds_run"] <= 2 and len(filtering["history"]) == filtering["rounds_run"] + 1
+    for args, message in (
+        (["--task", "visual-coherence", "--knobs", "0,1,2", "--rounds", "2"], "only with --adversarial"),
+        (["--task", "visual-ordering", "--adversarial", "--ceiling", "1.5", "--overwrite"], "--ceiling"),
+    ):
+        bad = runner.invoke(app, ["generate", "--store", str(store.root), *args])
+        assert bad.exit_code == 2 and message in bad.output, bad.output
