@@ -389,18 +389,23 @@ def filter_negatives(
 
 
 #: Each pruning step drops this share of the questions.
-PRUNE_STEP = 0.02
+PRUNE_STEP = 0.03
+#: Pruning scores each question with this many cross-fittings (fresh procedure folds each), as AFLite averages
+#: over random partitions: a question one fold assignment happens to solve is not dropped for that alone.
+PRUNE_PARTITIONS = 3
 
 
 def prune_predictable(
     arena: Arena, options: AdversarialOptions, floor: int, *, seed: int = 0
 ) -> tuple[np.ndarray, list[dict[str, Any]], int]:
-    """Drop the questions context-free probes still solve, most confidently solved first (AFLite-style).
+    """Drop the questions context-free probes still solve, most predictable first (AFLite-style).
 
-    Each step fits a fresh cross-fitted ensemble on the questions left and drops the ``PRUNE_STEP`` share of
-    them it solves with the highest probability of the answer, until every probe is within ``options.z``
-    standard errors of chance or ``floor`` questions are left. Returns ``(kept (Q,), log, best)``: the
-    questions of step ``best``, the one whose worst probe was nearest chance, and one log entry per step.
+    Each step fits :data:`PRUNE_PARTITIONS` fresh cross-fitted ensembles on the questions left; a question's
+    predictability is the share of them that solve it (ties: the mean probability of its answer). The
+    ``PRUNE_STEP`` share of most predictable questions is dropped, until every probe's mean accuracy is
+    within ``options.z`` standard errors of chance or ``floor`` questions are left. Returns ``(kept (Q,),
+    log, best)``: the questions of step ``best``, the one whose worst probe was nearest chance, and one log
+    entry per step.
     """
     n_q, n_neg = arena.negatives.shape
     chance = 1.0 / (n_neg + 1)
@@ -411,9 +416,17 @@ def prune_predictable(
     while True:
         rows = np.flatnonzero(kept)
         current = arena.subset(kept, negatives=arena.negatives[kept])
-        _, probs = _probe(current, options, seed + 0x9E + len(log))
         valid = current.choices() >= 0
-        accuracy = _accuracies(probs, valid)
+        answers = np.zeros(len(rows), dtype=np.int64)
+        solved = np.zeros(len(rows))
+        answer_prob = np.zeros(len(rows))
+        accuracies: list[dict[str, float]] = []
+        for partition in range(PRUNE_PARTITIONS):
+            _, probs = _probe(current, options, seed + 0x9E + PRUNE_PARTITIONS * len(log) + partition)
+            accuracies.append(_accuracies(probs, valid))
+            solved += hits(probs["ensemble"], answers, valid)
+            answer_prob += probs["ensemble"][:, 0]
+        accuracy = {name: round(float(np.mean([a[name] for a in accuracies])), 4) for name in accuracies[0]}
         gap = _chance_gap(accuracy, chance)
         margin = _margin(options, chance, len(rows))
         log.append({"questions": len(rows), "accuracy": accuracy, "bound": round(chance + margin, 4)})
@@ -422,8 +435,7 @@ def prune_predictable(
         drop = min(step, len(rows) - floor)
         if gap <= margin or drop <= 0:
             break
-        solved = hits(probs["ensemble"], np.zeros(len(rows), dtype=np.int64), valid)
-        order = np.lexsort((-probs["ensemble"][:, 0], ~solved))[:drop]  # solved first, most confident first
+        order = np.lexsort((-answer_prob, -solved))[:drop]  # most often solved, then most confidently
         kept[rows[order]] = False
     return best, log, best_step
 

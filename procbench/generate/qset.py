@@ -144,8 +144,15 @@ def check_overwrite(store: Store, task: str, settings: Iterable[str], *, seed: i
 
 
 def read_question_set(path: str | Path) -> QuestionSet:
-    """Open the question set folder at ``path``."""
-    return QuestionSet(Path(path))
+    """Open the question set folder at ``path``.
+
+    Raises:
+        BadInput: ``path`` holds no split of a question set.
+    """
+    path = Path(path)
+    if not any((path / f"{s}.parquet").is_file() for s in SPLITS):
+        raise BadInput(f"no question set at {path} (no train/val/test.parquet; run procbench generate)")
+    return QuestionSet(path)
 
 
 def _table(task: str, questions: Questions, splits: dict[str, str]) -> pa.Table:

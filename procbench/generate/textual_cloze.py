@@ -705,6 +705,61 @@ def _copies(pool: _Pool, answers: np.ndarray) -> np.ndarray:
     return np.minimum(fair, spare)
 
 
+#: Adversarial setting: the probes' cluster-frequency feature counts choices per KMeans cluster of the items
+#: (as the audit's ``partial_input`` does, which clusters a set's choice items into at most 16).
+ADVERSARIAL_CLUSTERS = 16
+
+
+def _item_clusters(pool: _Pool, seed: int) -> np.ndarray:
+    """``(N,)`` KMeans cluster of every item row (for the probes' cluster-frequency feature)."""
+    embeddings = pool.embeddings
+    n_clusters = min(ADVERSARIAL_CLUSTERS, len(np.unique(embeddings.hashes)))
+    return cluster_titles(embeddings.vectors, n_clusters=n_clusters, seed=seed, hashes=embeddings.hashes).labels
+
+
+def _distinct_steps(negatives: np.ndarray, arena: Arena, ceiling: float, pool: _Pool) -> np.ndarray:
+    """``(Q, K)`` the negatives, each use of a title moved to a step of it not yet shown as a choice.
+
+    Filtering picks titles (one row stands for all steps that show it, so a title may be a negative as often
+    as it is correct); were every use the same step, a step key that is a choice several times would mark
+    a negative (answers are choices once). A use moves to another step with the same normalised title in the
+    same split, of another procedure than the question's, that keeps the negative's side of the answer's
+    distance to the question and the similarity ceiling; when none is left it stays.
+    """
+    codes, groups = pool.norm_codes, pool.groups
+    wanted = np.isin(codes, np.unique(codes[negatives[negatives >= 0]])) & (codes >= 0)
+    wanted[arena.answers] = False
+    spare: dict[tuple[int, int], list[int]] = {}
+    for row in np.flatnonzero(wanted).tolist():
+        spare.setdefault((int(groups[row]), int(codes[row])), []).append(row)
+    vectors = arena.vectors
+    shown = arena.question_items >= 0
+    qmean = np.einsum("ql,qld->qd", shown.astype(np.float32), vectors[np.maximum(arena.question_items, 0)])
+    qmean /= np.maximum(shown.sum(axis=1), 1)[:, None]
+    used: set[int] = set()
+    out = negatives.copy()
+    for q, row in zip(*np.nonzero(negatives >= 0), strict=True):
+        original = int(negatives[q, row])
+        answer = int(arena.answers[q])
+        d_answer = float(np.linalg.norm(vectors[answer] - qmean[q]))
+        closer = float(np.linalg.norm(vectors[original] - qmean[q])) < d_answer
+        items = arena.question_items[q][shown[q]]
+        for alternative in spare.get((int(groups[original]), int(codes[original])), [original]):
+            if alternative in used or pool.procedures[alternative] == pool.procedures[answer]:
+                continue
+            vector = vectors[alternative]
+            if (float(np.linalg.norm(vector - qmean[q])) < d_answer) != closer:
+                continue
+            if float(vector @ vectors[answer]) >= ceiling or (
+                len(items) and float((vectors[items] @ vector).max()) >= ceiling
+            ):
+                continue
+            out[q, row] = alternative
+            break
+        used.add(int(out[q, row]))
+    return out
+
+
 def _skip(outcome: _Outcome, reason: str, n: int) -> None:
     """Count ``n`` questions skipped for ``reason`` (reasons that skipped none are not listed)."""
     if n:
@@ -779,6 +834,7 @@ def _adversarial(
         candidates=candidates,
         groups=groups,
         texts=pool.texts,
+        clusters=_item_clusters(pool, seed),
         copies=_copies(pool, answers),
     )
     arena.candidate_class, gap = _question_closeness(arena)
@@ -800,6 +856,7 @@ def _adversarial(
         result = filter_negatives(arena, options, seed=seed, drafted=drafted, progress=progress)
         final, kept = result.negatives, result.kept
         _skip(outcome, "predictable", int((~kept).sum()))
+    final = _distinct_steps(final, arena, options.ceiling, pool)
     vectors = arena.vectors
     for i, draft in enumerate(drafts):
         if not kept[i]:
