@@ -17,6 +17,7 @@ from procbench.embed import load_embeddings
 from procbench.generate import read_question_set
 from procbench.generate.questions import PLACEHOLDER
 from procbench.ingest import ingest_file
+from procbench.models.featurisation import featurise
 from procbench.store import Store
 
 from helpers import write_jsonl
@@ -105,6 +106,10 @@ def test_first_sentence_items_end_to_end(store: Path, tmp_path: Path) -> None:
     # the audit reads the items' own embeddings, not step titles or the set's texts refitted
     audited = load_question_set(store / "questions" / "textual-cloze" / "default")
     assert audited.encoder == "step_first_sentence.hashed"
+    # and so do the models' features (items), with the step texts as context
+    featurised = featurise(read_question_set(store / "questions" / "textual-cloze" / "default"))
+    assert set(featurised.encoders) == {"step_first_sentence", "step_text", "procedure_title"}
+    assert featurised.missing.get("step_first_sentence", 0) == 0
 
     # a later `procbench embed` without --fields keeps the field current
     more = tmp_path / "more.jsonl"
