@@ -167,7 +167,7 @@ for _spec in (
         "mc",
         "four consecutive step titles with one blanked (`@placeholder`); pick the missing title among four "
         "(paper 004)",
-        instruction="Choose the best title for the missing blank to correctly complete the recipe.",
+        instruction=TEXTUAL_ITEMS["title"].instruction,
     ),
     TaskSpec(
         "next-action",

@@ -203,8 +203,8 @@ def _titles(store: Store, items: str = "title") -> tuple[dict[str, list[tuple[in
             title = " ".join(title.split()) or None
         steps.setdefault(row["procedure_id"], []).append((row["index"], title, normalise_title(title)))
     if items != "title":
-        column = f"{'the first sentence of ' if items == 'first-sentence' else ''}text"
-        source = f"{column}_clean (--items {items})" if cleaned else f"{column} (--items {items}; store not cleaned)"
+        read = f"{'the first sentence of ' if items == 'first-sentence' else ''}text"
+        source = f"{read}_clean (--items {items})" if cleaned else f"{read} (--items {items}; store not cleaned)"
     else:
         source = "title_clean" if cleaned else "title (store not cleaned: step indicators stripped here)"
     return steps, source
