@@ -13,7 +13,8 @@ deterministic and read the text alone:
   word, as RecipeQA's texts have them) is a boundary too;
 - a period after a known abbreviation that is normally followed by a name or number (:data:`ABBREVIATIONS`:
   "Dr.", "e.g.", "approx."; "No." and "Fig." before a number) or after an initial ("J. Smith", but not the
-  unit of "350 F.") is not a boundary, nor is one inside a number (``1.5``).
+  unit of "350 F.") is not a boundary, nor is one inside a number (``1.5``) or after a list marker at the start
+  of a line ("1. Preheat", "a. Mix"); a piece without letters ("!!!") belongs to the next sentence.
 
 A text without terminal punctuation is one sentence; an empty text has none.
 """
@@ -45,6 +46,9 @@ _BOUNDARY = re.compile(
     re.VERBOSE,
 )
 _WORD_BEFORE = re.compile(r"([^\s\"'(\[]*)$")
+_LIST_MARKER = re.compile(r"\d{1,3}|[A-Za-z]")
+# A leading step number ("1.", "2)", "Step 3:"): it would tell the step's position, as title indicators do.
+_NUMBERED = re.compile(r"(?:step\s*)?\d{1,3}\s*[.):]+\s+(?=\S)", re.IGNORECASE)
 
 
 def _ends_sentence(text: str, match: re.Match[str]) -> bool:
@@ -56,6 +60,9 @@ def _ends_sentence(text: str, match: re.Match[str]) -> bool:
     if not end.startswith(".") or end.startswith(".."):
         return True  # ! ? and ellipses always end before a non-lowercase character
     word = _WORD_BEFORE.search(text, 0, match.start()).group(1)  # type: ignore[union-attr]
+    line = text[: match.start() - len(word)].rsplit("\n", 1)[-1]
+    if not line.strip() and _LIST_MARKER.fullmatch(word):  # "1. Preheat", "a. Mix" at the start of a line
+        return False
     bare = word.replace(".", "").casefold()
     if bare in ABBREVIATIONS or (bare in NUMBER_ABBREVIATIONS and following.isdigit()):
         return False
@@ -83,8 +90,9 @@ def split_sentences(text: str | None) -> list[str]:
         else:
             cut = match.start("line")
         piece = " ".join(text[start:cut].split())
-        if piece:
-            out.append(piece)
+        if not any(ch.isalpha() for ch in piece):
+            continue  # no words ("!!!", "1.)"): part of the next sentence
+        out.append(piece)
         start = match.end()
     rest = " ".join(text[start:].split())
     if rest:
@@ -93,6 +101,10 @@ def split_sentences(text: str | None) -> list[str]:
 
 
 def first_sentence(text: str | None) -> str | None:
-    """The first sentence of ``text`` (:func:`split_sentences`), or None when it has none."""
+    """The first sentence of ``text`` (:func:`split_sentences`) without a leading step number ("1. Mix" reads
+    "Mix"), or None when it has none."""
     sentences = split_sentences(text)
-    return sentences[0] if sentences else None
+    if not sentences:
+        return None
+    bare = _NUMBERED.sub("", sentences[0], count=1)
+    return bare if any(ch.isalpha() for ch in bare) else sentences[0]

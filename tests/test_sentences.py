@@ -32,6 +32,12 @@ from procbench.sentences import first_sentence, split_sentences
         # a space lost between sentences (RecipeQA's texts), line breaks
         ("Cook the bacon.Make it crispy.", "Cook the bacon."),
         ("You will need:\n- flour\n- eggs", "You will need:"),
+        # list markers and step numbers: not sentences of their own; a leading step number is dropped
+        ("1. Preheat the oven. 2. Grease a pan.", "Preheat the oven."),
+        ("Step 3: Mix it well. Then bake.", "Mix it well."),
+        ("a. Mix well. Then bake.", "a. Mix well."),
+        ("!!! Great. Done.", "!!! Great."),
+        ("1.", "1."),
         # no terminal punctuation: the whole text, whitespace collapsed
         ("  mix the   flour and eggs  ", "mix the flour and eggs"),
         ("Mix well", "Mix well"),
@@ -45,6 +51,11 @@ def test_first_sentence(text: str, first: str) -> None:
 def test_empty_text_has_no_sentence(text: str | None) -> None:
     assert first_sentence(text) is None
     assert split_sentences(text) == []
+
+
+def test_list_markers_stay_with_their_sentence() -> None:
+    assert split_sentences("1.) Mix it. Then bake.") == ["1.) Mix it.", "Then bake."]
+    assert split_sentences("You need:\n1. flour\n2. eggs") == ["You need:", "1. flour", "2. eggs"]
 
 
 def test_sentences_cover_the_text_in_order() -> None:
