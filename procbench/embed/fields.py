@@ -77,17 +77,15 @@ def _non_empty(table: pa.Table) -> pa.Table:
 
 def field_table(store: Store, field: str) -> pa.Table:
     """The rows of ``field``: ``key`` (string), ``procedure_id`` (string), ``payload`` (string)."""
-    if field in ("step_title", "step_text"):
-        steps = kept_steps(store)
+    if field in ("step_title", "step_text", "step_first_sentence"):
+        column = "title" if field == "step_title" else "text"
+        steps = kept_steps(store, ["procedure_id", "index", column])
         keys = pc.binary_join_element_wise(steps["procedure_id"], pc.cast(steps["index"], pa.string()), "#")
-        payload = steps["title" if field == "step_title" else "text"]
+        payload = steps[column]
+        if field == "step_first_sentence":
+            payload = pa.array([first_sentence(text) for text in payload.to_pylist()], pa.string())
         table = pa.table({"key": keys, "procedure_id": steps["procedure_id"], "payload": payload})
         return _non_empty(table)
-    if field == "step_first_sentence":
-        steps = kept_steps(store, ["procedure_id", "index", "text"])
-        keys = pc.binary_join_element_wise(steps["procedure_id"], pc.cast(steps["index"], pa.string()), "#")
-        payload = pa.array([first_sentence(text) for text in steps["text"].to_pylist()], pa.string())
-        return _non_empty(pa.table({"key": keys, "procedure_id": steps["procedure_id"], "payload": payload}))
     if field == "procedure_title":
         column = "title_clean" if "title_clean" in store.columns("procedures") else "title"
         procs = kept_procedures(store, ["id", column]).sort_by("id")
