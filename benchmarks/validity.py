@@ -12,7 +12,10 @@ and each visual setting of a store with varied images, this prints the question 
   (the rank shortcut of K3; 25% when ranks are uniform);
 - ``distance_svm``: ``procbench evaluate --model distance-svm`` (RBF SVM on distances, fitted on train,
   scored on test; paper 001's probe);
-- ``context_ref`` (textual): pick the choice most similar to a step text of the question's context.
+- ``context_ref`` (textual): pick the choice most similar to a step text of the question's context;
+- ``audit_partial``, ``audit_distance``: what ``procbench audit`` itself reports for its ``partial_input``
+  and ``question_distance`` probes (what a user of the set sees), with their verdict (``+`` above chance,
+  ``-`` below: both are biases).
 
 Ordering sets (choices are orders of the same four images) get their own independent probes
 (:func:`ordering_probes`): the path-length rank rule, choice-only on the orders' images in the order shown,
@@ -258,6 +261,21 @@ def ordering_probes(rows: list[dict], items: Items) -> dict:
     }
 
 
+def audit_probes(store: Store, task: str, setting: str) -> dict:
+    """The audit's own ``partial_input`` and ``question_distance`` values and verdicts."""
+    from procbench.audit import audit_sets
+
+    report = audit_sets([f"{task}/{setting}"], store=store, probes=["partial_input", "question_distance"])
+    out = {}
+    for name, column in (("partial_input", "audit_partial"), ("question_distance", "audit_distance")):
+        result = next(iter(report.sets.values())).probes[name]
+        if result.value is None or result.ci is None:
+            continue
+        sign = "+" if result.ci[0] > (result.chance or 0) else "-" if result.ci[1] < (result.chance or 0) else ""
+        out[column] = f"{result.value:.3f}{sign}"
+    return out
+
+
 def probe_set(store: Store, task: str, setting: str, items: Items, texts: Items | None) -> dict:
     qset = read_question_set(store.root / "questions" / task / setting)
     rows = qset.table().to_pylist()
@@ -275,6 +293,7 @@ def probe_set(store: Store, task: str, setting: str, items: Items, texts: Items 
     }
     if texts is not None:
         out["context_ref"] = round(context_reference(rows, items, texts), 3)
+    out.update(audit_probes(store, task, setting))
     return out
 
 
@@ -335,6 +354,7 @@ def main() -> None:
     for corpus, table in report.items():
         print(f"\n## {corpus}")
         cols = ["questions", "choice_only", "partial_input", "rank_rule", "distance_svm", "context_ref"]
+        cols += ["audit_partial", "audit_distance"]
         print("| setting | " + " | ".join(cols) + " |")
         print("|---" * (len(cols) + 1) + "|")
         for setting, row in table.items():
