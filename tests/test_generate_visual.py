@@ -404,6 +404,7 @@ def check_result(w: World, task: str, result: Any) -> dict[str, list[dict[str, A
     for name, path in result.paths.items():
         counts = per_setting.get(name, {})
         skipped = counts.get("skipped_no_candidates", 0) + counts.get("skipped_rank_balance", 0)
+        skipped += counts.get("adversarial", {}).get("pruned", 0)
         out[name] = check_set(w, task, path, skipped)
         if task == "visual-coherence" and name == "adversarial":  # drawn near-copies without a replacement: counted
             kept = [q for q in out[name] if near_copy(w, q["procedure_id"], w.vec(q["choices"][q["answer"]]))]

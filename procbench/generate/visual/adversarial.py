@@ -19,7 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from procbench.generate.adversarial import AdversarialOptions, AdversarialResult, Arena, filter_negatives
+from procbench.generate.adversarial import (
+    AdversarialOptions,
+    AdversarialResult,
+    Arena,
+    filter_negatives,
+    prune_predictable,
+)
 from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
@@ -38,10 +44,15 @@ __all__ = [
     "within_question",
 ]
 
-#: Image embeddings of different photos of one dish can be very close; only near-copies are excluded.
-IMAGE_OPTIONS = AdversarialOptions(ceiling=0.95)
+#: Image embeddings of different photos of one dish can be very close; only near-copies are excluded. When the
+#: rounds leave the probes above chance, the questions they still solve are dropped while 85% stay.
+IMAGE_OPTIONS = AdversarialOptions(ceiling=0.95, min_yield=0.85)
 #: Candidates per question: half nearest the answer, half nearest the question mean.
 CANDIDATES = 48
+
+
+def _unfiltered(options: AdversarialOptions) -> dict[str, Any]:
+    return {**options.to_dict(), "rounds_run": 0}
 
 
 def filter_image_negatives(
@@ -54,7 +65,7 @@ def filter_image_negatives(
     options: AdversarialOptions = IMAGE_OPTIONS,
     seed: int = 0,
     progress: Progress = SILENT,
-) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
     """Adversarially filtered negatives for ``Q`` questions.
 
     Args:
@@ -64,12 +75,13 @@ def filter_image_negatives(
         negatives: ``(Q, K)`` the starting negatives (image rows).
 
     Returns:
-        ``(negatives (Q, K), replacements (Q,), summary)``; with a single procedure nothing is filtered.
+        ``(negatives (Q, K), replacements (Q,), kept (Q,), summary)``; with a single procedure nothing is
+        filtered. ``kept`` is False for the questions pruning dropped (``options.min_yield``).
     """
     n_q = len(answers)
     n_rows = data.n_rows
     if len(np.unique(proc)) < 2:
-        return negatives.copy(), np.zeros(n_q, dtype=np.int64), {**options.to_dict(), "rounds_run": 0}
+        return negatives.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), _unfiltered(options)
     half = CANDIDATES // 2
     mask = shown >= 0
     points = (data.gather(shown) * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)[:, None]
@@ -96,7 +108,12 @@ def filter_image_negatives(
         negative_class=slot_closer,
     )
     result = filter_negatives(arena, options, seed=seed, progress=progress)
-    return result.negatives, result.replacements, result.summary()
+    return result.negatives, result.replacements, _kept(result, n_q), result.summary()
+
+
+def _kept(result: AdversarialResult, n_q: int) -> np.ndarray:
+    """``(Q,)`` the questions filtering keeps (pruning drops the ones the probes still solve)."""
+    return result.kept if len(result.kept) else np.ones(n_q, dtype=bool)
 
 
 # -- visual coherence: the intruder is what the probes find, so the intruder is replaced ---------------------------
@@ -186,7 +203,7 @@ def filter_intruders(
     options: AdversarialOptions = IMAGE_OPTIONS,
     seed: int = 0,
     progress: Progress = SILENT,
-) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
     """Adversarially filtered incoherent images for ``Q`` visual-coherence questions.
 
     In coherence the probes look for the answer (the image that does not belong), so the answer is what is
@@ -210,11 +227,13 @@ def filter_intruders(
         ranks: ``(Q,)`` the intruder's rank (0: closest) among the choices by distance to the other three's mean.
 
     Returns:
-        ``(intruders (Q,), replacements (Q,), summary)``; with a single procedure nothing is filtered.
+        ``(intruders (Q,), replacements (Q,), kept (Q,), summary)``; with a single procedure nothing is filtered.
+        When the rounds leave the probes above chance, the questions they still solve are dropped, most
+        confident first, while ``options.min_yield`` stay (``kept``, :func:`prune_predictable`).
     """
     n_q = len(intruders)
     if len(np.unique(proc)) < 2:
-        return intruders.copy(), np.zeros(n_q, dtype=np.int64), {**options.to_dict(), "rounds_run": 0}
+        return intruders.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), _unfiltered(options)
     n_rows = data.n_rows
     vecs = data.gather(coherent)  # (Q, 3, D)
     mean = vecs.mean(axis=1)
@@ -287,6 +306,19 @@ def filter_intruders(
         if not len(changed):
             result.stopped = "no_candidates"
             break
+    result.kept = np.ones(n_q, dtype=bool)
+    if result.stopped != "chance" and options.min_yield < 1:
+        final = Arena(
+            vectors=_unit_vectors(data, np.arange(n_rows)),
+            identity=np.arange(n_rows, dtype=np.int64),
+            answers=result.negatives[:, 0],
+            question_items=np.full((n_q, 1), -1, dtype=np.int64),
+            negatives=coherent,
+            candidates=np.full((n_q, 1), -1, dtype=np.int64),
+            groups=proc,
+        )
+        floor = math.ceil(options.min_yield * n_q)
+        result.kept, result.pruning, result.best_step = prune_predictable(final, options, floor, seed=seed)
     summary = {
         **result.summary(),
         "ceiling_rule": "the intruder's cosine similarity to every image of the question's procedure stays below "
@@ -295,7 +327,7 @@ def filter_intruders(
         "ceiling_replaced": int(len(close) - unmet),
         "ceiling_unmet": unmet,
     }
-    return result.negatives[:, 0], result.replacements, summary
+    return result.negatives[:, 0], result.replacements, result.kept, summary
 
 
 def _replace_intruders(
@@ -434,7 +466,7 @@ def filter_orders(
     options: AdversarialOptions = IMAGE_OPTIONS,
     seed: int = 0,
     progress: Progress = SILENT,
-) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
     """Adversarially filtered wrong orders for ``Q`` visual-ordering questions.
 
     The candidates of a question are the 23 wrong orders of its own four images, so what a context-free probe
@@ -451,11 +483,12 @@ def filter_orders(
         picked: ``(Q, 3)`` the starting wrong orders, indices 1-23 into :data:`ORDERS`.
 
     Returns:
-        ``(picked (Q, 3), replacements (Q,), summary)``; with a single procedure nothing is filtered.
+        ``(picked (Q, 3), replacements (Q,), kept (Q,), summary)``; with a single procedure nothing is filtered.
+        ``kept`` is False for the questions pruning dropped (``options.min_yield``).
     """
     n_q = len(rows)
     if len(np.unique(proc)) < 2:
-        return picked.copy(), np.zeros(n_q, dtype=np.int64), {**options.to_dict(), "rounds_run": 0}
+        return picked.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), _unfiltered(options)
     vectors = data.gather(rows)
     diff = vectors[:, :, None, :] - vectors[:, None, :, :]
     pair = np.sqrt(np.einsum("bijd,bijd->bij", diff, diff))
@@ -485,4 +518,4 @@ def filter_orders(
         "ceiling_rule": "a wrong order moves some image to the place of one it has cosine similarity below the "
         "ceiling to (it never looks like the authored order)",
     }
-    return result.negatives - base, result.replacements, summary
+    return result.negatives - base, result.replacements, _kept(result, n_q), summary

@@ -207,10 +207,11 @@ def _adversarial(
     options: AdversarialOptions = IMAGE_OPTIONS,
 ) -> dict[str, Any]:
     """The ``adversarial`` setting: filter the drawn negatives (:mod:`.adversarial`); the replaced ones get
-    source ``adversarial`` and every negative's distances and K3 flag (closer than the answer) are recomputed."""
+    source ``adversarial`` and every negative's distances and K3 flag (closer than the answer) are recomputed;
+    questions pruning drops are removed."""
     answers, items, start = cols.get("answer_row"), cols.get("items"), cols.get("neg_rows")
     shown = np.where(items >= data.n_rows, -1, items)
-    negatives, replacements, summary = filter_image_negatives(
+    negatives, replacements, kept, summary = filter_image_negatives(
         data, cols.get("proc"), answers, shown, start, seed=seed, progress=progress, options=options
     )
     mask = shown >= 0
@@ -222,6 +223,7 @@ def _adversarial(
     cols.set("neg_d_answer", d_answer)
     cols.set("neg_d_question", d_question)
     cols.set("replacements", replacements)
+    cols.keep(kept)
     return summary
 
 
@@ -288,5 +290,6 @@ CLOZE = VisualTask(
     TASK, code=0xC1, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=True, anchored=True, need=3,
     window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial,
 )  # fmt: skip
-#: ``build(store, settings, *, seed, progress, kc, min_distance, rounds, ceiling)``: the visual driver run on the task.
+#: ``build(store, settings, *, seed, progress, kc, min_distance, rounds, ceiling, min_yield)``: the visual driver
+#: run on the task.
 build = functools.partial(run, CLOZE)

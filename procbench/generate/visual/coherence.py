@@ -137,9 +137,9 @@ def _adversarial(
 ) -> dict[str, Any]:
     """The ``adversarial`` setting: filter the drawn incoherent images (:func:`.adversarial.filter_intruders`,
     which keeps each one's K3=2 rank); a replaced one gets ``band_level`` ``adversarial`` and its distances are
-    recomputed."""
+    recomputed; questions pruning drops are removed."""
     coherent, start = cols.get("coherent_rows"), cols.get("pick")
-    picks, replacements, summary = filter_intruders(
+    picks, replacements, kept, summary = filter_intruders(
         data, cols.get("proc"), coherent, start, cols.get("answer_rank"), seed=seed, progress=progress, options=options
     )
     vecs = data.gather(coherent)
@@ -152,6 +152,7 @@ def _adversarial(
     cols.set("answer_rank", coherence_ranks(np.moveaxis(both[0], 1, 0)[:, :, None], d_mean[:, None], both[1])[:, 0])
     cols.set("band_level", np.where(picks != start, ADVERSARIAL, cols.get("band_level")))
     cols.set("replacements", replacements)
+    cols.keep(kept)
     return summary
 
 
@@ -235,5 +236,6 @@ COHERENCE = VisualTask(
     TASK, code=0xC2, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=True, anchored=False, need=1,
     window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial,
 )  # fmt: skip
-#: ``build(store, settings, *, seed, progress, kc, min_distance, rounds, ceiling)``: the visual driver run on the task.
+#: ``build(store, settings, *, seed, progress, kc, min_distance, rounds, ceiling, min_yield)``: the visual driver
+#: run on the task.
 build = functools.partial(run, COHERENCE)

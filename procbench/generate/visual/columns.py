@@ -82,6 +82,25 @@ class QuestionColumns:
         """Replace (or add) the column ``name``: one value or row per question, over every chunk."""
         self.parts[name] = [value]
 
+    def keep(self, mask: np.ndarray) -> None:
+        """Keep only the questions where ``mask`` (one bool per question, in order) is True: every column, ragged
+        column and fallback note."""
+        mask = np.asarray(mask, dtype=bool)
+        ragged = {name[: -len(".lengths")] for name in self.parts if name.endswith(".lengths")}
+        for name in ragged:
+            lengths = self.get(f"{name}.lengths")
+            starts = np.cumsum(lengths) - lengths
+            if name == "fallbacks":
+                notes = [self.notes[a : a + n] for a, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
+                self.notes = [note for kept, group in zip(mask.tolist(), notes, strict=True) if kept for note in group]
+            else:
+                self.parts[name] = [self.get(name)[ranges(starts[mask], lengths[mask])]]
+            self.parts[f"{name}.lengths"] = [lengths[mask]]
+        for name in list(self.parts):
+            if name.endswith(".lengths") or name in ragged:
+                continue
+            self.parts[name] = [self.get(name)[mask]]
+
     def lists(self, name: str) -> pa.ListArray:
         """A ragged column as an Arrow list array (int64 values)."""
         return ragged_lists(self.get(name).astype(np.int64), self.get(f"{name}.lengths"))

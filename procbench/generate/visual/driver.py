@@ -244,23 +244,28 @@ class VisualTask(Generic[W]):
 
 
 # -- the driver -------------------------------------------------------------------------------------------
-def adversarial_options(rounds: int | None, ceiling: float | None, adversarial: bool) -> AdversarialOptions:
-    """The ``adversarial`` setting's options: :data:`.adversarial.IMAGE_OPTIONS` with ``--rounds`` and
-    ``--ceiling`` where given.
+def adversarial_options(
+    rounds: int | None, ceiling: float | None, min_yield: float | None, *, adversarial: bool
+) -> AdversarialOptions:
+    """The ``adversarial`` setting's options: :data:`.adversarial.IMAGE_OPTIONS` with ``--rounds``,
+    ``--ceiling`` and ``--min-yield`` where given.
 
     Raises:
-        BadInput: either given without an ``adversarial`` setting, or out of range.
+        BadInput: one given without an ``adversarial`` setting, or out of range.
     """
-    if (rounds is not None or ceiling is not None) and not adversarial:
-        raise BadInput("--rounds and --ceiling apply only with --adversarial (or --sweep)")
+    if (rounds is not None or ceiling is not None or min_yield is not None) and not adversarial:
+        raise BadInput("--rounds, --ceiling and --min-yield apply only with --adversarial (or --sweep)")
     if rounds is not None and (isinstance(rounds, bool) or rounds < 0):
         raise BadInput(f"--rounds must be at least 0, not {rounds!r}")
     if ceiling is not None and not 0 < ceiling <= 1:
         raise BadInput(f"--ceiling must be a cosine similarity in (0, 1], not {ceiling!r}")
+    if min_yield is not None and not 0 < min_yield <= 1:
+        raise BadInput(f"--min-yield must be a share in (0, 1], not {min_yield!r}")
     return dataclasses.replace(
         IMAGE_OPTIONS,
         rounds=IMAGE_OPTIONS.rounds if rounds is None else rounds,
         ceiling=IMAGE_OPTIONS.ceiling if ceiling is None else ceiling,
+        min_yield=IMAGE_OPTIONS.min_yield if min_yield is None else min_yield,
     )
 
 
@@ -276,14 +281,15 @@ def run(
     min_distance: float | None = None,
     rounds: int | None = None,
     ceiling: float | None = None,
+    min_yield: float | None = None,
 ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
     """``task``'s question table per setting and its counts; neighbour searches are shared by all settings.
 
     Args:
         kc: K_C, the neighbours of each anchor that define the K2 band (and of the K3 point).
         min_distance: the RecipeQA style's fixed distance (default: median distance of random image pairs).
-        rounds, ceiling: the ``adversarial`` setting's round limit and similarity ceiling (default: those of
-            :data:`.adversarial.IMAGE_OPTIONS`).
+        rounds, ceiling, min_yield: the ``adversarial`` setting's round limit, similarity ceiling and the share
+            of questions pruning keeps at least (default: those of :data:`.adversarial.IMAGE_OPTIONS`).
     """
     searches = task.need > 0
     if searches and kc < 1:
@@ -295,7 +301,8 @@ def run(
         default=task.default_knobs,
         adversarial=task.adversarial is not None,
     )
-    filtering = adversarial_options(rounds, ceiling, any(s.setting.style == "adversarial" for s in resolved))
+    adversarial = any(s.setting.style == "adversarial" for s in resolved)
+    filtering = adversarial_options(rounds, ceiling, min_yield, adversarial=adversarial)
     data = VisualData(store, with_index=searches and any(s.knobs is not None for s in resolved))
     # more neighbours than images is all of them: searching for K_C = 10^8 must not allocate (B, 10^8) arrays
     k = min(kc, max(1, data.n_rows))

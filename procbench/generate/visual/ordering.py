@@ -168,13 +168,14 @@ def _adversarial(
     which keeps each one's side of the authored path length) and recompute their scores."""
     rows, start = cols.get("rows"), cols.get("neg_order")
     proc = cols.get("proc")
-    picked, replacements, summary = filter_orders(
+    picked, replacements, kept, summary = filter_orders(
         data, proc, rows, start + 1, seed=seed, progress=progress, options=options
     )
     _, wrong = order_scores(data.gather(rows))
     cols.set("neg_order", picked - 1)
     cols.set("neg_score", np.take_along_axis(wrong, picked - 1, axis=1))
     cols.set("replacements", replacements)
+    cols.keep(kept)
     return summary
 
 
@@ -229,7 +230,10 @@ def build(
     progress: Progress = SILENT,
     rounds: int | None = None,
     ceiling: float | None = None,
+    min_yield: float | None = None,
 ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
     """Visual ordering questions (a question table per setting; no neighbour search: only the question's
-    own images); ``rounds`` and ``ceiling`` tune the ``adversarial`` setting."""
-    return run(ORDERING, store, settings, seed=seed, progress=progress, rounds=rounds, ceiling=ceiling)
+    own images); ``rounds``, ``ceiling`` and ``min_yield`` tune the ``adversarial`` setting."""
+    return run(
+        ORDERING, store, settings, seed=seed, progress=progress, rounds=rounds, ceiling=ceiling, min_yield=min_yield
+    )
