@@ -116,6 +116,7 @@ def test_every_task_spec_loads_its_builder_and_sweep() -> None:
         "knobs-010",
         "knobs-100",
         "knobs-110",
+        "adversarial",
     ]
 
 
