@@ -76,7 +76,7 @@ def test_a_sweep_loads_config_by_config_without_the_store(store: Path, tmp_path:
     shutil.rmtree(store)  # the export must not need the store
     schemas = set()
     for setting in settings:
-        loaded = datasets.load_dataset(str(out), setting)
+        loaded = datasets.load_dataset(str(out), setting, cache_dir=str(tmp_path / "cache"))
         assert set(loaded) == set(result.configs[setting])
         for hub_split, n in result.configs[setting].items():
             assert loaded[hub_split].num_rows == n
@@ -138,16 +138,17 @@ def test_order_and_text_tasks_inline_their_items(store: Path, tmp_path: Path) ->
     out = tmp_path / "hf"
     result = export_sets(["sequencing", "pair-order/default", "textual-cloze/default"], out, store=store)
     assert sorted(result.configs) == ["pair-order-default", "sequencing-default", "textual-cloze-default"]
-    sequencing = datasets.load_dataset(str(out), "sequencing-default")["train"]
+    cache = str(tmp_path / "cache")  # datasets' own cache per test: another run's export never answers for this one
+    sequencing = datasets.load_dataset(str(out), "sequencing-default", cache_dir=cache)["train"]
     original = _rows(store, "sequencing", "default", "train").to_pylist()
     for row, raw in zip(sequencing, original, strict=True):
         assert [i["key"] for i in row["question"]] == raw["question"]
         authored = [row["question"][p]["key"] for p in row["choice_orders"][0]]
         assert authored == raw["choices"][0] and row["choices"] == []
         assert all(i["text"] for i in row["question"])  # step texts inlined
-    pair = datasets.load_dataset(str(out), "pair-order-default")["test"][0]
+    pair = datasets.load_dataset(str(out), "pair-order-default", cache_dir=cache)["test"][0]
     assert [c["text"] for c in pair["choices"]] == ["inverted", "in order"]
-    cloze = datasets.load_dataset(str(out), "textual-cloze-default")["test"][0]
+    cloze = datasets.load_dataset(str(out), "textual-cloze-default", cache_dir=cache)["test"][0]
     assert {c["title"] for c in cloze["choices"]} and all(s["title"] is None for s in cloze["context"])
     assert cloze["choices"][cloze["answer"]]["text"] not in {s["text"] for s in cloze["context"]}
 
