@@ -717,6 +717,14 @@ def _item_clusters(pool: _Pool, seed: int) -> np.ndarray:
     return cluster_titles(embeddings.vectors, n_clusters=n_clusters, seed=seed, hashes=embeddings.hashes).labels
 
 
+def _question_means(arena: Arena) -> np.ndarray:
+    """``(Q, D)`` the mean of each question's shown items (the point the probes measure distances to)."""
+    shown = arena.question_items >= 0
+    mean = np.einsum("ql,qld->qd", shown.astype(np.float32), arena.vectors[np.maximum(arena.question_items, 0)])
+    mean /= np.maximum(shown.sum(axis=1), 1)[:, None]  # in place: float32, as the vectors
+    return mean
+
+
 def _distinct_steps(negatives: np.ndarray, arena: Arena, ceiling: float, pool: _Pool) -> np.ndarray:
     """``(Q, K)`` the negatives, each use of a title moved to a step of it not yet shown as a choice.
 
@@ -734,8 +742,7 @@ def _distinct_steps(negatives: np.ndarray, arena: Arena, ceiling: float, pool: _
         spare.setdefault((int(groups[row]), int(codes[row])), []).append(row)
     vectors = arena.vectors
     shown = arena.question_items >= 0
-    qmean = np.einsum("ql,qld->qd", shown.astype(np.float32), vectors[np.maximum(arena.question_items, 0)])
-    qmean /= np.maximum(shown.sum(axis=1), 1)[:, None]
+    qmean = _question_means(arena)
     used: set[int] = set()
     out = negatives.copy()
     for q, row in zip(*np.nonzero(negatives >= 0), strict=True):
@@ -770,9 +777,7 @@ def _question_closeness(arena: Arena) -> tuple[np.ndarray, np.ndarray]:
     """``(Q, M)`` class of each candidate (1: closer to the question mean than the answer, 0: not, -1: padding)
     and how far its distance to the mean is from the answer's."""
     vectors = arena.vectors
-    shown = arena.question_items >= 0
-    qmean = np.einsum("ql,qld->qd", shown.astype(np.float32), vectors[np.maximum(arena.question_items, 0)])
-    qmean /= np.maximum(shown.sum(axis=1), 1)[:, None]
+    qmean = _question_means(arena)
     to_answer = np.linalg.norm(vectors[arena.answers] - qmean, axis=1)
     to_candidate = np.linalg.norm(vectors[np.maximum(arena.candidates, 0)] - qmean[:, None, :], axis=2)
     classes = np.where(arena.candidates >= 0, (to_candidate < to_answer[:, None]).astype(np.int64), -1)
