@@ -35,6 +35,8 @@ __all__ = [
     "AdversarialOptions",
     "AdversarialResult",
     "Arena",
+    "chance_gap",
+    "chance_margin",
     "filter_negatives",
     "initial_negatives",
     "prune_predictable",
@@ -306,12 +308,12 @@ def _probe(arena: Arena, options: AdversarialOptions, seed: int) -> tuple[Shortc
     return ensemble, ensemble.predict(batch, features)
 
 
-def _chance_gap(accuracy: dict[str, float], chance: float) -> float:
+def chance_gap(accuracy: dict[str, float], chance: float) -> float:
     """How far the probe (or their mean) farthest from chance is from it."""
     return max(abs(accuracy[name] - chance) for name in (*MODELS, "ensemble"))
 
 
-def _margin(options: AdversarialOptions, chance: float, n_q: int) -> float:
+def chance_margin(options: AdversarialOptions, chance: float, n_q: int) -> float:
     """The stop rule's tolerance: ``z`` binomial standard errors of an accuracy at chance over ``n_q`` questions."""
     return options.z * math.sqrt(chance * (1 - chance) / max(n_q, 1))
 
@@ -346,7 +348,7 @@ def filter_negatives(
     uses = np.bincount(arena.identity[negatives[negatives >= 0]], minlength=len(capacity))
     replacements = np.zeros(n_q, dtype=np.int64)
     chance = 1.0 / (n_neg + 1)
-    margin = _margin(options, chance, n_q)
+    margin = chance_margin(options, chance, n_q)
     result = AdversarialResult(negatives.copy(), replacements.copy(), options=options, kept=np.ones(n_q, dtype=bool))
     best = np.inf
     progress.start("adversarial filtering", total=options.rounds)
@@ -356,7 +358,7 @@ def filter_negatives(
         accuracy = _accuracies(probs, batch.valid)
         entry: dict[str, Any] = {"round": round_number, "accuracy": accuracy, "bound": round(chance + margin, 4)}
         result.rounds.append(entry)
-        worst = _chance_gap(accuracy, chance)
+        worst = chance_gap(accuracy, chance)
         if worst < best:
             best = worst
             result.negatives, result.replacements = negatives.copy(), replacements.copy()
@@ -427,8 +429,8 @@ def prune_predictable(
             solved += hits(probs["ensemble"], answers, valid)
             answer_prob += probs["ensemble"][:, 0]
         accuracy = {name: round(float(np.mean([a[name] for a in accuracies])), 4) for name in accuracies[0]}
-        gap = _chance_gap(accuracy, chance)
-        margin = _margin(options, chance, len(rows))
+        gap = chance_gap(accuracy, chance)
+        margin = chance_margin(options, chance, len(rows))
         log.append({"questions": len(rows), "accuracy": accuracy, "bound": round(chance + margin, 4)})
         if gap < best_gap:
             best, best_step, best_gap = kept.copy(), len(log) - 1, gap

@@ -23,6 +23,8 @@ from procbench.generate.adversarial import (
     AdversarialOptions,
     AdversarialResult,
     Arena,
+    chance_gap,
+    chance_margin,
     filter_negatives,
     prune_predictable,
 )
@@ -267,7 +269,7 @@ def filter_intruders(
     unmet = len(close) - int(replacements.sum())
     on_show = np.bincount(coherent.reshape(-1), minlength=n_rows) + uses  # choices of the whole set, per image
     chance = 0.25
-    margin = options.z * math.sqrt(chance * (1 - chance) / max(n_q, 1))
+    margin = chance_margin(options, chance, n_q)
     result = AdversarialResult(current[:, None].copy(), replacements.copy(), options=options)
     best = np.inf
     progress.start("adversarial filtering", total=options.rounds)
@@ -279,7 +281,7 @@ def filter_intruders(
         accuracy = {name: round(float(hits(p, batch.answers, batch.valid).mean()), 4) for name, p in probs.items()}
         entry: dict[str, Any] = {"round": round_number, "accuracy": accuracy, "bound": round(chance + margin, 4)}
         result.rounds.append(entry)
-        worst = max(abs(accuracy[name] - chance) for name in (*MODELS, "ensemble"))
+        worst = chance_gap(accuracy, chance)
         if worst < best:
             best = worst
             result.negatives, result.replacements = current[:, None].copy(), replacements.copy()
