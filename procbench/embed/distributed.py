@@ -121,7 +121,9 @@ def encode_on_ray(
         },
         batch_size=1,
         batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=workers),
+        # A chunk is seconds of work: an actor takes the next one only when it is free, so the last chunks go
+        # to whichever actor is idle instead of waiting in a busy actor's queue.
+        compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),
         **resources,
     )
     for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
