@@ -30,6 +30,7 @@ PROBE_NAMES = [
     "answer_position",
     "length",
     "lexical_overlap",
+    "context_overlap",
     "cluster_balance",
     "question_overlap",
     "context_reference",
@@ -224,7 +225,11 @@ def test_set_folders_copied_out_of_their_store(store: Path, tmp_path: Path) -> N
     text = sets["textual-cloze/planted"]["probes"]
     # no store: titles embedded by a hashed encoder fitted on the set, context read from recipeqa.json
     assert text["choice_only"]["details"]["encoder"].startswith("hashed (fitted on the set")
-    assert "most_context_overlap" in text["lexical_overlap"]["details"]["rule_accuracy"]
+    assert set(text["lexical_overlap"]["details"]["rule_accuracy"]) == {
+        "most_question_overlap",
+        "least_question_overlap",
+    }
+    assert text["context_overlap"]["reference"] and text["context_overlap"]["value"] is not None
     assert text["length"]["ci"][0] > 0.25
     assert "--store" in sets["visual-cloze/random"]["probes"]["choice_only"]["reason"]
     with_store = _invoke(str(visual), "--json", "--n-boot", "100", "--store", str(store), "--probes", "choice_only")

@@ -230,6 +230,7 @@ def test_probes_that_do_not_apply_say_why_instead_of_faking_a_value() -> None:
         "question_distance",
         "length",
         "lexical_overlap",
+        "context_overlap",
         "cluster_balance",
         "question_overlap",
     ):
@@ -240,7 +241,7 @@ def test_probes_that_do_not_apply_say_why_instead_of_faking_a_value() -> None:
     assert audit.probes["answer_position"].chance == pytest.approx(0.5)
 
     images = make_cloze(n=200, seed=6, task="visual-cloze")
-    image_audit = audit_set(images, n_boot=50, probes="length,lexical_overlap")
+    image_audit = audit_set(images, n_boot=50, probes="length,lexical_overlap,context_overlap")
     assert all("images" in r.reason for r in image_audit.probes.values())
 
     no_vectors = make_cloze(n=200, seed=7)
@@ -435,3 +436,24 @@ def test_context_reference_reads_the_context_and_is_never_flagged() -> None:
     aset._cache.clear()
     missing = audit_set(aset, seed=0, n_boot=100, probes="context_reference").probes["context_reference"]
     assert missing.value is None and "step_text" in missing.reason
+
+
+def test_word_overlap_with_the_context_is_a_reference_and_with_the_question_a_shortcut() -> None:
+    aset = make_cloze(n=300, seed=12)
+    # the context repeats the answer's words: a bag-of-words reader finds it, the question items do not
+    aset.contexts = [
+        f"{c} {choices[a]}" for c, choices, a in zip(aset.contexts, aset.choices, aset.answers, strict=True)
+    ]
+    audit = audit_set(aset, seed=0, n_boot=200, probes="lexical_overlap,context_overlap")
+    reader = audit.probes["context_overlap"]
+    assert reader.value is not None and reader.value > 0.9 and reader.reference and not reader.flagged
+    _assert_chance(audit.probes["lexical_overlap"])
+    # the answer's words planted among the question items: the context-free rule finds that
+    aset.questions = [
+        [*q, choices[a]] for q, choices, a in zip(aset.questions, aset.choices, aset.answers, strict=True)
+    ]
+    shortcut = audit_set(aset, seed=0, n_boot=200, probes="lexical_overlap").probes["lexical_overlap"]
+    _assert_found(shortcut, at_least=0.9)
+    assert shortcut.flagged
+    aset.contexts = None
+    assert "context" in audit_set(aset, seed=0, n_boot=50, probes="context_overlap").probes["context_overlap"].reason

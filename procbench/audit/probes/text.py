@@ -1,4 +1,4 @@
-"""``length`` and ``lexical_overlap``: surface shortcuts of textual choices.
+"""``length`` and ``lexical_overlap``: surface shortcuts of text choices; ``context_overlap``: a word-overlap reader.
 
 Both score a few fixed rules and report the cross-validated accuracy of the best one: on each fold the
 rule that is most accurate on the other folds is applied (picking the best rule on the same questions it
@@ -8,7 +8,10 @@ bootstrap of the whole procedure: every replicate re-chooses the rule of every f
 
 * ``length``: pick the longest or the shortest choice, in characters or in words.
 * ``lexical_overlap``: pick the choice sharing the largest (or smallest) share of its content words with
-  the question items, or with the context text.
+  the question items. Context-free, so above or below chance is a shortcut.
+* ``context_overlap``: pick the choice sharing the largest share of its content words with the context
+  text. It reads the context, so it is a *reference* (like ``context_reference``), never flagged: a set
+  where it beats chance rewards reading, the other probes say whether anything else is rewarded.
 
 Only tasks whose choices are texts (textual cloze) have them; for images and step keys they do not apply.
 """
@@ -26,9 +29,9 @@ from procbench.audit.context import ProbeContext
 from procbench.audit.probes.common import require_multiple_choice
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
-from procbench.audit.stats import cv_rule_hits
+from procbench.audit.stats import cv_rule_hits, mc_hits
 
-__all__ = ["length", "lexical_overlap", "tokens"]
+__all__ = ["context_overlap", "length", "lexical_overlap", "tokens"]
 
 _WORD = re.compile(r"[a-z0-9]+")
 _INTERVAL = "procedure bootstrap of the whole cross-validation (the rule is re-chosen in every replicate)"
@@ -85,42 +88,54 @@ def length(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     return ctx.accuracy(hits, rows, valid, replicates=replicates, details=details)
 
 
-@register("lexical_overlap", kind="accuracy", summary="choice sharing most words with question/context wins")
+def _shares(aset: AuditSet, pools: list[set[str]], k: int) -> np.ndarray:
+    """``(n, k)``: the share of each choice's content words found in its question's word ``pools[i]``."""
+    out = np.zeros((len(aset), k))
+    for i, choices in enumerate(aset.choices):
+        pool = pools[i]
+        for j, choice in enumerate(list(choices)[:k]):
+            words = tokens(str(choice))
+            out[i, j] = len(words & pool) / len(words) if words else 0.0
+    return out
+
+
+@register("lexical_overlap", kind="accuracy", summary="choice sharing most/fewest words with the question wins")
 def lexical_overlap(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
-    """Cross-validated accuracy of the best word-overlap rule (with the question items, and with the context)."""
+    """Cross-validated accuracy of the best word-overlap rule with the question items (no context read)."""
     _require_text(aset)
     valid, rows = _rows(aset)
     ctx.require_cv(rows)
     from procbench.generate.questions import PLACEHOLDER
 
-    question_words = [set().union(*(tokens(x) for x in q if x != PLACEHOLDER)) for q in aset.questions]
-    choice_words = [[tokens(str(c)) for c in cs] for cs in aset.choices]
-
-    def share(i: int, j: int, pool: set[str]) -> float:
-        words = choice_words[i][j]
-        return len(words & pool) / len(words) if words else 0.0
-
-    k = valid.shape[1]
-    with_question = np.zeros(valid.shape)
-    for i in range(len(aset)):
-        for j in range(min(k, len(choice_words[i]))):
-            with_question[i, j] = share(i, j, question_words[i])
+    pools = [set().union(*(tokens(x) for x in q if x != PLACEHOLDER)) for q in aset.questions]
+    with_question = _shares(aset, pools, valid.shape[1])
     rules = {"most_question_overlap": with_question, "least_question_overlap": -with_question}
-    context_note = None
-    if aset.contexts is not None and any(aset.contexts):
-        cache: dict[str, set[str]] = {}
-        with_context = np.zeros(valid.shape)
-        for i, text in enumerate(aset.contexts):
-            pool = cache.get(text)
-            if pool is None:
-                pool = cache[text] = tokens(text)
-            for j in range(min(k, len(choice_words[i]))):
-                with_context[i, j] = share(i, j, pool)
-        rules.update({"most_context_overlap": with_context, "least_context_overlap": -with_context})
-    else:
-        context_note = "no context text available: only overlap with the question items was tested"
     hits, overall, chosen, replicates = cv_rule_hits(rules, aset.answers, valid, ctx.folds, rows, ctx.bootstrap)
-    details: dict[str, object] = {"rule_accuracy": overall, "rule_per_fold": chosen, "interval": _INTERVAL}
-    if context_note:
-        details["note"] = context_note
+    details = {"rule_accuracy": overall, "rule_per_fold": chosen, "interval": _INTERVAL}
     return ctx.accuracy(hits, rows, valid, replicates=replicates, details=details)
+
+
+@register(
+    "context_overlap",
+    kind="accuracy",
+    summary="reference: the choice sharing most words with the context (a bag-of-words reader)",
+)
+def context_overlap(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
+    """Accuracy of picking the choice with the largest share of its content words in the context text."""
+    _require_text(aset)
+    if aset.contexts is None or not any(aset.contexts):
+        raise NotApplicable("the set has no context text (pass --store, or a set with recipeqa.json)")
+    valid, rows = _rows(aset)
+    words: dict[str, set[str]] = {}  # questions of one procedure share a context
+    for text in aset.contexts:
+        if text not in words:
+            words[text] = tokens(text)
+    pools = [words[text] for text in aset.contexts]
+    result = ctx.accuracy(
+        mc_hits(_shares(aset, pools, valid.shape[1]), aset.answers, valid),
+        rows,
+        valid,
+        details={"model": "no training: the choice with the largest share of its content words in the context"},
+    )
+    result.reference = True
+    return result
