@@ -29,7 +29,14 @@ def test_setting_names_and_knob_parsing() -> None:
     assert Setting("knobs", (0, 1, 1)).name == "knobs-011"
     assert Setting("debias", budget=10).name == "debias-b10"
     assert Setting("recipeqa").name == "recipeqa"
-    assert len(Setting.all_knobs()) == 12 and len(Setting.all_knobs(with_k3=False)) == 4
+    # the paper's settings first (K3 = 0, 1; ordering: 0), then the rank-uniform K3 = 2 of each K1, K2
+    names = [s.name for s in Setting.all_knobs()]
+    assert names[:8] == [f"knobs-{k1}{k2}{k3}" for k1 in "01" for k2 in "01" for k3 in "01"]
+    assert names[8:] == ["knobs-002", "knobs-012", "knobs-102", "knobs-112"]
+    assert [s.name for s in Setting.all_knobs(with_k3=False)] == [
+        *("knobs-000", "knobs-010", "knobs-100", "knobs-110", "knobs-002", "knobs-012", "knobs-102", "knobs-112")
+    ]
+    assert len(Setting.all_knobs(with_k3=False, rank_uniform=False)) == 4
     assert parse_knobs("0,1,1") == (0, 1, 1) == parse_knobs("011")
     for bad in ("0,2,1", "0,1", "a,b,c"):
         with pytest.raises(BadInput):

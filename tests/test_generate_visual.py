@@ -322,6 +322,9 @@ def check_ordering(w: World, q: dict[str, Any]) -> None:
     def score(order: tuple[int, ...]) -> float:
         return float(sum(np.linalg.norm(vecs[order[i]] - vecs[order[i + 1]]) for i in range(3)))
 
+    def shorter(value: float) -> bool:  # strictly shorter than the authored order (its reverse ties it)
+        return value < meta["answer_score"] * (1 - 1e-5)
+
     wrong_all = [p for p in permutations(range(4)) if p != (0, 1, 2, 3)]
     total = sum(score(p) for p in wrong_all)
     require(abs(meta["answer_score"] - score((0, 1, 2, 3))) < TOL, "answer_score wrong")
@@ -336,11 +339,18 @@ def check_ordering(w: World, q: dict[str, Any]) -> None:
             moved = [t for t in range(4) if order[t] != t]
             require(any(unit[order[t]] @ unit[t] < CEILING + TOL for t in moved), "a wrong order swaps near-copies")
             continue
-        expected = score(order) / total if meta.get("k2") == 1 and total > 0 else 1 / 23
+        if meta.get("k3") == 2:  # K3=2: the K2 rule within the pick's side of the authored path length
+            side = [p for p in wrong_all if shorter(score(p)) == shorter(n["score"])]
+            side_total = sum(score(p) for p in side)
+            expected = score(order) / side_total if meta["k2"] == 1 and side_total > 0 else 1 / len(side)
+        else:
+            expected = score(order) / total if meta.get("k2") == 1 and total > 0 else 1 / 23
         require(abs(n["probability"] - expected) < 1e-6, "wrong-order probability is not the K2 rule's")
-    if meta["setting"] == "adversarial":
-        shorter = sum(n["score"] < meta["answer_score"] for n in meta["negatives"])
-        require(meta["answer_rank"] == shorter, f"answer_rank {meta['answer_rank']} but {shorter} orders are shorter")
+    if meta["setting"] == "adversarial" or meta.get("k3") == 2:
+        n_short = sum(shorter(n["score"]) for n in meta["negatives"])
+        require(meta["answer_rank"] == n_short, f"answer_rank {meta['answer_rank']} but {n_short} orders are shorter")
+    else:
+        require("answer_rank" not in meta, "answer_rank recorded for a paper knob setting")
 
 
 CHECKS = {"visual-cloze": check_cloze, "visual-coherence": check_coherence, "visual-ordering": check_ordering}
@@ -445,15 +455,19 @@ def test_sample_sweeps_pass_the_independent_checker(sample_sweeps: tuple[Store, 
     world = load_world(store.root)
     assert set(results["visual-cloze"].paths) == {s.name for s in Setting.all_knobs()} | {"adversarial"}
     assert set(results["visual-coherence"].paths) == {s.name for s in Setting.all_knobs()} | {"adversarial"}
-    assert set(results["visual-ordering"].paths) == {s.name for s in Setting.all_knobs(with_k3=False)} | {
+    assert list(results["visual-ordering"].paths) == [s.name for s in Setting.all_knobs(with_k3=False)] + [
         "adversarial"
-    }
+    ]
     for key, result in results.items():
         task = key.split("/")[0]
         sets = check_result(world, task, result)
-        # K3=2 drops the questions that could only take an over-full rank
+        # K3=2 drops the questions that could only take an over-full rank; the sample's authored orders are nearly
+        # always the shortest of the 24, so few ordering questions can take another path-length rank
         sizes = {name: len(rows) for name, rows in sets.items()}
-        assert all(n > (30 if name.endswith("2") or name == "adversarial" else 50) for name, n in sizes.items()), sizes
+        balanced = 15 if task == "visual-ordering" else 30
+        assert all(
+            n > (balanced if name.endswith("2") or name == "adversarial" else 50) for name, n in sizes.items()
+        ), sizes
     # one split per procedure across every setting and task
     split_of: dict[str, set[str]] = defaultdict(set)
     for result in results.values():
@@ -527,7 +541,7 @@ def test_same_seed_gives_identical_files_and_a_setting_alone_matches_the_sweep(
         files = sorted((store.root / "questions").rglob("*.*"))
         digests.append({str(f.relative_to(store.root)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files})
     assert digests[0] == digests[1]
-    assert len(digests[0]) == 6 * (13 + 13 + 5 + 1)  # 3 parquet + recipeqa.json + card.md + options.json per setting
+    assert len(digests[0]) == 6 * (13 + 13 + 9 + 1)  # 3 parquet + recipeqa.json + card.md + options.json per setting
     alone = Store.open(shutil.copytree(sample_template, tmp_path / "alone"))
     single = generate(alone, "visual-cloze", Setting("knobs", (1, 0, 1)), seed=5).paths["knobs-101"]
     swept = tmp_path / "s0" / "questions" / "visual-cloze" / "knobs-101"
@@ -576,15 +590,14 @@ def test_cli_generates_visual_sets(sample_store: Store) -> None:
     assert json.loads(ok.stdout)["counts"]["min_distance"] == 0.9
     ok = runner.invoke(app, [*base, "--task", "visual-ordering", "--sweep"])
     assert ok.exit_code == 0, ok.output
-    assert sorted(json.loads(ok.stdout)["paths"]) == [
+    assert list(json.loads(ok.stdout)["paths"]) == [
+        *("knobs-000", "knobs-010", "knobs-100", "knobs-110"),
+        *("knobs-002", "knobs-012", "knobs-102", "knobs-112"),
         "adversarial",
-        "knobs-000",
-        "knobs-010",
-        "knobs-100",
-        "knobs-110",
     ]
-    bad = runner.invoke(app, [*base, "--task", "visual-ordering", "--knobs", "1,1,1"])
-    assert bad.exit_code == 2 and "no K3" in bad.output
+    for knobs in ("1,1,1", "0,0,1"):
+        bad = runner.invoke(app, [*base, "--task", "visual-ordering", "--knobs", knobs])
+        assert bad.exit_code == 2 and "no K3" in bad.output and len(bad.output.strip().splitlines()) == 1
     document = json.loads((sample_store.root / "questions/visual-ordering/knobs-110/recipeqa.json").read_text())
     first = document["data"][0]
     assert first["task"] == "visual_ordering" and len(first["choice_list"]) == 4
@@ -678,6 +691,42 @@ def test_k3_rank_uniform_gives_every_answer_rank_equally(tmp_path: Path) -> None
         counts = Counter(q["meta"]["answer_rank"] for q in rows)
         assert len(rows) > 100 and set(counts) == {0, 1, 2, 3}
         assert max(counts.values()) - min(counts.values()) <= 2, counts
+
+
+def test_ordering_k3_rank_uniform_balances_the_path_length_rank(tmp_path: Path) -> None:
+    """Step drift makes the authored order the smoothest: the paper's K2 rules leave it the shortest of the four
+    orders far more often than 1 in 4, K3=2 (either K2 rule) gives every path-length rank equally."""
+    store = write_synthetic_store(tmp_path / "s", n_procedures=120, step_drift=0.5, seed=3)
+    world = load_world(store.root)
+
+    def best_rank_share(rows: list[dict[str, Any]]) -> float:  # the best "pick the order of path rank r" rule
+        shorter = [sum(n["score"] < q["meta"]["answer_score"] for n in q["meta"]["negatives"]) for q in rows]
+        return float(np.bincount(shorter, minlength=4).max() / len(rows))
+
+    paper = generate(store, "visual-ordering", Setting("knobs", (0, 0, 0)), seed=0)
+    assert best_rank_share(check_result(world, "visual-ordering", paper)["knobs-000"]) > 0.35
+    for knobs in ((0, 0, 2), (0, 1, 2)):
+        name = Setting("knobs", knobs).name
+        result = generate(store, "visual-ordering", Setting("knobs", knobs), seed=0)
+        rows = check_result(world, "visual-ordering", result)[name]
+        counts = np.bincount([q["meta"]["answer_rank"] for q in rows], minlength=4)
+        assert len(rows) > 200 and counts.min() > 0 and counts.max() - counts.min() <= 1, counts
+        assert best_rank_share(rows) <= 0.26
+        assert {(q["meta"]["k2"], q["meta"]["k3"]) for q in rows} == {(knobs[1], 2)}
+        again = generate(store, "visual-ordering", Setting("knobs", knobs), seed=0, overwrite=True)
+        for split in ("train", "val", "test"):
+            a, b = (r.paths[name] / f"{split}.parquet" for r in (result, again))
+            assert a.read_bytes() == b.read_bytes()
+    # K2=1 within the sides: wrong orders of a longer path are drawn more often than uniformly
+    rows = [
+        q
+        for split in ("train", "val", "test")
+        for q in pq.read_table(result.paths["knobs-012"] / f"{split}.parquet").to_pylist()
+    ]
+    probabilities = [n["probability"] for q in rows for n in q["meta"]["negatives"]]
+    assert len(set(np.round(probabilities, 6))) > 10
+    with pytest.raises(BadInput, match="no K3"):
+        generate(store, "visual-ordering", Setting("knobs", (0, 0, 1)), seed=0)
 
 
 def test_kc_is_bounded_by_the_images_and_bad_numbers_are_bad_input(sample_store: Store) -> None:

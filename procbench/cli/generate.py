@@ -24,7 +24,11 @@ def command(
     ],
     knobs: Annotated[
         str | None,
-        typer.Option("--knobs", help="Control-Knobs K1,K2,K3 (K1, K2: 0/1; K3: 0, 1, 2 = rank-uniform), e.g. 0,1,2."),
+        typer.Option(
+            "--knobs",
+            help="Control-Knobs K1,K2,K3 (K1, K2: 0/1; K3: 0, 1, 2 = rank-uniform; visual-ordering: K3 0 or 2), "
+            "e.g. 0,1,2.",
+        ),
     ] = None,
     style: Annotated[
         str | None, typer.Option("--style", help="'recipeqa' (the biased original) or 'default'.")
@@ -88,7 +92,7 @@ def command(
         typer.Option(
             "--sweep",
             help="Write every setting of the task in one run (textual-cloze: recipeqa, default, debias-auto, "
-            "adversarial).",
+            "adversarial; visual tasks: the paper's knob settings, the rank-uniform K3=2 ones, adversarial).",
         ),
     ] = False,
     split_by: Annotated[

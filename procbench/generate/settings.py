@@ -27,10 +27,12 @@ class Setting:
         return self.style
 
     @classmethod
-    def all_knobs(cls, with_k3: bool = True) -> list[Setting]:
-        """Every knob setting: 12 with K3 (K3 = 0, 1 and the rank-uniform 2), 4 without (ordering has no K3)."""
-        k3s = (0, 1, 2) if with_k3 else (0,)
-        return [cls("knobs", (k1, k2, k3)) for k1 in (0, 1) for k2 in (0, 1) for k3 in k3s]
+    def all_knobs(cls, with_k3: bool = True, rank_uniform: bool = True) -> list[Setting]:
+        """Every knob setting, the paper's first: K1, K2 with K3 = 0, 1 (8; ordering, which has no K3 in the
+        paper: K3 = 0 only, 4), then (``rank_uniform``) the rank-uniform K3 = 2 of each K1, K2 (4 more)."""
+        paper = [cls("knobs", (k1, k2, k3)) for k1 in (0, 1) for k2 in (0, 1) for k3 in ((0, 1) if with_k3 else (0,))]
+        uniform = [cls("knobs", (k1, k2, 2)) for k1 in (0, 1) for k2 in (0, 1)] if rank_uniform else []
+        return paper + uniform
 
 
 def parse_knobs(text: str) -> tuple[int, int, int]:

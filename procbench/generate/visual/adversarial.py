@@ -43,6 +43,7 @@ __all__ = [
     "filter_orders",
     "order_ceiling",
     "order_features",
+    "shorter_orders",
     "within_question",
 ]
 
@@ -410,6 +411,18 @@ def _pair_counts() -> tuple[np.ndarray, np.ndarray]:
 _KENDALL, _ADJACENT = _pair_counts()
 
 
+#: Relative tolerance of path-length comparisons: an order and its reverse have the same path length, which float32
+#: sums of the same distances in another order may put a rounding error apart.
+PATH_TOLERANCE = 1e-5
+
+
+def shorter_orders(scores: np.ndarray, authored: np.ndarray) -> np.ndarray:
+    """``scores (B, ...) < authored (B,)`` beyond rounding: which orders are strictly shorter than the authored one
+    (the reversed authored order ties it, and counts as not shorter)."""
+    bound = authored * (1 - PATH_TOLERANCE)
+    return scores < bound.reshape(bound.shape + (1,) * (scores.ndim - bound.ndim))
+
+
 def order_ceiling(vectors: np.ndarray, ceiling: float) -> np.ndarray:
     """``(B, 24)`` True where an order of the images ``vectors (B, 4, D)`` can be told from the authored one: some
     image it moves has cosine similarity below ``ceiling`` to the image it displaces (an order that only swaps
@@ -495,7 +508,7 @@ def filter_orders(
     diff = vectors[:, :, None, :] - vectors[:, None, :, :]
     pair = np.sqrt(np.einsum("bijd,bijd->bij", diff, diff))
     scores = pair[:, ORDERS[:, :-1], ORDERS[:, 1:]].sum(axis=2)  # (Q, 24) path lengths
-    shorter = scores[:, 1:] < scores[:, :1]
+    shorter = shorter_orders(scores[:, 1:], scores[:, 0])
     base = np.arange(n_q, dtype=np.int64)[:, None] * 24
     candidates = np.where(order_ceiling(vectors, options.ceiling)[:, 1:], base + np.arange(1, 24), -1)
     flat_scores = scores.reshape(-1)

@@ -9,14 +9,23 @@ procedure.
 Knobs (DESIGN §6, paper 001 App. B.2): K1 as for cloze, the anchor removed from the pool being a random
 question step. K2=0: the three wrong orders are drawn uniformly from the 23; K2=1: drawn without
 replacement with probability proportional to their score, the sum of the distances between consecutive
-images (paper 001's metric). Ordering has no K3 (the sweep is the 4 settings K1, K2 with K3=0).
-``--style recipeqa``: free resampling and uniform wrong orders. ``default`` = knobs (0,1,0).
+images (paper 001's metric). Ordering has no K3 in the paper (its 4 settings are K1, K2 with K3=0). With the
+authored order smoother than most (real procedures) both K2 rules leave it the shortest or second-shortest
+of the four orders often, so "pick the order of path-length rank r" beats chance. K3=2 is the rank-uniform
+variant, as for cloze and coherence: each question gets a target rank ``r`` of the authored order's path
+length among the four orders (balanced over the set among the ranks its orders allow, :func:`.ranks.balanced_ranks`),
+and its wrong orders are ``r`` strictly shorter ones and ``3 - r`` not shorter, each side drawn by the K2 rule
+(uniformly, or ∝ score without replacement) within that side. ``--sweep`` writes the paper's 4, the 4 K3=2
+settings and ``adversarial``. ``--style recipeqa``: free resampling and uniform wrong orders. ``default`` =
+knobs (0,1,0).
 
 ``meta``: ``setting``, ``k1 k2 k3`` (not for RecipeQA style), ``n_steps``, ``budget``,
 ``question_number``, ``pool_size``, ``removed_steps`` (knob settings), ``question_steps``,
 ``answer_score`` (the authored order's score), ``negatives`` (one per wrong order, in choice order:
 ``order`` (positions 0-3 of the authored order), ``score``, ``probability``: its chance on a single
-draw) and ``fallbacks``.
+draw; K3=2: on a single draw from its side of the authored order's path length; ``adversarial``: NaN) and
+``fallbacks``; K3=2 and ``adversarial``: ``answer_rank`` (how many wrong orders shown are shorter; the
+reversed authored order, of the same path length, is not).
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ from procbench.generate.adversarial import AdversarialOptions
 from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, struct
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
-from procbench.generate.visual.adversarial import IMAGE_OPTIONS, filter_orders, order_ceiling
+from procbench.generate.visual.adversarial import IMAGE_OPTIONS, filter_orders, order_ceiling, shorter_orders
 from procbench.generate.visual.columns import QuestionColumns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
 from procbench.generate.visual.ranks import _take, balanced_ranks
@@ -44,6 +53,7 @@ __all__ = ["DEFAULT_KNOBS", "PERMUTATIONS", "SWEEP", "TASK", "build", "order_sco
 
 TASK = "visual-ordering"
 DEFAULT_KNOBS = (0, 1, 0)
+#: The paper's 4 knob settings, the 4 rank-uniform ones (K3=2), then ``adversarial``.
 SWEEP = [*Setting.all_knobs(with_k3=False), Setting("adversarial")]
 _SIZE = 4
 #: Every order of four items; the first is the authored order, the other 23 are the wrong ones.
@@ -101,31 +111,67 @@ def _window(items: Items, data: VisualData) -> _Window:
     return _Window(proc=items.proc, columns=columns, ragged=items.ragged, authored=authored, wrong=wrong)
 
 
-def _rank_uniform(w: _Window, drawn: Draw) -> tuple[np.ndarray, np.ndarray]:
-    """The ``adversarial`` setting's start: wrong orders that put the authored order at a balanced rank ``r``
-    by path length (``r`` of them shorter, ``3 - r`` not), uniformly within each side, among the orders that
-    can be told from the authored one (:func:`.adversarial.order_ceiling`).
+def _take_weighted(mask: np.ndarray, weights: np.ndarray, count: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``(B, 3)`` columns of ``mask (B, K)``: ``count[b]`` of its True columns drawn without replacement with
+    probability ∝ ``weights`` (exponential races, as :func:`_draw_wrong`; weight-0 columns last, uniformly),
+    then -1."""
+    u = rng.random(mask.shape)
+    positive = mask & (weights > 0)
+    with np.errstate(divide="ignore"):
+        race = np.where(positive, -np.log1p(-u) / np.where(positive, weights, 1.0), u)
+    order = np.lexsort((race, ~positive, ~mask), axis=1)[:, :3]
+    return np.where(np.arange(3)[None, :] < count[:, None], order, -1)
+
+
+def _rank_balanced(
+    w: _Window, usable: np.ndarray, k2: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Wrong orders that put the authored order at a balanced rank ``r`` by path length: ``r`` of them strictly
+    shorter, ``3 - r`` not, among the ``usable (B, 23)`` wrong orders, each side drawn by the K2 rule (0:
+    uniformly; 1: ∝ score without replacement) within that side.
 
     Returns:
-        ``(picked (B, 3) indices into the wrong orders, -1 where a question has no balanced rank; rank (B,))``.
+        ``(picked (B, 3) indices into the wrong orders, -1 where a question has no balanced rank; rank (B,);
+        probability (B, 3) of each pick on a single draw from its side)``.
     """
-    usable = order_ceiling(drawn.data.gather(w.columns["rows"]), IMAGE_OPTIONS.ceiling)[:, 1:]
-    shorter = w.wrong < w.authored[:, None]
-    n_short, n_long = (usable & shorter).sum(axis=1), (usable & ~shorter).sum(axis=1)
+    shorter = shorter_orders(w.wrong, w.authored)
+    sides = (usable & shorter, usable & ~shorter)
+    n_short, n_long = (side.sum(axis=1) for side in sides)
     ranks = np.arange(_SIZE)
-    rank = balanced_ranks((n_short[:, None] >= ranks) & (n_long[:, None] >= _SIZE - 1 - ranks), drawn.rng)
-    short = _take(usable & shorter, np.maximum(rank, 0), 3, drawn.rng)
-    long = _take(usable & ~shorter, np.where(rank >= 0, _SIZE - 1 - rank, 0), 3, drawn.rng)
+    rank = balanced_ranks((n_short[:, None] >= ranks) & (n_long[:, None] >= _SIZE - 1 - ranks), rng)
+    wants = (np.maximum(rank, 0), np.where(rank >= 0, _SIZE - 1 - rank, 0))
+    if k2 == 0:
+        short, long = (_take(side, want, 3, rng) for side, want in zip(sides, wants, strict=True))
+    else:
+        short, long = (_take_weighted(side, w.wrong, want, rng) for side, want in zip(sides, wants, strict=True))
     both = np.concatenate([short, long], axis=1)
     picked = np.take_along_axis(both, np.argsort(both < 0, axis=1, kind="stable")[:, :3], axis=1)
-    return np.where(rank[:, None] >= 0, picked, -1), rank
+    picked = np.where(rank[:, None] >= 0, picked, -1)
+    safe = np.maximum(picked, 0)
+    side = np.take_along_axis(shorter, safe, axis=1)  # each pick's side
+    probability = 1 / np.maximum(np.where(side, n_short[:, None], n_long[:, None]), 1)
+    if k2 == 1:
+        short_total, long_total = (np.where(mask, w.wrong, 0.0).sum(axis=1, keepdims=True) for mask in sides)
+        total = np.where(side, short_total, long_total)
+        score = np.take_along_axis(w.wrong, safe, axis=1)
+        probability = np.where(total > 0, score / np.where(total > 0, total, 1.0), probability)
+    return picked, rank, probability
 
 
 def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
-    """Draw the wrong orders of a window's questions (K2: uniformly or by score; ``adversarial``: rank-uniform)
-    and add them."""
-    if drawn.setting.setting.style == "adversarial":
-        picked, rank = _rank_uniform(w, drawn)
+    """Draw the wrong orders of a window's questions (K2: uniformly or by score; K3=2 and ``adversarial``: at a
+    balanced path-length rank) and add them."""
+    adversarial = drawn.setting.setting.style == "adversarial"
+    knobs = drawn.setting.knobs
+    if adversarial or (knobs is not None and knobs[2] == 2):
+        # adversarial: uniformly within the sides, among the orders that can be told from the authored one
+        # (:func:`.adversarial.order_ceiling`); K3=2: every wrong order, by the setting's K2 rule
+        if adversarial:
+            usable = order_ceiling(drawn.data.gather(w.columns["rows"]), IMAGE_OPTIONS.ceiling)[:, 1:]
+        else:
+            usable = np.ones(w.wrong.shape, dtype=bool)
+        k2 = 0 if adversarial or knobs is None else knobs[1]
+        picked, rank, probability = _rank_balanced(w, usable, k2, drawn.rng)
         keep = np.flatnonzero(rank >= 0)
         drawn.tally["skipped_rank_balance"] += len(w) - len(keep)
         safe = np.maximum(picked, 0)
@@ -133,7 +179,8 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
             "answer_score": w.authored,
             "neg_order": safe,
             "neg_score": np.take_along_axis(w.wrong, safe, axis=1),
-            "neg_probability": np.full(picked.shape, np.nan),
+            "neg_probability": np.full(picked.shape, np.nan) if adversarial else probability,
+            "rank": rank,
         }
         out.add(keep, {**w.columns, **own}, ragged=w.ragged)
         return
@@ -201,8 +248,10 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
         "negatives": fixed_lists(negatives, 3),
         "fallbacks": cols.fallbacks(),
     }
-    if "replacements" in cols.parts:  # the adversarial setting: the authored order's path-length rank
-        meta["answer_rank"] = (cols.get("neg_score") < cols.get("answer_score")[:, None]).sum(axis=1).astype(np.int64)
+    if "rank" in cols.parts:  # K3=2 and adversarial: the authored order's path-length rank
+        shorter = shorter_orders(cols.get("neg_score"), cols.get("answer_score"))
+        meta["answer_rank"] = shorter.sum(axis=1).astype(np.int64)
+    if "replacements" in cols.parts:
         meta["replacements"] = cols.get("replacements").astype(np.int64)
     orders = place_answers(np.zeros(n, dtype=np.int64), picked + 1, positions)  # indices into PERMUTATIONS
     rows = np.take_along_axis(cols.get("rows")[:, None, :], PERMUTATIONS[orders], axis=2)  # (n, 4 orders, 4)

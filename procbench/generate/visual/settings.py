@@ -53,8 +53,12 @@ def resolve_settings(
     ``adversarial`` (when the task has it) starts from the default's K1, K2 with K3=2 (ordering: K1, K2=0 and
     a balanced path-length rank).
 
+    A task without K3 (ordering) takes K3=2 all the same: the rank-uniform variant (its answer's rank by the
+    task's own score balanced over the set).
+
     Raises:
-        BadInput: ``--debias``, an unknown style, K3 for a task without K3, ``--adversarial`` for a task without it.
+        BadInput: ``--debias``, an unknown style, K3=1 for a task without K3, ``--adversarial`` for a task
+            without it.
     """
     resolved = []
     for setting in settings:
@@ -68,8 +72,10 @@ def resolve_settings(
         elif setting.style == "default":
             resolved.append(VisualSetting(setting, default))
         elif setting.style == "knobs" and setting.knobs is not None:
-            if not with_k3 and setting.knobs[2]:
-                raise BadInput(f"{task} has no K3 (question-closeness); use --knobs K1,K2,0")
+            if not with_k3 and setting.knobs[2] == 1:
+                raise BadInput(
+                    f"{task} has no K3 (question-closeness); use --knobs K1,K2,0 or K1,K2,2 (rank-uniform path length)"
+                )
             resolved.append(VisualSetting(setting, setting.knobs))
         else:
             raise BadInput(f"{task} takes --knobs K1,K2,K3, --style recipeqa or --sweep, not --{setting.style}")
