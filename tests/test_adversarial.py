@@ -152,3 +152,76 @@ def test_prune_never_goes_below_the_floor() -> None:
     arena = _arena(100, seed=6, on_topic=0)
     kept, log, best = prune_predictable(arena, AdversarialOptions(), floor=90, seed=0)
     assert kept.sum() >= 90 and 0 <= best < len(log) and log[0]["questions"] == 100
+
+
+def test_a_variant_is_scored_with_the_whole_sets_item_and_cluster_counts() -> None:
+    """A candidate variant's features are those the question would have in the whole set after the swap (the
+    variant batch repeats each question once per candidate: counting items within it was wrong)."""
+    from procbench.generate.adversarial import _batch, _variant_features
+    from procbench.shortcuts import choice_features
+
+    rng = np.random.default_rng(4)
+    arena = _arena(30, seed=4, on_topic=5, off_topic=5)
+    n = len(arena.vectors)
+    arena.identity = np.arange(n, dtype=np.int64) % (n // 3)  # items shown by several rows
+    arena.clusters = rng.integers(0, 6, n)
+    arena.negatives = arena.candidates[:, [0, 5, 6]].copy()  # some identities are negatives of several questions
+    questions = rng.integers(0, 30, 40)
+    slots = rng.integers(0, 3, 40)
+    picks = arena.candidates[questions, rng.integers(1, 10, 40)]
+    rows = arena.choices()[questions]
+    old = rows[np.arange(40), 1 + slots].copy()
+    rows[np.arange(40), 1 + slots] = picks
+    variant = _batch(arena, rows, arena.question_items[questions], arena.groups[questions])
+    features = _variant_features(arena, variant, old, picks)
+    for i, (q, slot, pick) in enumerate(zip(questions.tolist(), slots.tolist(), picks.tolist(), strict=True)):
+        swapped = arena.negatives.copy()
+        swapped[q, slot] = pick
+        whole = choice_features(Arena(**{**arena.__dict__, "negatives": swapped}).batch())
+        assert np.allclose(features[i], whole[q]), i
+    within = choice_features(variant)  # what the variant batch alone would say: not the set's counts
+    assert not np.allclose(within, features)
+
+
+def test_replacements_are_judged_by_every_probe() -> None:
+    from procbench.generate.adversarial import lagging_probes, probe_costs
+
+    probs = {
+        "choice_only": np.array([[0.05, 0.3, 0.3, 0.35], [0.25, 0.25, 0.25, 0.25], [0.4, 0.2, 0.2, 0.2]]),
+        "partial_input": np.array([[0.45, 0.2, 0.2, 0.15], [0.25, 0.25, 0.25, 0.25], [0.5, 0.2, 0.2, 0.1]]),
+    }
+    probs["ensemble"] = (probs["choice_only"] + probs["partial_input"]) / 2
+    # the ensemble's mean is at chance on the first question, but each probe is 0.2 away from it
+    assert np.allclose(probs["ensemble"][0, 0], 0.25) and np.allclose(probe_costs(probs, 0.25), [0.4, 0.0, 0.4])
+    # a probe below chance over the set: only answer probabilities below chance count for it
+    assert np.allclose(probe_costs(probs, 0.25, lagging=("choice_only",)), [0.4, 0.0, 0.25])
+    accuracy = {"choice_only": 0.1, "partial_input": 0.6, "ensemble": 0.5}
+    assert lagging_probes(accuracy, 0.25, 0.05) == ("choice_only",)
+
+
+def test_pruning_pulls_a_probe_below_chance_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A probe below chance (it rates answers lowest) is pulled back by dropping the questions where it rates the
+    answer lowest, not by dropping what the ensemble solves (which pushed it further below)."""
+    import procbench.generate.adversarial as adv
+
+    arena = _arena(120, seed=5)
+    rng = np.random.default_rng(0)
+    kind = rng.choice(3, 120, p=[0.7, 0.2, 0.1])  # choice-only rates the answer lowest, second, highest
+    lowest = kind == 0
+    choice_only = np.array([[0.1, 0.3, 0.3, 0.3], [0.25, 0.3, 0.25, 0.2], [0.4, 0.2, 0.2, 0.2]])[kind]
+    partial = np.tile([0.25, 0.25, 0.25, 0.25], (120, 1)) + rng.normal(0, 0.01, (120, 4))
+    by_answer = {int(a): i for i, a in enumerate(arena.answers)}
+
+    def probe(current: Arena, options: AdversarialOptions, seed: int) -> tuple[None, dict[str, np.ndarray]]:
+        rows = [by_answer[int(a)] for a in current.answers]
+        probs = {
+            "choice_only": choice_only[rows],
+            "partial_input": partial[rows] / partial[rows].sum(1, keepdims=True),
+        }
+        return None, {**probs, "ensemble": (probs["choice_only"] + probs["partial_input"]) / 2}
+
+    monkeypatch.setattr(adv, "_probe", probe)
+    kept, log, best = adv.prune_predictable(arena, AdversarialOptions(), floor=60)
+    assert log[0]["accuracy"]["choice_only"] < 0.35 and best > 0
+    dropped = ~kept
+    assert dropped.any() and lowest[dropped].all()  # only questions whose answer choice-only rated lowest

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from procbench.progress import SILENT, Progress
-from procbench.shortcuts import MODELS, ChoiceBatch, ShortcutEnsemble, choice_features, hits
+from procbench.shortcuts import FEATURE_NAMES, MODELS, ChoiceBatch, ShortcutEnsemble, choice_features, hits
 
 __all__ = [
     "AdversarialOptions",
@@ -39,9 +39,29 @@ __all__ = [
     "chance_margin",
     "filter_negatives",
     "initial_negatives",
+    "lagging_probes",
+    "probe_costs",
     "prune_predictable",
     "usable_candidates",
+    "within_question",
 ]
+
+
+#: Columns of :func:`choice_features` that count how often an item (its cluster) is a choice in the whole set.
+ITEM_COUNT_COLUMNS = [FEATURE_NAMES.index(f"item_count_{kind}") for kind in ("value", "centred", "rank")]
+CLUSTER_COUNT_COLUMNS = [FEATURE_NAMES.index(f"cluster_count_{kind}") for kind in ("value", "centred", "rank")]
+
+
+def within_question(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``(Q, C, 3)``: each choice's value, its deviation from the question's mean and its rank among the valid
+    choices (ties count half, scaled to [0, 1]): the layout of every feature of :func:`choice_features`."""
+    v = np.where(valid, values, 0.0)
+    both = valid[:, :, None] & valid[:, None, :]
+    below = ((v[:, None, :] < v[:, :, None]) & both).sum(axis=2)
+    equal = ((v[:, None, :] == v[:, :, None]) & both).sum(axis=2) - 1
+    rank = np.where(valid, (below + 0.5 * equal) / np.maximum(valid.sum(axis=1, keepdims=True) - 1, 1), 0.0)
+    mean = v.sum(axis=1, keepdims=True) / np.maximum(valid.sum(axis=1, keepdims=True), 1)
+    return np.stack([v, np.where(valid, values - mean, 0.0), rank], axis=2)
 
 
 @dataclass(frozen=True)
@@ -318,6 +338,11 @@ def chance_margin(options: AdversarialOptions, chance: float, n_q: int) -> float
     return options.z * math.sqrt(chance * (1 - chance) / max(n_q, 1))
 
 
+def lagging_probes(accuracy: dict[str, float], chance: float, margin: float) -> tuple[str, ...]:
+    """The probes (:data:`MODELS`) whose accuracy is below chance by more than ``margin``."""
+    return tuple(name for name in MODELS if accuracy[name] < chance - margin)
+
+
 def filter_negatives(
     arena: Arena,
     options: AdversarialOptions = AdversarialOptions(),
@@ -331,8 +356,10 @@ def filter_negatives(
     Each round fits a fresh cross-fitted ensemble. For a probe above chance, the questions it solves get
     their weakest negative replaced; for a probe *below* chance (it has learnt what answers are not), the
     questions where it rates the answer lowest get their strongest negative replaced. Either way the
-    replacement is the usable candidate that brings the ensemble's probability of the answer closest to
-    ``1 / #choices`` (damped: not the most extreme one, which would plant the opposite tell). The negatives
+    replacement is the usable candidate that brings every probe's probability of the answer nearest
+    ``1 / #choices`` (:func:`probe_costs`: not the most answer-like one, which would plant the opposite tell,
+    and never one probe pushed past chance to offset another); the probes score a candidate with the item
+    and cluster counts of the whole set after the swap. The negatives
     of the round whose worst probe was nearest chance are returned. ``arena.negatives`` is not modified;
     every question keeps its answer and question items. If the probes are still above chance and
     ``options.min_yield`` < 1, :func:`prune_predictable` then drops the questions they solve, keeping at least
@@ -376,7 +403,8 @@ def filter_negatives(
             elif accuracy[name] < chance - margin and name != "ensemble":
                 below |= _lowest(probs[name], batch.valid)
         below &= ~above
-        changed = _replace(work, above, below, probs["ensemble"], ensemble, allowed, uses, capacity, chance, rng)
+        lagging = lagging_probes(accuracy, chance, margin)
+        changed = _replace(work, above, below, probs, ensemble, allowed, uses, capacity, chance, rng, lagging)
         replacements[changed] += 1
         entry["replaced"] = int(len(changed))
         progress.advance()
@@ -403,7 +431,8 @@ def prune_predictable(
     """Drop the questions context-free probes still solve, most predictable first (AFLite-style).
 
     Each step fits :data:`PRUNE_PARTITIONS` fresh cross-fitted ensembles on the questions left; a question's
-    predictability is the share of them that solve it (ties: the mean probability of its answer). The
+    predictability is how often their probes above chance solve it, and their probes below chance rate its
+    answer lowest (ties: the probabilities of its answer; the ensemble's when no probe is off chance). The
     ``PRUNE_STEP`` share of most predictable questions is dropped, until every probe's mean accuracy is
     within ``options.z`` standard errors of chance or ``floor`` questions are left. Returns ``(kept (Q,),
     log, best)``: the questions of step ``best``, the one whose worst probe was nearest chance, and one log
@@ -423,14 +452,23 @@ def prune_predictable(
         solved = np.zeros(len(rows))
         answer_prob = np.zeros(len(rows))
         accuracies: list[dict[str, float]] = []
+        margin = chance_margin(options, chance, len(rows))
         for partition in range(PRUNE_PARTITIONS):
             _, probs = _probe(current, options, seed + 0x9E + PRUNE_PARTITIONS * len(log) + partition)
-            accuracies.append(_accuracies(probs, valid))
-            solved += hits(probs["ensemble"], answers, valid)
-            answer_prob += probs["ensemble"][:, 0]
+            accuracy = _accuracies(probs, valid)
+            accuracies.append(accuracy)
+            # the probes above chance tell a question by solving it; one below chance, by rating its answer lowest
+            # (dropping what the ensemble solves would push that probe further below)
+            telling = [name for name in MODELS if accuracy[name] > chance + margin]
+            lagging = lagging_probes(accuracy, chance, margin)
+            for name in telling or ([] if lagging else ["ensemble"]):
+                solved += hits(probs[name], answers, valid)
+                answer_prob += probs[name][:, 0]
+            for name in lagging:
+                solved += _lowest(probs[name], valid)
+                answer_prob += 1 - probs[name][:, 0]
         accuracy = {name: round(float(np.mean([a[name] for a in accuracies])), 4) for name in accuracies[0]}
         gap = chance_gap(accuracy, chance)
-        margin = chance_margin(options, chance, len(rows))
         log.append({"questions": len(rows), "accuracy": accuracy, "bound": round(chance + margin, 4)})
         if gap < best_gap:
             best, best_step, best_gap = kept.copy(), len(log) - 1, gap
@@ -448,22 +486,80 @@ def _lowest(probs: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return masked[:, 0] < masked[:, 1:].min(axis=1)
 
 
+def _set_counts(arena: Arena) -> tuple[np.ndarray, np.ndarray | None]:
+    """How often each identity (and each cluster) is a choice in the whole set: the frequency features' counts."""
+    rows = arena.choices()
+    rows = rows[rows >= 0]
+    ids = arena.identity[rows]
+    id_counts = np.bincount(ids[ids >= 0], minlength=int(arena.identity.max()) + 1 if len(arena.identity) else 0)
+    if arena.clusters is None:
+        return id_counts, None
+    clusters = np.asarray(arena.clusters)[rows]
+    size = int(np.max(arena.clusters)) + 1 if len(arena.clusters) else 0
+    return id_counts, np.bincount(clusters[clusters >= 0], minlength=max(size, 0))
+
+
+def _swapped_counts(codes: np.ndarray, totals: np.ndarray, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """``(V, C)`` log counts of ``codes`` (-1: none) in the whole set once each variant's ``old`` code (-2: none)
+    has left it and its ``new`` code has joined it (``totals``: the counts before)."""
+    safe = np.maximum(codes, 0)
+    counts = totals[safe] - (codes == old[:, None]) + (codes == new[:, None])
+    return np.where(codes >= 0, np.log1p(np.maximum(counts, 0)), 0.0)
+
+
+def _variant_features(work: Arena, variant: ChoiceBatch, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """The probes' features of variant questions (one negative of a question of the set swapped for a candidate):
+    with :func:`choice_features`, the item and cluster counts are those of the whole set after the swap (a
+    variant batch repeats each question once per candidate, so counting within it would be wrong)."""
+    features = work.choice_features(variant)
+    if work.features is not None:  # the task's own features (they do not count items)
+        return features
+    id_counts, cluster_counts = _set_counts(work)
+    if variant.choice_ids is not None:
+        old_ids = np.where(old >= 0, work.identity[np.maximum(old, 0)], -2)
+        new_ids = work.identity[new]
+        counts = _swapped_counts(variant.choice_ids, id_counts, old_ids, new_ids)
+        features[:, :, ITEM_COUNT_COLUMNS] = within_question(counts, variant.valid & (variant.choice_ids >= 0))
+    if cluster_counts is not None and variant.clusters is not None and work.clusters is not None:
+        clusters = np.asarray(work.clusters)
+        old_cl = np.where(old >= 0, clusters[np.maximum(old, 0)], -2)
+        counts = _swapped_counts(variant.clusters, cluster_counts, old_cl, clusters[new])
+        features[:, :, CLUSTER_COUNT_COLUMNS] = within_question(counts, variant.valid & (variant.clusters >= 0))
+    return features
+
+
+def probe_costs(probs: dict[str, np.ndarray], chance: float, lagging: Sequence[str] = ()) -> np.ndarray:
+    """``(Q,)`` how far the probes' (:data:`MODELS`) probabilities of the answer (column 0) are from ``chance``,
+    summed over the probes; for a probe ``lagging`` (below chance over the set: it has learnt what answers are
+    not) only an answer probability *below* chance counts. Every probe judges a replacement, so one probe is
+    not brought to chance by pushing another past it, and a probe below chance is pulled back: that is how a
+    set would end with a probe far below chance, which a shortcut hunter inverts."""
+    costs = []
+    for name in MODELS:
+        if name in probs:
+            deviation = probs[name][:, 0] - chance
+            costs.append(np.maximum(-deviation, 0.0) if name in lagging else np.abs(deviation))
+    return np.sum(costs, axis=0)
+
+
 def _replace(
     work: Arena,
     above: np.ndarray,
     below: np.ndarray,
-    ensemble_probs: np.ndarray,
+    probs: dict[str, np.ndarray],
     ensemble: ShortcutEnsemble,
     allowed: np.ndarray,
     uses: np.ndarray,
     capacity: np.ndarray,
     chance: float,
     rng: np.random.Generator,
+    lagging: Sequence[str] = (),
 ) -> np.ndarray:
     """Swap one negative of each target question for its best usable candidate; the questions changed.
 
-    ``above`` questions lose their weakest negative, ``below`` questions their strongest; the candidate
-    chosen brings the answer's probability closest to ``chance`` and must bring it closer than it was.
+    ``above`` questions lose their weakest negative, ``below`` questions their strongest (by the ensemble); the
+    candidate chosen brings the probes' probabilities of the answer nearest ``chance`` (:func:`probe_costs`;
+    ``lagging``: the probes below chance over the set) and must bring them nearer than they were.
     """
     targets = np.flatnonzero(above | below)
     if not len(targets):
@@ -471,7 +567,7 @@ def _replace(
     negatives = work.negatives
     n_neg = negatives.shape[1]
     n_cand = work.candidates.shape[1]
-    neg_probs = ensemble_probs[targets, 1:]
+    neg_probs = probs["ensemble"][targets, 1:]
     slot = np.where(above[targets], np.argmin(neg_probs, axis=1), np.argmax(neg_probs, axis=1))
     shown = np.concatenate([work.choices()[targets], work.question_items[targets]], axis=1)
     shown_ids = np.where(shown >= 0, work.identity[np.maximum(shown, 0)], -2)
@@ -483,6 +579,7 @@ def _replace(
         usable &= work.candidate_class[targets] == work.negative_class[targets, slot][:, None]
     # every (question, candidate) variant: the chosen negative replaced by the candidate
     base = np.repeat(work.choices()[targets][:, None, :], n_cand, axis=1)  # (T, M, 1 + K)
+    old = base[np.arange(len(targets)), 0, 1 + slot]  # (T,) the negative each variant drops
     base[np.arange(len(targets)), :, 1 + slot] = cand
     flat_rows = base.reshape(-1, 1 + n_neg)
     live = usable.reshape(-1)
@@ -491,9 +588,10 @@ def _replace(
         q_rows = np.repeat(work.question_items[targets], n_cand, axis=0)[live]
         groups = np.repeat(work.groups[targets], n_cand)[live]
         variant = _batch(work, flat_rows[live], q_rows, groups)
-        gap[live] = np.abs(ensemble.predict(variant, work.choice_features(variant))["ensemble"][:, 0] - chance)
+        features = _variant_features(work, variant, np.repeat(old, n_cand)[live], cand.reshape(-1)[live])
+        gap[live] = probe_costs(ensemble.predict(variant, features), chance, lagging)
     gap = gap.reshape(len(targets), n_cand)
-    current = np.abs(ensemble_probs[targets, 0] - chance)
+    current = probe_costs({name: p[targets] for name, p in probs.items()}, chance, lagging)
     changed = []
     for t in rng.permutation(len(targets)).tolist():
         order = np.argsort(gap[t] + rng.random(n_cand) * 1e-9, kind="stable")
@@ -505,9 +603,9 @@ def _replace(
             if uses[code] >= capacity[code]:
                 continue
             q = int(targets[t])
-            old = int(negatives[q, slot[t]])
-            if old >= 0:
-                uses[work.identity[old]] -= 1
+            old_row = int(negatives[q, slot[t]])
+            if old_row >= 0:
+                uses[work.identity[old_row]] -= 1
             uses[code] += 1
             negatives[q, slot[t]] = row
             changed.append(q)

@@ -20,18 +20,23 @@ from typing import Any
 import numpy as np
 
 from procbench.generate.adversarial import (
+    ITEM_COUNT_COLUMNS,
     AdversarialOptions,
     AdversarialResult,
     Arena,
     chance_gap,
     chance_margin,
     filter_negatives,
+    initial_negatives,
+    lagging_probes,
+    probe_costs,
     prune_predictable,
+    within_question,
 )
 from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
-from procbench.shortcuts import FEATURE_NAMES, MODELS, ChoiceBatch, ShortcutEnsemble, choice_features, hits
+from procbench.shortcuts import MODELS, ChoiceBatch, ShortcutEnsemble, choice_features, hits
 
 __all__ = [
     "CANDIDATES",
@@ -107,11 +112,23 @@ def filter_image_negatives(
         candidates=candidates,
         groups=proc,
         copies=np.full(n_rows, per_image, dtype=np.int64),
-        candidate_class=closer,
-        negative_class=slot_closer,
+        candidate_class=closer.astype(np.int64),
+        negative_class=slot_closer.astype(np.int64),
     )
+    # the start: on each side of the answer's distance to the question mean as many negatives as were drawn (the
+    # rank stays), the usable candidates whose distance is nearest the answer's; a question without enough keeps
+    # its drawn ones. Answers lie at a typical distance from their question, and a negative far nearer (or
+    # farther) than any answer gives the answer away whatever its rank.
+    wants = np.stack([(~slot_closer).sum(axis=1), slot_closer.sum(axis=1)], axis=1)
+    level = np.abs(distances_to(data, candidates, points) - radius[:, None])
+    start, classes, unfilled = initial_negatives(arena, options, seed=seed, wants=wants, preference=level)
+    start[unfilled], classes[unfilled] = negatives[unfilled], slot_closer[unfilled]
+    arena.negatives, arena.negative_class = start, classes
+    redrawn = (start != negatives).sum(axis=1)
     result = filter_negatives(arena, options, seed=seed, progress=progress)
-    return result.negatives, result.replacements, _kept(result, n_q), result.summary()
+    result.replacements = result.replacements + redrawn  # a redrawn start counts as replaced
+    summary = {**result.summary(), "start": "nearest the answer's distance to the question mean, on each side"}
+    return result.negatives, result.replacements, _kept(result, n_q), summary
 
 
 def _kept(result: AdversarialResult, n_q: int) -> np.ndarray:
@@ -124,19 +141,6 @@ def _kept(result: AdversarialResult, n_q: int) -> np.ndarray:
 INTRUDER_CANDIDATES = 48
 #: Variant questions scored at once (a block of ``(rows, 4, D)`` float32 choice vectors).
 _VARIANT_BLOCK = 8192
-_COUNT_COLUMNS = [FEATURE_NAMES.index(f"item_count_{kind}") for kind in ("value", "centred", "rank")]
-
-
-def within_question(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """``(Q, C, 3)``: each choice's value, its deviation from the question's mean and its rank among the valid
-    choices (ties count half, scaled to [0, 1]): the layout of every feature of :func:`choice_features`."""
-    v = np.where(valid, values, 0.0)
-    both = valid[:, :, None] & valid[:, None, :]
-    below = ((v[:, None, :] < v[:, :, None]) & both).sum(axis=2)
-    equal = ((v[:, None, :] == v[:, :, None]) & both).sum(axis=2) - 1
-    rank = np.where(valid, (below + 0.5 * equal) / np.maximum(valid.sum(axis=1, keepdims=True) - 1, 1), 0.0)
-    mean = v.sum(axis=1, keepdims=True) / np.maximum(valid.sum(axis=1, keepdims=True), 1)
-    return np.stack([v, np.where(valid, values - mean, 0.0), rank], axis=2)
 
 
 def _unit_vectors(data: VisualData, rows: np.ndarray) -> np.ndarray:
@@ -192,7 +196,7 @@ def _coherence_batch(
     )
     features = choice_features(batch)
     if counts is not None:
-        features[:, :, _COUNT_COLUMNS] = within_question(np.log1p(counts.astype(np.float64)), batch.valid)
+        features[:, :, ITEM_COUNT_COLUMNS] = within_question(np.log1p(counts.astype(np.float64)), batch.valid)
     return batch, features
 
 
@@ -210,17 +214,16 @@ def filter_intruders(
     """Adversarially filtered incoherent images for ``Q`` visual-coherence questions.
 
     In coherence the probes look for the answer (the image that does not belong), so the answer is what is
-    replaced: each round fits the context-free ensemble (:class:`ShortcutEnsemble`, cross-fitted by
-    procedure) on the set, and every question one of its probes solves (or, for a probe below chance, where
-    it rates the intruder lowest) gets the candidate that brings the ensemble's probability of the intruder
-    closest to chance, if closer than now. Candidates are images of other procedures nearest the coherent
-    images' mean and nearest each coherent image, whose rank by distance to the mean of the other three
-    choices is the question's (``ranks``, K3=2's uniform rank: it stays what it was) and whose cosine
-    similarity to every image of the question's procedure is below ``options.ceiling``; an image is the
-    intruder of at most about as many questions as its share of the pool allows. A drawn intruder above the
-    ceiling is replaced by a random usable candidate before the first round (``ceiling_replaced``; the ones
-    without one stay, ``ceiling_unmet``). The item-frequency feature counts appearances in the whole set, for
-    candidates too. Stops as
+    replaced: each round fits the context-free ensemble (:class:`ShortcutEnsemble`, cross-fitted by procedure) on
+    the set, and every question one of its probes solves (or, for a probe below chance, where it rates the intruder
+    lowest) gets the candidate that brings every probe's probability of the intruder nearest chance, if nearer than
+    now (:func:`~procbench.generate.adversarial.probe_costs`). Candidates are images of other procedures nearest the
+    coherent images' mean and nearest each coherent image, whose rank by distance to the mean of the other three
+    choices is the question's (``ranks``, K3=2's uniform rank: it stays what it was) and whose cosine similarity to
+    every image of the question's procedure is below ``options.ceiling``; an image is the intruder of at most about
+    as many questions as its share of the pool allows. A drawn intruder above the ceiling is replaced by a random
+    usable candidate before the first round (``ceiling_replaced``; the ones without one stay, ``ceiling_unmet``).
+    The item-frequency feature counts appearances in the whole set, for candidates too. Stops as
     :func:`~procbench.generate.adversarial.filter_negatives` does and keeps the round nearest chance.
 
     Args:
@@ -299,8 +302,8 @@ def filter_intruders(
             elif accuracy[name] < chance - margin and name != "ensemble":
                 targets |= probs[name][:, 0] < probs[name][:, 1:].min(axis=1)
         changed = _replace_intruders(
-            data, np.flatnonzero(targets), rows, proc, candidates, allowed, ensemble, probs["ensemble"][:, 0],
-            on_show, uses, capacity, rng,
+            data, np.flatnonzero(targets), rows, proc, candidates, allowed, ensemble, probs, on_show, uses, capacity,
+            rng, lagging_probes(accuracy, chance, margin),
         )  # fmt: skip
         current[changed] = rows[changed, 0]
         replacements[changed] += 1
@@ -341,15 +344,16 @@ def _replace_intruders(
     candidates: np.ndarray,
     allowed: np.ndarray,
     ensemble: ShortcutEnsemble,
-    answer_probs: np.ndarray,
+    probs: dict[str, np.ndarray],
     on_show: np.ndarray,
     uses: np.ndarray,
     capacity: int,
     rng: np.random.Generator,
+    lagging: tuple[str, ...] = (),
 ) -> np.ndarray:
-    """Give each target question the usable candidate that brings the ensemble's probability of its intruder
-    closest to chance (and closer than now); ``rows[:, 0]``, ``on_show`` and ``uses`` are updated in place.
-    Returns the questions changed."""
+    """Give each target question the usable candidate that brings every probe's probability of its intruder
+    nearest chance (:func:`~procbench.generate.adversarial.probe_costs`; and nearer than now); ``rows[:, 0]``,
+    ``on_show`` and ``uses`` are updated in place. Returns the questions changed."""
     n_cand = candidates.shape[1]
     chance = 0.25
     gap = np.full((len(targets), n_cand), np.inf)
@@ -365,8 +369,8 @@ def _replace_intruders(
         counts = on_show[variant]
         counts[:, 0] += 1  # the candidate's new appearance (its old ones, e.g. as a coherent image, are counted)
         batch, features = _coherence_batch(data, variant, proc[part][t], counts)
-        gap[start + t, m] = np.abs(ensemble.predict(batch, features)["ensemble"][:, 0] - chance)
-    current = np.abs(answer_probs[targets] - chance)
+        gap[start + t, m] = probe_costs(ensemble.predict(batch, features), chance, lagging)
+    current = probe_costs({name: p[targets] for name, p in probs.items()}, chance, lagging)
     changed = []
     for i in rng.permutation(len(targets)).tolist():
         order = np.argsort(gap[i] + rng.random(n_cand) * 1e-9, kind="stable")
