@@ -60,8 +60,9 @@ def command(
     cluster_balance (correct vs wrong choices over KMeans clusters) and question_overlap (answers revealed
     by another question of the same procedure); context_reference (what the context gives: each choice's
     similarity to the context's steps) and context_overlap (text choices: the choice sharing most words with
-    the context) are references: what reading gives, never flagged. A shortcut probe whose interval lies above or below chance is
-    flagged. Writes audit.json; --plots DIR adds PNG plots; --per-question adds shortcut_scores.parquet.
+    the context) are references: what reading gives, never flagged. A shortcut probe whose interval lies
+    above or below chance is flagged. Writes audit.json; --plots DIR adds PNG plots; --per-question adds
+    shortcut_scores.parquet.
     """
     from procbench.audit import PROBES, run_audit
     from procbench.cli._console import console, print_json, progress_bar
