@@ -56,16 +56,20 @@ class ProbeContext:
         *,
         replicates: np.ndarray | None = None,
         details: dict[str, Any] | None = None,
+        reference: bool = False,
     ) -> ProbeResult:
         """Mean of ``hits`` over ``rows`` with chance ``mean(1/#choices)`` and a procedure-bootstrap interval
-        (of the hits, unless the probe brings its own ``replicates``)."""
+        (of the hits, unless the probe brings its own ``replicates``); ``reference``: a context-using probe,
+        never flagged."""
         rows = rows.astype(bool)
         value = float(hits[rows].mean())
         if replicates is None:
             replicates = self.bootstrap.ratio(np.where(rows, hits, 0.0), rows.astype(np.float64))
         info = {"n_used": int(rows.sum()), "n_folds": self.n_folds, "n_boot": self.bootstrap.n_boot}
         info.update(details or {})
-        return ProbeResult(value, chance_level(valid, rows), percentile_ci(replicates), details=info)
+        return ProbeResult(
+            value, chance_level(valid, rows), percentile_ci(replicates), details=info, reference=reference
+        )
 
     def require_cv(self, rows: np.ndarray) -> None:
         """Raise :class:`NotApplicable` when cross-validation cannot run on ``rows``."""

@@ -94,7 +94,7 @@ def context_reference(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
         raise NotApplicable(f"too few questions with context and choice vectors ({int(rows.sum())})")
     valid = aset.index().valid
     hits = mc_hits(sims, aset.answers, valid)
-    result = ctx.accuracy(
+    return ctx.accuracy(
         hits,
         rows,
         valid,
@@ -104,6 +104,5 @@ def context_reference(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
             "encoder": aset.encoder,
             "n_skipped": int(len(aset) - rows.sum()),
         },
+        reference=True,
     )
-    result.reference = True
-    return result

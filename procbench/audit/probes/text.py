@@ -131,11 +131,10 @@ def context_overlap(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
         if text not in words:
             words[text] = tokens(text)
     pools = [words[text] for text in aset.contexts]
-    result = ctx.accuracy(
+    return ctx.accuracy(
         mc_hits(_shares(aset, pools, valid.shape[1]), aset.answers, valid),
         rows,
         valid,
         details={"model": "no training: the choice with the largest share of its content words in the context"},
+        reference=True,
     )
-    result.reference = True
-    return result

@@ -73,6 +73,16 @@ def order_scores(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return scores[:, 0], scores[:, 1:]
 
 
+def _race_order(u: np.ndarray, weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``(B, K)`` column order of an exponential race (key = Exp(1) / weight, from uniforms ``u (B, K)``): the
+    first n columns are a draw without replacement ∝ ``weights`` among the ``mask``ed positive ones; weight-0
+    columns of ``mask`` follow in the order of ``u``, columns outside ``mask`` come last."""
+    positive = mask & (weights > 0)
+    with np.errstate(divide="ignore"):
+        race = np.where(positive, -np.log1p(-u) / np.where(positive, weights, 1.0), u)
+    return np.lexsort((race, ~positive, ~mask), axis=1)
+
+
 def _draw_wrong(scores: np.ndarray, k2: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pick 3 of the 23 wrong orders per question: uniformly (K2=0) or ∝ score without replacement (K2=1).
 
@@ -89,9 +99,7 @@ def _draw_wrong(scores: np.ndarray, k2: int, rng: np.random.Generator) -> tuple[
     if k2 == 0:
         return np.argsort(u, axis=1, kind="stable")[:, :3], np.full((n_q, n_wrong), 1 / n_wrong), np.full(n_q, n_wrong)
     positive = scores > 0
-    with np.errstate(divide="ignore"):
-        race = np.where(positive, -np.log1p(-u) / np.where(positive, scores, 1.0), u)
-    order = np.lexsort((race, ~positive), axis=1)
+    order = _race_order(u, scores, np.ones(scores.shape, dtype=bool))
     total = scores.sum(axis=1, keepdims=True)
     probability = np.divide(scores, total, out=np.full_like(scores, 1 / n_wrong), where=total > 0)
     return order[:, :3], probability, positive.sum(axis=1)
@@ -115,11 +123,7 @@ def _take_weighted(mask: np.ndarray, weights: np.ndarray, count: np.ndarray, rng
     """``(B, 3)`` columns of ``mask (B, K)``: ``count[b]`` of its True columns drawn without replacement with
     probability ∝ ``weights`` (exponential races, as :func:`_draw_wrong`; weight-0 columns last, uniformly),
     then -1."""
-    u = rng.random(mask.shape)
-    positive = mask & (weights > 0)
-    with np.errstate(divide="ignore"):
-        race = np.where(positive, -np.log1p(-u) / np.where(positive, weights, 1.0), u)
-    order = np.lexsort((race, ~positive, ~mask), axis=1)[:, :3]
+    order = _race_order(rng.random(mask.shape), weights, mask)[:, :3]
     return np.where(np.arange(3)[None, :] < count[:, None], order, -1)
 
 
