@@ -49,18 +49,20 @@ TEXT_SETTINGS = ("recipeqa", "default", "debias-auto", "adversarial")
 
 
 def build_text_store(source: Path, work: Path) -> Store:
-    """Ingest, clean and embed (minilm-offline, text only) a JSONL corpus once."""
+    """Ingest, clean and embed (minilm-offline, text only) a JSONL corpus once; later runs embed what is missing."""
     from procbench.clean import clean_store
     from procbench.embed import embed_store
     from procbench.ingest import ingest_file
 
     path = work / source.parent.name
+    fields = ("step_title", "step_text", "procedure_title")  # the distance-svm reference reads procedure titles
     if (path / "embeddings").exists():
-        return Store.open(path)
-    store = Store.open(path, create=True)
-    ingest_file(store, source)
-    clean_store(store)
-    embed_store(store, text_encoder="minilm-offline", fields=("step_title", "step_text"))
+        store = Store.open(path)
+    else:
+        store = Store.open(path, create=True)
+        ingest_file(store, source)
+        clean_store(store)
+    embed_store(store, text_encoder="minilm-offline", fields=fields)  # embeds only what is missing
     return store
 
 
@@ -112,6 +114,7 @@ def question_batch(rows: list[dict], items: Items, textual: bool) -> tuple[Choic
         choice_texts=[list(r["choices"]) for r in rows] if textual else None,
         question_texts=[[q for q in r["question"] if q != "@placeholder"] for r in rows] if textual else None,
         choice_ids=choice_ids,
+        placeholder=np.array([list(r["question"]).index("@placeholder") for r in rows], dtype=np.int64),
     )
     return batch, procs
 

@@ -8,9 +8,10 @@ module measures both, the same way for the audit (``partial_input`` probe, per-q
 and for generation (adversarial negatives, AFLite):
 
 - :func:`choice_features` turns a :class:`ChoiceBatch` into ``(Q, C, F)`` features that need no context:
-  distances to the question mean, to the nearest question item and to the other choices, each with its
-  rank among the question's choices and centred within the question; for text items the length and word
-  overlap with the question items; and how often the item (and its cluster) is a choice in the whole batch.
+  distances to the question mean, to the nearest question item, to the items next to the placeholder and to
+  the other choices, each with its rank among the question's choices and centred within the question; for
+  text items the length and word overlap with the question items; and how often the item (and its cluster)
+  is a choice in the whole batch.
 - :class:`ShortcutEnsemble` fits, per procedure-grouped fold, a *choice-only* model (logistic regression on
   each choice's embedding) and a *partial-input* model (gradient-boosted trees on those features), and
   scores every question with the models that never saw its procedure (cross-fitting).
@@ -35,6 +36,7 @@ __all__ = [
     "ShortcutEnsemble",
     "answer_scores",
     "choice_features",
+    "content_words",
     "group_folds",
     "hits",
 ]
@@ -42,7 +44,7 @@ __all__ = [
 #: The probes of the ensemble; ``ensemble`` is the mean of their within-question probabilities.
 MODELS = ("choice_only", "partial_input")
 
-_DISTANCES = ("qmean", "nearest_item", "other_choices")
+_DISTANCES = ("qmean", "nearest_item", "adjacent_item", "other_choices")
 _TEXT = ("chars", "words", "word_overlap")
 _FREQUENCY = ("item_count", "cluster_count")
 #: ``(F,)`` names of :func:`choice_features`' last axis: each base feature as a value, centred within the
@@ -108,6 +110,8 @@ class ChoiceBatch:
         choice_ids: ``(Q, C)`` int64 identity of each choice's item (e.g. its embedding row; -1 missing):
             how often an item is a choice in the batch is a feature (frequent negatives give themselves away).
         clusters: ``(Q, C)`` int64 cluster of each choice's item (-1: none), for the cluster-frequency feature.
+        placeholder: ``(Q,)`` int64 slot of the placeholder among the question items (-1: none), for the
+            distance to the items next to it (a cloze answer is the step between them).
     """
 
     choice_vectors: np.ndarray
@@ -120,6 +124,7 @@ class ChoiceBatch:
     question_texts: Sequence[Sequence[str]] | None = None
     choice_ids: np.ndarray | None = None
     clusters: np.ndarray | None = None
+    placeholder: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.answers.shape[0])
@@ -159,15 +164,37 @@ def _distance_features(batch: ChoiceBatch) -> list[np.ndarray]:
     item_dist = np.where(batch.question_mask[:, None, :], item_dist, np.inf)
     nearest = np.min(item_dist, axis=2, initial=np.inf)
     nearest = np.where(np.isfinite(nearest), nearest, 0.0)
+    adjacent = _adjacent_distance(item_dist, batch)
     gram = np.einsum("qcd,qed->qce", choices, choices)
     pair = np.sqrt(np.maximum(2.0 - 2.0 * gram, 0.0))
     both = batch.valid[:, :, None] & batch.valid[:, None, :]
     np.einsum("qcc->qc", both)[...] = False
     others = np.where(both, pair, 0.0).sum(axis=2) / np.maximum(both.sum(axis=2), 1)
-    return [_within(v.astype(np.float64), batch.valid) for v in (to_qmean, nearest, others)]
+    return [_within(v.astype(np.float64), batch.valid) for v in (to_qmean, nearest, adjacent, others)]
 
 
-def _words(text: str) -> set[str]:
+def _adjacent_distance(item_dist: np.ndarray, batch: ChoiceBatch) -> np.ndarray:
+    """``(Q, C)`` each choice's distance to the nearer of the question items just before and after the
+    placeholder (0 where the batch has no placeholder or it has no shown neighbour).
+
+    ``item_dist``: ``(Q, C, L)`` distances to every question item (inf where there is none).
+    """
+    q, c, n_items = item_dist.shape
+    out = np.zeros((q, c))
+    if batch.placeholder is None:
+        return out
+    slot = np.asarray(batch.placeholder, dtype=np.int64)
+    best = np.full((q, c), np.inf)
+    for step in (-1, 1):
+        at = slot + step
+        ok = (slot >= 0) & (at >= 0) & (at < n_items)
+        picked = np.take_along_axis(item_dist, np.clip(at, 0, n_items - 1)[:, None, None], axis=2)[:, :, 0]
+        best = np.where(ok[:, None], np.minimum(best, picked), best)
+    return np.where(np.isfinite(best), best, 0.0)
+
+
+def content_words(text: str) -> set[str]:
+    """The words of ``text`` that overlap features compare: casefolded, 3+ letters, not a stop word."""
     return {w for w in _WORD.findall(text.casefold()) if w not in _STOP}
 
 
@@ -179,11 +206,11 @@ def _text_features(batch: ChoiceBatch) -> list[np.ndarray]:
     if batch.choice_texts is not None:
         question_texts = batch.question_texts or [[] for _ in range(q)]
         for i, (texts, shown) in enumerate(zip(batch.choice_texts, question_texts, strict=True)):
-            seen: set[str] = set().union(*(_words(t) for t in shown)) if shown else set()
+            seen: set[str] = set().union(*(content_words(t) for t in shown)) if shown else set()
             for j, text in enumerate(texts[:c]):
                 chars[i, j] = len(text)
                 words[i, j] = len(text.split())
-                vocab = _words(text)
+                vocab = content_words(text)
                 overlap[i, j] = len(vocab & seen) / max(len(vocab), 1)
     return [_within(v, batch.valid) for v in (chars, words, overlap)]
 

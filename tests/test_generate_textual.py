@@ -383,7 +383,9 @@ def test_settings_are_paired_and_answer_positions_uniform(sample_store: Path) ->
     sets, _ = tc.build(store, list(tc.SWEEP), seed=4, questions_per_procedure=3)
     # the first question of each procedure is the same in every setting: only the negatives differ
     single, _ = tc.build(store, list(tc.SWEEP), seed=4)
-    for group in (single, {k: v for k, v in sets.items() if k not in ("debias-auto", "adversarial")}):
+    # (the adversarial setting chooses its own windows: see the next tests)
+    paired = {k: v for k, v in single.items() if k != "adversarial"}
+    for group in (paired, {k: v for k, v in sets.items() if k not in ("debias-auto", "adversarial")}):
         first: dict[str, dict[str, tuple[str, int]]] = {}
         for name, questions in group.items():
             for q in questions:
@@ -488,3 +490,73 @@ def test_title_less_corpus_is_told_to_use_items_text_not_to_embed(tmp_path: Path
     assert "procbench embed" not in str(caught.value)  # embedding again could never help
     made = generate(Store.open(store.root), "textual-cloze", seed=0, items="text")
     assert sum(made.questions.values()) > 0
+
+
+def _pool_and_options(store: Store, per_procedure: int = 6) -> tuple[Any, list[Any]]:
+    steps, _ = tc._titles(store)
+    pool = tc._pool(load_embeddings(store, "step_title"), steps, None)
+    options = [
+        d
+        for pid, rows in sorted(steps.items())
+        if tc.MIN_STEPS <= len(rows) <= tc.MAX_STEPS
+        for d in tc._drafts(pid, rows, per_procedure=per_procedure, replace=False, seed=0)
+    ]
+    return pool, options
+
+
+def test_adversarial_questions_are_those_whose_answer_other_titles_come_nearest(sample_store: Path) -> None:
+    """Of each procedure's drafts, the adversarial setting asks the one with the most titles of other procedures
+    nearer the question than its answer (an answer nearer than all of them gives itself away)."""
+    store = Store.open(sample_store)
+    pool, options = _pool_and_options(store)
+    oracle = Oracle(store)
+
+    def score(d: Any) -> int:
+        shown = [oracle.vectors[oracle.row[k]] for n, k in enumerate(d.keys) if n != d.position]
+        mean = np.mean(shown, axis=0)
+        mean /= np.linalg.norm(mean)
+        radius = np.linalg.norm(oracle.vectors[oracle.row[d.answer_key]] - mean)
+        other = np.flatnonzero(
+            (oracle.procedures != d.procedure_id) & np.array([oracle.titles.get(k) is not None for k in oracle.keys])
+        )
+        nearest = np.sort(np.linalg.norm(oracle.vectors[other] - mean, axis=1))[: tc.ADVERSARIAL_NEARER]
+        return int((nearest < radius - 1e-6).sum())
+
+    picked = tc._pick_windows(options, pool, 1)
+    by_procedure: dict[str, list[Any]] = {}
+    for d in options:
+        by_procedure.setdefault(d.procedure_id, []).append(d)
+    assert [d.procedure_id for d in picked] == sorted(by_procedure)  # one per procedure, in procedure order
+    gained = 0
+    for d in picked:
+        scores = [score(o) for o in by_procedure[d.procedure_id]]
+        assert score(d) == max(scores)
+        best = [o.number for o, s in zip(by_procedure[d.procedure_id], scores, strict=True) if s == max(scores)]
+        assert d.number == min(best)
+        gained += score(d) - scores[0]
+    assert gained > 0  # the first draft (the other settings' question) was often not the best
+    two = tc._pick_windows(options, pool, 2)
+    assert len(two) == 2 * len(picked) and all(
+        len({d.answer_key for d in two if d.procedure_id == pid}) == 2 for pid in by_procedure
+    )
+
+
+def test_adversarial_candidates_come_from_every_source(sample_store: Path) -> None:
+    store = Store.open(sample_store)
+    pool, options = _pool_and_options(store, per_procedure=1)
+    words = tc._adversarial_candidates(options, pool, {"words": 8})
+    assert words.shape == (len(options), 8) and (words >= 0).any()
+    from procbench.shortcuts import content_words
+
+    for d, rows in zip(options, words.tolist(), strict=True):
+        shown = set().union(*(content_words(t) for n, t in enumerate(d.titles) if n != d.position))
+        found = [r for r in rows if r >= 0]
+        assert all(pool.keys[r].rsplit("#", 1)[0] != d.procedure_id for r in found)
+        assert all(content_words(pool.texts[r] or "") & shown for r in found)  # each shares a word
+        assert len({pool.norms[r] for r in found}) == len(found)
+    both = tc._adversarial_candidates(options, pool, {"answer": 4, "items": 6})
+    answer_only = tc._adversarial_candidates(options, pool, {"answer": 4})
+    assert both.shape[1] == 10 and np.array_equal(both[:, :4], answer_only)  # sources in turn, duplicates once
+    for row in both.tolist():
+        found = [r for r in row if r >= 0]
+        assert len(found) == len(set(found))

@@ -99,3 +99,35 @@ def test_frequent_items_are_a_feature() -> None:
     batch.choice_ids = ids
     probs = ShortcutEnsemble(seed=0, models=("partial_input",)).fit(batch).predict(batch)
     assert hits(probs["partial_input"], batch.answers, batch.valid).mean() > 0.9
+
+
+def test_the_items_next_to_the_placeholder_are_a_feature_of_their_own() -> None:
+    """A cloze answer resembles the steps beside its blank: only the placeholder's neighbours say which."""
+    rng = np.random.default_rng(5)
+    n, dim = 400, 16
+    items = _unit(rng.normal(size=(n, 4, dim)))
+    slot = rng.integers(0, 4, n)
+    items[np.arange(n), slot] = 0.0  # the placeholder's row
+    mask = np.ones((n, 4), dtype=bool)
+    mask[np.arange(n), slot] = False
+    before = np.where(slot > 0, slot - 1, slot + 1)  # a neighbour of the blank
+    far = np.array([next(j for j in range(4) if j != s and abs(j - s) > 1) for s in slot])
+    choices = _unit(rng.normal(size=(n, 4, dim)))
+    answers = rng.integers(0, 4, n)
+    choices[np.arange(n), answers] = _unit(items[np.arange(n), before] + 0.3 * rng.normal(size=(n, dim)))
+    for j in range(4):  # every negative is as near some other (non-adjacent) question item
+        wrong = answers != j
+        choices[wrong, j] = _unit(items[wrong, far[wrong]] + 0.3 * rng.normal(size=(int(wrong.sum()), dim)))
+    batch = ChoiceBatch(choices, items, mask, np.ones((n, 4), dtype=bool), answers, np.arange(n) // 2)
+    adjacent = FEATURE_NAMES.index("adjacent_item_value")
+    assert np.all(choice_features(batch)[:, :, adjacent] == 0)  # no placeholder given: the feature is off
+    placed = ChoiceBatch(**{**batch.__dict__, "placeholder": slot})
+    feats = choice_features(placed)
+    nearest_item = feats[:, :, FEATURE_NAMES.index("nearest_item_value")]
+    assert (nearest_item.argmin(axis=1) == answers).mean() < 0.5  # the nearest item alone does not tell
+    assert (feats[:, :, adjacent].argmin(axis=1) == answers).mean() > 0.9
+    expected = np.linalg.norm(choices[np.arange(n), answers] - items[np.arange(n), before], axis=1)
+    got = feats[np.arange(n), answers, adjacent]
+    assert np.all(got <= expected + 1e-5)  # the nearer of the two neighbours
+    probs = ShortcutEnsemble(n_folds=5, seed=0, models=("partial_input",)).fit(placed).predict(placed)
+    assert hits(probs["partial_input"], answers, placed.valid).mean() > 0.8

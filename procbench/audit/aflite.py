@@ -133,6 +133,7 @@ def _subset(batch: ChoiceBatch, rows: np.ndarray) -> ChoiceBatch:
         question_texts=texts(batch.question_texts),
         choice_ids=None if batch.choice_ids is None else batch.choice_ids[idx],
         clusters=None if batch.clusters is None else batch.clusters[idx],
+        placeholder=None if batch.placeholder is None else batch.placeholder[idx],
     )
 
 

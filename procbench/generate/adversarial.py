@@ -118,6 +118,7 @@ class Arena:
         candidate_class, negative_class: ``(Q, M)`` and ``(Q, K)``: a candidate may only replace a negative of
             its own class (e.g. closer to the question than the answer or not, so the answer's distance rank
             stays what it was). None: any candidate may replace any negative.
+        placeholder: ``(Q,)`` slot of the placeholder among ``question_items`` (-1: none), or None.
         features: ``features(batch) -> (Q, C, F)`` the probes' per-choice features of a :class:`ChoiceBatch` of
             this arena (its ``choice_ids`` are the rows' identities), for items :func:`choice_features` does not
             describe (e.g. orders of images). None: :func:`choice_features`.
@@ -135,6 +136,7 @@ class Arena:
     copies: np.ndarray | None = None
     candidate_class: np.ndarray | None = None
     negative_class: np.ndarray | None = None
+    placeholder: np.ndarray | None = None
     features: Callable[[ChoiceBatch], np.ndarray] | None = None
 
     def capacity(self, max_uses: int) -> np.ndarray:
@@ -162,19 +164,22 @@ class Arena:
             copies=self.copies,
             candidate_class=None if self.candidate_class is None else self.candidate_class[keep],
             negative_class=None if self.negative_class is None else self.negative_class[keep],
+            placeholder=None if self.placeholder is None else self.placeholder[keep],
             features=self.features,
         )
 
     def batch(self) -> ChoiceBatch:
         """The probes' view of the current choices (the answer is column 0)."""
-        return _batch(self, self.choices(), self.question_items, self.groups)
+        return _batch(self, self.choices(), self.question_items, self.groups, self.placeholder)
 
     def choice_features(self, batch: ChoiceBatch) -> np.ndarray:
         """``(Q, C, F)`` the probes' features of ``batch`` (:attr:`features`, else :func:`choice_features`)."""
         return (self.features or choice_features)(batch)
 
 
-def _batch(arena: Arena, rows: np.ndarray, q_rows: np.ndarray, groups: np.ndarray) -> ChoiceBatch:
+def _batch(
+    arena: Arena, rows: np.ndarray, q_rows: np.ndarray, groups: np.ndarray, placeholder: np.ndarray | None = None
+) -> ChoiceBatch:
     dim = arena.vectors.shape[1]
     padded = np.vstack([arena.vectors, np.zeros((1, dim), dtype=arena.vectors.dtype)])
     valid = rows >= 0
@@ -195,6 +200,7 @@ def _batch(arena: Arena, rows: np.ndarray, q_rows: np.ndarray, groups: np.ndarra
         question_texts=question_texts,
         choice_ids=np.where(valid, arena.identity[np.maximum(rows, 0)], -1),
         clusters=None if arena.clusters is None else np.where(valid, arena.clusters[np.maximum(rows, 0)], -1),
+        placeholder=placeholder,
     )
 
 
@@ -587,7 +593,8 @@ def _replace(
     if live.any():
         q_rows = np.repeat(work.question_items[targets], n_cand, axis=0)[live]
         groups = np.repeat(work.groups[targets], n_cand)[live]
-        variant = _batch(work, flat_rows[live], q_rows, groups)
+        slots = None if work.placeholder is None else np.repeat(work.placeholder[targets], n_cand)[live]
+        variant = _batch(work, flat_rows[live], q_rows, groups, slots)
         features = _variant_features(work, variant, np.repeat(old, n_cand)[live], cand.reshape(-1)[live])
         gap[live] = probe_costs(ensemble.predict(variant, features), chance, lagging)
     gap = gap.reshape(len(targets), n_cand)

@@ -31,8 +31,13 @@ Settings (:data:`SWEEP`, all written by ``--sweep``):
 When the runner passes ``splits`` (``procbench generate`` does), negatives come only from procedures of
 the question's own split, so a title of one split is never a choice in another.
 
-The questions of the three settings are paired: a procedure's window and placeholder are drawn from a
-generator seeded by (seed, procedure id), so the settings differ only in their negatives.
+The questions of ``recipeqa``, ``default`` and ``debias`` are paired: a procedure's window and placeholder are
+drawn from a generator seeded by (seed, procedure id), so those settings differ only in their negatives.
+``adversarial`` chooses each procedure's question among its first :data:`ADVERSARIAL_DRAFTS` drafts: the one
+whose answer has the most titles of other procedures nearer the question (:func:`_pick_windows`), since an
+answer nearer its question than anything else gives itself away whatever the negatives; its negatives are
+then filtered against the context-free probes (:mod:`procbench.generate.adversarial`) from candidates near
+the answer, the question mean, each question item, and sharing the question's words.
 
 ``meta`` of every question: ``setting``, ``n_steps``, ``window_start``, ``placeholder`` (position in
 ``question``), ``answer_key``, ``question_keys`` (step key per question item, None for the placeholder),
@@ -632,15 +637,102 @@ def _auto_budget(
     return outcome, {"chosen": budget, "even_share": tried[0]["budget"], "tried": tried}
 
 
-#: Adversarial negatives: candidates per question, half nearest the answer, half nearest the question.
-ADVERSARIAL_CANDIDATES = 96
+#: Adversarial negatives: candidates per question from each source (:func:`_adversarial_candidates`).
+ADVERSARIAL_CANDIDATES = {"answer": 48, "question": 48, "items": 48, "words": 48}
 #: Adversarial setting: questions the probes still solve after filtering are dropped down to this yield.
 MIN_YIELD = 0.85
 
 
-def _adversarial_candidates(drafts: list[_Draft], pool: _Pool, k: int) -> np.ndarray:
-    """``(Q, 2k)`` candidate rows per draft: the titles nearest its answer, then those nearest its question.
+def _question_vectors(drafts: list[_Draft], pool: _Pool) -> tuple[np.ndarray, np.ndarray]:
+    """``(Q, D)`` each question's normalised mean item and ``(Q, L)`` rows of its shown items (-1: none)."""
+    vectors = pool.embeddings.vectors
+    width = max(len(d.keys) for d in drafts)
+    shown = np.full((len(drafts), width), -1, dtype=np.int64)
+    means = np.zeros((len(drafts), vectors.shape[1]), dtype=np.float32)
+    for i, d in enumerate(drafts):
+        rows = [pool.positions.get(key, -1) for n, key in enumerate(d.keys) if n != d.position]
+        rows = [r for r in rows if r >= 0]
+        shown[i, : len(rows)] = rows
+        mean = np.asarray(vectors[rows or [pool.positions[d.answer_key]]], dtype=np.float32).mean(axis=0)
+        means[i] = mean / max(float(np.linalg.norm(mean)), 1e-12)
+    return means, shown
 
+
+#: Adversarial setting: a procedure's question is chosen among this many of its drafts (distinct answers) ...
+ADVERSARIAL_DRAFTS = 6
+#: ... preferring one whose answer has this many titles of other procedures of its split nearer the question.
+ADVERSARIAL_NEARER = 16
+
+
+def _pick_windows(options: list[_Draft], pool: _Pool, per_procedure: int) -> list[_Draft]:
+    """Each procedure's ``per_procedure`` drafts among ``options`` whose answers context-free probes tell least.
+
+    An answer nearer its question's mean than every title of the other procedures gives itself away whatever
+    its negatives are (no candidate can sit beside it). Each option's answer is scored by how many of the
+    :data:`ADVERSARIAL_NEARER` titles of other procedures of its split nearest the question mean are nearer
+    than it; a procedure keeps its best-scored options, earlier drafts first on ties (the first draft is the
+    other settings' question). Options are in procedure order, as :func:`_drafts` lists them.
+    """
+    import faiss
+
+    vectors = pool.embeddings.vectors
+    embedded = [i for i, d in enumerate(options) if d.answer_key in pool.positions]
+    score = np.full(len(options), -1, dtype=np.int64)  # not embedded: the last choice (skipped later)
+    if embedded:
+        chosen = [options[i] for i in embedded]
+        means, _ = _question_vectors(chosen, pool)
+        answers = np.asarray(vectors[[pool.positions[d.answer_key] for d in chosen]], dtype=np.float32)
+        radius = np.linalg.norm(answers - means, axis=1)
+        own = np.array([pool.procedure_code.get(d.procedure_id, -2) for d in chosen], dtype=np.int64)
+        group = np.array([pool.group_of[d.procedure_id] for d in chosen], dtype=np.int64)
+        for g in np.unique(group).tolist():
+            rows = np.flatnonzero((pool.norm_codes >= 0) & (pool.groups == g))
+            members = np.flatnonzero(group == g)
+            if not len(rows):
+                continue
+            index = faiss.IndexFlatIP(vectors.shape[1])
+            index.add(np.ascontiguousarray(vectors[rows], dtype=np.float32))
+            fetch = min(len(rows), ADVERSARIAL_NEARER + MAX_STEPS)  # room for the question's own procedure's titles
+            sims, found = index.search(np.ascontiguousarray(means[members]), fetch)
+            hit = np.where(found >= 0, rows[np.maximum(found, 0)], -1)
+            other = (hit >= 0) & (pool.procedures[np.maximum(hit, 0)] != own[members][:, None])
+            distance = np.sqrt(np.maximum(2.0 - 2.0 * sims, 0.0))  # unit vectors: from the inner product
+            nearer = other & (distance < radius[members][:, None])
+            first = np.cumsum(other, axis=1) <= ADVERSARIAL_NEARER  # the ADVERSARIAL_NEARER nearest others
+            score[np.array(embedded)[members]] = (nearer & first).sum(axis=1)
+    picked: list[_Draft] = []
+    start = 0
+    while start < len(options):
+        end = start
+        while end < len(options) and options[end].procedure_id == options[start].procedure_id:
+            end += 1
+        best = sorted(range(start, end), key=lambda i: (-score[i], options[i].number))[:per_procedure]
+        picked.extend(options[i] for i in sorted(best))
+        start = end
+    return picked
+
+
+def _word_vectors(pool: _Pool) -> Any:
+    """``(N, V)`` sparse L2-normalised TF-IDF rows of the items' content words (the probes' word-overlap words)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from procbench.shortcuts import content_words
+
+    texts = [text or "" for text in pool.texts]
+    vectorizer = TfidfVectorizer(analyzer=lambda text: sorted(content_words(text)), binary=True, dtype=np.float32)
+    try:
+        return vectorizer.fit_transform(texts)
+    except ValueError:  # no item has a content word
+        return None
+
+
+def _adversarial_candidates(drafts: list[_Draft], pool: _Pool, sizes: Mapping[str, int]) -> np.ndarray:
+    """``(Q, M)`` candidate rows per draft, from each source of ``sizes`` in turn (-1: padding).
+
+    Sources: the titles nearest its answer (``answer``), nearest its question's mean (``question``), nearest
+    each of its question items (``items``, shared among them) and sharing the most content words with them
+    (``words``, TF-IDF): the probes tell an answer by its distance to the question, to the nearest question
+    item and by the words it shares with the question, so the pool holds negatives that match it on each.
     Candidates are titles of other procedures of the question's split, one row per normalised title. How
     often a title may be a negative is bounded by how many of its step rows are not answers (see
     :func:`_copies`), so negatives are drawn from the same population as answers: random steps.
@@ -656,7 +748,9 @@ def _adversarial_candidates(drafts: list[_Draft], pool: _Pool, k: int) -> np.nda
     distinct = np.zeros(len(usable), dtype=bool)
     distinct[first] = True
     usable &= distinct
-    out = np.full((len(drafts), 2 * k), -1, dtype=np.int64)
+    means, shown = _question_vectors(drafts, pool)
+    words = _word_vectors(pool) if sizes.get("words", 0) else None
+    lists: list[list[np.ndarray]] = [[] for _ in drafts]
     own = np.array([pool.procedure_code.get(d.procedure_id, -2) for d in drafts], dtype=np.int64)
     group = np.array([pool.group_of[d.procedure_id] for d in drafts], dtype=np.int64)
     for g in np.unique(group).tolist():
@@ -666,24 +760,64 @@ def _adversarial_candidates(drafts: list[_Draft], pool: _Pool, k: int) -> np.nda
             continue
         index = faiss.IndexFlatIP(vectors.shape[1])
         index.add(np.ascontiguousarray(vectors[rows], dtype=np.float32))
-        answers = np.asarray(vectors[[pool.positions[drafts[i].answer_key] for i in members.tolist()]], np.float32)
-        questions = np.zeros_like(answers)
-        for j, i in enumerate(members.tolist()):
-            shown = [pool.positions[key] for n, key in enumerate(drafts[i].keys) if n != drafts[i].position]
-            mean = np.asarray(vectors[shown], dtype=np.float32).mean(axis=0) if shown else answers[j]
-            questions[j] = mean / max(float(np.linalg.norm(mean)), 1e-12)
-        fetch = min(len(rows), k + MAX_STEPS)  # room for the question's own procedure's titles
-        for half, queries in enumerate((answers, questions)):
-            _, found = index.search(np.ascontiguousarray(queries), fetch)
+
+        def nearest(queries: np.ndarray, k: int, rows: np.ndarray = rows, index: Any = index) -> np.ndarray:
+            fetch = min(len(rows), k + MAX_STEPS)  # room for the question's own procedure's titles
+            _, found = index.search(np.ascontiguousarray(queries, dtype=np.float32), fetch)
+            return np.where(found >= 0, rows[np.maximum(found, 0)], -1)
+
+        for source, k in sizes.items():
+            if k <= 0:
+                continue
+            if source == "answer":
+                hits = nearest(np.asarray(vectors[answer_rows[members]], dtype=np.float32), k)
+            elif source == "question":
+                hits = nearest(means[members], k)
+            elif source == "items":
+                items = shown[members]
+                per_item = -(-k // max(1, items.shape[1]))
+                found = nearest(np.asarray(vectors[np.maximum(items, 0)].reshape(-1, vectors.shape[1])), per_item)
+                found = found.reshape(len(members), items.shape[1], -1)
+                found = np.where(items[:, :, None] >= 0, found, -1)
+                hits = found.transpose(0, 2, 1).reshape(len(members), -1)  # interleaved: each item's nearest first
+            elif source == "words":
+                if words is None:
+                    continue
+                hits = _word_neighbours(words, shown[members], rows, k + MAX_STEPS)
+            else:
+                raise ValueError(f"unknown candidate source {source!r}")
             for j, i in enumerate(members.tolist()):
-                hit = rows[found[j][found[j] >= 0]]
-                hit = hit[pool.procedures[hit] != own[i]][:k]
-                out[i, half * k : half * k + len(hit)] = hit
-    for i, row in enumerate(out):  # a title near both the answer and the question is listed once
-        _, first = np.unique(row, return_index=True)
-        unique = np.zeros(len(row), dtype=bool)
-        unique[first] = True
-        out[i] = np.concatenate([row[unique & (row >= 0)], np.full(int((~unique | (row < 0)).sum()), -1)])
+                hit = hits[j][hits[j] >= 0]
+                lists[i].append(hit[pool.procedures[hit] != own[i]][:k])
+    width = sum(max(0, k) for k in sizes.values())
+    out = np.full((len(drafts), width), -1, dtype=np.int64)
+    for i, parts in enumerate(lists):  # a title that several sources found is listed once, where first found
+        joined = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        _, first_seen = np.unique(joined, return_index=True)
+        unique = joined[np.sort(first_seen)]
+        out[i, : len(unique)] = unique
+    return out
+
+
+def _word_neighbours(words: Any, shown: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
+    """``(B, k)`` of ``rows``, those whose content words best match the union of each question's shown items'."""
+    import scipy.sparse as sp
+
+    pool_words = words[rows]
+    out = np.full((len(shown), k), -1, dtype=np.int64)
+    for start in range(0, len(shown), 256):
+        block = shown[start : start + 256]
+        picks = sp.csr_matrix(
+            (np.ones(int((block >= 0).sum()), dtype=np.float32), (np.nonzero(block >= 0)[0], block[block >= 0])),
+            shape=(len(block), words.shape[0]),
+        )
+        scores = np.asarray((picks @ words @ pool_words.T).todense())
+        take = min(k, scores.shape[1])
+        top = np.argpartition(-scores, take - 1, axis=1)[:, :take]
+        order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
+        top = np.take_along_axis(top, order, axis=1)
+        found = np.take_along_axis(scores, top, axis=1) > 0
+        out[start : start + len(block), :take] = np.where(found, rows[top], -1)
     return out
 
 
@@ -821,7 +955,7 @@ def _adversarial(
     if not drafts:
         return outcome, {}
     progress.start(f"textual-cloze/{setting.name}: candidates", total=None)
-    candidates = _adversarial_candidates(drafts, pool, ADVERSARIAL_CANDIDATES // 2)
+    candidates = _adversarial_candidates(drafts, pool, ADVERSARIAL_CANDIDATES)
     answers = np.array([pool.positions[d.answer_key] for d in drafts], dtype=np.int64)
     width = max(len(d.keys) for d in drafts)
     question_items = np.full((len(drafts), width), -1, dtype=np.int64)
@@ -841,6 +975,7 @@ def _adversarial(
         texts=pool.texts,
         clusters=_item_clusters(pool, seed),
         copies=_copies(pool, answers),
+        placeholder=np.array([d.position for d in drafts], dtype=np.int64),
     )
     arena.candidate_class, gap = _question_closeness(arena)
     ranks = _answer_ranks(arena, options, np.array([pool.group_of[d.procedure_id] for d in drafts]), seed=seed)
@@ -952,7 +1087,7 @@ def build(
         pairs = np.random.default_rng([seed, _TAG, 0xD15])
         min_distance = median_pair_distance(pool.procedures, pool.distance, pairs) if "recipeqa" in styles else 0.0
     in_range = {pid: rows for pid, rows in steps.items() if MIN_STEPS <= len(rows) <= MAX_STEPS}
-    drafts_by: dict[bool, dict[str, list[_Draft]]] = {}
+    drafts_by: dict[bool | str, dict[str, list[_Draft]]] = {}
     for replace in sorted({s.style == "recipeqa" for s in settings}):
         drafts_by[replace] = {
             pid: _drafts(
@@ -960,6 +1095,20 @@ def build(
                 rows,
                 per_procedure=questions_per_procedure,
                 replace=replace,
+                seed=seed,
+                hide_window=items != "title" and not last,
+                last=last,
+            )
+            for pid, rows in sorted(in_range.items())
+        }
+
+    if "adversarial" in styles:  # the adversarial setting chooses among several drafts of each procedure
+        drafts_by["adversarial"] = {
+            pid: _drafts(
+                pid,
+                rows,
+                per_procedure=max(ADVERSARIAL_DRAFTS, questions_per_procedure),
+                replace=False,
                 seed=seed,
                 hide_window=items != "title" and not last,
                 last=last,
@@ -1003,7 +1152,8 @@ def build(
         skipped_procedures: Counter[str] = Counter()
         skipped_procedures["step_count"] = len(steps) - len(in_range)
         drafts: list[_Draft] = []
-        for pid, found in drafts_by[setting.style == "recipeqa"].items():
+        source = "adversarial" if setting.style == "adversarial" else setting.style == "recipeqa"
+        for pid, found in drafts_by[source].items():
             if len(in_range[pid]) < min_steps:
                 skipped_procedures["step_count"] += 1
             elif pid not in pool.group_of:
@@ -1014,6 +1164,7 @@ def build(
                 drafts.extend(found)
         entry: dict[str, Any] = {}
         if setting.style == "adversarial":
+            drafts = _pick_windows(drafts, pool, questions_per_procedure)
             outcome, entry["adversarial"] = _adversarial(setting, drafts, pool, options, seed=seed, progress=progress)
         elif setting.style == "debias" and setting.budget == "auto" and clustering is not None:
             outcome, entry["auto_budget"] = _auto_budget(

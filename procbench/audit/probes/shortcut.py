@@ -17,6 +17,7 @@ cross-fitted probabilities the per-question shortcut scores are made of (:func:`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,8 +91,14 @@ def choice_batch(aset: AuditSet, ctx: ProbeContext) -> tuple[ChoiceBatch, np.nda
         question_texts=[[str(x) for x in aset.questions[i] if x != PLACEHOLDER] for i in sel] if texts else None,
         choice_ids=choice,
         clusters=clusters,
+        placeholder=np.array([_slot(aset.questions[i]) for i in sel], dtype=np.int64),
     )
     return batch, rows
+
+
+def _slot(items: Sequence[object]) -> int:
+    """Where the placeholder stands among a question's items (-1: none)."""
+    return next((j for j, item in enumerate(items) if item == PLACEHOLDER), -1)
 
 
 @dataclass
