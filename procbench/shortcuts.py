@@ -10,8 +10,8 @@ and for generation (adversarial negatives, AFLite):
 - :func:`choice_features` turns a :class:`ChoiceBatch` into ``(Q, C, F)`` features that need no context:
   distances to the question mean, to the nearest question item, to the items next to the placeholder and to
   the other choices, each with its rank among the question's choices and centred within the question; for
-  text items the length and word overlap with the question items; and how often the item (and its cluster)
-  is a choice in the whole batch.
+  text items the length and word overlap (content words, and TF-IDF over all tokens) with the question
+  items; and how often the item (and its cluster) is a choice in the whole batch.
 - :class:`ShortcutEnsemble` fits, per procedure-grouped fold, a *choice-only* model (logistic regression on
   each choice's embedding) and a *partial-input* model (gradient-boosted trees on those features), and
   scores every question with the models that never saw its procedure (cross-fitting).
@@ -22,9 +22,11 @@ and for generation (adversarial negatives, AFLite):
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -39,13 +41,14 @@ __all__ = [
     "content_words",
     "group_folds",
     "hits",
+    "word_weights",
 ]
 
 #: The probes of the ensemble; ``ensemble`` is the mean of their within-question probabilities.
 MODELS = ("choice_only", "partial_input")
 
 _DISTANCES = ("qmean", "nearest_item", "adjacent_item", "other_choices")
-_TEXT = ("chars", "words", "word_overlap")
+_TEXT = ("chars", "words", "word_overlap", "tfidf_overlap")
 _FREQUENCY = ("item_count", "cluster_count")
 #: ``(F,)`` names of :func:`choice_features`' last axis: each base feature as a value, centred within the
 #: question, and as its rank among the question's choices (0 = smallest, scaled to [0, 1]).
@@ -53,6 +56,7 @@ FEATURE_NAMES: tuple[str, ...] = tuple(
     f"{base}_{kind}" for base in (*_DISTANCES, *_TEXT, *_FREQUENCY) for kind in ("value", "centred", "rank")
 )
 _WORD = re.compile(r"[^\W\d_]{3,}")
+_TOKEN = re.compile(r"\w+")
 _STOP = frozenset(
     [
         "the",
@@ -112,6 +116,9 @@ class ChoiceBatch:
         clusters: ``(Q, C)`` int64 cluster of each choice's item (-1: none), for the cluster-frequency feature.
         placeholder: ``(Q,)`` int64 slot of the placeholder among the question items (-1: none), for the
             distance to the items next to it (a cloze answer is the step between them).
+        word_weights: token -> inverse document frequency for the TF-IDF overlap of a choice with the question
+            items (:func:`word_weights`); None: computed from the batch's own texts. Generation passes the
+            pool's, so a batch of candidate variants is weighted like the set.
     """
 
     choice_vectors: np.ndarray
@@ -125,6 +132,7 @@ class ChoiceBatch:
     choice_ids: np.ndarray | None = None
     clusters: np.ndarray | None = None
     placeholder: np.ndarray | None = None
+    word_weights: Mapping[str, float] | None = None
 
     def __len__(self) -> int:
         return int(self.answers.shape[0])
@@ -193,9 +201,34 @@ def _adjacent_distance(item_dist: np.ndarray, batch: ChoiceBatch) -> np.ndarray:
     return np.where(np.isfinite(best), best, 0.0)
 
 
-def content_words(text: str) -> set[str]:
+@lru_cache(maxsize=1 << 16)
+def content_words(text: str) -> frozenset[str]:
     """The words of ``text`` that overlap features compare: casefolded, 3+ letters, not a stop word."""
-    return {w for w in _WORD.findall(text.casefold()) if w not in _STOP}
+    return frozenset(w for w in _WORD.findall(text.casefold()) if w not in _STOP)
+
+
+@lru_cache(maxsize=1 << 16)
+def _token_counts(text: str) -> tuple[tuple[str, int], ...]:
+    """Every word token of ``text`` (function words too: phrasing repeats within a procedure) with its count."""
+    tokens = _TOKEN.findall(text.casefold())
+    return tuple((t, tokens.count(t)) for t in sorted(set(tokens)))
+
+
+def word_weights(texts: Iterable[str]) -> dict[str, float]:
+    """Smoothed inverse document frequency of every token of ``texts`` (the TF-IDF overlap feature's weights)."""
+    documents = 0
+    frequency: dict[str, int] = {}
+    for text in texts:
+        documents += 1
+        for token, _ in _token_counts(text):
+            frequency[token] = frequency.get(token, 0) + 1
+    return {token: math.log((1 + documents) / (1 + count)) + 1.0 for token, count in frequency.items()}
+
+
+def _tfidf(text: str, weights: Mapping[str, float], unseen: float) -> dict[str, float]:
+    vector = {token: count * weights.get(token, unseen) for token, count in _token_counts(text)}
+    norm = math.sqrt(sum(v * v for v in vector.values()))
+    return {token: v / norm for token, v in vector.items()} if norm > 0 else {}
 
 
 def _text_features(batch: ChoiceBatch) -> list[np.ndarray]:
@@ -203,16 +236,23 @@ def _text_features(batch: ChoiceBatch) -> list[np.ndarray]:
     chars = np.zeros((q, c))
     words = np.zeros((q, c))
     overlap = np.zeros((q, c))
+    tfidf = np.zeros((q, c))
     if batch.choice_texts is not None:
         question_texts = batch.question_texts or [[] for _ in range(q)]
+        weights = batch.word_weights
+        if weights is None:
+            weights = word_weights(t for texts in (*batch.choice_texts, *question_texts) for t in texts)
+        unseen = max(weights.values(), default=1.0)
         for i, (texts, shown) in enumerate(zip(batch.choice_texts, question_texts, strict=True)):
-            seen: set[str] = set().union(*(content_words(t) for t in shown)) if shown else set()
+            seen: frozenset[str] = frozenset().union(*(content_words(t) for t in shown)) if shown else frozenset()
+            question = _tfidf(" ".join(shown), weights, unseen)
             for j, text in enumerate(texts[:c]):
                 chars[i, j] = len(text)
                 words[i, j] = len(text.split())
                 vocab = content_words(text)
                 overlap[i, j] = len(vocab & seen) / max(len(vocab), 1)
-    return [_within(v, batch.valid) for v in (chars, words, overlap)]
+                tfidf[i, j] = sum(v * question.get(t, 0.0) for t, v in _tfidf(text, weights, unseen).items())
+    return [_within(v, batch.valid) for v in (chars, words, overlap, tfidf)]
 
 
 def _frequency_features(batch: ChoiceBatch) -> list[np.ndarray]:

@@ -131,3 +131,31 @@ def test_the_items_next_to_the_placeholder_are_a_feature_of_their_own() -> None:
     assert np.all(got <= expected + 1e-5)  # the nearer of the two neighbours
     probs = ShortcutEnsemble(n_folds=5, seed=0, models=("partial_input",)).fit(placed).predict(placed)
     assert hits(probs["partial_input"], answers, placed.valid).mean() > 0.8
+
+
+def test_tfidf_overlap_weighs_every_token_by_its_rarity() -> None:
+    """Function words count too (phrasing repeats within a procedure), rare tokens more than common ones."""
+    from procbench.shortcuts import word_weights
+
+    question = [["put it in the oven", "let it bake"]]
+    choices = [["take it out of the oven", "the oven", "sand the board", "x"]]
+    batch = ChoiceBatch(
+        choice_vectors=_unit(np.ones((1, 4, 4))),
+        question_vectors=_unit(np.ones((1, 2, 4))),
+        question_mask=np.ones((1, 2), dtype=bool),
+        valid=np.ones((1, 4), dtype=bool),
+        answers=np.zeros(1, dtype=np.int64),
+        groups=np.zeros(1, dtype=np.int64),
+        choice_texts=choices,
+        question_texts=question,
+    )
+    tfidf = choice_features(batch)[0, :, FEATURE_NAMES.index("tfidf_overlap_value")]
+    content = choice_features(batch)[0, :, FEATURE_NAMES.index("word_overlap_value")]
+    assert tfidf[3] == 0 and tfidf[2] > 0 and tfidf[0] > tfidf[2]  # 'the' alone overlaps a little
+    assert content[2] == 0 and content[3] == 0  # the content-word overlap does not see function words
+    weights = word_weights(["the oven", "the board", "the saw"])
+    assert weights["the"] < weights["oven"]
+    # given weights (a pool's) are used as they are: a batch of variants is weighted like its set
+    heavy = ChoiceBatch(**{**batch.__dict__, "word_weights": {"the": 50.0}})
+    again = choice_features(heavy)[0, :, FEATURE_NAMES.index("tfidf_overlap_value")]
+    assert again[2] > tfidf[2]

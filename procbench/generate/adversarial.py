@@ -29,7 +29,15 @@ from typing import Any
 import numpy as np
 
 from procbench.progress import SILENT, Progress
-from procbench.shortcuts import FEATURE_NAMES, MODELS, ChoiceBatch, ShortcutEnsemble, choice_features, hits
+from procbench.shortcuts import (
+    FEATURE_NAMES,
+    MODELS,
+    ChoiceBatch,
+    ShortcutEnsemble,
+    choice_features,
+    hits,
+    word_weights,
+)
 
 __all__ = [
     "AdversarialOptions",
@@ -138,6 +146,15 @@ class Arena:
     negative_class: np.ndarray | None = None
     placeholder: np.ndarray | None = None
     features: Callable[[ChoiceBatch], np.ndarray] | None = None
+    _word_weights: dict[str, float] | None = field(default=None, repr=False)
+
+    def word_weights(self) -> dict[str, float] | None:
+        """The TF-IDF overlap feature's token weights, from every item text of the pool (None: no texts)."""
+        if self.texts is None:
+            return None
+        if self._word_weights is None:
+            self._word_weights = word_weights(t for t in self.texts if t)
+        return self._word_weights
 
     def capacity(self, max_uses: int) -> np.ndarray:
         """``(n_identities,)`` how many questions may use each identity as a negative."""
@@ -166,6 +183,7 @@ class Arena:
             negative_class=None if self.negative_class is None else self.negative_class[keep],
             placeholder=None if self.placeholder is None else self.placeholder[keep],
             features=self.features,
+            _word_weights=self._word_weights,
         )
 
     def batch(self) -> ChoiceBatch:
@@ -201,6 +219,7 @@ def _batch(
         choice_ids=np.where(valid, arena.identity[np.maximum(rows, 0)], -1),
         clusters=None if arena.clusters is None else np.where(valid, arena.clusters[np.maximum(rows, 0)], -1),
         placeholder=placeholder,
+        word_weights=arena.word_weights(),
     )
 
 
