@@ -114,9 +114,13 @@ def question_batch(rows: list[dict], items: Items, textual: bool) -> tuple[Choic
         choice_texts=[list(r["choices"]) for r in rows] if textual else None,
         question_texts=[[q for q in r["question"] if q != "@placeholder"] for r in rows] if textual else None,
         choice_ids=choice_ids,
-        placeholder=np.array([list(r["question"]).index("@placeholder") for r in rows], dtype=np.int64),
+        placeholder=np.array([_slot(r["question"]) for r in rows], dtype=np.int64),
     )
     return batch, procs
+
+
+def _slot(question: list) -> int:
+    return list(question).index("@placeholder") if "@placeholder" in question else -1
 
 
 def choice_only_lr(batch: ChoiceBatch, seed: int = 11) -> float:

@@ -682,6 +682,29 @@ def test_balanced_ranks_stay_feasible_and_even(rows: list[list[bool]], seed: int
     assert counts[-1] <= counts[-2]  # no rank fuller than every other: no rank rule beats the rest
 
 
+def test_a_ranked_draw_takes_the_preferred_candidates_of_a_class_first() -> None:
+    """K3=2 cloze draws each side near the answer's distance to the question mean (its preference), shuffled
+    among the nearest few so the same images are not every question's negatives."""
+    from procbench.generate.visual.ranks import PREFERENCE_SPREAD, _take
+
+    width = 40
+    mask = np.ones((1, width), dtype=bool)
+    mask[0, 3] = False
+    preference = np.arange(width, dtype=np.float64)[None, :]
+    preference[0, 5] = np.nan  # no distance: never preferred
+    taken = np.concatenate(
+        [_take(mask, np.array([2]), 3, np.random.default_rng(s), preference)[0] for s in range(300)]
+    )
+    picks = taken[taken >= 0]
+    assert len(picks) == 600 and 3 not in picks and np.all(taken.reshape(300, 3)[:, 2] == -1)
+    assert picks.max() < 2 + PREFERENCE_SPREAD + 1 and 5 not in picks  # among the most preferred only
+    assert len(set(picks.tolist())) > 3  # shuffled among them
+    uniform = _take(mask, np.array([2]), 3, np.random.default_rng(0))
+    assert (uniform[0, :2] >= 0).all() and not np.array_equal(
+        uniform, _take(mask, np.array([2]), 3, np.random.default_rng(1))
+    )
+
+
 def test_k3_rank_uniform_gives_every_answer_rank_equally(tmp_path: Path) -> None:
     store = write_synthetic_store(tmp_path / "s", n_procedures=120, seed=3)
     world = load_world(store.root)

@@ -114,6 +114,7 @@ def filter_image_negatives(
         copies=np.full(n_rows, per_image, dtype=np.int64),
         candidate_class=closer.astype(np.int64),
         negative_class=slot_closer.astype(np.int64),
+        placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),  # the only slot without an image
     )
     # the start: on each side of the answer's distance to the question mean as many negatives as were drawn (the
     # rank stays), the usable candidates whose distance is nearest the answer's; a question without enough keeps

@@ -44,12 +44,17 @@ class RankRule:
         extra_rows: ``(B, Kq)`` further images of class ``extra_class`` (-1: none), used when the candidates
             run short (cloze: neighbours of the question mean closer than the answer); None: no extras.
         extra_class: the class of ``extra_rows``.
+        preference, extra_preference: ``(B, K)`` and ``(B, Kq)``: within a class, the candidates (extras) with
+            the lowest values are taken first (cloze: how far a candidate's distance to the question mean is
+            from the answer's, so the rank is not told by a gap either); None: uniformly at random.
     """
 
     classes: np.ndarray
     wants: np.ndarray
     extra_rows: np.ndarray | None = None
     extra_class: int = -1
+    preference: np.ndarray | None = None
+    extra_preference: np.ndarray | None = None
 
 
 def balanced_ranks(feasible: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -81,9 +86,22 @@ def balanced_ranks(feasible: np.ndarray, rng: np.random.Generator) -> np.ndarray
     return out
 
 
-def _take(mask: np.ndarray, count: np.ndarray, width: int, rng: np.random.Generator) -> np.ndarray:
-    """``(B, width)`` columns of ``mask (B, K)``: ``count[b]`` of its True columns uniformly at random, then -1."""
-    keys = np.where(mask, rng.random(mask.shape), np.inf)
+#: A ranked draw with a preference takes each pick among about this many of the most preferred candidates left
+#: (the strictly nearest would reuse the same few images as negatives across questions).
+PREFERENCE_SPREAD = 6.0
+
+
+def _take(
+    mask: np.ndarray, count: np.ndarray, width: int, rng: np.random.Generator, preference: np.ndarray | None = None
+) -> np.ndarray:
+    """``(B, width)`` columns of ``mask (B, K)``: ``count[b]`` of its True columns, then -1; uniformly at random,
+    or the lowest ``preference (B, K)`` first (ties at random)."""
+    keys = rng.random(mask.shape)
+    if preference is not None:  # the preferred first, shuffled among neighbours (PREFERENCE_SPREAD places)
+        order = np.where(mask, np.nan_to_num(preference.astype(np.float64), nan=np.inf), np.inf)
+        places = np.argsort(np.argsort(order, axis=1, kind="stable"), axis=1, kind="stable")
+        keys = places + keys * PREFERENCE_SPREAD
+    keys = np.where(mask, keys, np.inf)
     order = np.argsort(keys, axis=1, kind="stable")[:, :width]
     if order.shape[1] < width:
         order = np.pad(order, ((0, 0), (0, width - order.shape[1])), constant_values=-1)
@@ -123,12 +141,12 @@ def select_ranked(cands: Candidates, rule: RankRule, *, k2: int, need: int, rng:
         enough = counts[:, :, c] >= w[:, None]
         level = np.where(enough.any(axis=1), enough.argmax(axis=1), n_levels - 1)
         from_cands = np.minimum(w, counts[b, level, c])
-        picked = _take(in_band[b, level] & of_class[:, c, :], from_cands, need, rng)
+        picked = _take(in_band[b, level] & of_class[:, c, :], from_cands, need, rng, rule.preference)
         cand_rows = np.where(picked >= 0, np.take_along_axis(cands.rows, np.maximum(picked, 0), axis=1), -1)
         parts.append((cand_rows, picked, np.where(picked >= 0, level[:, None], -1), np.full_like(picked, c)))
         short = w - from_cands
         if rule.extra_rows is not None and c == rule.extra_class and short.any():
-            extra = _take(rule.extra_rows >= 0, short, need, rng)
+            extra = _take(rule.extra_rows >= 0, short, need, rng, rule.extra_preference)
             extra_rows = np.where(extra >= 0, np.take_along_axis(rule.extra_rows, np.maximum(extra, 0), axis=1), -1)
             none = np.full_like(extra, -1)
             parts.append((extra_rows, none, np.where(extra >= 0, QUESTION_KNN, -1), np.full_like(extra, c)))
