@@ -560,3 +560,24 @@ def test_adversarial_candidates_come_from_every_source(sample_store: Path) -> No
     for row in both.tolist():
         found = [r for r in row if r >= 0]
         assert len(found) == len(set(found))
+
+
+def test_no_adversarial_negative_fits_the_answers_step_text_better_than_the_answer(tmp_path: Path) -> None:
+    """The context shows the blank's step text: a negative nearer it than the answer would make the question
+    ambiguous, not hard, so the adversarial setting never offers one (with step-text embeddings at hand)."""
+    store_path = _build(tmp_path, load_sample())
+    embed_store(store_path, text_encoder="hashed", fields="step_text")
+    store = Store.open(store_path)
+    titles, texts = load_embeddings(store, "step_title"), load_embeddings(store, "step_text")
+    title_row = {k: i for i, k in enumerate(titles.keys.to_pylist())}
+    text_row = {k: i for i, k in enumerate(texts.keys.to_pylist())}
+    sets, _ = tc.build(store, [Setting("adversarial")], seed=0)
+    offered = 0
+    for q in sets["adversarial"]:
+        text = np.asarray(texts.vectors[text_row[q.meta["answer_key"]]])
+        fit = [float(np.asarray(titles.vectors[title_row[k]]) @ text) for k in q.meta["choice_keys"]]
+        assert all(f < fit[q.answer] for i, f in enumerate(fit) if i != q.answer)
+        offered += 1
+    assert offered > 30
+    # without step-text embeddings (or with --items text, whose context hides the answer's text) no such rule
+    assert tc._step_texts(store, "text", texts) is None

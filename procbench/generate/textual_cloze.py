@@ -37,7 +37,9 @@ drawn from a generator seeded by (seed, procedure id), so those settings differ 
 whose answer has the most titles of other procedures nearer the question (:func:`_pick_windows`), since an
 answer nearer its question than anything else gives itself away whatever the negatives; its negatives are
 then filtered against the context-free probes (:mod:`procbench.generate.adversarial`) from candidates near
-the answer, the question mean, each question item, and sharing the question's words.
+the answer, the question mean, each question item, and sharing the question's words. With title items and
+step-text embeddings, no candidate nearer the answer's own step text (which the context shows) than the
+answer is offered (:func:`_fits_worse`): a reader of the context can tell the answer.
 
 ``meta`` of every question: ``setting``, ``n_steps``, ``window_start``, ``placeholder`` (position in
 ``question``), ``answer_key``, ``question_keys`` (step key per question item, None for the placeholder),
@@ -531,6 +533,19 @@ def _item_embeddings(store: Store, items: str) -> Embeddings:
         raise BadInput(f"{what} need {field} embeddings: {exc}{hint}") from None
 
 
+def _step_texts(store: Store, items: str, embeddings: Embeddings) -> Embeddings | None:
+    """The step-text embeddings when the context shows each answer's step text (title items) in the items' space."""
+    if items != "title":
+        return None
+    from procbench.embed import load_embeddings
+
+    try:
+        texts = load_embeddings(store, "step_text")
+    except BadInput:
+        return None
+    return texts if texts.encoder == embeddings.encoder else None
+
+
 def _text_encoder_of(store: Store) -> str:
     """The text encoder of the store's step-text embeddings (so the items share their space), else the default."""
     from procbench.embed import list_embeddings
@@ -901,6 +916,32 @@ def _distinct_steps(negatives: np.ndarray, arena: Arena, ceiling: float, pool: _
     return out
 
 
+def _fits_worse(
+    candidates: np.ndarray, answers: np.ndarray, drafts: list[_Draft], pool: _Pool, step_texts: Embeddings
+) -> np.ndarray:
+    """``candidates`` with those nearer the answer's own step text than the answer is set to -1 (and packed left).
+
+    The context shows that text: a negative that fits it better than the answer would make the question
+    ambiguous for a reader, not hard. Drafts whose answer step has no text embedding keep every candidate.
+    """
+    row_of = {k: i for i, k in enumerate(step_texts.keys.to_pylist())}
+    texts = np.asarray(step_texts.vectors)
+    vectors = pool.embeddings.vectors
+    out = candidates.copy()
+    for i, d in enumerate(drafts):
+        row = row_of.get(d.answer_key)
+        if row is None:
+            continue
+        text = np.asarray(texts[row], dtype=np.float32)
+        fit = float(np.asarray(vectors[answers[i]], dtype=np.float32) @ text)
+        live = candidates[i] >= 0
+        sims = np.asarray(vectors[np.maximum(candidates[i], 0)], dtype=np.float32) @ text
+        keep = live & (sims < fit)
+        out[i] = -1
+        out[i, : int(keep.sum())] = candidates[i][keep]
+    return out
+
+
 def _skip(outcome: _Outcome, reason: str, n: int) -> None:
     """Count ``n`` questions skipped for ``reason`` (reasons that skipped none are not listed)."""
     if n:
@@ -945,8 +986,13 @@ def _adversarial(
     *,
     seed: int,
     progress: Progress,
+    step_texts: Embeddings | None = None,
 ) -> tuple[_Outcome, dict[str, Any]]:
-    """Adversarially filtered negatives (:mod:`procbench.generate.adversarial`) for every draft."""
+    """Adversarially filtered negatives (:mod:`procbench.generate.adversarial`) for every draft.
+
+    ``step_texts``: the step-text embeddings (in the items' space) when the context holds the answer's own step
+    text; a candidate nearer that text than the answer is then never a negative (:func:`_fits_worse`).
+    """
     outcome = _Outcome({}, Counter())
     drafted = len(drafts)
     embedded = [i for i, d in enumerate(drafts) if d.answer_key in pool.positions]
@@ -957,6 +1003,8 @@ def _adversarial(
     progress.start(f"textual-cloze/{setting.name}: candidates", total=None)
     candidates = _adversarial_candidates(drafts, pool, ADVERSARIAL_CANDIDATES)
     answers = np.array([pool.positions[d.answer_key] for d in drafts], dtype=np.int64)
+    if step_texts is not None:
+        candidates = _fits_worse(candidates, answers, drafts, pool, step_texts)
     width = max(len(d.keys) for d in drafts)
     question_items = np.full((len(drafts), width), -1, dtype=np.int64)
     for i, d in enumerate(drafts):
@@ -1165,7 +1213,15 @@ def build(
         entry: dict[str, Any] = {}
         if setting.style == "adversarial":
             drafts = _pick_windows(drafts, pool, questions_per_procedure)
-            outcome, entry["adversarial"] = _adversarial(setting, drafts, pool, options, seed=seed, progress=progress)
+            outcome, entry["adversarial"] = _adversarial(
+                setting,
+                drafts,
+                pool,
+                options,
+                seed=seed,
+                progress=progress,
+                step_texts=_step_texts(store, items, embeddings),
+            )
         elif setting.style == "debias" and setting.budget == "auto" and clustering is not None:
             outcome, entry["auto_budget"] = _auto_budget(
                 setting, drafts, pool, knn, clustering, seed=seed, progress=progress
