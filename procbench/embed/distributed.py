@@ -115,7 +115,7 @@ def encode_on_ray(
     dataset = ray.data.from_arrow(_work_blocks(inputs)).map_batches(
         EncodeActor,
         fn_constructor_kwargs={
-            "encoder": ray.put(encoder),
+            "encoder": ray.put(encoder.for_workers()),
             "store_root": str(store.root.resolve()),
             "batch_size": batch_size,
         },
