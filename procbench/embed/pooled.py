@@ -15,7 +15,8 @@ bytes as sentence-transformers on a probe batch; anything else keeps the sentenc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -179,6 +180,21 @@ def from_sentence_transformer(encoder: Any) -> MeanPooledTextEncoder | None:
         packages=encoder.packages,
         default_batch_size=encoder.default_batch_size,
     )
-    if pooled.encode(PROBE, batch_size=2).tobytes() != encoder.encode(PROBE, batch_size=2).tobytes():
-        return None
+    with _one_thread():
+        if pooled.encode(PROBE, batch_size=2).tobytes() != encoder.encode(PROBE, batch_size=2).tobytes():
+            return None
     return pooled
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """torch on one thread for the block, as in a Ray actor: the probe then takes ~0.1 s even when another
+    process holds a core (with 2 threads it measured 1-3 s here, the threads waiting for each other)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
