@@ -2,8 +2,12 @@
 
 (a) Ray's fixed start-up: `ray.init` of a local runtime (2 CPUs, no dashboard), then the first chunk of one
     text through a real encode actor (a Ray Data actor pool of one `EncodeActor`: a worker process, procbench,
-    torch and sentence-transformers imported, the `minilm-offline` encoder unpickled): what a run pays before
-    any throughput.
+    the `minilm-offline` encoder unpickled; for this plain mean-pooling model that is the transformers-only
+    `MeanPooledTextEncoder`, which imports torch and transformers but not sentence-transformers): what a run
+    pays before any throughput. Its parts: `ray.init`, from the dataset's start to the actor ready (spawn,
+    worker start, encoder unpickled; the actor's clock) and the chunk itself. `--start-up-pairs N` also times
+    it N times in fresh processes, alternating the actor's encoder between sentence-transformers (the path
+    before `MeanPooledTextEncoder`) and the transformers-only one, each with the load average at its start.
 (b) Embed throughput: `embed_store` of the step texts of the wikiHow (OpenPI) corpus with `minilm-offline`,
     locally and on Ray with 1 and 2 actors, each on a fresh copy of the store (nothing cached); the chunk is
     set to 256 texts so that the few thousand texts make enough chunks for two actors (at scale the chunk is
@@ -27,6 +31,8 @@ import json
 import multiprocessing
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -74,23 +80,69 @@ def actor_times(log: Path) -> dict[str, float]:
     return {"first_ready": min(ready), "last_done": max(done), "texts": texts}
 
 
-def start_up(ray: Any, template: Path) -> dict[str, float]:
+def start_up(ray: Any, template: Path, *, actor_encoder: str = "default") -> dict[str, Any]:
+    """(a) in this process; ``actor_encoder="sentence-transformers"`` ships the sentence-transformers encoder
+    itself to the actor (the path before `MeanPooledTextEncoder`)."""
+    import procbench.embed.distributed as distributed
     from procbench.embed import load_encoder
     from procbench.embed.distributed import encode_on_ray
+    from procbench.embed.sbert import SentenceTransformerTextEncoder
     from procbench.engine.raycluster import init_kwargs
 
+    load = os.getloadavg()[0]
     started = time.perf_counter()
     ray.init(**init_kwargs(None, num_cpus=2))
     init = time.perf_counter() - started
 
     store = Store.open(template)
     encoder = load_encoder("minilm-offline", "text")
+    if actor_encoder == "sentence-transformers":
+        SentenceTransformerTextEncoder.for_workers = lambda self: self  # type: ignore[method-assign]
     payload = store.table("steps").column("text")
-    first = time.perf_counter()
-    for _ in encode_on_ray(store, encoder, payload, [np.array([0])], batch_size=32, engine=Engine("ray", workers=1)):
-        pass
-    actor = time.perf_counter() - first
-    return {"ray_init_s": round(init, 2), "first_chunk_s": round(actor, 2), "total_s": round(init + actor, 2)}
+    actor_class = distributed.EncodeActor
+    distributed.EncodeActor = TimedEncodeActor  # type: ignore[misc]
+    with tempfile.TemporaryDirectory() as tmp:
+        TimedEncodeActor.LOG = str(Path(tmp) / "actors.log")
+        first = time.perf_counter()
+        since = time.time()
+        for _ in encode_on_ray(
+            store, encoder, payload, [np.array([0])], batch_size=32, engine=Engine("ray", workers=1)
+        ):
+            pass
+        actor = time.perf_counter() - first
+        ready = actor_times(Path(TimedEncodeActor.LOG))["first_ready"] - since
+    distributed.EncodeActor = actor_class  # type: ignore[misc]
+    return {
+        "load_average": round(load, 2),
+        "actor_encoder": type(encoder.for_workers()).__name__,
+        "ray_init_s": round(init, 2),
+        "to_actor_ready_s": round(ready, 2),
+        "first_chunk_s": round(actor, 2),
+        "total_s": round(init + actor, 2),
+    }
+
+
+def start_up_pairs(template: Path, pairs: int) -> dict[str, Any]:
+    """(a) ``pairs`` times per actor encoder, each in a fresh process, the two alternating."""
+    runs: dict[str, list[dict[str, Any]]] = {"sentence-transformers": [], "default": []}
+    for _ in range(pairs):
+        for which, found in runs.items():
+            done = subprocess.run(
+                [sys.executable, __file__, "--start-up-in", str(template), "--actor-encoder", which],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            found.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print("start-up", which, found[-1], flush=True)
+    out: dict[str, Any] = {}
+    for which, found in runs.items():
+        out[which] = {
+            key: float(np.median([run[key] for run in found]))
+            for key in ("ray_init_s", "to_actor_ready_s", "first_chunk_s", "total_s")
+        }
+        out[which]["runs"] = found
+    return out
 
 
 def embed_runs(template: Path, texts: int) -> dict[str, Any]:
@@ -212,9 +264,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--texts", type=int, default=3000, help="step texts to embed (the corpus's first N)")
     parser.add_argument("--queries", type=int, default=4000)
+    parser.add_argument("--start-up-pairs", type=int, default=0, help="(a) again, N times per actor encoder")
+    parser.add_argument("--start-up-only", action="store_true", help="only (a)")
+    parser.add_argument("--start-up-in", type=Path, help=argparse.SUPPRESS)  # one run of (a) on this store
+    parser.add_argument("--actor-encoder", default="default", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     import ray
+
+    if args.start_up_in:
+        print(json.dumps(start_up(ray, args.start_up_in, actor_encoder=args.actor_encoder)))
+        ray.shutdown()
+        return
 
     from procbench.ingest import ingest_file
 
@@ -230,8 +291,14 @@ def main() -> None:
         (Path(tmp) / "corpus.jsonl").write_text("\n".join(subset) + "\n")
         template = Path(tmp) / "store"
         ingest_file(Store.open(template, create=True), Path(tmp) / "corpus.jsonl")
+        if args.start_up_pairs:  # before this process starts its runtime: one Ray runtime at a time
+            results["start_up_pairs"] = start_up_pairs(template, args.start_up_pairs)
         results["start_up"] = start_up(ray, template)
         print("start-up", results["start_up"], flush=True)
+        if args.start_up_only:
+            ray.shutdown()
+            print(json.dumps(results, indent=2))
+            return
         results["embed"] = embed_runs(template, args.texts)
         results["plain_ceiling"] = plain_ceiling(template)
         print("plain ceiling", results["plain_ceiling"], flush=True)

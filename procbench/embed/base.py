@@ -54,6 +54,11 @@ class Encoder(abc.ABC):
     def to_device(self, device: str) -> None:  # noqa: B027 - model-free encoders have nothing to move
         """Run on ``device`` (``cuda`` on a GPU worker of a Ray cluster); model-free encoders ignore it."""
 
+    def for_workers(self) -> Encoder:
+        """What a Ray encode actor is handed: this encoder, or one that computes the same bytes with fewer
+        imports (its start-up is part of every Ray run)."""
+        return self
+
     def stage_artifacts(self, store: Store, txn: Transaction) -> list[str]:
         """Stage files the embeddings depend on (e.g. a fitted model); returns their store paths."""
         return []

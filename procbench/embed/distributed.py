@@ -5,10 +5,13 @@ contents already embedded, cut into the same chunks (:func:`~procbench.embed.enc
 chunks become a Ray Dataset (``ray.data.from_arrow``: one row per chunk, its number and its inputs, in the
 object store); ``map_batches`` hands one chunk at a time to an actor, which calls the same
 :func:`~procbench.embed.encoding.encode_inputs` as the local run with the same batch size. The encoder itself
-is the one the driver loaded, shipped once through the object store, so every actor holds identical weights.
-Each chunk therefore reaches the model as the same batches as in a local run and comes back as the same
-float32 bytes; the driver writes them to the resumable part cache as they arrive (in any order: vectors are
-found by content hash), then assembles the embedding file and builds the index as before.
+is the one the driver loaded, shipped once through the object store, so every actor holds identical weights
+(in the form :meth:`~procbench.embed.base.Encoder.for_workers` gives: a plain mean-pooling sentence-transformers
+text model goes as the transformers-only :class:`~procbench.embed.pooled.MeanPooledTextEncoder`, which computes
+the same bytes and spares each actor the seconds of importing sentence-transformers). Each chunk therefore
+reaches the model as the same batches as in a local run and comes back as the same float32 bytes; the driver
+writes them to the resumable part cache as they arrive (in any order: vectors are found by content hash),
+then assembles the embedding file and builds the index as before.
 
 The actors are not handed the store's Parquet to read and batch themselves: the batches decide the bytes
 (a sentence-transformers batch is padded to its longest text), so they are cut once, by the driver, the
@@ -115,7 +118,7 @@ def encode_on_ray(
     dataset = ray.data.from_arrow(_work_blocks(inputs)).map_batches(
         EncodeActor,
         fn_constructor_kwargs={
-            "encoder": ray.put(encoder),
+            "encoder": ray.put(encoder.for_workers()),
             "store_root": str(store.root.resolve()),
             "batch_size": batch_size,
         },

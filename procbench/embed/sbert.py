@@ -104,6 +104,13 @@ class SentenceTransformerTextEncoder(SentenceTransformerEncoder):
     modality: ClassVar[Modality] = "text"
     default_batch_size = 64
 
+    def for_workers(self) -> Encoder:
+        """A plain mean-pooling model as :class:`~procbench.embed.pooled.MeanPooledTextEncoder` (same bytes,
+        no sentence-transformers import in the actor); any other model as it is."""
+        from procbench.embed.pooled import from_sentence_transformer
+
+        return from_sentence_transformer(self) or self
+
 
 class SentenceTransformerImageEncoder(SentenceTransformerEncoder):
     """A sentence-transformers CLIP-style model used for images."""
