@@ -122,10 +122,14 @@ def _plain_stack(model: Any) -> tuple[Any, int] | None:
     ``SentenceTransformer``) is exactly ``Transformer -> Pooling(mean) [-> Normalize]`` used as procbench
     uses it (no prompt, no truncation, padded text batches); else None."""
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.base.modules.normalize import Normalize
-    from sentence_transformers.base.modules.transformer import Transformer
-    from sentence_transformers.sentence_transformer.modules.pooling import Pooling
     from transformers import PreTrainedTokenizerBase
+
+    try:  # the module layout of sentence-transformers 6 (the one read op for op); another keeps its own path
+        from sentence_transformers.base.modules.normalize import Normalize
+        from sentence_transformers.base.modules.transformer import Transformer
+        from sentence_transformers.sentence_transformer.modules.pooling import Pooling
+    except ImportError:
+        return None
 
     if type(model) is not SentenceTransformer or len(model) not in (2, 3):
         return None
