@@ -189,7 +189,7 @@ def _adjacent_distance(item_dist: np.ndarray, batch: ChoiceBatch) -> np.ndarray:
     """
     q, c, n_items = item_dist.shape
     out = np.zeros((q, c))
-    if batch.placeholder is None:
+    if batch.placeholder is None or n_items == 0:
         return out
     slot = np.asarray(batch.placeholder, dtype=np.int64)
     best = np.full((q, c), np.inf)

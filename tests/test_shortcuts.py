@@ -131,6 +131,12 @@ def test_the_items_next_to_the_placeholder_are_a_feature_of_their_own() -> None:
     assert np.all(got <= expected + 1e-5)  # the nearer of the two neighbours
     probs = ShortcutEnsemble(n_folds=5, seed=0, models=("partial_input",)).fit(placed).predict(placed)
     assert hits(probs["partial_input"], answers, placed.valid).mean() > 0.8
+    # questions that show no items (coherence) have no neighbours of a blank
+    bare = ChoiceBatch(
+        choices, np.zeros((n, 0, dim), np.float32), np.zeros((n, 0), bool), placed.valid, answers, placed.groups
+    )
+    bare.placeholder = np.full(n, -1)
+    assert np.all(choice_features(bare)[:, :, adjacent] == 0)
 
 
 def test_tfidf_overlap_weighs_every_token_by_its_rarity() -> None:
