@@ -227,3 +227,27 @@ def test_question_columns_keep_drops_rows_ragged_values_and_notes() -> None:
     assert cols.get("a").tolist() == [11, 12, 21] and len(cols) == 3
     assert cols.lists("removed_steps").to_pylist() == [[], [6, 7], [9]]
     assert cols.fallbacks().to_pylist() == [[], ["third", "again"], ["fifth"]]
+
+
+def test_coherence_ranks_and_gaps_match_the_odd_one_out_distances_computed_directly() -> None:
+    """Each choice's distance to the mean of the other three, computed on the four vectors, gives the
+    intruder's rank and its gap to the nearest coherent image's distance."""
+    from procbench.generate.visual.ranks import coherence_gaps
+
+    rng = np.random.default_rng(7)
+    coherent = rng.normal(size=(50, 3, 8))
+    candidates = rng.normal(size=(50, 5, 8)) * rng.uniform(0.3, 2.0, size=(50, 5, 1))
+    mean = coherent.mean(axis=1)
+    d_coherent = np.linalg.norm(coherent[:, None, :, :] - candidates[:, :, None, :], axis=3)  # (B, K, 3)
+    args = (
+        np.moveaxis(d_coherent, 2, 0),
+        np.linalg.norm(candidates - mean[:, None], axis=2),
+        np.linalg.norm(coherent - mean[:, None], axis=2),
+    )
+    ranks, gaps = coherence_ranks(*args), coherence_gaps(*args)
+    for b in range(50):
+        for k in range(5):
+            choices = np.concatenate([coherent[b], candidates[b, k][None]])
+            odd = [np.linalg.norm(choices[i] - np.delete(choices, i, axis=0).mean(axis=0)) for i in range(4)]
+            assert ranks[b, k] == sum(o < odd[3] for o in odd[:3])
+            assert gaps[b, k] == pytest.approx(min(abs(o - odd[3]) for o in odd[:3]), abs=1e-9)

@@ -42,7 +42,7 @@ from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, S
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, band_columns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
-from procbench.generate.visual.ranks import RankRule, coherence_ranks, rank_notes
+from procbench.generate.visual.ranks import RankRule, coherence_gaps, coherence_ranks, rank_notes
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
@@ -124,7 +124,9 @@ def _rank_rule(w: _Window, cands: Candidates, close: Closeness, data: VisualData
     to_mean = distances_to(data, cands.rows, w.point)
     coherent_mean = np.linalg.norm(vecs - w.point[:, None, :], axis=2)
     classes = coherence_ranks(to_coherent, to_mean, coherent_mean)
-    return RankRule(np.where(cands.rows >= 0, classes, -1), np.eye(_SIZE + 1, dtype=np.int64))
+    # within its rank, the intruder whose odd-one-out distance is nearest a coherent image's: no gap tells it
+    gaps = coherence_gaps(to_coherent, to_mean, coherent_mean)
+    return RankRule(np.where(cands.rows >= 0, classes, -1), np.eye(_SIZE + 1, dtype=np.int64), preference=gaps)
 
 
 def _adversarial(

@@ -27,7 +27,15 @@ import numpy as np
 from procbench.generate.visual.bands import LEVELS, QUESTION_KNN, Candidates, band_bounds, fmt_band
 from procbench.generate.visual.selection import Selection, _band_ranges
 
-__all__ = ["CLOZE_WANTS", "RankRule", "balanced_ranks", "coherence_ranks", "rank_notes", "select_ranked"]
+__all__ = [
+    "CLOZE_WANTS",
+    "RankRule",
+    "balanced_ranks",
+    "coherence_gaps",
+    "coherence_ranks",
+    "rank_notes",
+    "select_ranked",
+]
 
 
 #: Cloze: the answer is at rank ``r`` when ``r`` negatives are closer to the question mean (class 1), ``3 - r`` not.
@@ -173,6 +181,29 @@ def coherence_ranks(
         d_candidate_coherent: ``(3, B, K)`` each candidate's distance to each coherent image.
         d_candidate_mean: ``(B, K)`` its distance to the coherent images' mean ``m``.
         d_coherent_mean: ``(B, 3)`` each coherent image's distance to ``m``.
+    """
+    coherent_to_c, mine = _to_centroid(d_candidate_coherent, d_candidate_mean, d_coherent_mean)
+    rank = (coherent_to_c < mine[None]).sum(axis=0)
+    return np.where(np.isnan(d_candidate_mean), -1, rank).astype(np.int64)
+
+
+def coherence_gaps(
+    d_candidate_coherent: np.ndarray, d_candidate_mean: np.ndarray, d_coherent_mean: np.ndarray
+) -> np.ndarray:
+    """``(B, K)`` how far each candidate's distance to the mean of the other three choices is from the nearest
+    such distance of a coherent image, were it drawn (nan for a missing candidate): a small gap leaves the
+    intruder among the coherent images, where its rank is not told by a gap. Arguments as
+    :func:`coherence_ranks`'."""
+    coherent_to_c, mine = _to_centroid(d_candidate_coherent, d_candidate_mean, d_coherent_mean)
+    gaps = np.abs(np.sqrt(np.maximum(coherent_to_c, 0.0)) - np.sqrt(np.maximum(mine, 0.0))[None])
+    return np.asarray(gaps.min(axis=0) * 4 / 3)
+
+
+def _to_centroid(
+    d_candidate_coherent: np.ndarray, d_candidate_mean: np.ndarray, d_coherent_mean: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(3, B, K)`` each coherent image's and ``(B, K)`` each candidate's squared distance to the centroid of
+    the four choices, were the candidate drawn.
 
     With choices ``a1..a3, x`` and centroid ``c = (3m + x) / 4``, a choice's distance to the mean of the other
     three is 4/3 of its distance to ``c``, and ``|x - c|² = 9/16 |x - m|²``,
@@ -182,10 +213,7 @@ def coherence_ranks(
     dam2 = np.moveaxis(d_coherent_mean.astype(np.float64) ** 2, 1, 0)[:, :, None]  # (3, B, 1)
     dax2 = d_candidate_coherent.astype(np.float64) ** 2
     dot = (dam2 + dxm2[None] - dax2) / 2
-    coherent_to_c = dam2 - dot / 2 + dxm2[None] / 16
-    mine = dxm2 * 9 / 16
-    rank = (coherent_to_c < mine[None]).sum(axis=0)
-    return np.where(np.isnan(d_candidate_mean), -1, rank).astype(np.int64)
+    return dam2 - dot / 2 + dxm2[None] / 16, dxm2 * 9 / 16
 
 
 def rank_notes(sel: Selection, keep: np.ndarray, tally: Counter[str]) -> dict[int, list[str]]:
