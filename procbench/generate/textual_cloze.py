@@ -820,8 +820,9 @@ def _word_neighbours(words: Any, shown: np.ndarray, rows: np.ndarray, k: int) ->
 
     pool_words = words[rows]
     out = np.full((len(shown), k), -1, dtype=np.int64)
-    for start in range(0, len(shown), 256):
-        block = shown[start : start + 256]
+    step = max(1, min(256, (1 << 24) // max(1, len(rows))))  # a dense (step, rows) score block of <= 64 MB
+    for start in range(0, len(shown), step):
+        block = shown[start : start + step]
         picks = sp.csr_matrix(
             (np.ones(int((block >= 0).sum()), dtype=np.float32), (np.nonzero(block >= 0)[0], block[block >= 0])),
             shape=(len(block), words.shape[0]),
