@@ -44,7 +44,7 @@ from procbench.embed.distributed import EncodeActor
 from procbench.engine import Engine
 from procbench.store import Store
 
-DATA = Path("/work/shared/data/wikihow-openpi/procedures.jsonl")
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikihow-openpi" / "procedures.jsonl"
 CHUNK = 256
 
 
