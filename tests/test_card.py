@@ -98,6 +98,7 @@ def test_card_records_adversarial_and_debias_runs_and_every_probe() -> None:
             "replacements": 3,
             "final_accuracy": {"choice_only": 0.25, "partial_input": 0.3},
             "chance_bound": 0.36,
+            "rules": ["no negative nearer the answer's own step text than the answer"],
         },
     }
     adversarial.audit = _audit(
@@ -132,6 +133,7 @@ def test_card_records_adversarial_and_debias_runs_and_every_probe() -> None:
     assert adversarial.totals == {"replacements": 3, "replacements_questions": 2}
     assert "adversarial filtering: at most 10 rounds, 3 run (stopped: chance)" in text
     assert "similarity ceiling 0.8" in text and "3 negatives replaced in 2 of 4 questions" in text
+    assert "questions; no negative nearer the answer's own step text than the answer;" in text
     assert "held-out probe accuracy on the final set choice_only 0.25, partial_input 0.3 (stop bound 0.36)" in text
     assert "yield 98.8%" in text and "budget auto: 8 per cluster (even share 6" in text and "8 → 98.0%" in text
     assert "skipped questions: budget_exhausted 1" in text

@@ -427,6 +427,7 @@ def _setting_facts(s: CardSet) -> list[str]:
             f"{s.totals['replacements']} {said.get('replaced', 'negatives')} replaced in "
             f"{s.totals['replacements_questions']} of {s.questions} questions"
         )
+    facts.extend(str(rule) for rule in said.get("rules") or [])
     if isinstance(adversarial, dict) and adversarial.get("pruned"):
         facts.append(
             f"{adversarial['pruned']} questions the probes still solved dropped (most confident first; "

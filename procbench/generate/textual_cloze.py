@@ -1059,6 +1059,14 @@ def _adversarial(
         question.meta["answer_rank"] = int(ranks[i])
         outcome.made[i] = question
     summary = result.summary() if result is not None else {**options.to_dict(), "rounds_run": 0}
+    summary["rules"] = [
+        f"each procedure's question is the one of its first {ADVERSARIAL_DRAFTS} drafts whose answer has the most "
+        f"of the {ADVERSARIAL_NEARER} nearest titles of other procedures nearer the question than itself",
+        "candidates: the titles nearest the answer, the question mean and each question item, and those sharing "
+        "the most words with the question items",
+    ]
+    if step_texts is not None:
+        summary["rules"].append("no negative nearer the answer's own step text than the answer")
     return outcome, summary
 
 
