@@ -673,6 +673,22 @@ def _question_vectors(drafts: list[_Draft], pool: _Pool) -> tuple[np.ndarray, np
     return means, shown
 
 
+def _split_search(vectors: Any, rows: np.ndarray) -> Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]:
+    """Exact inner-product search over the pool ``rows`` (one split's usable titles): ``search(queries (B, D), k)``
+    gives the ``(B, k + MAX_STEPS)`` similarities and pool rows (-1: none) nearest each query; the extra
+    ``MAX_STEPS`` leave room for the titles of the query's own procedure, which callers drop."""
+    import faiss
+
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(np.ascontiguousarray(vectors[rows], dtype=np.float32))
+
+    def search(queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        sims, found = index.search(np.ascontiguousarray(queries, dtype=np.float32), min(len(rows), k + MAX_STEPS))
+        return sims, np.where(found >= 0, rows[np.maximum(found, 0)], -1)
+
+    return search
+
+
 #: Adversarial setting: a procedure's question is chosen among this many of its drafts (distinct answers) ...
 ADVERSARIAL_DRAFTS = 6
 #: ... preferring one whose answer has this many titles of other procedures of its split nearer the question.
@@ -688,7 +704,6 @@ def _pick_windows(options: list[_Draft], pool: _Pool, per_procedure: int) -> lis
     than it; a procedure keeps its best-scored options, earlier drafts first on ties (the first draft is the
     other settings' question). Options are in procedure order, as :func:`_drafts` lists them.
     """
-    import faiss
 
     vectors = pool.embeddings.vectors
     embedded = [i for i, d in enumerate(options) if d.answer_key in pool.positions]
@@ -705,11 +720,7 @@ def _pick_windows(options: list[_Draft], pool: _Pool, per_procedure: int) -> lis
             members = np.flatnonzero(group == g)
             if not len(rows):
                 continue
-            index = faiss.IndexFlatIP(vectors.shape[1])
-            index.add(np.ascontiguousarray(vectors[rows], dtype=np.float32))
-            fetch = min(len(rows), ADVERSARIAL_NEARER + MAX_STEPS)  # room for the question's own procedure's titles
-            sims, found = index.search(np.ascontiguousarray(means[members]), fetch)
-            hit = np.where(found >= 0, rows[np.maximum(found, 0)], -1)
+            sims, hit = _split_search(vectors, rows)(means[members], ADVERSARIAL_NEARER)
             other = (hit >= 0) & (pool.procedures[np.maximum(hit, 0)] != own[members][:, None])
             distance = np.sqrt(np.maximum(2.0 - 2.0 * sims, 0.0))  # unit vectors: from the inner product
             nearer = other & (distance < radius[members][:, None])
@@ -752,7 +763,6 @@ def _adversarial_candidates(drafts: list[_Draft], pool: _Pool, sizes: Mapping[st
     often a title may be a negative is bounded by how many of its step rows are not answers (see
     :func:`_copies`), so negatives are drawn from the same population as answers: random steps.
     """
-    import faiss
 
     vectors = pool.embeddings.vectors
     answer_rows = np.array([pool.positions[d.answer_key] for d in drafts], dtype=np.int64)
@@ -773,13 +783,10 @@ def _adversarial_candidates(drafts: list[_Draft], pool: _Pool, sizes: Mapping[st
         members = np.flatnonzero(group == g)
         if not len(rows) or not len(members):
             continue
-        index = faiss.IndexFlatIP(vectors.shape[1])
-        index.add(np.ascontiguousarray(vectors[rows], dtype=np.float32))
+        search = _split_search(vectors, rows)
 
-        def nearest(queries: np.ndarray, k: int, rows: np.ndarray = rows, index: Any = index) -> np.ndarray:
-            fetch = min(len(rows), k + MAX_STEPS)  # room for the question's own procedure's titles
-            _, found = index.search(np.ascontiguousarray(queries, dtype=np.float32), fetch)
-            return np.where(found >= 0, rows[np.maximum(found, 0)], -1)
+        def nearest(queries: np.ndarray, k: int, search: Callable[..., Any] = search) -> np.ndarray:
+            return np.asarray(search(queries, k)[1])
 
         for source, k in sizes.items():
             if k <= 0:
