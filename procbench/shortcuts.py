@@ -243,15 +243,23 @@ def _text_features(batch: ChoiceBatch) -> list[np.ndarray]:
         if weights is None:
             weights = word_weights(t for texts in (*batch.choice_texts, *question_texts) for t in texts)
         unseen = max(weights.values(), default=1.0)
+        vectors: dict[str, dict[str, float]] = {}  # a batch of candidate variants repeats the same texts
+
+        def weighted(text: str) -> dict[str, float]:
+            vector = vectors.get(text)
+            if vector is None:
+                vector = vectors[text] = _tfidf(text, weights, unseen)
+            return vector
+
         for i, (texts, shown) in enumerate(zip(batch.choice_texts, question_texts, strict=True)):
             seen: frozenset[str] = frozenset().union(*(content_words(t) for t in shown)) if shown else frozenset()
-            question = _tfidf(" ".join(shown), weights, unseen)
+            question = weighted(" ".join(shown))
             for j, text in enumerate(texts[:c]):
                 chars[i, j] = len(text)
                 words[i, j] = len(text.split())
                 vocab = content_words(text)
                 overlap[i, j] = len(vocab & seen) / max(len(vocab), 1)
-                tfidf[i, j] = sum(v * question.get(t, 0.0) for t, v in _tfidf(text, weights, unseen).items())
+                tfidf[i, j] = sum(v * question.get(t, 0.0) for t, v in weighted(text).items())
     return [_within(v, batch.valid) for v in (chars, words, overlap, tfidf)]
 
 
