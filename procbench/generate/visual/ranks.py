@@ -53,8 +53,10 @@ class RankRule:
             run short (cloze: neighbours of the question mean closer than the answer); None: no extras.
         extra_class: the class of ``extra_rows``.
         preference, extra_preference: ``(B, K)`` and ``(B, Kq)``: within a class, the candidates (extras) with
-            the lowest values are taken first (cloze: how far a candidate's distance to the question mean is
-            from the answer's, so the rank is not told by a gap either); None: uniformly at random.
+            the lowest values are taken first, shuffled among about :data:`PREFERENCE_SPREAD` of them (cloze:
+            how far a candidate's distance to the question mean is from the answer's; coherence: how far its
+            odd-one-out distance is from the nearest coherent image's; so no gap tells the rank); None:
+            uniformly at random.
     """
 
     classes: np.ndarray
@@ -103,7 +105,8 @@ def _take(
     mask: np.ndarray, count: np.ndarray, width: int, rng: np.random.Generator, preference: np.ndarray | None = None
 ) -> np.ndarray:
     """``(B, width)`` columns of ``mask (B, K)``: ``count[b]`` of its True columns, then -1; uniformly at random,
-    or the lowest ``preference (B, K)`` first (ties at random)."""
+    or the lowest ``preference (B, K)`` first, each pick among about :data:`PREFERENCE_SPREAD` of the most
+    preferred left (nan: least preferred)."""
     keys = rng.random(mask.shape)
     if preference is not None:  # the preferred first, shuffled among neighbours (PREFERENCE_SPREAD places)
         order = np.where(mask, np.nan_to_num(preference.astype(np.float64), nan=np.inf), np.inf)
