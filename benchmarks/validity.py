@@ -13,6 +13,9 @@ and each visual setting of a store with varied images, this prints the question 
 - ``distance_svm``: ``procbench evaluate --model distance-svm`` (RBF SVM on distances, fitted on train,
   scored on test; paper 001's probe);
 - ``context_ref`` (textual): pick the choice most similar to a step text of the question's context;
+- ``hunt_max`` (textual): the best of four shortcut hunters outside procbench's own probes (:func:`hunters`:
+  learnt similarities of a choice to the question and to the blank's neighbours, a TF-IDF hasty student, the
+  TF-IDF similarity to the question);
 - ``audit_partial``, ``audit_distance``: what ``procbench audit`` itself reports for its ``partial_input``
   and ``question_distance`` probes (what a user of the set sees), with their verdict (``+`` above chance,
   ``-`` below: both are biases).
@@ -22,7 +25,8 @@ Ordering sets (choices are orders of the same four images) get their own indepen
 and partial-input trees on the path length and the orders' agreement with each other.
 
 Usage: python benchmarks/validity.py [--work DIR] [--recipeqa PATH] [--wikihow PATH] [--visual-procedures N]
-[--visual-drift D]
+[--visual-drift D] [--skip PARTS]; ``--skip ''`` adds the mixed corpus (:func:`mixed_corpus`: both sites with
+step headlines, a held-out-like mix).
 Stores are built once under --work (ingest, clean, embed with minilm-offline) and reused.
 """
 
@@ -34,6 +38,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -64,6 +69,22 @@ def build_text_store(source: Path, work: Path) -> Store:
         clean_store(store)
     embed_store(store, text_encoder="minilm-offline", fields=fields)  # embeds only what is missing
     return store
+
+
+def mixed_corpus(recipeqa: Path, wikihow: Path, out: Path) -> Path:
+    """Both sites in one corpus with step headlines: RecipeQA as it is, and each wikiHow step's one sentence as
+    its headline and its text (a wikiHow step's bold headline is its first sentence), like a held-out mix of
+    the two sites. Only context-free probes mean what they say on it: the wikiHow context shows the headline."""
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        lines = recipeqa.read_text(encoding="utf-8").splitlines()
+        for line in wikihow.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            for step in record["steps"]:
+                step["title"] = step.get("text")
+            lines.append(json.dumps(record))
+        out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
 
 
 class Items:
@@ -268,6 +289,49 @@ def ordering_probes(rows: list[dict], items: Items) -> dict:
     }
 
 
+def hunters(rows: list[dict], batch: ChoiceBatch) -> dict:
+    """Shortcut hunters outside procbench's own probe set, for text choices: logistic regression on each choice's
+    embedding times the question mean's, and times the blank's neighbours' (a learnt similarity), on the
+    choices' TF-IDF words (a lexical hasty student), and the TF-IDF similarity of each choice to the question
+    (all tokens, IDF of the set). Returns each accuracy and ``hunt_max``, the best of them."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold
+
+    n, c, _ = batch.choice_vectors.shape
+    mask = batch.question_mask.astype(np.float32)
+    qmean = np.einsum("ql,qld->qd", mask, batch.question_vectors) / np.maximum(mask.sum(1), 1)[:, None]
+    beside = np.zeros_like(qmean)
+    slots = batch.placeholder if batch.placeholder is not None else np.full(n, -1)
+    for q, slot in enumerate(slots.tolist()):
+        near = [p for p in (slot - 1, slot + 1) if slot >= 0 and 0 <= p < mask.shape[1] and batch.question_mask[q, p]]
+        if near:
+            beside[q] = batch.question_vectors[q, near].mean(axis=0)
+    y = (np.arange(c)[None, :] == batch.answers[:, None]).reshape(-1)
+    groups = np.repeat(batch.groups, c)
+
+    def cross_fitted(x: Any) -> float:
+        scores = np.zeros(n * c)
+        for train, test in GroupKFold(n_splits=5).split(np.zeros(n * c), y, groups):
+            model = LogisticRegression(max_iter=2000).fit(x[train], y[train])
+            scores[test] = model.decision_function(x[test])
+        return round(float(hits(scores.reshape(n, c), batch.answers, batch.valid).mean()), 3)
+
+    texts = [str(choice) for r in rows for choice in r["choices"]]
+    questions = [" ".join(t for t in r["question"] if t != "@placeholder") for r in rows]
+    tfidf = TfidfVectorizer().fit(texts + questions)
+    words = tfidf.transform(texts)
+    similarity = np.asarray(words.multiply(tfidf.transform(questions)[np.repeat(np.arange(n), c)]).sum(axis=1))
+    out = {
+        "hunt_choice_x_question": cross_fitted((batch.choice_vectors * qmean[:, None]).reshape(n * c, -1)),
+        "hunt_choice_x_neighbours": cross_fitted((batch.choice_vectors * beside[:, None]).reshape(n * c, -1)),
+        "hunt_tfidf_choice_only": cross_fitted(words),
+        "hunt_tfidf_similarity": round(float(hits(similarity.reshape(n, c), batch.answers, batch.valid).mean()), 3),
+    }
+    out["hunt_max"] = max(out.values())
+    return out
+
+
 def audit_probes(store: Store, task: str, setting: str) -> dict:
     """The audit's own ``partial_input`` and ``question_distance`` values and verdicts."""
     from procbench.audit import audit_sets
@@ -300,6 +364,7 @@ def probe_set(store: Store, task: str, setting: str, items: Items, texts: Items 
     }
     if texts is not None:
         out["context_ref"] = round(context_reference(rows, items, texts), 3)
+        out.update(hunters(rows, batch))
     out.update(audit_probes(store, task, setting))
     return out
 
@@ -344,7 +409,9 @@ def main() -> None:
         help="synthetic step drift (0: step images exchangeable; 0.5: the authored order is smoother, as in real "
         "procedures)",
     )
-    parser.add_argument("--skip", default="", help="comma list of parts to skip: recipeqa,wikihow,visual")
+    parser.add_argument(
+        "--skip", default="mixed", help="comma list of parts to skip: recipeqa,wikihow,mixed,visual [mixed]"
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     skip = set(args.skip.split(","))
@@ -353,6 +420,9 @@ def main() -> None:
         report["recipeqa-recipes (titles)"] = text_table(build_text_store(args.recipeqa, args.work), "title")
     if "wikihow" not in skip:
         report["wikihow-openpi (--items text)"] = text_table(build_text_store(args.wikihow, args.work), "text")
+    if "mixed" not in skip:
+        mixed = mixed_corpus(args.recipeqa, args.wikihow, args.work / "corpora" / "mixed" / "procedures.jsonl")
+        report["recipeqa + wikihow with headlines (titles)"] = text_table(build_text_store(mixed, args.work), "title")
     if "visual" not in skip:
         drift = f", step drift {args.visual_drift}" if args.visual_drift else ""
         report[f"synthetic visual ({args.visual_procedures} procedures{drift})"] = visual_table(
@@ -361,7 +431,7 @@ def main() -> None:
     for corpus, table in report.items():
         print(f"\n## {corpus}")
         cols = ["questions", "choice_only", "partial_input", "rank_rule", "distance_svm", "context_ref"]
-        cols += ["audit_partial", "audit_distance"]
+        cols += ["hunt_max", "audit_partial", "audit_distance"]
         print("| setting | " + " | ".join(cols) + " |")
         print("|---" * (len(cols) + 1) + "|")
         for setting, row in table.items():
