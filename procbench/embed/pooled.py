@@ -44,10 +44,12 @@ class MeanPooledTextEncoder(Encoder):
         tokenizer: its tokenizer (with the module's ``max_seq_length`` as ``model_max_length``).
         forward_keys: tokenizer outputs the module passes to the model (None: all of them).
         normalize_layers: how many ``Normalize`` modules follow the pooling (0 or 1).
-        name, slug, revision, dim, description, packages, default_batch_size: those of the encoder it replaces.
+        stands_for: the encoder it replaces; its name, slug, revision, dim, description, packages and default
+            batch size are this one's (the embeddings' metadata stays the same).
     """
 
     modality: ClassVar[Modality] = "text"
+    _IDENTITY = ("name", "slug", "revision", "dim", "description", "packages", "default_batch_size")
 
     def __init__(
         self,
@@ -56,25 +58,14 @@ class MeanPooledTextEncoder(Encoder):
         *,
         forward_keys: frozenset[str] | None,
         normalize_layers: int,
-        name: str,
-        slug: str,
-        revision: str,
-        dim: int,
-        description: str,
-        packages: tuple[str, ...],
-        default_batch_size: int,
+        stands_for: Encoder,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.forward_keys = forward_keys
         self.normalize_layers = normalize_layers
-        self.name = name
-        self.slug = slug
-        self.revision = revision
-        self.dim = dim
-        self.description = description
-        self.packages = packages
-        self.default_batch_size = default_batch_size
+        for attribute in self._IDENTITY:
+            setattr(self, attribute, getattr(stands_for, attribute))
 
     def to_device(self, device: str) -> None:
         """Move the model to ``device``."""
@@ -176,13 +167,7 @@ def from_sentence_transformer(encoder: Any) -> MeanPooledTextEncoder | None:
         transformer.processor,
         forward_keys=None if forward_keys is None else frozenset(forward_keys),
         normalize_layers=normalize_layers,
-        name=encoder.name,
-        slug=encoder.slug,
-        revision=encoder.revision,
-        dim=encoder.dim,
-        description=encoder.description,
-        packages=encoder.packages,
-        default_batch_size=encoder.default_batch_size,
+        stands_for=encoder,
     )
     with _one_thread():
         if pooled.encode(PROBE, batch_size=2).tobytes() != encoder.encode(PROBE, batch_size=2).tobytes():
