@@ -229,10 +229,10 @@ def test_question_columns_keep_drops_rows_ragged_values_and_notes() -> None:
     assert cols.fallbacks().to_pylist() == [[], ["third", "again"], ["fifth"]]
 
 
-def test_coherence_ranks_and_gaps_match_the_odd_one_out_distances_computed_directly() -> None:
+def test_coherence_ranks_and_misfits_match_the_odd_one_out_distances_computed_directly() -> None:
     """Each choice's distance to the mean of the other three, computed on the four vectors, gives the
-    intruder's rank and its gap to the nearest coherent image's distance."""
-    from procbench.generate.visual.ranks import coherence_gaps
+    intruder's rank and its distance to the target a fourth coherent image would have at that rank."""
+    from procbench.generate.visual.ranks import coherence_misfits
 
     rng = np.random.default_rng(7)
     coherent = rng.normal(size=(50, 3, 8))
@@ -244,10 +244,18 @@ def test_coherence_ranks_and_gaps_match_the_odd_one_out_distances_computed_direc
         np.linalg.norm(candidates - mean[:, None], axis=2),
         np.linalg.norm(coherent - mean[:, None], axis=2),
     )
-    ranks, gaps = coherence_ranks(*args), coherence_gaps(*args)
+    u, e = rng.random(50), rng.exponential(size=50)
+    ranks, misfits = coherence_ranks(*args), coherence_misfits(*args, u, e)
+    seen = set()
     for b in range(50):
         for k in range(5):
             choices = np.concatenate([coherent[b], candidates[b, k][None]])
             odd = [np.linalg.norm(choices[i] - np.delete(choices, i, axis=0).mean(axis=0)) for i in range(4)]
-            assert ranks[b, k] == sum(o < odd[3] for o in odd[:3])
-            assert gaps[b, k] == pytest.approx(min(abs(o - odd[3]) for o in odd[:3]), abs=1e-9)
+            rank = sum(o < odd[3] for o in odd[:3])
+            assert ranks[b, k] == rank
+            c1, c2, c3 = sorted(odd[:3])
+            spacing = (c3 - c1) / 2
+            target = [c1 - e[b] * spacing, c1 + u[b] * (c2 - c1), c2 + u[b] * (c3 - c2), c3 + e[b] * spacing][rank]
+            assert misfits[b, k] == pytest.approx(abs(odd[3] - target), abs=1e-9)
+            seen.add(rank)
+    assert seen == {0, 1, 2, 3}

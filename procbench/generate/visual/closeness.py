@@ -28,7 +28,8 @@ class Closeness:
         radius: ``(B,)`` the distance to beat.
         ok: ``(B, K)`` candidate (column of :class:`Candidates`) closer than ``radius``.
         q_rows, q_dist: ``(B, Kq)`` the nearest images of other procedures to the point.
-        q_extra: ``(B, Kq)`` neighbours of the point closer than ``radius`` that are not among the candidates.
+        q_new: ``(B, Kq)`` usable neighbours of the point that are not among the candidates.
+        q_extra: ``(B, Kq)`` those of them closer than ``radius``.
         q_usable: ``(B, Kq)`` neighbours of the point that are not copies of the correct choice.
     """
 
@@ -36,6 +37,7 @@ class Closeness:
     ok: np.ndarray
     q_rows: np.ndarray
     q_dist: np.ndarray
+    q_new: np.ndarray
     q_extra: np.ndarray
     q_usable: np.ndarray
 
@@ -62,9 +64,10 @@ class Closeness:
         ok = c_valid & member(c_codes, q_codes[q_close])
         copies = c_valid & (cands.dist <= DUPLICATE_DISTANCE)
         q_usable = (q_rows >= 0) & ~member(np.where(q_rows >= 0, b + q_rows, -2), c_codes[copies])
-        q_extra = q_close & q_usable & ~member(q_codes, c_codes[c_valid])
+        q_new = q_usable & ~member(np.where(q_rows >= 0, b + q_rows, -2), c_codes[c_valid])
+        q_extra = q_close & q_new
         incomplete = np.flatnonzero((q_rows[:, -1] >= 0) & (q_dist[:, -1] < radius))
         if len(incomplete):
             exact = distances_to(data, cands.rows[incomplete], points[incomplete])
             ok[incomplete] = c_valid[incomplete] & (np.nan_to_num(exact, nan=np.inf) < radius[incomplete, None])
-        return cls(radius, ok, q_rows, q_dist, q_extra, q_usable)
+        return cls(radius, ok, q_rows, q_dist, q_new, q_extra, q_usable)

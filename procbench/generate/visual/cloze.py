@@ -190,17 +190,22 @@ def _fallbacks(
     return out
 
 
-def _rank_rule(w: _Window, cands: Candidates, close: Closeness, data: VisualData) -> RankRule:
+def _rank_rule(
+    w: _Window, cands: Candidates, close: Closeness, data: VisualData, rng: np.random.Generator
+) -> RankRule:
     """K3=2: a candidate closer to the question mean than the answer (class 1) moves the answer down a rank;
-    the question mean's own close neighbours stand in when the candidates hold too few. Each class is drawn
+    the question mean's own neighbours join the pool when the candidates hold too few. Each class is drawn
     nearest the answer's distance to the question mean first."""
     classes = np.where(cands.rows >= 0, close.ok.astype(np.int64), -1)
-    extra = np.where(close.q_extra, close.q_rows, -1)
+    extra = np.where(close.q_new, close.q_rows, -1)
+    extra_classes = np.where(close.q_new, (close.q_dist < w.radius[:, None]).astype(np.int64), -1)
     # within a class, the candidates whose distance to the question mean is nearest the answer's: the answer then
     # sits among its negatives, not beside a gap that gives its rank away
     gap = np.abs(distances_to(data, cands.rows, w.point) - w.radius[:, None])
     extra_gap = np.abs(close.q_dist - w.radius[:, None])
-    return RankRule(classes, CLOZE_WANTS, extra_rows=extra, extra_class=1, preference=gap, extra_preference=extra_gap)
+    return RankRule(
+        classes, CLOZE_WANTS, extra_rows=extra, extra_classes=extra_classes, preference=gap, extra_preference=extra_gap
+    )
 
 
 def _adversarial(

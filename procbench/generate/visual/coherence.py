@@ -42,7 +42,7 @@ from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, S
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, band_columns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
-from procbench.generate.visual.ranks import RankRule, coherence_gaps, coherence_ranks, rank_notes
+from procbench.generate.visual.ranks import RankRule, coherence_misfits, coherence_ranks, rank_notes
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
@@ -116,17 +116,20 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
     out.add(keep, {**w.columns, **columns}, ragged=w.ragged, notes=notes)
 
 
-def _rank_rule(w: _Window, cands: Candidates, close: Closeness, data: VisualData) -> RankRule:
+def _rank_rule(
+    w: _Window, cands: Candidates, close: Closeness, data: VisualData, rng: np.random.Generator
+) -> RankRule:
     """K3=2: each candidate's class is the rank it would have, by distance to the mean of the other three
-    choices (0: closest); one candidate of the target rank is drawn."""
+    choices (0: closest); one candidate of the target rank is drawn, the one nearest where a fourth coherent-like
+    image would lie at that rank (:func:`.ranks.coherence_misfits`)."""
     vecs = data.gather(w.anchors)  # (B, 3, D)
     to_coherent = distances_to(data, cands.rows, *(vecs[:, i] for i in range(_SIZE)))
     to_mean = distances_to(data, cands.rows, w.point)
     coherent_mean = np.linalg.norm(vecs - w.point[:, None, :], axis=2)
     classes = coherence_ranks(to_coherent, to_mean, coherent_mean)
-    # within its rank, the intruder whose odd-one-out distance is nearest a coherent image's: no gap tells it
-    gaps = coherence_gaps(to_coherent, to_mean, coherent_mean)
-    return RankRule(np.where(cands.rows >= 0, classes, -1), np.eye(_SIZE + 1, dtype=np.int64), preference=gaps)
+    u, e = rng.random(len(w)), rng.exponential(size=len(w))
+    misfits = coherence_misfits(to_coherent, to_mean, coherent_mean, u, e)
+    return RankRule(np.where(cands.rows >= 0, classes, -1), np.eye(_SIZE + 1, dtype=np.int64), preference=misfits)
 
 
 def _adversarial(

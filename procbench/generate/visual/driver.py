@@ -223,7 +223,7 @@ class VisualTask(Generic[W]):
         window: ``window(items, data)``, the task's window of a plan's questions in a chunk.
         add: ``add(out, window, draw)``, add the questions of the window that the draw keeps to ``out``.
         table: ``table(cols, data, rng)``, a setting's (non-empty) question table but for the ``meta`` head.
-        rank_rule: ``rank_rule(window, candidates, closeness, data)``, how negatives decide the answer's
+        rank_rule: ``rank_rule(window, candidates, closeness, data, rng)``, how negatives decide the answer's
             distance rank (K3=2, :mod:`.ranks`); tasks without K3 leave it None.
         adversarial: ``adversarial(cols, data, seed=, progress=, options=)``, adversarial filtering of a setting's
             negatives in place (:mod:`.adversarial`), returning its summary; None: no ``adversarial`` setting.
@@ -239,7 +239,7 @@ class VisualTask(Generic[W]):
     window: Callable[[Items, VisualData], W]
     add: Callable[[QuestionColumns, W, Draw], None]
     table: Callable[[QuestionColumns, VisualData, np.random.Generator], TableParts]
-    rank_rule: Callable[[W, Candidates, Closeness, VisualData], RankRule] | None = None
+    rank_rule: Callable[[W, Candidates, Closeness, VisualData, np.random.Generator], RankRule] | None = None
     adversarial: Callable[..., dict[str, Any]] | None = None
 
 
@@ -349,8 +349,9 @@ def run(
             elif searches and s.knobs is not None:
                 key, k2, k3 = s.knobs
                 if k3 == 2 and task.rank_rule is not None:
-                    if key not in rules:
-                        rules[key] = task.rank_rule(w, cands[key], close[key], data)
+                    if key not in rules:  # one rule per plan and chunk, whichever settings are drawn
+                        rule_rng = np.random.default_rng([seed, task.code, 0x4A4E, key, int(w.proc[0])])
+                        rules[key] = task.rank_rule(w, cands[key], close[key], data, rule_rng)
                     sel = select_ranked(cands[key], rules[key], k2=k2, need=task.need, rng=drawn.rng)
                 else:
                     closeness = close[key] if k3 else None

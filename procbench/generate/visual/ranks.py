@@ -2,19 +2,20 @@
 
 Paper 001's K3 (K3=1) puts one negative closer to the question than the answer, so the answer is the
 second-closest choice in about half the questions and a "pick the second closest" rule beats chance by
-20 points. With K3=2 each question instead gets a target rank ``r`` in ``0..3`` (balanced over the set's
-questions, among the ranks its candidates can give) and negatives that put the answer at exactly rank
-``r`` by distance to the question point:
+20 points. With K3=2 each question that could take every rank gets a target rank ``r`` in ``0..3``, dealt
+at random with equally many of each (:func:`independent_ranks`), and negatives that put the answer at
+exactly rank ``r`` by distance to the question point:
 
-- cloze: ``r`` negatives closer to the question mean than the answer, ``3 - r`` farther (the closer ones
-  from the K2 candidates marked by :class:`~procbench.generate.visual.closeness.Closeness`, else from the
-  question mean's own neighbours);
+- cloze: ``r`` negatives closer to the question mean than the answer, ``3 - r`` farther (marked by
+  :class:`~procbench.generate.visual.closeness.Closeness`), all from one pool and strictly nearest the
+  answer's own distance, so the four distances are spaced alike whichever is the answer's;
 - coherence: an incoherent image whose distance to the mean of the other three choices is the
-  ``r``-th smallest of the four choices' (:func:`coherence_ranks`).
+  ``r``-th smallest of the four choices' (:func:`coherence_ranks`), nearest where a fourth coherent image
+  would lie at that rank (:func:`coherence_misfits`).
 
 Each task states this as candidate *classes* and, per rank, how many negatives of each class it takes
-(:class:`RankRule`); every pick still comes from the narrowest K2 band level holding enough candidates of
-its class, so K2 keeps its meaning.
+(:class:`RankRule`); the pool is the narrowest K2 band level holding enough candidates of every class the
+rank needs, so K2 keeps its meaning.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ __all__ = [
     "CLOZE_WANTS",
     "RankRule",
     "balanced_ranks",
-    "coherence_gaps",
+    "coherence_misfits",
     "coherence_ranks",
+    "independent_ranks",
     "rank_notes",
     "select_ranked",
 ]
@@ -49,22 +51,30 @@ class RankRule:
     Attributes:
         classes: ``(B, K)`` class of each K2 candidate (-1: unusable).
         wants: ``(R, C)`` how many negatives of each class put the answer at rank ``r``.
-        extra_rows: ``(B, Kq)`` further images of class ``extra_class`` (-1: none), used when the candidates
-            run short (cloze: neighbours of the question mean closer than the answer); None: no extras.
-        extra_class: the class of ``extra_rows``.
+        extra_rows, extra_classes: ``(B, Kq)`` further images and their classes (-1: none), pooled with the whole
+            kNN set when no band level holds enough candidates (cloze: neighbours of the question mean that are
+            not candidates); None: no extras.
         preference, extra_preference: ``(B, K)`` and ``(B, Kq)``: within a class, the candidates (extras) with
             the lowest values are taken first, shuffled among about :data:`PREFERENCE_SPREAD` of them (cloze:
             how far a candidate's distance to the question mean is from the answer's; coherence: how far its
-            odd-one-out distance is from the nearest coherent image's; so no gap tells the rank); None:
-            uniformly at random.
+            odd-one-out distance is from a drawn target; so no gap tells the rank); None: uniformly at random.
     """
 
     classes: np.ndarray
     wants: np.ndarray
     extra_rows: np.ndarray | None = None
-    extra_class: int = -1
+    extra_classes: np.ndarray | None = None
     preference: np.ndarray | None = None
     extra_preference: np.ndarray | None = None
+
+    def extras(self, n_q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(rows, classes, preference)`` of the extras, each ``(B, Kq)`` (``Kq = 0`` without extras)."""
+        if self.extra_rows is None or self.extra_classes is None:
+            empty = np.zeros((n_q, 0), dtype=np.int64)
+            return empty, empty, np.zeros((n_q, 0))
+        classes = np.where(self.extra_rows >= 0, self.extra_classes, -1)
+        preference = self.extra_preference if self.extra_preference is not None else np.zeros(classes.shape)
+        return self.extra_rows, classes, preference
 
 
 def balanced_ranks(feasible: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -96,9 +106,30 @@ def balanced_ranks(feasible: np.ndarray, rng: np.random.Generator) -> np.ndarray
     return out
 
 
-#: A ranked draw with a preference takes each pick among about this many of the most preferred candidates left
-#: (the strictly nearest would reuse the same few images as negatives across questions).
-PREFERENCE_SPREAD = 6.0
+def independent_ranks(feasible: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``(B,)`` a target rank per question that could take every rank (``feasible (B, R)`` all True), -1 for the
+    others: the ranks, equally many of each, are dealt in random order.
+
+    Unlike :func:`balanced_ranks`, a question's rank does not depend on what its candidates allow. A question
+    whose answer is nearer its question than every image of another procedure can only take rank 0; were it
+    kept, rank 0 would gather exactly the questions whose answer stands apart from its negatives, and the
+    spacing of the choices' distances would tell the answer (measured: a linear probe on them read 0.52 on a
+    set whose every rank held a quarter of the answers).
+    """
+    n_q, n_ranks = feasible.shape
+    out = np.full(n_q, -1, dtype=np.int64)
+    every = np.flatnonzero(feasible.all(axis=1))
+    dealt = len(every) - len(every) % n_ranks
+    chosen = rng.permutation(every)[:dealt]
+    out[np.sort(chosen)] = rng.permutation(np.arange(dealt) % n_ranks)
+    return out
+
+
+#: A ranked draw with a preference takes each pick among about this many of the most preferred candidates left.
+#: One: strictly the nearest in turn (deterministic); a wider spread reuses fewer images as negatives
+#: but leaves the answer's distance set apart from its negatives' (measured on synthetic cloze, audit
+#: ``question_distance``: 0.27 at 1, 0.30 at 3, 0.31 at 6).
+PREFERENCE_SPREAD = 1.0
 
 
 def _take(
@@ -122,8 +153,13 @@ def _take(
 def select_ranked(cands: Candidates, rule: RankRule, *, k2: int, need: int, rng: np.random.Generator) -> Selection:
     """Draw ``need`` negatives per question that put the answer at a balanced target rank (see the module).
 
+    Every negative of a question comes from one pool: the narrowest K2 band level that holds enough candidates
+    of every class the rank needs, else the whole kNN set with the extras (``question-knn``). One pool for
+    every class keeps the spacing of the choices' distances the same on both sides of the answer's, so the
+    answer's place among them tells nothing.
+
     ``Selection.rank`` holds the target rank and ``Selection.pick_class`` each pick's class; ``source``
-    the band level of each pick (or ``question-knn`` for an extra) and ``level`` the widest level used.
+    the band level of each pick (or ``question-knn`` for an extra) and ``level`` the pool's level.
     """
     n_q, k = cands.rows.shape
     n_levels = len(LEVELS)
@@ -135,43 +171,42 @@ def select_ranked(cands: Candidates, rule: RankRule, *, k2: int, need: int, rng:
     in_band = (col[None, None, :] >= start[:, :, None]) & (col[None, None, :] < end[:, :, None])  # (B, L, K)
     of_class = rule.classes[:, None, :] == np.arange(n_classes)[None, :, None]  # (B, C, K)
     counts = np.einsum("blk,bck->blc", in_band.astype(np.int32), of_class.astype(np.int32))  # (B, L, C)
-    avail = counts[:, -1, :].copy()
-    if rule.extra_rows is not None:
-        avail[:, rule.extra_class] += (rule.extra_rows >= 0).sum(axis=1)
+    extra_rows, extra_classes, extra_preference = rule.extras(n_q)
+    extra_counts = (extra_classes[:, None, :] == np.arange(n_classes)[None, :, None]).sum(axis=2)  # (B, C)
+    avail = counts[:, -1, :] + extra_counts
     feasible = (avail[:, None, :] >= wants[None, :, :]).all(axis=2)
-    rank = balanced_ranks(feasible, rng)
+    rank = independent_ranks(feasible, rng)
     want = np.where(rank[:, None] >= 0, wants[np.maximum(rank, 0)], 0)  # (B, C)
 
     b = np.arange(n_q)
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # rows, cols, source, class
-    level_out = np.zeros(n_q, dtype=np.int64)
+    enough = (counts >= want[:, None, :]).all(axis=2)  # (B, L)
+    level = np.where(enough.any(axis=1), enough.argmax(axis=1), QUESTION_KNN)
+    with_extras = level == QUESTION_KNN
+    pool = np.concatenate(
+        [in_band[b, np.minimum(level, n_levels - 1)], (extra_classes >= 0) & with_extras[:, None]], axis=1
+    )  # (B, K + Kq)
+    classes = np.concatenate([rule.classes, extra_classes], axis=1)
+    pool_rows = np.concatenate([cands.rows, extra_rows], axis=1)
+    preference = None
+    if rule.preference is not None:
+        preference = np.concatenate([rule.preference, extra_preference], axis=1)
+    parts = []
     for c in range(n_classes):
-        w = want[:, c]
-        if not w.any():
-            continue
-        enough = counts[:, :, c] >= w[:, None]
-        level = np.where(enough.any(axis=1), enough.argmax(axis=1), n_levels - 1)
-        from_cands = np.minimum(w, counts[b, level, c])
-        picked = _take(in_band[b, level] & of_class[:, c, :], from_cands, need, rng, rule.preference)
-        cand_rows = np.where(picked >= 0, np.take_along_axis(cands.rows, np.maximum(picked, 0), axis=1), -1)
-        parts.append((cand_rows, picked, np.where(picked >= 0, level[:, None], -1), np.full_like(picked, c)))
-        short = w - from_cands
-        if rule.extra_rows is not None and c == rule.extra_class and short.any():
-            extra = _take(rule.extra_rows >= 0, short, need, rng, rule.extra_preference)
-            extra_rows = np.where(extra >= 0, np.take_along_axis(rule.extra_rows, np.maximum(extra, 0), axis=1), -1)
-            none = np.full_like(extra, -1)
-            parts.append((extra_rows, none, np.where(extra >= 0, QUESTION_KNN, -1), np.full_like(extra, c)))
-        level_out = np.maximum(level_out, np.where(w > 0, np.where(short > 0, QUESTION_KNN, level), 0))
+        if want[:, c].any():
+            picked = _take(pool & (classes == c), want[:, c], need, rng, preference)
+            parts.append((picked, np.where(picked >= 0, c, -1)))
     if not parts:
-        empty = np.full((n_q, need), -1, dtype=np.int64)
-        parts.append((empty, empty, empty, empty))
+        parts.append((np.full((n_q, need), -1, dtype=np.int64),) * 2)
     # each question's picks, class by class, packed to the left
-    rows, cols, source, pick_class = (np.concatenate([p[i] for p in parts], axis=1) for i in range(4))
-    packed = np.argsort(rows < 0, axis=1, kind="stable")[:, :need]
-    rows, cols, source, pick_class = (np.take_along_axis(x, packed, axis=1) for x in (rows, cols, source, pick_class))
+    picked, pick_class = (np.concatenate([p[i] for p in parts], axis=1) for i in range(2))
+    packed = np.argsort(picked < 0, axis=1, kind="stable")[:, :need]
+    picked, pick_class = (np.take_along_axis(x, packed, axis=1) for x in (picked, pick_class))
+    rows = np.where(picked >= 0, np.take_along_axis(pool_rows, np.maximum(picked, 0), axis=1), -1)
+    cols = np.where((picked >= 0) & (picked < k), picked, -1)
+    source = np.where(picked < 0, -1, np.where(picked < k, np.minimum(level, n_levels - 1)[:, None], QUESTION_KNN))
     ok = (rank >= 0) & (rows >= 0).all(axis=1)
     base_count = (counts[:, 0, :] * (want > 0)).sum(axis=1)
-    return Selection(rows, cols, source, level_out, base_count, lo, hi, ok, rank=rank, pick_class=pick_class)
+    return Selection(rows, cols, source, level, base_count, lo, hi, ok, rank=rank, pick_class=pick_class)
 
 
 def coherence_ranks(
@@ -190,16 +225,33 @@ def coherence_ranks(
     return np.where(np.isnan(d_candidate_mean), -1, rank).astype(np.int64)
 
 
-def coherence_gaps(
-    d_candidate_coherent: np.ndarray, d_candidate_mean: np.ndarray, d_coherent_mean: np.ndarray
+def coherence_misfits(
+    d_candidate_coherent: np.ndarray,
+    d_candidate_mean: np.ndarray,
+    d_coherent_mean: np.ndarray,
+    u: np.ndarray,
+    e: np.ndarray,
 ) -> np.ndarray:
-    """``(B, K)`` how far each candidate's distance to the mean of the other three choices is from the nearest
-    such distance of a coherent image, were it drawn (nan for a missing candidate): a small gap leaves the
-    intruder among the coherent images, where its rank is not told by a gap. Arguments as
-    :func:`coherence_ranks`'."""
+    """``(B, K)`` how far each candidate's odd-one-out distance (to the mean of the other three choices, were it
+    drawn) is from where a fourth draw like the coherent images' would lie at its rank (nan for a missing one).
+
+    With the coherent images' odd-one-out distances ``c1 <= c2 <= c3`` and their mean spacing
+    ``g = (c3 - c1) / 2``, the target at rank 0 is ``c1 - e g``, at rank 3 ``c3 + e g`` and at ranks 1, 2 the
+    point ``u`` of the way between its neighbours; ``u (B,)`` is uniform and ``e (B,)`` exponential, one pair per
+    question. The candidate nearest the target leaves the four distances spaced as four alike draws would be:
+    neither hugging a coherent image's nor set apart from them, so no gap tells which choice is the intruder.
+    Arguments as :func:`coherence_ranks`'.
+    """
     coherent_to_c, mine = _to_centroid(d_candidate_coherent, d_candidate_mean, d_coherent_mean)
-    gaps = np.abs(np.sqrt(np.maximum(coherent_to_c, 0.0)) - np.sqrt(np.maximum(mine, 0.0))[None])
-    return np.asarray(gaps.min(axis=0) * 4 / 3)
+    c = np.sort(np.sqrt(np.maximum(coherent_to_c, 0.0)), axis=0) * 4 / 3  # (3, B, K)
+    x = np.sqrt(np.maximum(mine, 0.0)) * 4 / 3
+    rank = (c < x[None]).sum(axis=0)
+    spacing = (c[2] - c[0]) / 2
+    u2, e2 = u[:, None], e[:, None]
+    target = np.choose(
+        rank, [c[0] - e2 * spacing, c[0] + u2 * (c[1] - c[0]), c[1] + u2 * (c[2] - c[1]), c[2] + e2 * spacing]
+    )
+    return np.asarray(np.abs(x - target))
 
 
 def _to_centroid(
@@ -231,5 +283,5 @@ def rank_notes(sel: Selection, keep: np.ndarray, tally: Counter[str]) -> dict[in
             notes[b] = [f"{head}; widened to {LEVELS[level]} {fmt_band(lo[level], hi[level])}"]
         else:
             tally["k3-rank:question-knn"] += 1
-            notes[b] = [f"{head}; took neighbours of the question point closer than the answer"]
+            notes[b] = [f"{head}; drew from the whole kNN set and the question point's own neighbours"]
     return notes
