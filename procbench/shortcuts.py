@@ -9,7 +9,8 @@ and for generation (adversarial negatives, AFLite):
 
 - :func:`choice_features` turns a :class:`ChoiceBatch` into ``(Q, C, F)`` features that need no context:
   distances to the question mean, to the nearest question item, to the items next to the placeholder and to
-  the other choices, each with its rank among the question's choices and centred within the question; for
+  the other choices, each centred and standardised within the question and with its rank among the
+  question's choices (:func:`within_question`); for
   text items the length and word overlap (content words, and TF-IDF over all tokens) with the question
   items; and how often the item (and its cluster) is a choice in the whole batch.
 - :class:`ShortcutEnsemble` fits, per procedure-grouped fold, a *choice-only* model (logistic regression on
@@ -41,6 +42,7 @@ __all__ = [
     "content_words",
     "group_folds",
     "hits",
+    "within_question",
     "word_weights",
 ]
 
@@ -50,10 +52,12 @@ MODELS = ("choice_only", "partial_input")
 _DISTANCES = ("qmean", "nearest_item", "adjacent_item", "other_choices")
 _TEXT = ("chars", "words", "word_overlap", "tfidf_overlap")
 _FREQUENCY = ("item_count", "cluster_count")
-#: ``(F,)`` names of :func:`choice_features`' last axis: each base feature as a value, centred within the
-#: question, and as its rank among the question's choices (0 = smallest, scaled to [0, 1]).
+#: How :func:`within_question` gives each base feature: its value, centred within the question, standardised
+#: within the question, and its rank among the question's choices (0 = smallest, scaled to [0, 1]).
+WITHIN_KINDS = ("value", "centred", "scaled", "rank")
+#: ``(F,)`` names of :func:`choice_features`' last axis: each base feature in each of :data:`WITHIN_KINDS`.
 FEATURE_NAMES: tuple[str, ...] = tuple(
-    f"{base}_{kind}" for base in (*_DISTANCES, *_TEXT, *_FREQUENCY) for kind in ("value", "centred", "rank")
+    f"{base}_{kind}" for base in (*_DISTANCES, *_TEXT, *_FREQUENCY) for kind in WITHIN_KINDS
 )
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _TOKEN = re.compile(r"\w+")
@@ -142,20 +146,26 @@ class ChoiceBatch:
         return int(self.valid.shape[1])
 
 
-def _within(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """``(Q, C, 3)``: each value, its deviation from the question's mean, and its rank among valid choices.
+def within_question(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``(Q, C, 4)``: each ``(Q, C)`` value, its deviation from the question's mean, that deviation in units of
+    the question's standard deviation (0 where the choices are all alike), and its rank among valid choices
+    (:data:`WITHIN_KINDS`).
 
-    Ranks count ties as half (so equal values share a rank and choice order never matters), scaled to [0, 1].
+    The standardised deviation tells how a choice's value is *spaced* from the others' whatever their scale
+    (an answer set apart from three close negatives), which neither the deviation nor the rank shows. Ranks
+    count ties as half (so equal values share a rank and choice order never matters), scaled to [0, 1].
     """
     v = np.where(valid, values, 0.0)
     both = valid[:, :, None] & valid[:, None, :]
     below = ((v[:, None, :] < v[:, :, None]) & both).sum(axis=2)
     equal = ((v[:, None, :] == v[:, :, None]) & both).sum(axis=2) - 1
-    n_valid = np.maximum(valid.sum(axis=1, keepdims=True) - 1, 1)
-    rank = np.where(valid, (below + 0.5 * equal) / n_valid, 0.0)
-    mean = v.sum(axis=1, keepdims=True) / np.maximum(valid.sum(axis=1, keepdims=True), 1)
+    n = np.maximum(valid.sum(axis=1, keepdims=True), 1)
+    rank = np.where(valid, (below + 0.5 * equal) / np.maximum(n - 1, 1), 0.0)
+    mean = v.sum(axis=1, keepdims=True) / n
     centred = np.where(valid, values - mean, 0.0)
-    return np.stack([v, centred, rank], axis=2)
+    std = np.sqrt((centred**2).sum(axis=1, keepdims=True) / n)
+    scaled = np.where(std > 1e-12 * np.maximum(np.abs(mean), 1.0), centred / np.where(std > 0, std, 1.0), 0.0)
+    return np.stack([v, centred, scaled, rank], axis=2)
 
 
 def _distance_features(batch: ChoiceBatch) -> list[np.ndarray]:
@@ -178,7 +188,7 @@ def _distance_features(batch: ChoiceBatch) -> list[np.ndarray]:
     both = batch.valid[:, :, None] & batch.valid[:, None, :]
     np.einsum("qcc->qc", both)[...] = False
     others = np.where(both, pair, 0.0).sum(axis=2) / np.maximum(both.sum(axis=2), 1)
-    return [_within(v.astype(np.float64), batch.valid) for v in (to_qmean, nearest, adjacent, others)]
+    return [within_question(v.astype(np.float64), batch.valid) for v in (to_qmean, nearest, adjacent, others)]
 
 
 def _adjacent_distance(item_dist: np.ndarray, batch: ChoiceBatch) -> np.ndarray:
@@ -260,21 +270,21 @@ def _text_features(batch: ChoiceBatch) -> list[np.ndarray]:
                 vocab = content_words(text)
                 overlap[i, j] = len(vocab & seen) / max(len(vocab), 1)
                 tfidf[i, j] = sum(v * question.get(t, 0.0) for t, v in weighted(text).items())
-    return [_within(v, batch.valid) for v in (chars, words, overlap, tfidf)]
+    return [within_question(v, batch.valid) for v in (chars, words, overlap, tfidf)]
 
 
 def _frequency_features(batch: ChoiceBatch) -> list[np.ndarray]:
     out = []
     for ids in (batch.choice_ids, batch.clusters):
         if ids is None:
-            out.append(_within(np.zeros(batch.valid.shape), batch.valid))
+            out.append(within_question(np.zeros(batch.valid.shape), batch.valid))
             continue
         ids = np.asarray(ids, dtype=np.int64)
         present = batch.valid & (ids >= 0)
         _, inverse, counts = np.unique(ids[present], return_inverse=True, return_counts=True)
         freq = np.zeros(batch.valid.shape)
         freq[present] = np.log1p(counts[inverse])
-        out.append(_within(freq, batch.valid))
+        out.append(within_question(freq, batch.valid))
     return out
 
 

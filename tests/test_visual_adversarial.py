@@ -25,13 +25,20 @@ from procbench.generate.visual.adversarial import (
     filter_orders,
     order_ceiling,
     order_features,
-    within_question,
 )
 from procbench.generate.visual.ordering import order_scores
 from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData
 from procbench.generate.visual.synthetic import write_synthetic_store
-from procbench.shortcuts import FEATURE_NAMES, ChoiceBatch, ShortcutEnsemble, choice_features, hits
+from procbench.shortcuts import (
+    FEATURE_NAMES,
+    WITHIN_KINDS,
+    ChoiceBatch,
+    ShortcutEnsemble,
+    choice_features,
+    hits,
+    within_question,
+)
 from procbench.store import Store
 
 OPTIONS = AdversarialOptions(rounds=3, ceiling=0.95, min_yield=1.0)
@@ -75,7 +82,7 @@ def test_within_question_is_the_layout_of_choice_features() -> None:
         np.ones((40, 4), bool), np.zeros(40, np.int64), np.arange(40), choice_ids=ids,
     )  # fmt: skip
     counts = np.bincount(ids.reshape(-1))[ids]
-    columns = [FEATURE_NAMES.index(f"item_count_{k}") for k in ("value", "centred", "rank")]
+    columns = [FEATURE_NAMES.index(f"item_count_{k}") for k in WITHIN_KINDS]
     assert np.allclose(choice_features(batch)[:, :, columns], within_question(np.log1p(counts), batch.valid))
 
 
@@ -123,10 +130,11 @@ def test_order_features_see_the_path_and_the_agreement_of_the_orders() -> None:
         np.ones((2, 4), bool), np.zeros(2, np.int64), np.arange(2), choice_ids=ids,
     )  # fmt: skip
     features = order_features(batch, scores)
-    assert features.shape == (2, 4, len(FEATURE_NAMES) + 12)
+    assert features.shape == (2, 4, len(FEATURE_NAMES) + 4 * len(WITHIN_KINDS))
     path = features[:, :, len(FEATURE_NAMES)]
     assert np.array_equal(path[0], [0, 1, 2, 23])
-    kendall = features[0, :, len(FEATURE_NAMES) + 3]  # 0 1 2 3 (identity) vs 3 2 1 0 (order 23): far from all
+    # 0 1 2 3 (identity) vs 3 2 1 0 (order 23): far from all
+    kendall = features[0, :, len(FEATURE_NAMES) + len(WITHIN_KINDS)]
     assert kendall.argmax() == 3 and np.isclose(kendall[0], (1 + 1 + 6) / 3)
     assert ORDERS[23].tolist() == [3, 2, 1, 0]
 

@@ -32,10 +32,12 @@ from procbench.progress import SILENT, Progress
 from procbench.shortcuts import (
     FEATURE_NAMES,
     MODELS,
+    WITHIN_KINDS,
     ChoiceBatch,
     ShortcutEnsemble,
     choice_features,
     hits,
+    within_question,
     word_weights,
 )
 
@@ -51,25 +53,12 @@ __all__ = [
     "probe_costs",
     "prune_predictable",
     "usable_candidates",
-    "within_question",
 ]
 
 
 #: Columns of :func:`choice_features` that count how often an item (its cluster) is a choice in the whole set.
-ITEM_COUNT_COLUMNS = [FEATURE_NAMES.index(f"item_count_{kind}") for kind in ("value", "centred", "rank")]
-CLUSTER_COUNT_COLUMNS = [FEATURE_NAMES.index(f"cluster_count_{kind}") for kind in ("value", "centred", "rank")]
-
-
-def within_question(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """``(Q, C, 3)``: each choice's value, its deviation from the question's mean and its rank among the valid
-    choices (ties count half, scaled to [0, 1]): the layout of every feature of :func:`choice_features`."""
-    v = np.where(valid, values, 0.0)
-    both = valid[:, :, None] & valid[:, None, :]
-    below = ((v[:, None, :] < v[:, :, None]) & both).sum(axis=2)
-    equal = ((v[:, None, :] == v[:, :, None]) & both).sum(axis=2) - 1
-    rank = np.where(valid, (below + 0.5 * equal) / np.maximum(valid.sum(axis=1, keepdims=True) - 1, 1), 0.0)
-    mean = v.sum(axis=1, keepdims=True) / np.maximum(valid.sum(axis=1, keepdims=True), 1)
-    return np.stack([v, np.where(valid, values - mean, 0.0), rank], axis=2)
+ITEM_COUNT_COLUMNS = [FEATURE_NAMES.index(f"item_count_{kind}") for kind in WITHIN_KINDS]
+CLUSTER_COUNT_COLUMNS = [FEATURE_NAMES.index(f"cluster_count_{kind}") for kind in WITHIN_KINDS]
 
 
 @dataclass(frozen=True)

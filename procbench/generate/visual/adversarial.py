@@ -31,12 +31,11 @@ from procbench.generate.adversarial import (
     lagging_probes,
     probe_costs,
     prune_predictable,
-    within_question,
 )
 from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
-from procbench.shortcuts import MODELS, ChoiceBatch, ShortcutEnsemble, choice_features, hits
+from procbench.shortcuts import MODELS, ChoiceBatch, ShortcutEnsemble, choice_features, hits, within_question
 
 __all__ = [
     "CANDIDATES",
@@ -49,7 +48,6 @@ __all__ = [
     "order_ceiling",
     "order_features",
     "shorter_orders",
-    "within_question",
 ]
 
 #: Image embeddings of different photos of one dish can be very close; only near-copies are excluded. When the
@@ -444,7 +442,7 @@ def order_features(batch: ChoiceBatch, scores: np.ndarray) -> np.ndarray:
     :func:`choice_features` of the order vectors (their distance to the other orders among them), then the
     order's path length (``scores``, flat ``(Q' * 24,)``: the sum of consecutive image distances) and its
     agreement with the other orders shown (mean Kendall distance, mean consecutive pairs shared, and how many
-    share its first and its last image), each as value, centred and rank within the question."""
+    share its first and its last image), each :func:`~procbench.shortcuts.within_question`."""
     if batch.choice_ids is None:  # pragma: no cover - a programming error
         raise ValueError("order features need the choices' ids")
     ids = np.maximum(batch.choice_ids, 0)
