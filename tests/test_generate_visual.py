@@ -485,11 +485,14 @@ def test_neighbour_searches_are_shared_by_the_settings(sample_sweeps: tuple[Stor
     counts = results["visual-cloze"].counts
     per = counts["per_setting"]
     answers_k1 = {k: {per[f"knobs-{k}{a}{b}"]["questions"] for a in (0, 1) for b in (0, 1)} for k in (0, 1)}
-    assert all(len(v) == 1 for v in answers_k1.values())  # the 4 settings of one K1 share its questions
+    assert all(len(v) == 1 for v in answers_k1.values())  # the 4 paper settings of one K1 share its questions
     distinct = sum(v.pop() for v in answers_k1.values())
-    # one answer search per distinct (procedure, answer image), one question-mean search per K1 question
-    assert counts["queries"]["answer"] <= distinct
-    assert counts["queries"]["question_mean"] == distinct
+    # K3=2 has a plan of its own per K1 (as many questions, anchored on hideable images, one search per procedure
+    # mean to choose them): one answer search per distinct (procedure, answer image) across the plans, one
+    # question-mean search per question of each plan
+    assert counts["queries"]["answer"] <= 2 * distinct
+    assert counts["queries"]["question_mean"] == 2 * distinct
+    assert counts["queries"]["procedure_mean"] == counts["procedures"]
 
 
 def test_the_checker_catches_broken_questions(sample_sweeps: tuple[Store, dict[str, Any]]) -> None:
@@ -801,3 +804,52 @@ def test_kc_is_bounded_by_the_images_and_bad_numbers_are_bad_input(sample_store:
         style = options.pop("style", None)
         with pytest.raises(BadInput, match=message):
             generate(sample_store, "visual-coherence", Setting(style) if style else None, seed=seed, **options)
+
+
+def test_hideability_counts_the_other_procedures_images_nearer_the_procedure_mean(tmp_path: Path) -> None:
+    from procbench.generate.visual.closeness import hideability
+    from procbench.generate.visual.sequences import VisualData
+
+    store = write_synthetic_store(tmp_path / "s", n_procedures=40, seed=5)
+    data = VisualData(store, with_index=True)
+    seqs = data.seqs
+    scores = hideability(data, 25, chunk=7)  # chunks smaller than the store: the same as one pass
+    assert np.array_equal(scores, hideability(data, 25))
+    vectors = data.vectors.astype(np.float64)
+    for p in range(len(seqs.names)):
+        rows = seqs.rows[seqs.offsets[p] : seqs.offsets[p + 1]]
+        mean = vectors[rows].mean(axis=0)
+        others = np.flatnonzero(data.owner != p)
+        nearest = np.sort(np.linalg.norm(vectors[others] - mean, axis=1))[:25]
+        for j, row in enumerate(rows.tolist()):
+            loo = np.linalg.norm(vectors[row] - np.delete(vectors[rows], j, axis=0).mean(axis=0))
+            expected = int((nearest < loo - 1e-5).sum())
+            assert abs(int(scores[seqs.offsets[p] + j]) - expected) <= int((np.abs(nearest - loo) <= 1e-5).sum())
+    assert 0 < (scores >= 3).mean() < 1
+
+
+def test_a_ranked_plan_anchors_its_questions_on_hideable_images() -> None:
+    """K3=2's cloze plan draws questions as K1's does but anchors each on an image other procedures' images
+    can hide (at random among them), else on the most hideable."""
+    from procbench.generate.visual.plans import HIDDEN_NEEDED, plan_questions
+
+    lengths = np.array([7, 9, 5, 12, 8] * 20)
+    offsets = np.r_[0, np.cumsum(lengths)]
+    scores = np.random.default_rng(0).integers(0, 6, int(offsets[-1]))
+
+    def plan(ranked: bool, k1: int = 0) -> Any:
+        extra = (scores, offsets, np.random.default_rng(9)) if ranked else None
+        return plan_questions(lengths, size=4, k1=k1, rng=np.random.default_rng(1), anchored=True, ranked=extra)
+
+    for k1 in (0, 1):
+        paper, ranked = plan(False, k1), plan(True, k1)
+        assert len(ranked.proc) == len(paper.proc) and np.array_equal(ranked.proc, paper.proc)
+        at = scores[offsets[ranked.proc][:, None] + ranked.slots]  # (Q, 4) score of each question image
+        chosen = at[np.arange(len(at)), ranked.anchor]
+        any_hideable = (at >= HIDDEN_NEEDED).any(axis=1)
+        assert np.all(chosen[any_hideable] >= HIDDEN_NEEDED)
+        assert np.all(chosen[~any_hideable] == at[~any_hideable].max(axis=1))
+        assert len(set(ranked.anchor.tolist())) == 4  # at random among the hideable: every slot occurs
+        paper_at = scores[offsets[paper.proc][:, None] + paper.slots][np.arange(len(paper.proc)), paper.anchor]
+        assert (chosen >= HIDDEN_NEEDED).mean() > (paper_at >= HIDDEN_NEEDED).mean() + 0.1
+        assert np.array_equal(plan(True, k1).anchor, ranked.anchor)  # seeded

@@ -25,6 +25,7 @@ from procbench.generate.visual.bands import LEVELS, SOURCES, Candidates
 from procbench.generate.visual.plans import Plan
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import Sequences, VisualData
+from procbench.generate.visual.settings import PlanKey
 
 if TYPE_CHECKING:
     from procbench.generate.visual.settings import VisualSetting
@@ -207,7 +208,7 @@ def question_table(
 
 def build_counts(
     settings: list[VisualSetting],
-    plans: dict[int | None, Plan],
+    plans: Mapping[PlanKey, Plan],
     out: dict[str, pa.Table],
     tally: dict[str, Counter[str]],
     *,
@@ -220,7 +221,9 @@ def build_counts(
     questions, unused budget and every tally, and the RecipeQA style's fixed distance."""
     counts: dict[str, Any] = {} if kc is None else {"k_c": kc}
     counts["procedures"] = procedures
-    counts["eligible"] = {("recipeqa" if k is None else f"k1={k}"): p.eligible for k, p in plans.items()}
+    counts["eligible"] = {
+        ("recipeqa" if k.k1 is None else f"k1={k.k1}"): p.eligible for k, p in plans.items() if not k.ranked
+    }
     if queries is not None:
         counts["queries"] = dict(queries)
     counts["per_setting"] = {
@@ -231,6 +234,6 @@ def build_counts(
         }
         for s in settings
     }
-    if None in plans and min_distance is not None:
+    if PlanKey(None) in plans and min_distance is not None:
         counts["min_distance"] = min_distance
     return counts

@@ -41,14 +41,14 @@ from procbench.generate.questions import paused_gc
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import IMAGE_OPTIONS
 from procbench.generate.visual.bands import DEFAULT_KC, Candidates
-from procbench.generate.visual.closeness import Closeness
+from procbench.generate.visual.closeness import Closeness, hideability
 from procbench.generate.visual.columns import QuestionColumns, build_counts, meta_head, planned_columns, question_table
 from procbench.generate.visual.plans import Plan, plans_by_k1
 from procbench.generate.visual.ranks import RankRule, select_ranked
 from procbench.generate.visual.recipeqa_style import random_far_images, resolve_min_distance
 from procbench.generate.visual.selection import Selection, select
 from procbench.generate.visual.sequences import Sequences, VisualData
-from procbench.generate.visual.settings import VisualSetting, resolve_settings
+from procbench.generate.visual.settings import PlanKey, VisualSetting, resolve_settings
 from procbench.progress import SILENT, Progress
 from procbench.store import Store
 
@@ -69,7 +69,7 @@ W = TypeVar("W", bound="Window")
 CHUNK_PROCEDURES = 2048
 Neighbours = tuple[np.ndarray, np.ndarray]
 #: What a chunk's search hands to its draw: the windows, the anchors' and the K3 points' neighbours, per plan.
-Searched = tuple[dict[int | None, Any], dict[int, Neighbours], dict[int, Neighbours]]
+Searched = tuple[dict[PlanKey, Any], dict[PlanKey, Neighbours], dict[PlanKey, Neighbours]]
 
 
 # -- chunks -----------------------------------------------------------------------------------------------
@@ -244,6 +244,11 @@ class VisualTask(Generic[W]):
 
 
 # -- the driver -------------------------------------------------------------------------------------------
+def key_seed(key: PlanKey) -> tuple[int, int]:
+    """A plan key as seed components."""
+    return (2 if key.k1 is None else key.k1), int(key.ranked)
+
+
 def adversarial_options(
     rounds: int | None, ceiling: float | None, min_yield: float | None, *, adversarial: bool
 ) -> AdversarialOptions:
@@ -300,6 +305,7 @@ def run(
         with_k3=task.with_k3,
         default=task.default_knobs,
         adversarial=task.adversarial is not None,
+        ranked_plans=task.anchored and task.with_k3,
     )
     adversarial = any(s.setting.style == "adversarial" for s in resolved)
     filtering = adversarial_options(rounds, ceiling, min_yield, adversarial=adversarial)
@@ -307,7 +313,11 @@ def run(
     # more neighbours than images is all of them: searching for K_C = 10^8 must not allocate (B, 10^8) arrays
     k = min(kc, max(1, data.n_rows))
     seqs = data.seqs
-    plans = plans_by_k1(resolved, seqs.lengths, seed=seed, code=task.code, size=task.size, anchored=task.anchored)
+    ranked = any(s.plan_key.ranked for s in resolved)
+    plans = plans_by_k1(
+        resolved, seqs.lengths, seed=seed, code=task.code, size=task.size, anchored=task.anchored,
+        anchor_scores=hideability(data, k) if ranked else None, offsets=seqs.offsets,
+    )  # fmt: skip
     fixed = resolve_min_distance(data, plans, min_distance, seed=seed, code=task.code) if searches else None
     rngs = {s.name: s.rng(seed, task.code) for s in resolved}
     columns = {s.name: QuestionColumns() for s in resolved}
@@ -319,12 +329,11 @@ def run(
         windows = {key: task.window(Items.of(plan, start, stop, seqs), data) for key, plan in plans.items()}
         if not searches:
             return windows, {}, {}
-        knob_windows = {k: w for k, w in windows.items() if k is not None and len(w)}
+        knob_windows = {key: w for key, w in windows.items() if key.k1 is not None and len(w)}
         knn = _anchor_neighbours(data, knob_windows, k)
         near = {  # the neighbours of each K3 point, searched once per plan
             key: data.search(windows[key].k3()[0], windows[key].proc, k, kind="question_mean")
             for key in k3_plans & set(knn)
-            if key is not None
         }
         return windows, knn, near
 
@@ -335,7 +344,7 @@ def run(
         for key, (q_dist, q_rows) in near.items():  # K3: which candidates are close to the question
             point, radius = windows[key].k3()
             close[key] = Closeness.mark(data, cands[key], point, radius, q_dist, q_rows)
-        rules: dict[int, RankRule] = {}
+        rules: dict[PlanKey, RankRule] = {}
         for s in resolved:
             w = windows[s.plan_key]
             if not len(w):
@@ -347,10 +356,10 @@ def run(
                     data, w.proc, w.anchor_rows(), task.need, drawn.min_distance, drawn.rng
                 )
             elif searches and s.knobs is not None:
-                key, k2, k3 = s.knobs
+                key, (_, k2, k3) = s.plan_key, s.knobs
                 if k3 == 2 and task.rank_rule is not None:
                     if key not in rules:  # one rule per plan and chunk, whichever settings are drawn
-                        rule_rng = np.random.default_rng([seed, task.code, 0x4A4E, key, int(w.proc[0])])
+                        rule_rng = np.random.default_rng([seed, task.code, 0x4A4E, *key_seed(key), int(w.proc[0])])
                         rules[key] = task.rank_rule(w, cands[key], close[key], data, rule_rng)
                     sel = select_ranked(cands[key], rules[key], k2=k2, need=task.need, rng=drawn.rng)
                 else:
@@ -395,7 +404,7 @@ def run(
     return out, counts
 
 
-def _anchor_neighbours(data: VisualData, windows: dict[int, Window], kc: int) -> dict[int, Neighbours]:
+def _anchor_neighbours(data: VisualData, windows: dict[PlanKey, Window], kc: int) -> dict[PlanKey, Neighbours]:
     """``(dist, rows)``, each ``(B, r, K_C)``, per K1 plan: one kNN search per distinct (procedure, anchor
     image) across the windows of every plan."""
     if not windows:

@@ -5,6 +5,12 @@ questions; each question's items are drawn (in increasing order) from a pool of 
 question its anchor step (the answer of a cloze question, a random question step for coherence and
 ordering) leaves the pool, plus one random other pool step at K1=1. The RecipeQA style resamples freely
 (⌊n/2⌋ questions, at least one, no pool).
+
+A cloze plan for K3=2 (a :class:`~.settings.PlanKey` with ``ranked``) draws the same way but chooses each
+question's anchor among its images: at random among those that :data:`HIDDEN_NEEDED` images of other
+procedures are nearer the procedure's mean than (``anchor_scores``, :func:`.closeness.hideability`), else the
+one most are. An answer nearer its question than every other procedure's image can only be the nearest choice,
+and K3=2 keeps only questions that could take every rank.
 """
 
 from __future__ import annotations
@@ -19,11 +25,14 @@ from procbench.generate.columns import ranges
 from procbench.generate.visual.sequences import Sequences
 
 if TYPE_CHECKING:
-    from procbench.generate.visual.settings import VisualSetting
+    from procbench.generate.visual.settings import PlanKey, VisualSetting
 
-__all__ = ["MIN_STEPS_KNOBS", "Plan", "plan_questions", "plans_by_k1", "question_budget"]
+__all__ = ["HIDDEN_NEEDED", "MIN_STEPS_KNOBS", "Plan", "plan_questions", "plans_by_k1", "question_budget"]
 
 MIN_STEPS_KNOBS = 5
+#: A ranked plan's anchor: one that at least this many images of other procedures are nearer the procedure's
+#: mean than (three negatives closer to the question than the answer put it at the last rank).
+HIDDEN_NEEDED = 3
 
 
 def question_budget(n_steps: int, k1: int | None) -> int:
@@ -75,28 +84,50 @@ class Plan:
 
 
 def plans_by_k1(
-    settings: Sequence[VisualSetting], lengths: np.ndarray, *, seed: int, code: int, size: int, anchored: bool
-) -> dict[int | None, Plan]:
-    """One :func:`plan_questions` per distinct K1 value of ``settings`` (None: free resampling), seeded per value."""
-    plans: dict[int | None, Plan] = {}
+    settings: Sequence[VisualSetting],
+    lengths: np.ndarray,
+    *,
+    seed: int,
+    code: int,
+    size: int,
+    anchored: bool,
+    anchor_scores: np.ndarray | None = None,
+    offsets: np.ndarray | None = None,
+) -> dict[PlanKey, Plan]:
+    """One :func:`plan_questions` per distinct plan key of ``settings``, seeded per K1 value (a ranked plan draws
+    the same questions as its K1's and chooses their anchors with ``anchor_scores``, ``(S,)`` per sequence
+    position, procedure ``p``'s from ``offsets[p]``)."""
+    plans: dict[PlanKey, Plan] = {}
     for setting in settings:
         key = setting.plan_key
         if key not in plans:
-            rng = np.random.default_rng([seed, code, 0xB0 + (2 if key is None else key)])
-            plans[key] = plan_questions(lengths, size=size, k1=key, rng=rng, anchored=anchored)
+            rng = np.random.default_rng([seed, code, 0xB0 + (2 if key.k1 is None else key.k1)])
+            ranked = None
+            if key.ranked:
+                if anchor_scores is None or offsets is None:  # pragma: no cover - a programming error in the driver
+                    raise ValueError("a ranked plan needs the anchor scores")
+                ranked = (anchor_scores, offsets, np.random.default_rng([seed, code, 0xB0 + (key.k1 or 0), 0xA7]))
+            plans[key] = plan_questions(lengths, size=size, k1=key.k1, rng=rng, anchored=anchored, ranked=ranked)
     return plans
 
 
 def plan_questions(
-    lengths: np.ndarray, *, size: int, k1: int | None, rng: np.random.Generator, anchored: bool
+    lengths: np.ndarray,
+    *,
+    size: int,
+    k1: int | None,
+    rng: np.random.Generator,
+    anchored: bool,
+    ranked: tuple[np.ndarray, np.ndarray, np.random.Generator] | None = None,
 ) -> Plan:
     """Draw every procedure's questions under K1 (``k1`` 0 or 1) or free resampling (``k1`` None).
 
     ``anchored``: whether the anchor is part of what makes two free-resampled questions different (the
-    placeholder of a cloze question); free resampling never repeats an identical question.
+    placeholder of a cloze question); free resampling never repeats an identical question. ``ranked``:
+    ``(anchor_scores, offsets, rng)`` to choose each K1 question's anchor with (see the module).
     """
     if k1 is not None:
-        return _pooled_plan(lengths, size=size, k1=k1, rng=rng)
+        return _pooled_plan(lengths, size=size, k1=k1, rng=rng, ranked=ranked)
     proc: list[int] = []
     slots: list[list[int]] = []
     anchor: list[int] = []
@@ -142,12 +173,20 @@ def plan_questions(
     )
 
 
-def _pooled_plan(lengths: np.ndarray, *, size: int, k1: int, rng: np.random.Generator) -> Plan:
+def _pooled_plan(
+    lengths: np.ndarray,
+    *,
+    size: int,
+    k1: int,
+    rng: np.random.Generator,
+    ranked: tuple[np.ndarray, np.ndarray, np.random.Generator] | None = None,
+) -> Plan:
     """K1 planning, vectorised over the procedures of each sequence length (their pools shrink alike).
 
     Each eligible procedure, in order, takes ``budget × (n + 2)`` uniform numbers: per question, ``n`` keys
     whose ``size`` smallest among the pool's positions pick the question's steps, one for the anchor and
-    one for the extra step K1=1 removes.
+    one for the extra step K1=1 removes. ``ranked`` replaces the anchor's draw by a choice (see the module),
+    ties broken by ``budget × size`` numbers of its own generator per procedure.
     """
     lengths = np.asarray(lengths, dtype=np.int64)
     eligible = np.flatnonzero(lengths >= MIN_STEPS_KNOBS)
@@ -156,6 +195,10 @@ def _pooled_plan(lengths: np.ndarray, *, size: int, k1: int, rng: np.random.Gene
     widths = allowed_of * (n_of + 2)
     offsets = np.r_[0, np.cumsum(widths)]
     draws = rng.random(int(offsets[-1]))
+    if ranked is not None:
+        scores, seq_offsets, tie_rng = ranked
+        tie_offsets = np.r_[0, np.cumsum(allowed_of * size)]
+        ties = tie_rng.random(int(tie_offsets[-1]))
     parts: dict[str, list[np.ndarray]] = {
         k: [] for k in ("proc", "slots", "anchor", "budget", "number", "pool", "gone")
     }
@@ -164,6 +207,9 @@ def _pooled_plan(lengths: np.ndarray, *, size: int, k1: int, rng: np.random.Gene
         group = np.flatnonzero(n_of == n)
         allowed = int(allowed_of[group[0]])
         u_all = draws[ranges(offsets[group], widths[group])].reshape(len(group), allowed, n + 2)
+        if ranked is not None:
+            tie_all = ties[ranges(tie_offsets[group], np.full(len(group), allowed * size))]
+            tie_all = tie_all.reshape(len(group), allowed, size)
         pool = np.tile(np.arange(n, dtype=np.int64), (len(group), 1))
         rows = np.arange(len(group))
         drawn = 0
@@ -173,6 +219,11 @@ def _pooled_plan(lengths: np.ndarray, *, size: int, k1: int, rng: np.random.Gene
             picked = np.sort(np.argsort(u[:, :size_now], axis=1, kind="stable")[:, :size], axis=1)
             chosen = np.take_along_axis(pool, picked, axis=1)
             a = np.minimum(size - 1, (u[:, n] * size).astype(np.int64))
+            if ranked is not None:  # the anchor: at random among the hideable images, else the most hideable
+                score = scores[seq_offsets[eligible[group]][:, None] + chosen]
+                hideable = score >= HIDDEN_NEEDED
+                best = np.where(hideable.any(axis=1)[:, None], hideable, score) + tie_all[:, drawn] * 0.5
+                a = np.argmax(best, axis=1)
             drop = [picked[rows, a]]
             gone = [chosen[rows, a]]
             pool = _without(pool, drop[0])

@@ -6,12 +6,15 @@ different procedures (:func:`estimate_min_distance`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from procbench.generate.search import median_pair_distance
 from procbench.generate.visual.bands import DUPLICATE_DISTANCE
 from procbench.generate.visual.plans import Plan
 from procbench.generate.visual.sequences import GATHER_BATCH, VisualData
+from procbench.generate.visual.settings import PlanKey
 
 __all__ = ["estimate_min_distance", "random_far_images", "resolve_min_distance"]
 
@@ -29,11 +32,11 @@ def estimate_min_distance(data: VisualData, rng: np.random.Generator) -> float:
 
 
 def resolve_min_distance(
-    data: VisualData, plans: dict[int | None, Plan], min_distance: float | None, *, seed: int, code: int
+    data: VisualData, plans: Mapping[PlanKey, Plan], min_distance: float | None, *, seed: int, code: int
 ) -> float:
     """The RecipeQA style's fixed distance when a plan resamples freely: ``min_distance`` if given, else the
     median distance of random image pairs (:func:`estimate_min_distance`); 0.0 when no setting needs it."""
-    if None not in plans:
+    if PlanKey(None) not in plans:
         return 0.0
     if min_distance is not None:
         return min_distance

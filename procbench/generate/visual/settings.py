@@ -4,21 +4,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from procbench.errors import BadInput
 from procbench.generate.settings import Setting
 
-__all__ = ["VisualSetting", "resolve_settings"]
+__all__ = ["PlanKey", "VisualSetting", "resolve_settings"]
+
+
+class PlanKey(NamedTuple):
+    """Which question plan a setting uses: K1 (None: free resampling), and whether the answers are chosen among
+    each question's images for K3=2 (:func:`.plans.plan_questions`'s ``anchor_scores``)."""
+
+    k1: int | None
+    ranked: bool = False
 
 
 @dataclass(frozen=True)
 class VisualSetting:
-    """A setting resolved for a visual task: ``knobs`` is None for the RecipeQA style."""
+    """A setting resolved for a visual task: ``knobs`` is None for the RecipeQA style; ``ranked_plan``: K3=2
+    has a plan of its own whose answers can take every distance rank (tasks whose anchor is the answer)."""
 
     setting: Setting
     knobs: tuple[int, int, int] | None
+    ranked_plan: bool = False
 
     @property
     def name(self) -> str:
@@ -26,9 +37,11 @@ class VisualSetting:
         return self.setting.name
 
     @property
-    def plan_key(self) -> int | None:
-        """Which question plan the setting uses: K1, or None (free resampling)."""
-        return None if self.knobs is None else self.knobs[0]
+    def plan_key(self) -> PlanKey:
+        """Which question plan the setting uses."""
+        if self.knobs is None:
+            return PlanKey(None)
+        return PlanKey(self.knobs[0], self.ranked_plan and self.knobs[2] == 2)
 
     @property
     def k3(self) -> bool:
@@ -48,13 +61,14 @@ def resolve_settings(
     with_k3: bool,
     default: tuple[int, int, int],
     adversarial: bool = False,
+    ranked_plans: bool = False,
 ) -> list[VisualSetting]:
     """Check ``settings`` for a visual task; ``default`` stands for the knobs of ``Setting("default")``, and
     ``adversarial`` (when the task has it) starts from the default's K1, K2 with K3=2 (ordering: K1, K2=0 and
     a balanced path-length rank).
 
     A task without K3 (ordering) takes K3=2 all the same: the rank-uniform variant (its answer's rank by the
-    task's own score balanced over the set).
+    task's own score balanced over the set). ``ranked_plans``: K3=2 settings get a plan of their own.
 
     Raises:
         BadInput: ``--debias``, an unknown style, K3=1 for a task without K3, ``--adversarial`` for a task
@@ -63,20 +77,20 @@ def resolve_settings(
     resolved = []
     for setting in settings:
         if setting.style == "recipeqa":
-            resolved.append(VisualSetting(setting, None))
+            resolved.append(VisualSetting(setting, None, ranked_plans))
         elif setting.style == "adversarial":
             if not adversarial:
                 raise BadInput(f"{task} has no --adversarial setting")
             # K3=2's balanced answer rank; a task without K3 (ordering) draws uniformly within the rank classes
-            resolved.append(VisualSetting(setting, (default[0], default[1] if with_k3 else 0, 2)))
+            resolved.append(VisualSetting(setting, (default[0], default[1] if with_k3 else 0, 2), ranked_plans))
         elif setting.style == "default":
-            resolved.append(VisualSetting(setting, default))
+            resolved.append(VisualSetting(setting, default, ranked_plans))
         elif setting.style == "knobs" and setting.knobs is not None:
             if not with_k3 and setting.knobs[2] == 1:
                 raise BadInput(
                     f"{task} has no K3 (question-closeness); use --knobs K1,K2,0 or K1,K2,2 (rank-uniform path length)"
                 )
-            resolved.append(VisualSetting(setting, setting.knobs))
+            resolved.append(VisualSetting(setting, setting.knobs, ranked_plans))
         else:
             raise BadInput(f"{task} takes --knobs K1,K2,K3, --style recipeqa or --sweep, not --{setting.style}")
     return resolved
