@@ -853,3 +853,25 @@ def test_a_ranked_plan_anchors_its_questions_on_hideable_images() -> None:
         paper_at = scores[offsets[paper.proc][:, None] + paper.slots][np.arange(len(paper.proc)), paper.anchor]
         assert (chosen >= HIDDEN_NEEDED).mean() > (paper_at >= HIDDEN_NEEDED).mean() + 0.1
         assert np.array_equal(plan(True, k1).anchor, ranked.anchor)  # seeded
+
+
+def test_a_ranked_coherence_plan_takes_hideable_images_first() -> None:
+    """Without an answer among its images (coherence), K3=2's plan takes a question's images from the pool's
+    hideable ones first, at random among them."""
+    from procbench.generate.visual.plans import HIDDEN_NEEDED, plan_questions
+
+    lengths = np.array([7, 9, 6, 12] * 25)
+    offsets = np.r_[0, np.cumsum(lengths)]
+    scores = np.random.default_rng(2).integers(0, 5, int(offsets[-1]))
+    for k1 in (0, 1):
+        kwargs: dict[str, Any] = {"size": 3, "k1": k1, "anchored": False}
+        paper = plan_questions(lengths, rng=np.random.default_rng(1), **kwargs)
+        ties = np.random.default_rng(9)
+        ranked = plan_questions(lengths, rng=np.random.default_rng(1), ranked=(scores, offsets, ties), **kwargs)
+        assert np.array_equal(ranked.proc, paper.proc) and np.all(np.diff(ranked.slots, axis=1) > 0)
+        hideable = scores[offsets[ranked.proc][:, None] + ranked.slots] >= HIDDEN_NEEDED
+        first = ranked.number == 0  # the whole sequence is the pool: a procedure with 3 hideable images uses them
+        enough = np.array([(scores[offsets[p] : offsets[p + 1]] >= HIDDEN_NEEDED).sum() >= 3 for p in ranked.proc])
+        assert hideable[first & enough].all()
+        paper_share = (scores[offsets[paper.proc][:, None] + paper.slots] >= HIDDEN_NEEDED).mean()
+        assert hideable.mean() > paper_share + 0.1

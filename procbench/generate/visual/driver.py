@@ -305,7 +305,7 @@ def run(
         with_k3=task.with_k3,
         default=task.default_knobs,
         adversarial=task.adversarial is not None,
-        ranked_plans=task.anchored and task.with_k3,
+        ranked_plans=task.with_k3,
     )
     adversarial = any(s.setting.style == "adversarial" for s in resolved)
     filtering = adversarial_options(rounds, ceiling, min_yield, adversarial=adversarial)

@@ -6,10 +6,11 @@ question its anchor step (the answer of a cloze question, a random question step
 ordering) leaves the pool, plus one random other pool step at K1=1. The RecipeQA style resamples freely
 (⌊n/2⌋ questions, at least one, no pool).
 
-A cloze plan for K3=2 (a :class:`~.settings.PlanKey` with ``ranked``) draws the same way but chooses each
-question's anchor among its images: at random among those that :data:`HIDDEN_NEEDED` images of other
-procedures are nearer the procedure's mean than (``anchor_scores``, :func:`.closeness.hideability`), else the
-one most are. An answer nearer its question than every other procedure's image can only be the nearest choice,
+A plan for K3=2 (a :class:`~.settings.PlanKey` with ``ranked``) draws the same way but prefers images that
+:data:`HIDDEN_NEEDED` images of other procedures are nearer the procedure's mean than (``anchor_scores``,
+:func:`.closeness.hideability`): a cloze question is anchored at random among its such images (else on the
+one most are nearer than), a coherence question takes its images from them first. An answer nearer its
+question than every other procedure's image can only be the nearest choice (an intruder, only the farthest),
 and K3=2 keeps only questions that could take every rank.
 """
 
@@ -127,7 +128,7 @@ def plan_questions(
     ``(anchor_scores, offsets, rng)`` to choose each K1 question's anchor with (see the module).
     """
     if k1 is not None:
-        return _pooled_plan(lengths, size=size, k1=k1, rng=rng, ranked=ranked)
+        return _pooled_plan(lengths, size=size, k1=k1, rng=rng, anchored=anchored, ranked=ranked)
     proc: list[int] = []
     slots: list[list[int]] = []
     anchor: list[int] = []
@@ -179,6 +180,7 @@ def _pooled_plan(
     size: int,
     k1: int,
     rng: np.random.Generator,
+    anchored: bool = True,
     ranked: tuple[np.ndarray, np.ndarray, np.random.Generator] | None = None,
 ) -> Plan:
     """K1 planning, vectorised over the procedures of each sequence length (their pools shrink alike).
@@ -216,10 +218,13 @@ def _pooled_plan(
         while drawn < allowed and pool.shape[1] >= size:
             u = u_all[:, drawn]
             size_now = pool.shape[1]
-            picked = np.sort(np.argsort(u[:, :size_now], axis=1, kind="stable")[:, :size], axis=1)
+            keys = u[:, :size_now]
+            if ranked is not None and not anchored:  # the hideable images of the pool first
+                keys = keys - (scores[seq_offsets[eligible[group]][:, None] + pool] >= HIDDEN_NEEDED)
+            picked = np.sort(np.argsort(keys, axis=1, kind="stable")[:, :size], axis=1)
             chosen = np.take_along_axis(pool, picked, axis=1)
             a = np.minimum(size - 1, (u[:, n] * size).astype(np.int64))
-            if ranked is not None:  # the anchor: at random among the hideable images, else the most hideable
+            if ranked is not None and anchored:  # the anchor: at random among the hideable, else the most hideable
                 score = scores[seq_offsets[eligible[group]][:, None] + chosen]
                 hideable = score >= HIDDEN_NEEDED
                 best = np.where(hideable.any(axis=1)[:, None], hideable, score) + tie_all[:, drawn] * 0.5
