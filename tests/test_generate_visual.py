@@ -495,6 +495,23 @@ def test_neighbour_searches_are_shared_by_the_settings(sample_sweeps: tuple[Stor
     assert counts["queries"]["procedure_mean"] == counts["procedures"]
 
 
+def test_the_adversarial_settings_draw_on_the_plans_their_tasks_name(
+    sample_sweeps: tuple[Store, dict[str, Any]],
+) -> None:
+    """Cloze's ``adversarial`` starts from the paper's K1 questions, coherence's from K3=2's own plan."""
+
+    def questions(task: str, name: str) -> set[tuple[str, tuple[int, ...], int]]:
+        path = sample_sweeps[1][task].paths[name]
+        rows = [r for split in ("train", "val", "test") for r in pq.read_table(path / f"{split}.parquet").to_pylist()]
+        field = "question_steps" if task == "visual-cloze" else "coherent_steps"
+        return {(r["procedure_id"], tuple(r["meta"][field]), r["meta"].get("answer_step", -1)) for r in rows}
+
+    assert questions("visual-cloze", "adversarial") <= questions("visual-cloze", "knobs-010")
+    assert not questions("visual-cloze", "knobs-012") <= questions("visual-cloze", "knobs-010")
+    coherence = questions("visual-coherence", "adversarial")
+    assert coherence <= questions("visual-coherence", "knobs-012") | questions("visual-coherence", "knobs-002")
+
+
 def test_the_checker_catches_broken_questions(sample_sweeps: tuple[Store, dict[str, Any]]) -> None:
     store, results = sample_sweeps
     world = load_world(store.root)

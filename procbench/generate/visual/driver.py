@@ -227,6 +227,8 @@ class VisualTask(Generic[W]):
             distance rank (K3=2, :mod:`.ranks`); tasks without K3 leave it None.
         adversarial: ``adversarial(cols, data, seed=, progress=, options=)``, adversarial filtering of a setting's
             negatives in place (:mod:`.adversarial`), returning its summary; None: no ``adversarial`` setting.
+        ranked_adversarial: whether ``adversarial`` starts from K3=2's own plan (:mod:`.plans`) rather than the
+            paper's K1 questions.
     """
 
     name: str
@@ -241,6 +243,7 @@ class VisualTask(Generic[W]):
     table: Callable[[QuestionColumns, VisualData, np.random.Generator], TableParts]
     rank_rule: Callable[[W, Candidates, Closeness, VisualData, np.random.Generator], RankRule] | None = None
     adversarial: Callable[..., dict[str, Any]] | None = None
+    ranked_adversarial: bool = True
 
 
 # -- the driver -------------------------------------------------------------------------------------------
@@ -306,6 +309,7 @@ def run(
         default=task.default_knobs,
         adversarial=task.adversarial is not None,
         ranked_plans=task.with_k3,
+        ranked_adversarial=task.ranked_adversarial,
     )
     adversarial = any(s.setting.style == "adversarial" for s in resolved)
     filtering = adversarial_options(rounds, ceiling, min_yield, adversarial=adversarial)

@@ -62,13 +62,15 @@ def resolve_settings(
     default: tuple[int, int, int],
     adversarial: bool = False,
     ranked_plans: bool = False,
+    ranked_adversarial: bool = False,
 ) -> list[VisualSetting]:
     """Check ``settings`` for a visual task; ``default`` stands for the knobs of ``Setting("default")``, and
     ``adversarial`` (when the task has it) starts from the default's K1, K2 with K3=2 (ordering: K1, K2=0 and
     a balanced path-length rank).
 
     A task without K3 (ordering) takes K3=2 all the same: the rank-uniform variant (its answer's rank by the
-    task's own score balanced over the set). ``ranked_plans``: K3=2 settings get a plan of their own.
+    task's own score balanced over the set). ``ranked_plans``: K3=2 settings get a plan of their own;
+    ``ranked_adversarial``: so does ``adversarial`` (else it draws on the paper's K1 questions).
 
     Raises:
         BadInput: ``--debias``, an unknown style, K3=1 for a task without K3, ``--adversarial`` for a task
@@ -82,7 +84,8 @@ def resolve_settings(
             if not adversarial:
                 raise BadInput(f"{task} has no --adversarial setting")
             # K3=2's balanced answer rank; a task without K3 (ordering) draws uniformly within the rank classes
-            resolved.append(VisualSetting(setting, (default[0], default[1] if with_k3 else 0, 2), ranked_plans))
+            knobs = (default[0], default[1] if with_k3 else 0, 2)
+            resolved.append(VisualSetting(setting, knobs, ranked_plans and ranked_adversarial))
         elif setting.style == "default":
             resolved.append(VisualSetting(setting, default, ranked_plans))
         elif setting.style == "knobs" and setting.knobs is not None:
