@@ -1,7 +1,9 @@
 """Are procbench's question sets solvable without their context? Every setting, every probe, on real data.
 
 For each textual-cloze setting (``recipeqa``, ``default``, ``debias-auto``, ``adversarial``) of real corpora
-and each visual setting of a store with varied images, this prints the question count and:
+and each visual setting of a store with varied images (synthetic clusters, and real neighbourhoods: each
+step of the two real corpora with its step text's MiniLM vector as its image, :func:`text_as_image_store`),
+this prints the question count and:
 
 - ``choice_only``: logistic regression on each choice's embedding alone, procedure-grouped 5-fold CV (an
   independent re-implementation of the probe the issue used, not the generator's own ensemble);
@@ -85,6 +87,68 @@ def mixed_corpus(recipeqa: Path, wikihow: Path, out: Path) -> Path:
             lines.append(json.dumps(record))
         out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out
+
+
+def text_as_image_store(text_store: Store, out: Path) -> Store:
+    """A visual store with real neighbourhoods: each step of ``text_store`` gets one "image" whose vector is its
+    step text's MiniLM embedding. Real procedures' steps are near each other and near other procedures' steps
+    the way real step photos are (topics, hubs such as "Enjoy!", near-duplicates), which synthetic Gaussian
+    clusters are not; the visual generators and probes only ever see the vectors."""
+    import hashlib
+
+    import pyarrow as pa
+
+    from procbench.embed.index import IndexConfig, build_index_for
+    from procbench.embed.storage import CURRENT, embedding_id, read_embedding_file, write_current, write_embedding_file
+    from procbench.store import IMAGES, PROCEDURES, STEPS, conform
+
+    if (out / "embeddings").exists():
+        return Store.open(out)
+    text = load_embeddings(text_store, "step_text")
+    row = {k: i for i, k in enumerate(text.keys.to_pylist())}
+    procedures = text_store.table("procedures")
+    steps = text_store.table("steps")
+    pairs = zip(steps["procedure_id"].to_pylist(), steps["index"].to_pylist(), strict=True)
+    step_keys = [f"{p}#{i}" for p, i in pairs]
+    image_of = {k: hashlib.sha256(f"text-image:{k}".encode()).hexdigest() for k in step_keys if k in row}
+    image_ids = pa.array([[image_of[k]] if k in image_of else [] for k in step_keys], pa.list_(pa.string()))
+    steps = steps.set_column(steps.schema.get_field_index("image_ids"), "image_ids", image_ids)
+    keys = sorted(image_of, key=image_of.__getitem__)
+    ids = [image_of[k] for k in keys]
+    vectors = np.asarray(text.vectors, dtype=np.float32)[[row[k] for k in keys]]
+    owners = [k.rsplit("#", 1)[0] for k in keys]
+    images = pa.table(
+        {
+            "id": ids,
+            "procedure_id": owners,
+            "step_index": pa.array([int(k.rsplit("#", 1)[1]) for k in keys], pa.int32()),
+            "width": pa.array([64] * len(ids), pa.int32()),
+            "height": pa.array([64] * len(ids), pa.int32()),
+            "stored": [True] * len(ids),
+        }
+    )
+    hashes = np.array([bytes.fromhex(i[:32]) for i in ids], dtype="S16")
+    key_array = pa.array(ids, pa.string())
+    name = "image.step-text"
+    metadata = {
+        "format": "procbench-embeddings/1", "encoder": "step-text-as-image", "revision": "minilm", "field": "image",
+        "dim": str(vectors.shape[1]), "model": "the step text's MiniLM vector (benchmarks/validity.py)",
+        "rows": str(len(ids)), "normalised": "l2", "distance": "euclidean",
+        "embedding_id": embedding_id("step-text-as-image", "minilm", vectors.shape[1], key_array, hashes),
+    }  # fmt: skip
+    store = Store.open(out, create=True)
+    with store.transaction("text-as-image", args={"source": str(text_store.root)}, seed=0) as txn:
+        txn.write_table("procedures", conform(procedures, PROCEDURES))
+        txn.write_table("steps", conform(steps, STEPS))
+        txn.write_table("images", conform(images, IMAGES))
+        staged = txn.stage(f"embeddings/{name}.arrow")
+        write_embedding_file(
+            staged, keys=key_array, procedure_ids=pa.array(owners, pa.string()), hashes=hashes, vectors=vectors,
+            metadata=metadata,
+        )  # fmt: skip
+        build_index_for(store, txn, read_embedding_file(staged, name), config=IndexConfig(seed=0))
+        write_current(txn.stage(CURRENT), {"image": name})
+    return store
 
 
 class Items:
@@ -380,13 +444,15 @@ def text_table(store: Store, items: str) -> dict:
     return table
 
 
-def visual_table(work: Path, n_procedures: int, drift: float = 0.0) -> dict:
+def visual_table(work: Path, n_procedures: int, drift: float = 0.0, store: Store | None = None) -> dict:
+    """Every visual setting of a synthetic store of ``n_procedures`` (or of ``store``), probed."""
     from procbench.generate.visual.synthetic import write_synthetic_store
 
-    path = work / (f"visual-{n_procedures}" + (f"-drift{drift}" if drift else ""))
-    if not path.exists():
-        write_synthetic_store(path, n_procedures=n_procedures, seed=0, step_drift=drift)
-    store = Store.open(path)
+    if store is None:
+        path = work / (f"visual-{n_procedures}" + (f"-drift{drift}" if drift else ""))
+        if not path.exists():
+            write_synthetic_store(path, n_procedures=n_procedures, seed=0, step_drift=drift)
+        store = Store.open(path)
     items = Items(store, "image")
     out = {}
     for task in ("visual-cloze", "visual-coherence", "visual-ordering"):
@@ -410,7 +476,9 @@ def main() -> None:
         "procedures)",
     )
     parser.add_argument(
-        "--skip", default="mixed", help="comma list of parts to skip: recipeqa,wikihow,mixed,visual [mixed]"
+        "--skip",
+        default="mixed",
+        help="comma list of parts to skip: recipeqa,wikihow,mixed,visual,text-images [mixed]",
     )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -428,6 +496,11 @@ def main() -> None:
         report[f"synthetic visual ({args.visual_procedures} procedures{drift})"] = visual_table(
             args.work, args.visual_procedures, args.visual_drift
         )
+    if "text-images" not in skip:
+        for source in (args.recipeqa, args.wikihow):
+            text_store = build_text_store(source, args.work)
+            images = text_as_image_store(text_store, args.work / f"{source.parent.name}-as-images")
+            report[f"{source.parent.name}, step texts as images"] = visual_table(args.work, 0, store=images)
     for corpus, table in report.items():
         print(f"\n## {corpus}")
         cols = ["questions", "choice_only", "partial_input", "rank_rule", "distance_svm", "context_ref"]
