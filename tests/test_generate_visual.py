@@ -418,7 +418,8 @@ def check_result(w: World, task: str, result: Any) -> dict[str, list[dict[str, A
         out[name] = check_set(w, task, path, skipped)
         if task == "visual-coherence" and name == "adversarial":  # drawn near-copies without a replacement: counted
             kept = [q for q in out[name] if near_copy(w, q["procedure_id"], w.vec(q["choices"][q["answer"]]))]
-            require(len(kept) <= counts["adversarial"].get("ceiling_unmet", 0), f"{len(kept)} near-copy intruders")
+            unmet = counts.get("adversarial", {}).get("ceiling_unmet", 0)  # no summary: the set is empty
+            require(len(kept) <= unmet, f"{len(kept)} near-copy intruders")
     return out
 
 
