@@ -151,7 +151,7 @@ def _take(
 
 
 def select_ranked(cands: Candidates, rule: RankRule, *, k2: int, need: int, rng: np.random.Generator) -> Selection:
-    """Draw ``need`` negatives per question that put the answer at a balanced target rank (see the module).
+    """Draw ``need`` negatives per question that put the answer at the target rank :func:`independent_ranks` deals.
 
     Every negative of a question comes from one pool: the narrowest K2 band level that holds enough candidates
     of every class the rank needs, else the whole kNN set with the extras (``question-knn``). One pool for
