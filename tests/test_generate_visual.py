@@ -499,7 +499,8 @@ def test_neighbour_searches_are_shared_by_the_settings(sample_sweeps: tuple[Stor
 def test_the_adversarial_settings_draw_on_the_plans_their_tasks_name(
     sample_sweeps: tuple[Store, dict[str, Any]],
 ) -> None:
-    """Cloze's ``adversarial`` starts from the paper's K1 questions, coherence's from K3=2's own plan."""
+    """Cloze's ``adversarial`` starts from the paper's K1 questions, coherence's from K3=2's own plan (with its
+    ranks balanced among those each question allows)."""
 
     def questions(task: str, name: str) -> set[tuple[str, tuple[int, ...], int]]:
         path = sample_sweeps[1][task].paths[name]
@@ -509,8 +510,10 @@ def test_the_adversarial_settings_draw_on_the_plans_their_tasks_name(
 
     assert questions("visual-cloze", "adversarial") <= questions("visual-cloze", "knobs-010")
     assert not questions("visual-cloze", "knobs-012") <= questions("visual-cloze", "knobs-010")
-    coherence = questions("visual-coherence", "adversarial")
-    assert coherence <= questions("visual-coherence", "knobs-012") | questions("visual-coherence", "knobs-002")
+    coherence, ranked = questions("visual-coherence", "adversarial"), questions("visual-coherence", "knobs-012")
+    assert not coherence <= questions("visual-coherence", "knobs-010")
+    # K3=2 keeps only questions that could take every rank; adversarial balances the ranks they allow: more
+    assert len(coherence & ranked) >= 0.5 * len(ranked) and len(coherence) > len(ranked)
 
 
 def test_the_checker_catches_broken_questions(sample_sweeps: tuple[Store, dict[str, Any]]) -> None:

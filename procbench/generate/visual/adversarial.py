@@ -1,8 +1,9 @@
 """Adversarial negatives for a visual task whose questions show images and whose answer is one image.
 
 The setting ``adversarial`` starts from the task's rank-uniform knob setting (K1, K2 of the default, K3=2:
-the same questions and first negatives as that knob setting; cloze's on the paper's K1 questions, see
-:attr:`.driver.VisualTask.ranked_adversarial`) and runs adversarial filtering
+the same questions and first negatives as that knob setting; cloze's on the paper's K1 questions and
+coherence's with its ranks balanced among those each question allows, see
+:class:`.driver.VisualTask`) and runs adversarial filtering
 (:mod:`procbench.generate.adversarial`) on its negatives: the context-free probes are fitted with
 procedure-grouped cross-fitting, and the negatives they tell from the answer are replaced by images of other
 procedures among the answer's and the question mean's nearest neighbours. A replacement lies on the same

@@ -240,6 +240,7 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
 COHERENCE = VisualTask(
     TASK, code=0xC2, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=True, anchored=False, need=1,
     window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial,
+    balanced_adversarial=True,  # its filter ends with more questions and nearer chance from them (measured, README)
 )  # fmt: skip
 #: ``build(store, settings, *, seed, progress, kc, min_distance, rounds, ceiling, min_yield)``: the visual driver
 #: run on the task.

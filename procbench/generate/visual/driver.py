@@ -44,7 +44,7 @@ from procbench.generate.visual.bands import DEFAULT_KC, Candidates
 from procbench.generate.visual.closeness import Closeness, hideability
 from procbench.generate.visual.columns import QuestionColumns, build_counts, meta_head, planned_columns, question_table
 from procbench.generate.visual.plans import Plan, plans_by_k1
-from procbench.generate.visual.ranks import RankRule, select_ranked
+from procbench.generate.visual.ranks import RankRule, balanced_ranks, independent_ranks, select_ranked
 from procbench.generate.visual.recipeqa_style import random_far_images, resolve_min_distance
 from procbench.generate.visual.selection import Selection, select
 from procbench.generate.visual.sequences import Sequences, VisualData
@@ -229,6 +229,8 @@ class VisualTask(Generic[W]):
             negatives in place (:mod:`.adversarial`), returning its summary; None: no ``adversarial`` setting.
         ranked_adversarial: whether ``adversarial`` starts from K3=2's own plan (:mod:`.plans`) rather than the
             paper's K1 questions.
+        balanced_adversarial: whether ``adversarial`` starts from ranks balanced among those each question
+            allows (:func:`.ranks.balanced_ranks`, more questions) rather than K3=2's independent ones.
     """
 
     name: str
@@ -244,6 +246,7 @@ class VisualTask(Generic[W]):
     rank_rule: Callable[[W, Candidates, Closeness, VisualData, np.random.Generator], RankRule] | None = None
     adversarial: Callable[..., dict[str, Any]] | None = None
     ranked_adversarial: bool = True
+    balanced_adversarial: bool = False
 
 
 # -- the driver -------------------------------------------------------------------------------------------
@@ -365,7 +368,9 @@ def run(
                     if key not in rules:  # one rule per plan and chunk, whichever settings are drawn
                         rule_rng = np.random.default_rng([seed, task.code, 0x4A4E, *key_seed(key), int(w.proc[0])])
                         rules[key] = task.rank_rule(w, cands[key], close[key], data, rule_rng)
-                    sel = select_ranked(cands[key], rules[key], k2=k2, need=task.need, rng=drawn.rng)
+                    balanced = s.setting.style == "adversarial" and task.balanced_adversarial
+                    deal = balanced_ranks if balanced else independent_ranks
+                    sel = select_ranked(cands[key], rules[key], k2=k2, need=task.need, rng=drawn.rng, deal=deal)
                 else:
                     closeness = close[key] if k3 else None
                     sel = select(cands[key], k2=k2, need=task.need, closeness=closeness, rng=drawn.rng)

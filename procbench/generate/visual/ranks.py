@@ -21,6 +21,7 @@ rank needs, so K2 keeps its meaning.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -150,8 +151,18 @@ def _take(
     return np.where(np.arange(width)[None, :] < count[:, None], order, -1)
 
 
-def select_ranked(cands: Candidates, rule: RankRule, *, k2: int, need: int, rng: np.random.Generator) -> Selection:
-    """Draw ``need`` negatives per question that put the answer at the target rank :func:`independent_ranks` deals.
+def select_ranked(
+    cands: Candidates,
+    rule: RankRule,
+    *,
+    k2: int,
+    need: int,
+    rng: np.random.Generator,
+    deal: Callable[[np.ndarray, np.random.Generator], np.ndarray] | None = None,
+) -> Selection:
+    """Draw ``need`` negatives per question that put the answer at the target rank ``deal`` gives it
+    (:func:`independent_ranks` by default; :func:`balanced_ranks` keeps more questions, for a set that
+    adversarial filtering then takes further).
 
     Every negative of a question comes from one pool: the narrowest K2 band level that holds enough candidates
     of every class the rank needs, else the whole kNN set with the extras (``question-knn``). One pool for
@@ -175,7 +186,7 @@ def select_ranked(cands: Candidates, rule: RankRule, *, k2: int, need: int, rng:
     extra_counts = (extra_classes[:, None, :] == np.arange(n_classes)[None, :, None]).sum(axis=2)  # (B, C)
     avail = counts[:, -1, :] + extra_counts
     feasible = (avail[:, None, :] >= wants[None, :, :]).all(axis=2)
-    rank = independent_ranks(feasible, rng)
+    rank = (deal or independent_ranks)(feasible, rng)
     want = np.where(rank[:, None] >= 0, wants[np.maximum(rank, 0)], 0)  # (B, C)
 
     b = np.arange(n_q)
