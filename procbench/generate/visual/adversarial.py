@@ -8,8 +8,9 @@ coherence's with its ranks balanced among those each question allows, see
 procedure-grouped cross-fitting, and the negatives they tell from the answer are replaced by images of other
 procedures among the nearest neighbours of the answer, the question mean and the drawn negatives' mean. A
 replacement lies on the same side of the answer's distance to the question mean as the negative it replaces,
-so the answer's distance rank stays the uniform one of K3=2. An image is never a near-copy of the answer or of a question image (cosine
-similarity ceiling) and is a negative in at most about as many questions as its share of the pool allows.
+so the answer's distance rank stays the uniform one of K3=2. An image is never a near-copy of the answer or of
+a question image (cosine similarity ceiling) and is a negative in at most about as many questions as its share
+of the pool allows.
 """
 
 from __future__ import annotations
