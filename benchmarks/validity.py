@@ -98,8 +98,8 @@ def text_as_image_store(text_store: Store, out: Path) -> Store:
 
     import pyarrow as pa
 
-    from procbench.embed.index import IndexConfig, build_index_for
-    from procbench.embed.storage import CURRENT, embedding_id, read_embedding_file, write_current, write_embedding_file
+    from procbench.embed.index import IndexConfig
+    from procbench.generate.visual.synthetic import stage_image_embedding
     from procbench.store import IMAGES, PROCEDURES, STEPS, conform
 
     if (out / "embeddings").exists():
@@ -127,27 +127,15 @@ def text_as_image_store(text_store: Store, out: Path) -> Store:
             "stored": [True] * len(ids),
         }
     )
-    hashes = np.array([bytes.fromhex(i[:32]) for i in ids], dtype="S16")
-    key_array = pa.array(ids, pa.string())
-    name = "image.step-text"
-    metadata = {
-        "format": "procbench-embeddings/1", "encoder": "step-text-as-image", "revision": "minilm", "field": "image",
-        "dim": str(vectors.shape[1]), "model": "the step text's MiniLM vector (benchmarks/validity.py)",
-        "rows": str(len(ids)), "normalised": "l2", "distance": "euclidean",
-        "embedding_id": embedding_id("step-text-as-image", "minilm", vectors.shape[1], key_array, hashes),
-    }  # fmt: skip
     store = Store.open(out, create=True)
     with store.transaction("text-as-image", args={"source": str(text_store.root)}, seed=0) as txn:
         txn.write_table("procedures", conform(procedures, PROCEDURES))
         txn.write_table("steps", conform(steps, STEPS))
         txn.write_table("images", conform(images, IMAGES))
-        staged = txn.stage(f"embeddings/{name}.arrow")
-        write_embedding_file(
-            staged, keys=key_array, procedure_ids=pa.array(owners, pa.string()), hashes=hashes, vectors=vectors,
-            metadata=metadata,
+        stage_image_embedding(
+            store, txn, "image.step-text", ids, owners, vectors, encoder="step-text-as-image", revision="minilm",
+            model="the step text's MiniLM vector (benchmarks/validity.py)", index_config=IndexConfig(seed=0),
         )  # fmt: skip
-        build_index_for(store, txn, read_embedding_file(staged, name), config=IndexConfig(seed=0))
-        write_current(txn.stage(CURRENT), {"image": name})
     return store
 
 

@@ -26,9 +26,9 @@ import pyarrow as pa
 from procbench.embed.index import IndexConfig, build_index_for
 from procbench.embed.storage import CURRENT, embedding_id, read_embedding_file, write_current, write_embedding_file
 from procbench.progress import SILENT, Progress
-from procbench.store import IMAGES, PROCEDURES, STEPS, Store, conform
+from procbench.store import IMAGES, PROCEDURES, STEPS, Store, Transaction, conform
 
-__all__ = ["EMBEDDING_NAME", "write_synthetic_store"]
+__all__ = ["EMBEDDING_NAME", "stage_image_embedding", "write_synthetic_store"]
 
 EMBEDDING_NAME = "image.synthetic"
 _BLOCK = 65536
@@ -36,6 +36,47 @@ _BLOCK = 65536
 
 def _image_id(seed: int, p: int, i: int, j: int) -> str:
     return hashlib.sha256(f"synthetic:{seed}:{p}:{i}:{j}".encode()).hexdigest()
+
+
+def stage_image_embedding(
+    store: Store,
+    txn: Transaction,
+    name: str,
+    keys: list[str],
+    owners: list[str],
+    vectors: np.ndarray,
+    *,
+    encoder: str,
+    revision: str,
+    model: str,
+    index_config: IndexConfig,
+    progress: Progress = SILENT,
+) -> None:
+    """Stage ``vectors (N, D)`` (L2-normalised, one per image id of ``keys``, sorted; ``owners`` the procedure each
+    is filed under) in ``txn`` as the store's current image embedding ``name``, indexed as ``procbench embed``
+    indexes. Image ids are hex digests: their first 32 digits are the content hashes."""
+    hashes = np.array([bytes.fromhex(k[:32]) for k in keys], dtype="S16")
+    key_array = pa.array(keys, pa.string())
+    dim = vectors.shape[1]
+    metadata = {
+        "format": "procbench-embeddings/1",
+        "encoder": encoder,
+        "revision": revision,
+        "field": "image",
+        "dim": str(dim),
+        "model": model,
+        "rows": str(len(keys)),
+        "normalised": "l2",
+        "distance": "euclidean",
+        "embedding_id": embedding_id(encoder, revision, dim, key_array, hashes),
+    }
+    staged = txn.stage(f"embeddings/{name}.arrow")
+    write_embedding_file(
+        staged, keys=key_array, procedure_ids=pa.array(owners, pa.string()), hashes=hashes, vectors=vectors,
+        metadata=metadata,
+    )  # fmt: skip
+    build_index_for(store, txn, read_embedding_file(staged, name), config=index_config, progress=progress)
+    write_current(txn.stage(CURRENT), {"image": name})
 
 
 def write_synthetic_store(
@@ -200,21 +241,6 @@ def write_synthetic_store(
     keys = sorted(owner)
     position = {image: k for k, image in enumerate(ids)}
     take = np.array([position[k] for k in keys], dtype=np.int64)
-    hashes = np.array([bytes.fromhex(k[:32]) for k in keys], dtype="S16")
-    key_array = pa.array(keys, pa.string())
-    name = EMBEDDING_NAME
-    metadata = {
-        "format": "procbench-embeddings/1",
-        "encoder": "synthetic",
-        "revision": f"seed{seed}",
-        "field": "image",
-        "dim": str(dim),
-        "model": "random clustered vectors (procbench.generate.visual_synthetic)",
-        "rows": str(len(keys)),
-        "normalised": "l2",
-        "distance": "euclidean",
-        "embedding_id": embedding_id("synthetic", f"seed{seed}", dim, key_array, hashes),
-    }
     args: dict[str, float] = {"n_procedures": n_procedures, "dim": dim}
     if step_drift:
         args["step_drift"] = step_drift
@@ -225,19 +251,13 @@ def write_synthetic_store(
         ordered = np.memmap(scratch / "ordered.f32", dtype=np.float32, mode="w+", shape=(max(1, len(keys)), dim))
         for start in range(0, len(keys), _BLOCK):
             ordered[start : start + _BLOCK] = created[take[start : start + _BLOCK]]
-        staged = txn.stage(f"embeddings/{name}.arrow")
-        write_embedding_file(
-            staged,
-            keys=key_array,
-            procedure_ids=pa.array([owner[k] for k in keys], pa.string()),
-            hashes=hashes,
-            vectors=ordered[: len(keys)],
-            metadata=metadata,
-        )
+        stage_image_embedding(
+            store, txn, EMBEDDING_NAME, keys, [owner[k] for k in keys], ordered[: len(keys)],
+            encoder="synthetic", revision=f"seed{seed}",
+            model="random clustered vectors (procbench.generate.visual_synthetic)",
+            index_config=index_config or IndexConfig(seed=seed), progress=progress,
+        )  # fmt: skip
         del ordered, created
-        embeddings = read_embedding_file(staged, name)
-        build_index_for(store, txn, embeddings, config=index_config or IndexConfig(seed=seed), progress=progress)
-        write_current(txn.stage(CURRENT), {"image": name})
         txn.counts.update({"procedures": n_procedures, "steps": n_total, "images": len(keys)})
     shutil.rmtree(scratch, ignore_errors=True)
     return store
