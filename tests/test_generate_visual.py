@@ -738,6 +738,39 @@ def test_a_ranked_draw_takes_the_preferred_candidates_of_a_class_first(monkeypat
     )
 
 
+def test_a_tolerance_widens_the_pool_to_the_narrowest_level_with_a_candidate_that_fits() -> None:
+    """With a tolerance, a band level holds only the candidates whose preference is within it: the first question
+    widens to the level of its one fitting candidate, the second (none fits) to the kNN set and its extras, where
+    it takes the best extra; without one both stay in the K2 band."""
+    from procbench.generate.visual.bands import LEVELS, QUESTION_KNN, Candidates
+    from procbench.generate.visual.ranks import RankRule, select_ranked
+
+    dist = np.tile(np.linspace(0.1, 1.0, 10, dtype=np.float32), (2, 1))
+    rows = np.tile(np.arange(100, 110), (2, 1))
+    cands = Candidates.from_rows(dist, rows)
+    preference = np.full((2, 10), 0.5)
+    preference[:, 4] = 0.4  # in the K2 band: the best there
+    preference[0, 0] = 0.05  # only in the band widened by s: the only one that fits
+    rule = RankRule(
+        np.zeros((2, 10), dtype=np.int64),
+        np.array([[1]]),
+        extra_rows=np.array([[500, 501], [502, 503]]),
+        extra_classes=np.zeros((2, 2), dtype=np.int64),
+        preference=preference,
+        extra_preference=np.array([[0.01, 0.3], [0.2, 0.02]]),
+        tolerance=np.full(2, 0.1),
+    )
+
+    def draw(r: RankRule) -> tuple[list[int], list[int]]:
+        sel = select_ranked(cands, r, k2=1, need=1, rng=np.random.default_rng(0), deal=lambda f, _: np.zeros(len(f), int))
+        assert sel.ok.all()
+        return sel.rows[:, 0].tolist(), sel.level.tolist()
+
+    assert draw(rule) == ([100, 503], [LEVELS.index("band±s"), QUESTION_KNN])
+    rule.tolerance = None
+    assert draw(rule) == ([104, 104], [0, 0])
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(st.booleans(), min_size=4, max_size=4), min_size=1, max_size=80), st.integers(0, 2**16))
 def test_independent_ranks_deal_every_rank_equally_to_questions_that_could_take_any(

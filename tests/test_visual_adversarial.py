@@ -8,6 +8,7 @@ ceiling, and the same seed must give the same result.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -239,7 +240,8 @@ def test_question_columns_keep_drops_rows_ragged_values_and_notes() -> None:
 
 def test_coherence_ranks_and_misfits_match_the_odd_one_out_distances_computed_directly() -> None:
     """Each choice's distance to the mean of the other three, computed on the four vectors, gives the
-    intruder's rank and its distance to the target a fourth coherent image would have at that rank."""
+    intruder's rank and its distance to where it would lie were the four spaced like the drawn layout, in units of
+    the coherent spread."""
     from procbench.generate.visual.ranks import coherence_misfits
 
     rng = np.random.default_rng(7)
@@ -252,8 +254,8 @@ def test_coherence_ranks_and_misfits_match_the_odd_one_out_distances_computed_di
         np.linalg.norm(candidates - mean[:, None], axis=2),
         np.linalg.norm(coherent - mean[:, None], axis=2),
     )
-    u, e = rng.random(50), rng.exponential(size=50)
-    ranks, misfits = coherence_ranks(*args), coherence_misfits(*args, u, e)
+    gaps = rng.exponential(size=(50, 3))
+    ranks, misfits = coherence_ranks(*args), coherence_misfits(*args, gaps)
     seen = set()
     for b in range(50):
         for k in range(5):
@@ -262,8 +264,38 @@ def test_coherence_ranks_and_misfits_match_the_odd_one_out_distances_computed_di
             rank = sum(o < odd[3] for o in odd[:3])
             assert ranks[b, k] == rank
             c1, c2, c3 = sorted(odd[:3])
-            spacing = (c3 - c1) / 2
-            target = [c1 - e[b] * spacing, c1 + u[b] * (c2 - c1), c2 + u[b] * (c3 - c2), c3 + e[b] * spacing][rank]
-            assert misfits[b, k] == pytest.approx(abs(odd[3] - target), abs=1e-9)
+            g1, g2, g3 = gaps[b]
+            spread = c3 - c1
+            target = [
+                c1 - g1 / (g2 + g3) * spread,
+                c1 + g1 / (g1 + g2) * (c2 - c1),
+                c2 + g2 / (g2 + g3) * (c3 - c2),
+                c3 + g3 / (g1 + g2) * spread,
+            ][rank]
+            assert misfits[b, k] == pytest.approx(abs(odd[3] - target) / spread, abs=1e-9)
             seen.add(rank)
     assert seen == {0, 1, 2, 3}
+
+
+def test_own_layouts_are_the_gaps_of_four_images_of_one_procedure() -> None:
+    """Each layout is the sorted odd-one-out distances' gaps of four distinct images of one procedure with four
+    or more; a store without such procedures gets uniform spacings; the same seed gives the same layouts."""
+    from procbench.generate.visual.ranks import LAYOUT_SAMPLES, own_layouts
+
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(11, 6)).astype(np.float32)
+    offsets = np.array([0, 3, 8, 11])  # a procedure of 3 images (never used), one of 5, one of 3
+    rows = np.array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+    layouts = own_layouts(vectors, offsets, rows)
+    assert layouts.shape == (LAYOUT_SAMPLES, 3) and (layouts >= 0).all()
+    assert np.array_equal(layouts, own_layouts(vectors, offsets, rows))
+    possible = []
+    for four in itertools.combinations(range(3, 8), 4):
+        v = vectors[list(four)].astype(np.float64)
+        odd = sorted(np.linalg.norm(v[i] - np.delete(v, i, axis=0).mean(axis=0)) for i in range(4))
+        possible.append(np.diff(odd))
+    gap = np.abs(layouts[:, None, :] - np.array(possible)[None, :, :]).max(axis=2)  # (N, 5)
+    assert (gap.min(axis=1) < 1e-5).all()  # every layout is one of the five-image procedure's foursomes
+    assert (gap.min(axis=0) < 1e-5).all()  # and each of its five foursomes is drawn
+    uniform = own_layouts(vectors, np.array([0, 3, 6]), rows[:6])
+    assert uniform.shape == (LAYOUT_SAMPLES, 3) and np.allclose(uniform.sum(axis=1), 1.0)

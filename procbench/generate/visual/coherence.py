@@ -26,6 +26,7 @@ coherent mean), ``min_pairwise``, ``negatives`` (the coherent images, in choice 
 from __future__ import annotations
 
 import functools
+import weakref
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +43,7 @@ from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, S
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, band_columns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
-from procbench.generate.visual.ranks import RankRule, coherence_misfits, coherence_ranks, rank_notes
+from procbench.generate.visual.ranks import RankRule, coherence_misfits, coherence_ranks, own_layouts, rank_notes
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
@@ -116,20 +117,57 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
     out.add(keep, {**w.columns, **columns}, ragged=w.ragged, notes=notes)
 
 
+_LAYOUTS: weakref.WeakKeyDictionary[VisualData, np.ndarray] = weakref.WeakKeyDictionary()
+
+
+def _own_layouts(data: VisualData) -> np.ndarray:
+    """:func:`.ranks.own_layouts` of the store's sequences, computed once per loaded store."""
+    if data not in _LAYOUTS:
+        _LAYOUTS[data] = own_layouts(data.vectors, data.seqs.offsets, data.seqs.rows)
+    return _LAYOUTS[data]
+
+
+#: Random images of other procedures each K3=2 question may also draw its intruder from: the kNN sets hold no image
+#: far enough above the coherent images for rank 3, where four images of one procedure would put it.
+FAR_EXTRAS = 64
+#: A band level holds a K3=2 candidate only where it lies within this share of the coherent spread of its target.
+FIT_TOLERANCE = 0.1
+
+
 def _rank_rule(
     w: _Window, cands: Candidates, close: Closeness, data: VisualData, rng: np.random.Generator
 ) -> RankRule:
     """K3=2: each candidate's class is the rank it would have, by distance to the mean of the other three
-    choices (0: closest); one candidate of the target rank is drawn, the one nearest where a fourth coherent-like
-    image would lie at that rank (:func:`.ranks.coherence_misfits`)."""
+    choices (0: closest); one candidate of the target rank is drawn, the one nearest where it would lie were the
+    four choices spaced like four images of one procedure, a layout drawn per question
+    (:func:`.ranks.coherence_misfits`). The narrowest band level with a candidate within :data:`FIT_TOLERANCE`
+    of its target gives it, else the kNN set and :data:`FAR_EXTRAS` random images of other procedures."""
     vecs = data.gather(w.anchors)  # (B, 3, D)
-    to_coherent = distances_to(data, cands.rows, *(vecs[:, i] for i in range(_SIZE)))
-    to_mean = distances_to(data, cands.rows, w.point)
     coherent_mean = np.linalg.norm(vecs - w.point[:, None, :], axis=2)
-    classes = coherence_ranks(to_coherent, to_mean, coherent_mean)
-    u, e = rng.random(len(w)), rng.exponential(size=len(w))
-    misfits = coherence_misfits(to_coherent, to_mean, coherent_mean, u, e)
-    return RankRule(np.where(cands.rows >= 0, classes, -1), np.eye(_SIZE + 1, dtype=np.int64), preference=misfits)
+    layouts = _own_layouts(data)
+    gaps = layouts[rng.integers(len(layouts), size=len(w))]
+    seq_rows = data.seqs.rows
+    far = seq_rows[rng.integers(len(seq_rows), size=(len(w), FAR_EXTRAS))] if len(seq_rows) else None
+    if far is not None:
+        far = np.where(data.is_own(w.proc, far), -1, far)
+
+    def classes_and_misfits(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        to_coherent = distances_to(data, rows, *(vecs[:, i] for i in range(_SIZE)))
+        to_mean = distances_to(data, rows, w.point)
+        classes = coherence_ranks(to_coherent, to_mean, coherent_mean)
+        return np.where(rows >= 0, classes, -1), coherence_misfits(to_coherent, to_mean, coherent_mean, gaps)
+
+    classes, misfits = classes_and_misfits(cands.rows)
+    extra_classes, extra_misfits = classes_and_misfits(far) if far is not None else (None, None)
+    return RankRule(
+        classes,
+        np.eye(_SIZE + 1, dtype=np.int64),
+        extra_rows=far,
+        extra_classes=extra_classes,
+        preference=misfits,
+        extra_preference=extra_misfits,
+        tolerance=np.full(len(w), FIT_TOLERANCE),
+    )
 
 
 def _adversarial(

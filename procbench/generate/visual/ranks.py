@@ -10,8 +10,8 @@ exactly rank ``r`` by distance to the question point:
   :class:`~procbench.generate.visual.closeness.Closeness`), all from one pool and strictly nearest the
   answer's own distance, so the four distances are spaced alike whichever is the answer's;
 - coherence: an incoherent image whose distance to the mean of the other three choices is the
-  ``r``-th smallest of the four choices' (:func:`coherence_ranks`), nearest where a fourth coherent image
-  would lie at that rank (:func:`coherence_misfits`).
+  ``r``-th smallest of the four choices' (:func:`coherence_ranks`), nearest where it would lie were the four
+  spaced like four images of one procedure (:func:`coherence_misfits`, :func:`own_layouts`).
 
 Each task states this as candidate *classes* and, per rank, how many negatives of each class it takes
 (:class:`RankRule`); the pool is the narrowest K2 band level holding enough candidates of every class the
@@ -36,6 +36,7 @@ __all__ = [
     "coherence_misfits",
     "coherence_ranks",
     "independent_ranks",
+    "own_layouts",
     "rank_notes",
     "select_ranked",
 ]
@@ -59,6 +60,8 @@ class RankRule:
             the lowest values are taken first, shuffled among about :data:`PREFERENCE_SPREAD` of them (cloze:
             how far a candidate's distance to the question mean is from the answer's; coherence: how far its
             odd-one-out distance is from a drawn target; so no gap tells the rank); None: uniformly at random.
+        tolerance: ``(B,)`` a band level holds a candidate toward its class only where its preference is at most
+            this (the last pool, the kNN set with the extras, takes any); None: every candidate counts.
     """
 
     classes: np.ndarray
@@ -67,6 +70,7 @@ class RankRule:
     extra_classes: np.ndarray | None = None
     preference: np.ndarray | None = None
     extra_preference: np.ndarray | None = None
+    tolerance: np.ndarray | None = None
 
     def extras(self, n_q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(rows, classes, preference)`` of the extras, each ``(B, Kq)`` (``Kq = 0`` without extras)."""
@@ -165,7 +169,8 @@ def select_ranked(
     adversarial filtering then takes further).
 
     Every negative of a question comes from one pool: the narrowest K2 band level that holds enough candidates
-    of every class the rank needs, else the whole kNN set with the extras (``question-knn``). One pool for
+    of every class the rank needs (within ``rule.tolerance`` of the preference, if given), else the whole kNN set
+    with the extras (``question-knn``). One pool for
     every class keeps the spacing of the choices' distances the same on both sides of the answer's, so the
     answer's place among them tells nothing.
 
@@ -185,6 +190,9 @@ def select_ranked(
     extra_rows, extra_classes, extra_preference = rule.extras(n_q)
     extra_counts = (extra_classes[:, None, :] == np.arange(n_classes)[None, :, None]).sum(axis=2)  # (B, C)
     avail = counts[:, -1, :] + extra_counts
+    if rule.tolerance is not None and rule.preference is not None:  # a level holds only the candidates that fit
+        fits = np.nan_to_num(rule.preference, nan=np.inf) <= rule.tolerance[:, None]
+        counts = np.einsum("blk,bck->blc", in_band.astype(np.int32), (of_class & fits[:, None, :]).astype(np.int32))
     feasible = (avail[:, None, :] >= wants[None, :, :]).all(axis=2)
     rank = (deal or independent_ranks)(feasible, rng)
     want = np.where(rank[:, None] >= 0, wants[np.maximum(rank, 0)], 0)  # (B, C)
@@ -240,29 +248,69 @@ def coherence_misfits(
     d_candidate_coherent: np.ndarray,
     d_candidate_mean: np.ndarray,
     d_coherent_mean: np.ndarray,
-    u: np.ndarray,
-    e: np.ndarray,
+    gaps: np.ndarray,
 ) -> np.ndarray:
     """``(B, K)`` how far each candidate's odd-one-out distance (to the mean of the other three choices, were it
-    drawn) is from where a fourth draw like the coherent images' would lie at its rank (nan for a missing one).
+    drawn) is from where it would lie at its rank were the four choices spaced like ``gaps``, in units of the
+    coherent images' spread ``c3 - c1`` (nan for a missing one).
 
-    With the coherent images' odd-one-out distances ``c1 <= c2 <= c3`` and their mean spacing
-    ``g = (c3 - c1) / 2``, the target at rank 0 is ``c1 - e g``, at rank 3 ``c3 + e g`` and at ranks 1, 2 the
-    point ``u`` of the way between its neighbours; ``u (B,)`` is uniform and ``e (B,)`` exponential, one pair per
-    question. The candidate nearest the target leaves the four distances spaced as four alike draws would be:
-    neither hugging a coherent image's nor set apart from them, so no gap tells which choice is the intruder.
-    Arguments as :func:`coherence_ranks`'.
+    ``gaps (B, 3)`` is one layout per question: the three gaps between the sorted odd-one-out distances of four
+    images of one procedure (:func:`own_layouts`). With the coherent images' distances ``c1 <= c2 <= c3`` in the
+    layout's other three places, the target at rank 0 lies below ``c1`` by ``g1 / (g2 + g3)`` of ``c3 - c1``, at
+    rank 3 above ``c3`` by ``g3 / (g1 + g2)`` of it, and at ranks 1, 2 the layout's share of the way between its
+    neighbours. The candidate nearest the target leaves the four distances spaced as four images of one procedure
+    are: neither hugging a coherent image's nor set apart from them (an intruder just above the top coherent image
+    was the tell of rank 3), so no gap tells which choice is the intruder. Other arguments as
+    :func:`coherence_ranks`'.
     """
     coherent_to_c, mine = _to_centroid(d_candidate_coherent, d_candidate_mean, d_coherent_mean)
     c = np.sort(np.sqrt(np.maximum(coherent_to_c, 0.0)), axis=0) * 4 / 3  # (3, B, K)
     x = np.sqrt(np.maximum(mine, 0.0)) * 4 / 3
     rank = (c < x[None]).sum(axis=0)
-    spacing = (c[2] - c[0]) / 2
-    u2, e2 = u[:, None], e[:, None]
+    g = np.asarray(gaps, dtype=np.float64)[:, :, None]  # (B, 3, 1)
+    g1, g2, g3 = g[:, 0], g[:, 1], g[:, 2]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = [g1 / (g2 + g3), g1 / (g1 + g2), g2 / (g2 + g3), g3 / (g1 + g2)]
+    share = [np.nan_to_num(s, nan=0.5, posinf=0.5) for s in share]
+    spread = c[2] - c[0]
     target = np.choose(
-        rank, [c[0] - e2 * spacing, c[0] + u2 * (c[1] - c[0]), c[1] + u2 * (c[2] - c[1]), c[2] + e2 * spacing]
+        rank,
+        [
+            c[0] - share[0] * spread,
+            c[0] + share[1] * (c[1] - c[0]),
+            c[1] + share[2] * (c[2] - c[1]),
+            c[2] + share[3] * spread,
+        ],
     )
-    return np.asarray(np.abs(x - target))
+    return np.asarray(np.abs(x - target) / np.maximum(spread, 1e-9))
+
+
+#: Layouts :func:`own_layouts` samples (four images of one procedure each).
+LAYOUT_SAMPLES = 4096
+
+
+def own_layouts(vectors: np.ndarray, offsets: np.ndarray, rows: np.ndarray, seed: int = 0) -> np.ndarray:
+    """``(N, 3)`` gaps between the sorted odd-one-out distances (each image's distance to the mean of the other
+    three) of four images of one procedure, for up to :data:`LAYOUT_SAMPLES` foursomes drawn at random from the
+    procedures with four images or more (``offsets (P+1,)`` into ``rows (M,)``, rows of ``vectors (N, D)``).
+
+    These are how a coherence question's four choices would be spaced if the intruder were one more image of the
+    procedure. With no such procedure the gaps are the spacings of four uniform draws (Dirichlet(1, 1, 1)).
+    """
+    rng = np.random.default_rng([seed, 0x1A7])
+    lengths = np.diff(offsets)
+    big = np.flatnonzero(lengths >= 4)
+    if not len(big):
+        return rng.dirichlet(np.ones(3), size=LAYOUT_SAMPLES)
+    procs = big[rng.integers(len(big), size=LAYOUT_SAMPLES)]
+    # four distinct positions in each procedure: the first four of a random ordering
+    keys = rng.random((LAYOUT_SAMPLES, int(lengths[big].max())))
+    keys[np.arange(keys.shape[1])[None, :] >= lengths[procs][:, None]] = np.inf
+    picks = np.argsort(keys, axis=1)[:, :4] + offsets[procs][:, None]
+    four = vectors[rows[picks]].astype(np.float32)  # (N, 4, D)
+    others = (four.sum(axis=1, keepdims=True) - four) / 3
+    odd = np.sort(np.linalg.norm(four - others, axis=2), axis=1)
+    return np.diff(odd, axis=1).astype(np.float64)
 
 
 def _to_centroid(
