@@ -762,7 +762,9 @@ def test_a_tolerance_widens_the_pool_to_the_narrowest_level_with_a_candidate_tha
     )
 
     def draw(r: RankRule) -> tuple[list[int], list[int]]:
-        sel = select_ranked(cands, r, k2=1, need=1, rng=np.random.default_rng(0), deal=lambda f, _: np.zeros(len(f), int))
+        sel = select_ranked(
+            cands, r, k2=1, need=1, rng=np.random.default_rng(0), deal=lambda f, _: np.zeros(len(f), dtype=np.int64)
+        )
         assert sel.ok.all()
         return sel.rows[:, 0].tolist(), sel.level.tolist()
 
