@@ -789,6 +789,57 @@ def test_independent_ranks_deal_every_rank_equally_to_questions_that_could_take_
     assert np.all(np.bincount(ranks[kept], minlength=4) == kept.sum() // 4)
 
 
+def _distance_probe(values: np.ndarray, groups: np.ndarray) -> float:
+    """Held-out accuracy of the audit's distance SVM on choice distances ``values (Q, 4)`` (the answer first)."""
+    from sklearn.svm import LinearSVC
+
+    from procbench.audit.probes.distance import distance_features
+
+    feats = distance_features(values, np.ones(values.shape, dtype=bool))
+    y = np.tile(np.arange(4) == 0, len(values))
+    hit = np.zeros(len(values), dtype=bool)
+    for fold in range(4):
+        test = groups % 4 == fold
+        model = LinearSVC(dual=False).fit(feats[~test].reshape(-1, feats.shape[2]), y[: 4 * int((~test).sum())])
+        scores = model.decision_function(feats[test].reshape(-1, feats.shape[2])).reshape(-1, 4)
+        hit[test] = scores.argmax(axis=1) == 0
+    return float(hit.mean())
+
+
+def test_layout_ranks_keep_the_dealt_counts_and_hide_a_layout_the_dealt_ranks_give_away() -> None:
+    """Most of the draws at ranks 0 and 3 put the answer far outside its negatives; dealt at random,
+    a distance probe finds those; dealt against the layout probe, it is near chance, with as many of each rank."""
+    from procbench.generate.visual.ranks import independent_ranks, layout_ranks
+
+    rng = np.random.default_rng(5)
+    n = 600
+    negatives = np.sort(rng.normal(1.0, 0.05, size=(n, 4, 3)), axis=2)  # (B, R, 3)
+    spread = negatives[:, :, 2] - negatives[:, :, 0]
+    loud = np.where(rng.random((n, 4)) < 0.6, 4.0, 0.2)
+    answer = np.stack(
+        [
+            negatives[:, 0, 0] - loud[:, 0] * spread[:, 0],
+            negatives[:, 1, :2].mean(axis=1),
+            negatives[:, 2, 1:].mean(axis=1),
+            negatives[:, 3, 2] + loud[:, 3] * spread[:, 3],
+        ],
+        axis=1,
+    )
+    layouts = np.concatenate([answer[:, :, None], negatives], axis=2)  # (B, R, 4), the answer first
+    feasible = np.ones((n, 4), dtype=bool)
+    feasible[:3] = False  # never dealt
+    dealt = independent_ranks(feasible, np.random.default_rng(0))
+    groups = np.arange(n) // 3
+    ranks = layout_ranks(layouts, dealt, groups, np.random.default_rng(1))
+    assert np.array_equal(ranks, layout_ranks(layouts, dealt, groups, np.random.default_rng(1)))
+    assert np.array_equal(ranks < 0, dealt < 0) and (ranks[:3] < 0).all()
+    assert np.array_equal(np.bincount(ranks[ranks >= 0]), np.bincount(dealt[dealt >= 0]))
+    kept = np.flatnonzero(dealt >= 0)
+    before = _distance_probe(layouts[kept, dealt[kept]], groups[kept])
+    after = _distance_probe(layouts[kept, ranks[kept]], groups[kept])
+    assert before > 0.4 and after < 0.3, (before, after)
+
+
 def test_k3_rank_uniform_gives_every_answer_rank_equally(tmp_path: Path) -> None:
     store = write_synthetic_store(tmp_path / "s", n_procedures=120, seed=3)
     world = load_world(store.root)

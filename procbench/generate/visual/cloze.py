@@ -201,11 +201,20 @@ def _rank_rule(
     extra_classes = np.where(close.q_new, (close.q_dist < w.radius[:, None]).astype(np.int64), -1)
     # within a class, the candidates whose distance to the question mean is nearest the answer's: the answer then
     # sits among its negatives, not beside a gap that gives its rank away
-    gap = np.abs(distances_to(data, cands.rows, w.point) - w.radius[:, None])
+    to_point = distances_to(data, cands.rows, w.point)
+    gap = np.abs(to_point - w.radius[:, None])
     extra_gap = np.abs(close.q_dist - w.radius[:, None])
+    values = np.concatenate([to_point, np.where(extra >= 0, close.q_dist, np.nan)], axis=1)  # (B, K + Kq)
+
+    def layout(picked: np.ndarray) -> np.ndarray:
+        """``(B, 4)`` the answer's distance to the question mean, then each drawn negative's."""
+        drawn = np.where(picked >= 0, np.take_along_axis(values, np.maximum(picked, 0), axis=1), np.nan)
+        return np.concatenate([w.radius[:, None], drawn], axis=1)
+
     return RankRule(
-        classes, CLOZE_WANTS, extra_rows=extra, extra_classes=extra_classes, preference=gap, extra_preference=extra_gap
-    )
+        classes, CLOZE_WANTS, extra_rows=extra, extra_classes=extra_classes, preference=gap, extra_preference=extra_gap,
+        layout=layout, groups=w.proc,
+    )  # fmt: skip
 
 
 def _adversarial(

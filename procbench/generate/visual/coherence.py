@@ -43,7 +43,7 @@ from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, S
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, band_columns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
-from procbench.generate.visual.ranks import RankRule, coherence_misfits, coherence_ranks, own_layouts, rank_notes
+from procbench.generate.visual.ranks import RankRule, coherence_misfits, coherence_ranks, odd_one_out, own_layouts, rank_notes
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
@@ -151,14 +151,25 @@ def _rank_rule(
     if far is not None:
         far = np.where(data.is_own(w.proc, far), -1, far)
 
-    def classes_and_misfits(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def classes_and_misfits(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         to_coherent = distances_to(data, rows, *(vecs[:, i] for i in range(_SIZE)))
         to_mean = distances_to(data, rows, w.point)
         classes = coherence_ranks(to_coherent, to_mean, coherent_mean)
-        return np.where(rows >= 0, classes, -1), coherence_misfits(to_coherent, to_mean, coherent_mean, gaps)
+        misfits = coherence_misfits(to_coherent, to_mean, coherent_mean, gaps)
+        return np.where(rows >= 0, classes, -1), misfits, odd_one_out(to_coherent, to_mean, coherent_mean)
 
-    classes, misfits = classes_and_misfits(cands.rows)
-    extra_classes, extra_misfits = classes_and_misfits(far) if far is not None else (None, None)
+    classes, misfits, odd = classes_and_misfits(cands.rows)
+    extra_classes, extra_misfits = None, None
+    if far is not None:
+        extra_classes, extra_misfits, far_odd = classes_and_misfits(far)
+        odd = np.concatenate([odd, far_odd], axis=2)  # (4, B, K + Kq)
+
+    def layout(picked: np.ndarray) -> np.ndarray:
+        """``(B, 4)`` the odd-one-out distances of the drawn intruder, then of the coherent images."""
+        at = np.maximum(picked[:, 0], 0)
+        out = odd[:, np.arange(len(at)), at].T
+        return np.where(picked[:, :1] >= 0, out, np.nan)
+
     return RankRule(
         classes,
         np.eye(_SIZE + 1, dtype=np.int64),
@@ -167,6 +178,8 @@ def _rank_rule(
         preference=misfits,
         extra_preference=extra_misfits,
         tolerance=np.full(len(w), FIT_TOLERANCE),
+        layout=layout,
+        groups=w.proc,
     )
 
 

@@ -369,7 +369,7 @@ def run(
                         rule_rng = np.random.default_rng([seed, task.code, 0x4A4E, *key_seed(key), int(w.proc[0])])
                         rules[key] = task.rank_rule(w, cands[key], close[key], data, rule_rng)
                     balanced = s.setting.style == "adversarial" and task.balanced_adversarial
-                    deal = balanced_ranks if balanced else independent_ranks
+                    deal = balanced_ranks if balanced else None  # None: independent, then dealt by layout
                     sel = select_ranked(cands[key], rules[key], k2=k2, need=task.need, rng=drawn.rng, deal=deal)
                 else:
                     closeness = close[key] if k3 else None

@@ -36,6 +36,8 @@ __all__ = [
     "coherence_misfits",
     "coherence_ranks",
     "independent_ranks",
+    "layout_ranks",
+    "odd_one_out",
     "own_layouts",
     "rank_notes",
     "select_ranked",
@@ -62,6 +64,10 @@ class RankRule:
             odd-one-out distance is from a drawn target; so no gap tells the rank); None: uniformly at random.
         tolerance: ``(B,)`` a band level holds a candidate toward its class only where its preference is at most
             this (the last pool, the kNN set with the extras, takes any); None: every candidate counts.
+        layout: ``layout(picked)``: ``(B, 1 + need)`` each choice's distance (the answer's first) were the pool
+            columns ``picked (B, need)`` (into the candidates, then the extras; -1: none) drawn; with it the ranks
+            are dealt against a probe on these distances (:func:`layout_ranks`). None: dealt at random.
+        groups: ``(B,)`` procedure of each question (the layout probe is cross-fitted by procedure).
     """
 
     classes: np.ndarray
@@ -71,6 +77,8 @@ class RankRule:
     preference: np.ndarray | None = None
     extra_preference: np.ndarray | None = None
     tolerance: np.ndarray | None = None
+    layout: Callable[[np.ndarray], np.ndarray] | None = None
+    groups: np.ndarray | None = None
 
     def extras(self, n_q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(rows, classes, preference)`` of the extras, each ``(B, Kq)`` (``Kq = 0`` without extras)."""
@@ -165,8 +173,10 @@ def select_ranked(
     deal: Callable[[np.ndarray, np.random.Generator], np.ndarray] | None = None,
 ) -> Selection:
     """Draw ``need`` negatives per question that put the answer at the target rank ``deal`` gives it
-    (:func:`independent_ranks` by default; :func:`balanced_ranks` keeps more questions, for a set that
-    adversarial filtering then takes further).
+    (:func:`balanced_ranks` keeps more questions, for a set that adversarial filtering then takes further). By
+    default the ranks are :func:`independent_ranks`; with ``rule.layout`` every question is drawn at every rank
+    and the ranks, still equally many of each, are then dealt so that a probe on the choices' distances cannot
+    tell the answer (:func:`layout_ranks`).
 
     Every negative of a question comes from one pool: the narrowest K2 band level that holds enough candidates
     of every class the rank needs (within ``rule.tolerance`` of the preference, if given), else the whole kNN set
@@ -194,38 +204,141 @@ def select_ranked(
         fits = np.nan_to_num(rule.preference, nan=np.inf) <= rule.tolerance[:, None]
         counts = np.einsum("blk,bck->blc", in_band.astype(np.int32), (of_class & fits[:, None, :]).astype(np.int32))
     feasible = (avail[:, None, :] >= wants[None, :, :]).all(axis=2)
-    rank = (deal or independent_ranks)(feasible, rng)
-    want = np.where(rank[:, None] >= 0, wants[np.maximum(rank, 0)], 0)  # (B, C)
-
-    b = np.arange(n_q)
-    enough = (counts >= want[:, None, :]).all(axis=2)  # (B, L)
-    level = np.where(enough.any(axis=1), enough.argmax(axis=1), QUESTION_KNN)
-    with_extras = level == QUESTION_KNN
-    pool = np.concatenate(
-        [in_band[b, np.minimum(level, n_levels - 1)], (extra_classes >= 0) & with_extras[:, None]], axis=1
-    )  # (B, K + Kq)
     classes = np.concatenate([rule.classes, extra_classes], axis=1)
     pool_rows = np.concatenate([cands.rows, extra_rows], axis=1)
     preference = None
     if rule.preference is not None:
         preference = np.concatenate([rule.preference, extra_preference], axis=1)
-    parts = []
-    for c in range(n_classes):
-        if want[:, c].any():
-            picked = _take(pool & (classes == c), want[:, c], need, rng, preference)
-            parts.append((picked, np.where(picked >= 0, c, -1)))
-    if not parts:
-        parts.append((np.full((n_q, need), -1, dtype=np.int64),) * 2)
-    # each question's picks, class by class, packed to the left
-    picked, pick_class = (np.concatenate([p[i] for p in parts], axis=1) for i in range(2))
-    packed = np.argsort(picked < 0, axis=1, kind="stable")[:, :need]
-    picked, pick_class = (np.take_along_axis(x, packed, axis=1) for x in (picked, pick_class))
+
+    def draw(rank: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(picked, pick_class, level)``: the pool columns that put each answer at ``rank (B,)`` (-1: none)."""
+        want = np.where(rank[:, None] >= 0, wants[np.maximum(rank, 0)], 0)  # (B, C)
+        enough = (counts >= want[:, None, :]).all(axis=2)  # (B, L)
+        level = np.where(enough.any(axis=1), enough.argmax(axis=1), QUESTION_KNN)
+        with_extras = level == QUESTION_KNN
+        pool = np.concatenate(
+            [in_band[np.arange(n_q), np.minimum(level, n_levels - 1)], (extra_classes >= 0) & with_extras[:, None]],
+            axis=1,
+        )  # (B, K + Kq)
+        parts = []
+        for c in range(n_classes):
+            if want[:, c].any():
+                picked = _take(pool & (classes == c), want[:, c], need, rng, preference)
+                parts.append((picked, np.where(picked >= 0, c, -1)))
+        if not parts:
+            parts.append((np.full((n_q, need), -1, dtype=np.int64),) * 2)
+        # each question's picks, class by class, packed to the left
+        picked, pick_class = (np.concatenate([p[i] for p in parts], axis=1) for i in range(2))
+        packed = np.argsort(picked < 0, axis=1, kind="stable")[:, :need]
+        picked, pick_class = (np.take_along_axis(x, packed, axis=1) for x in (picked, pick_class))
+        return picked, pick_class, level
+
+    if deal is None and rule.layout is not None:  # every rank drawn, then dealt against the layout probe
+        dealt = independent_ranks(feasible, rng)
+        by_rank = [draw(np.where(dealt >= 0, r, -1)) for r in range(len(wants))]
+        layouts = np.stack([rule.layout(d[0]) for d in by_rank], axis=1)  # (B, R, 1 + need)
+        groups = rule.groups if rule.groups is not None else np.arange(n_q)
+        rank = layout_ranks(layouts, dealt, groups, rng)
+        at = np.maximum(rank, 0)
+        picked, pick_class, level = (
+            np.stack([d[i] for d in by_rank], axis=1)[np.arange(n_q), at] for i in range(3)
+        )
+    else:
+        rank = (deal or independent_ranks)(feasible, rng)
+        picked, pick_class, level = draw(rank)
+    want = np.where(rank[:, None] >= 0, wants[np.maximum(rank, 0)], 0)
     rows = np.where(picked >= 0, np.take_along_axis(pool_rows, np.maximum(picked, 0), axis=1), -1)
     cols = np.where((picked >= 0) & (picked < k), picked, -1)
     source = np.where(picked < 0, -1, np.where(picked < k, np.minimum(level, n_levels - 1)[:, None], QUESTION_KNN))
     ok = (rank >= 0) & (rows >= 0).all(axis=1)
     base_count = (counts[:, 0, :] * (want > 0)).sum(axis=1)
     return Selection(rows, cols, source, level, base_count, lo, hi, ok, rank=rank, pick_class=pick_class)
+
+
+#: Rounds of :func:`layout_ranks`: a probe is fitted on the ranks dealt, the ranks are dealt against it, and so on.
+LAYOUT_ROUNDS = 8
+#: Folds of its cross-fitting (by procedure).
+LAYOUT_FOLDS = 5
+#: Fewer questions than this are dealt at random: too few to fit a probe on.
+LAYOUT_MIN_QUESTIONS = 40
+
+
+def layout_features(values: np.ndarray) -> np.ndarray:
+    """``(Q, C, 5)``: :func:`procbench.shortcuts.within_question` of each choice's distance ``values (Q, C)`` and its
+    squared deviation (the audit's distance probe sees both); nan values count as missing choices."""
+    from procbench.shortcuts import within_question
+
+    valid = np.isfinite(values)
+    feats = within_question(np.where(valid, values, 0.0), valid)
+    return np.concatenate([feats, feats[:, :, 1:2] ** 2], axis=2)
+
+
+def layout_ranks(
+    layouts: np.ndarray, dealt: np.ndarray, groups: np.ndarray, rng: np.random.Generator, rounds: int = LAYOUT_ROUNDS
+) -> np.ndarray:
+    """``(B,)`` a rank per question dealt ``dealt (B,)`` one (-1: none), as many of each as ``dealt`` has, chosen so
+    that a probe on the choices' distances cannot tell the answer.
+
+    ``layouts (B, R, C)`` are each choice's distance (the answer's first) were the question drawn at rank ``r``.
+    Each round fits a logistic probe (per choice, on :func:`layout_features`, cross-fitted by ``groups``) to the
+    ranks dealt; then a random ``1 / (round + 2)`` of the questions are dealt again among the ranks they hold, each
+    the rank at which the probes so far (fitted without its procedure) give its answer the least probability, the
+    least probable first while a rank has room. So the dealing is an average of answers to every probe, not a
+    swing against the last (fictitious play), and a distance probe meets answers placed where it does not look
+    for them, at every rank equally often.
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from procbench.shortcuts import group_folds
+
+    chosen = np.flatnonzero(dealt >= 0)
+    n, n_ranks = len(chosen), layouts.shape[1]
+    fold_of = group_folds(groups[chosen], LAYOUT_FOLDS, seed=0)
+    folds = np.array([fold_of[int(g)] for g in groups[chosen].tolist()], dtype=np.int64)
+    if n < LAYOUT_MIN_QUESTIONS or len(np.unique(folds)) < 2:
+        return dealt
+    values = layouts[chosen]  # (n, R, C)
+    n_choices = values.shape[2]
+    feats = layout_features(values.reshape(n * n_ranks, n_choices)).reshape(n, n_ranks, n_choices, -1)
+    missing = ~np.isfinite(values).all(axis=2)  # (n, R): a rank the question could not be drawn at
+    current = dealt[chosen]
+    answer = (np.arange(n_choices) == 0).astype(np.int64)
+    seen = np.zeros((n, n_ranks))  # every probe's probability of the answer so far, summed
+    for round_ in range(rounds):
+        for f in np.unique(folds).tolist():
+            train, test = folds != f, folds == f
+            x = feats[np.flatnonzero(train), current[train]].reshape(-1, feats.shape[3])
+            model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=200))
+            model.fit(x, np.tile(answer, int(train.sum())))
+            scores = model.decision_function(feats[test].reshape(-1, feats.shape[3])).reshape(-1, n_ranks, n_choices)
+            scores = np.where(np.isfinite(values[test]), scores, -np.inf)
+            probs = np.exp(scores - scores.max(axis=2, keepdims=True))
+            seen[test] += probs[:, :, 0] / probs.sum(axis=2)
+        # fictitious play: a shrinking share of the questions answers every probe so far; answering only the last
+        # one swings the ranks from one pattern to its opposite, which the next probe reads as well
+        moved = rng.random(n) < 1 / (round_ + 2)
+        current = current.copy()
+        cost = np.where(missing, np.inf, seen)[moved]
+        current[moved] = _least_probable(cost, np.bincount(current[moved], minlength=n_ranks), rng)
+    out = np.full(len(dealt), -1, dtype=np.int64)
+    out[chosen] = current
+    return out
+
+
+def _least_probable(p: np.ndarray, capacity: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``(n,)`` a column per row of ``p (n, R)``, ``capacity[r]`` rows per column: the lowest values first."""
+    n, n_ranks = p.shape
+    order = np.lexsort((rng.random(n * n_ranks), p.reshape(-1)))
+    out = np.full(n, -1, dtype=np.int64)
+    left = capacity.copy()
+    for flat in order.tolist():
+        b, r = divmod(flat, n_ranks)
+        if out[b] < 0 and left[r] > 0:
+            out[b] = r
+            left[r] -= 1
+    return out
 
 
 def coherence_ranks(
@@ -263,9 +376,8 @@ def coherence_misfits(
     was the tell of rank 3), so no gap tells which choice is the intruder. Other arguments as
     :func:`coherence_ranks`'.
     """
-    coherent_to_c, mine = _to_centroid(d_candidate_coherent, d_candidate_mean, d_coherent_mean)
-    c = np.sort(np.sqrt(np.maximum(coherent_to_c, 0.0)), axis=0) * 4 / 3  # (3, B, K)
-    x = np.sqrt(np.maximum(mine, 0.0)) * 4 / 3
+    odd = odd_one_out(d_candidate_coherent, d_candidate_mean, d_coherent_mean)
+    x, c = odd[0], np.sort(odd[1:], axis=0)  # (B, K), (3, B, K)
     rank = (c < x[None]).sum(axis=0)
     g = np.asarray(gaps, dtype=np.float64)[:, :, None]  # (B, 3, 1)
     g1, g2, g3 = g[:, 0], g[:, 1], g[:, 2]
@@ -311,6 +423,15 @@ def own_layouts(vectors: np.ndarray, offsets: np.ndarray, rows: np.ndarray, seed
     others = (four.sum(axis=1, keepdims=True) - four) / 3
     odd = np.sort(np.linalg.norm(four - others, axis=2), axis=1)
     return np.diff(odd, axis=1).astype(np.float64)
+
+
+def odd_one_out(
+    d_candidate_coherent: np.ndarray, d_candidate_mean: np.ndarray, d_coherent_mean: np.ndarray
+) -> np.ndarray:
+    """``(4, B, K)`` each choice's distance to the mean of the other three, were the candidate drawn: the
+    candidate's, then each coherent image's. Arguments as :func:`coherence_ranks`'."""
+    coherent_to_c, mine = _to_centroid(d_candidate_coherent, d_candidate_mean, d_coherent_mean)
+    return np.concatenate([mine[None], coherent_to_c]).clip(min=0.0) ** 0.5 * 4 / 3
 
 
 def _to_centroid(
