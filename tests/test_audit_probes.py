@@ -325,10 +325,12 @@ def test_bootstrap_resamples_procedures_deterministically() -> None:
     assert huge.n_boot < 1000  # capped work for very large sets
 
 
-def make_rank_set(n: int = 400, *, answer_rank: int = 1, seed: int = 0, dim: int = 16) -> AuditSet:
+def make_rank_set(n: int = 400, *, answer_rank: int | None = 1, seed: int = 0, dim: int = 16) -> AuditSet:
     """Visual-cloze-like questions whose answer is the choice at distance rank ``answer_rank`` from the
-    question mean (0 = nearest), never at another rank: the K3 'second closest' shortcut."""
+    question mean (0 = nearest), never at another rank: the K3 'second closest' shortcut. None: a quarter of
+    the answers at each rank, dealt at random (K3=2 with no shortcut)."""
     rng = np.random.default_rng(seed)
+    dealt = rng.permutation(np.arange(n) % 4) if answer_rank is None else np.full(n, answer_rank)
     keys: list[str] = []
     vectors: list[np.ndarray] = []
 
@@ -352,7 +354,7 @@ def make_rank_set(n: int = 400, *, answer_rank: int = 1, seed: int = 0, dim: int
         rows["pid"].append(f"p{i // 2}")
         rows["q"].append([*shown[:2], "@placeholder", shown[2]])
         rows["c"].append(choices)
-        rows["a"].append(int(np.flatnonzero(order == answer_rank)[0]))
+        rows["a"].append(int(np.flatnonzero(order == dealt[i])[0]))
     return AuditSet(
         name=f"rank{answer_rank}",
         task="visual-cloze",
@@ -373,6 +375,16 @@ def test_answer_at_the_second_distance_rank_is_found_by_the_rank_aware_distance_
     assert distance.details["best_rank_rule"]["accuracy"] == 1.0
     assert set(distance.details["best_rank_rule"]["rule_per_fold"]) == {"rank_1"}
     assert distance.flagged and distance.to_dict()["flagged"] is True
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_answers_dealt_exactly_evenly_over_the_ranks_read_chance_not_below(seed: int) -> None:
+    """The distance probe's folds are stratified by the answer's rank: on unstratified folds a set balanced
+    exactly over the ranks reads below chance (each training fold holds most of what its test fold lacks)."""
+    result = audit_set(make_rank_set(800, answer_rank=None, seed=seed), seed=0, n_boot=200, probes="question_distance")
+    distance = result.probes["question_distance"]
+    assert distance.details["answer_rank_shares"] == [0.25] * 4
+    assert not distance.flagged and 0.2 < distance.value < 0.3, distance.to_dict()
 
 
 def test_an_interval_below_chance_is_flagged_as_a_bias_unless_the_probe_is_a_reference() -> None:

@@ -87,7 +87,13 @@ def test_within_question_is_the_layout_of_choice_features() -> None:
     assert np.allclose(choice_features(batch)[:, :, columns], within_question(np.log1p(counts), batch.valid))
 
 
-def test_coherence_filter_moves_the_probes_to_chance_and_keeps_the_rank(flat_store: Store) -> None:
+def test_coherence_filter_moves_the_probes_to_chance_and_keeps_the_rank(
+    flat_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from procbench.generate.visual import ranks
+
+    # the start keeps the ranks dealt at random (no layout balancing): the shortcuts the filter must remove
+    monkeypatch.setattr(ranks, "LAYOUT_MIN_QUESTIONS", 10**9)
     start = generate(flat_store, "visual-coherence", Setting("knobs", (0, 1, 2)), seed=0).paths["knobs-012"]
     data = VisualData(flat_store, with_index=True)
     row = {k: i for i, k in enumerate(data.embeddings.keys.to_pylist())}

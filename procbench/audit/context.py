@@ -47,6 +47,25 @@ class ProbeContext:
         folds = procedure_folds(codes, n_groups, folds_used, seed)
         return cls(seed, folds_used, codes, n_groups, folds, Bootstrap(codes, n_groups, n_boot=n_boot, seed=seed))
 
+    def stratified_folds(self, labels: np.ndarray) -> np.ndarray:
+        """``(n,)`` folds like :attr:`folds` (a procedure's questions share one) in which each of ``labels (n,)``
+        is about as common as in the whole set (scikit-learn's ``StratifiedGroupKFold``, seeded).
+
+        A probe that can learn how common each label is (a rank-aware probe: the answer's distance rank) reads a
+        set whose answers are spread exactly evenly over the labels *below* chance on unstratified folds: each
+        training fold then holds most of what its test fold lacks (measured on signal-free sets balanced
+        exactly over 4 ranks: 0.23 on average, 0.21 at worst, against 0.25 stratified).
+        """
+        from sklearn.model_selection import StratifiedGroupKFold
+
+        if self.n_folds < 2:
+            return self.folds
+        splitter = StratifiedGroupKFold(n_splits=self.n_folds, shuffle=True, random_state=self.seed)
+        out = np.zeros(len(labels), dtype=np.int64)
+        for fold, (_, test) in enumerate(splitter.split(np.zeros(len(labels)), labels, self.codes)):
+            out[test] = fold
+        return out
+
     # -- results -----------------------------------------------------------------------------------------
     def accuracy(
         self,

@@ -113,14 +113,16 @@ def question_distance(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     ctx.require_cv(rows)
     answers = aset.answers
     features = distance_features(dist, valid)
-    scores = cv_choice_scores(features, valid, answers, ctx.folds, rows, lambda: _model(ctx.seed))
-    rows = rows & np.isfinite(np.where(valid, scores, 0.0)).all(axis=1)
-    hits = mc_hits(scores, answers, valid)
     ranks = distance_ranks(dist, valid)
     k = valid.shape[1]
+    answer_ranks = np.where(rows, ranks[np.arange(len(answers)), np.clip(answers, 0, k - 1)], -1)
+    folds = ctx.stratified_folds(answer_ranks)  # K3=2 deals the ranks exactly evenly: see stratified_folds
+    scores = cv_choice_scores(features, valid, answers, folds, rows, lambda: _model(ctx.seed))
+    rows = rows & np.isfinite(np.where(valid, scores, 0.0)).all(axis=1)
+    hits = mc_hits(scores, answers, valid)
     rules = {f"rank_{r}": (ranks == r).astype(np.float64) for r in range(k)}
-    rank_hits, _, chosen, _ = cv_rule_hits(rules, answers, valid, ctx.folds, rows)
-    answer_rank = ranks[np.arange(len(answers)), np.clip(answers, 0, k - 1)][rows]
+    rank_hits, _, chosen, _ = cv_rule_hits(rules, answers, valid, folds, rows)
+    answer_rank = answer_ranks[rows]
     rank_shares = np.bincount(answer_rank[answer_rank >= 0], minlength=k) / max(len(answer_rank), 1)
     nearest = mc_hits(-np.nan_to_num(dist, nan=np.inf), answers, valid)
     farthest = mc_hits(np.nan_to_num(dist, nan=-np.inf), answers, valid)

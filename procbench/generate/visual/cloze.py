@@ -212,8 +212,8 @@ def _rank_rule(
         return np.concatenate([w.radius[:, None], drawn], axis=1)
 
     return RankRule(
-        classes, CLOZE_WANTS, extra_rows=extra, extra_classes=extra_classes, preference=gap, extra_preference=extra_gap,
-        layout=layout, groups=w.proc,
+        classes, CLOZE_WANTS, extra_rows=extra, extra_classes=extra_classes, preference=gap,
+        extra_preference=extra_gap, layout=layout, groups=w.proc,
     )  # fmt: skip
 
 

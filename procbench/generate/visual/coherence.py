@@ -43,7 +43,14 @@ from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, S
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, band_columns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
-from procbench.generate.visual.ranks import RankRule, coherence_misfits, coherence_ranks, odd_one_out, own_layouts, rank_notes
+from procbench.generate.visual.ranks import (
+    RankRule,
+    coherence_misfits,
+    coherence_ranks,
+    odd_one_out,
+    own_layouts,
+    rank_notes,
+)
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress

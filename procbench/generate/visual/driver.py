@@ -44,7 +44,7 @@ from procbench.generate.visual.bands import DEFAULT_KC, Candidates
 from procbench.generate.visual.closeness import Closeness, hideability
 from procbench.generate.visual.columns import QuestionColumns, build_counts, meta_head, planned_columns, question_table
 from procbench.generate.visual.plans import Plan, plans_by_k1
-from procbench.generate.visual.ranks import RankRule, balanced_ranks, independent_ranks, select_ranked
+from procbench.generate.visual.ranks import RankRule, balanced_ranks, select_ranked
 from procbench.generate.visual.recipeqa_style import random_far_images, resolve_min_distance
 from procbench.generate.visual.selection import Selection, select
 from procbench.generate.visual.sequences import Sequences, VisualData
