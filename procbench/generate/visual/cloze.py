@@ -213,7 +213,7 @@ def _rank_rule(
 
     return RankRule(
         classes, CLOZE_WANTS, extra_rows=extra, extra_classes=extra_classes, preference=gap,
-        extra_preference=extra_gap, layout=layout, groups=w.proc,
+        extra_preference=extra_gap, layout=layout,
     )  # fmt: skip
 
 

@@ -186,7 +186,6 @@ def _rank_rule(
         extra_preference=extra_misfits,
         tolerance=np.full(len(w), FIT_TOLERANCE),
         layout=layout,
-        groups=w.proc,
     )
 
 

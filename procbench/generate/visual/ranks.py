@@ -66,8 +66,7 @@ class RankRule:
             this (the last pool, the kNN set with the extras, takes any); None: every candidate counts.
         layout: ``layout(picked)``: ``(B, 1 + need)`` each choice's distance (the answer's first) were the pool
             columns ``picked (B, need)`` (into the candidates, then the extras; -1: none) drawn; with it the ranks
-            are dealt against a probe on these distances (:func:`layout_ranks`). None: dealt at random.
-        groups: ``(B,)`` procedure of each question (the layout probe is cross-fitted by procedure).
+            are dealt so that these distances are alike at every rank (:func:`layout_ranks`). None: at random.
     """
 
     classes: np.ndarray
@@ -78,7 +77,6 @@ class RankRule:
     extra_preference: np.ndarray | None = None
     tolerance: np.ndarray | None = None
     layout: Callable[[np.ndarray], np.ndarray] | None = None
-    groups: np.ndarray | None = None
 
     def extras(self, n_q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(rows, classes, preference)`` of the extras, each ``(B, Kq)`` (``Kq = 0`` without extras)."""
@@ -175,14 +173,13 @@ def select_ranked(
     """Draw ``need`` negatives per question that put the answer at the target rank ``deal`` gives it
     (:func:`balanced_ranks` keeps more questions, for a set that adversarial filtering then takes further). By
     default the ranks are :func:`independent_ranks`; with ``rule.layout`` every question is drawn at every rank
-    and the ranks, still equally many of each, are then dealt so that a probe on the choices' distances cannot
-    tell the answer (:func:`layout_ranks`).
+    and the ranks, still equally many of each, are then dealt so that the choices' distances are shaped alike at
+    every rank (:func:`layout_ranks`).
 
     Every negative of a question comes from one pool: the narrowest K2 band level that holds enough candidates
     of every class the rank needs (within ``rule.tolerance`` of the preference, if given), else the whole kNN set
-    with the extras (``question-knn``). One pool for
-    every class keeps the spacing of the choices' distances the same on both sides of the answer's, so the
-    answer's place among them tells nothing.
+    with the extras (``question-knn``). One pool for every class keeps the spacing of the choices' distances the
+    same on both sides of the answer's, so the answer's place among them tells nothing.
 
     ``Selection.rank`` holds the target rank and ``Selection.pick_class`` each pick's class; ``source``
     the band level of each pick (or ``question-knn`` for an extra) and ``level`` the pool's level.
@@ -233,7 +230,7 @@ def select_ranked(
         picked, pick_class = (np.take_along_axis(x, packed, axis=1) for x in (picked, pick_class))
         return picked, pick_class, level
 
-    if deal is None and rule.layout is not None:  # every rank drawn, then dealt against the layout probe
+    if deal is None and rule.layout is not None:  # every rank drawn, then the ranks dealt to balance the layouts
         dealt = independent_ranks(feasible, rng)
         by_rank = [draw(np.where(dealt >= 0, r, -1)) for r in range(len(wants))]
         layouts = np.stack([rule.layout(d[0]) for d in by_rank], axis=1)  # (B, R, 1 + need)
@@ -356,8 +353,8 @@ def _balanced_ranks(layouts: np.ndarray, dealt: np.ndarray, rng: np.random.Gener
 
 def _cheapest(cost: np.ndarray, capacity: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """``(n,)`` a column per row of ``cost (n, R)``, ``capacity[r]`` rows per column (summing to ``n``), of least
-    total cost: a transportation problem, whose linear programme has an integral optimum (HiGHS). Ties are
-    broken at random; inf costs (a rank a question cannot take) are never chosen while any other fits."""
+    total cost: a transportation problem, whose linear programme has an integral optimum. Ties are broken at
+    random; inf costs (a rank a question cannot take) are never chosen while any other fits."""
     from scipy.optimize import linprog
     from scipy.sparse import csr_matrix, vstack
 
@@ -454,10 +451,7 @@ def own_layouts(vectors: np.ndarray, offsets: np.ndarray, rows: np.ndarray, seed
     if not len(big):
         return rng.dirichlet(np.ones(3), size=LAYOUT_SAMPLES)
     procs = big[rng.integers(len(big), size=LAYOUT_SAMPLES)]
-    # four distinct positions in each procedure: the first four of a random ordering
-    keys = rng.random((LAYOUT_SAMPLES, int(lengths[big].max())))
-    keys[np.arange(keys.shape[1])[None, :] >= lengths[procs][:, None]] = np.inf
-    picks = np.argsort(keys, axis=1)[:, :4] + offsets[procs][:, None]
+    picks = np.stack([offsets[p] + rng.choice(lengths[p], 4, replace=False) for p in procs.tolist()])
     four = vectors[rows[picks]].astype(np.float32)  # (N, 4, D)
     others = (four.sum(axis=1, keepdims=True) - four) / 3
     odd = np.sort(np.linalg.norm(four - others, axis=2), axis=1)
