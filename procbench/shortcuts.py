@@ -173,9 +173,15 @@ def _distance_features(batch: ChoiceBatch) -> list[np.ndarray]:
     mask = batch.question_mask.astype(np.float32)
     n_items = mask.sum(axis=1)
     qmean = np.einsum("ql,qld->qd", mask, batch.question_vectors) / np.maximum(n_items, 1)[:, None]
-    # no question items (e.g. coherence): the question is the choices themselves; d(qmean) = 0 everywhere
-    to_qmean = np.linalg.norm(choices - qmean[:, None, :], axis=2)
-    to_qmean = np.where(n_items[:, None] > 0, to_qmean, 0.0)
+    # no question items (e.g. coherence): the question is the other choices, as in the audit's distance probe:
+    # each choice's distance to their mean (the odd one out)
+    n_valid = batch.valid.sum(axis=1, keepdims=True)
+    others_mean = (choices.sum(axis=1, keepdims=True) - choices) / np.maximum(n_valid - 1, 1)[:, :, None]
+    to_qmean = np.where(
+        n_items[:, None] > 0,
+        np.linalg.norm(choices - qmean[:, None, :], axis=2),
+        np.linalg.norm(choices - others_mean, axis=2),
+    )
     # distance to each question item via the inner product (vectors are unit length): (Q, C, L)
     sims = np.einsum("qcd,qld->qcl", choices, batch.question_vectors)
     item_dist = np.sqrt(np.maximum(2.0 - 2.0 * sims, 0.0))

@@ -88,12 +88,13 @@ def test_within_question_is_the_layout_of_choice_features() -> None:
 
 
 def test_coherence_filter_moves_the_probes_to_chance_and_keeps_the_rank(
-    flat_store: Store, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from procbench.generate.visual import ranks
 
     # the start keeps the ranks dealt at random (no layout balancing): the shortcuts the filter must remove
     monkeypatch.setattr(ranks, "LAYOUT_MIN_QUESTIONS", 10**9)
+    flat_store = write_synthetic_store(tmp_path / "s", n_procedures=80, dim=32, seed=1)
     start = generate(flat_store, "visual-coherence", Setting("knobs", (0, 1, 2)), seed=0).paths["knobs-012"]
     data = VisualData(flat_store, with_index=True)
     row = {k: i for i, k in enumerate(data.embeddings.keys.to_pylist())}

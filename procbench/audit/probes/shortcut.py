@@ -1,9 +1,10 @@
 """``partial_input``: gradient-boosted trees over per-choice features that need no context.
 
-The features are :func:`procbench.shortcuts.choice_features`: each choice's distance to the question mean,
-to the nearest question item, to the items next to the placeholder and to the other choices (odd one out),
-each as a value, centred and standardised within the question and as its rank among the choices; for text
-choices their length and word overlap with the question items; how often the item, and its KMeans cluster,
+The features are :func:`procbench.shortcuts.choice_features`: each choice's distance to the question mean
+(a question that shows no items, as coherence's: to the mean of the other choices), to the nearest question
+item, to the items next to the placeholder and to the other choices (odd one out), each as a value, centred
+and standardised within the question and as its rank among the choices; for text choices their length and
+word overlap with the question items; how often the item, and its KMeans cluster,
 is a choice in the set. A
 ``HistGradientBoostingClassifier`` (correct vs wrong choice) is cross-fitted over procedure-grouped folds
 (:class:`procbench.shortcuts.ShortcutEnsemble`, the same ensemble generation filters against): every
