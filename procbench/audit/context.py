@@ -3,6 +3,7 @@ helpers that turn per-question hits into a result."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,8 +63,10 @@ class ProbeContext:
             return self.folds
         splitter = StratifiedGroupKFold(n_splits=self.n_folds, shuffle=True, random_state=self.seed)
         out = np.zeros(len(labels), dtype=np.int64)
-        for fold, (_, test) in enumerate(splitter.split(np.zeros(len(labels)), labels, self.codes)):
-            out[test] = fold
+        with warnings.catch_warnings():  # a rare label (the nearest rank under the paper's K3) is expected
+            warnings.filterwarnings("ignore", message="The least populated class", category=UserWarning)
+            for fold, (_, test) in enumerate(splitter.split(np.zeros(len(labels)), labels, self.codes)):
+                out[test] = fold
         return out
 
     # -- results -----------------------------------------------------------------------------------------
