@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -311,8 +312,7 @@ def _balanced_ranks(layouts: np.ndarray, dealt: np.ndarray, rng: np.random.Gener
     n_feats = feats.shape[2]
     capacity = np.bincount(dealt, minlength=n_ranks).astype(np.float64)
     cells = np.arange(n * n_ranks)
-    per_question = csr_matrix((np.ones(n * n_ranks), (cells // n_ranks, cells)), shape=(n, n * n_ranks))
-    per_rank = csr_matrix((np.ones(n * n_ranks), (cells % n_ranks, cells)), shape=(n_ranks, n * n_ranks))
+    per_question, per_rank = _assignment_rows(n, n_ranks)
     # balance rows (r, f): mean of f over the questions at rank r minus its mean over all questions
     rank_of = cells % n_ranks
     rows, cols, vals = [], [], []
@@ -351,20 +351,30 @@ def _balanced_ranks(layouts: np.ndarray, dealt: np.ndarray, rng: np.random.Gener
     return _cheapest(np.where(missing, np.inf, -share), capacity.astype(np.int64), rng)
 
 
+def _assignment_rows(n: int, n_ranks: int) -> tuple[Any, Any]:
+    """The equality rows of assigning ``n`` questions to ``n_ranks`` ranks, over the ``n * n_ranks`` cells
+    (question-major): one row per question (its cells sum to 1) and one per rank (its cells sum to its count)."""
+    from scipy.sparse import csr_matrix
+
+    cells = np.arange(n * n_ranks)
+    ones = np.ones(n * n_ranks)
+    per_question = csr_matrix((ones, (cells // n_ranks, cells)), shape=(n, n * n_ranks))
+    per_rank = csr_matrix((ones, (cells % n_ranks, cells)), shape=(n_ranks, n * n_ranks))
+    return per_question, per_rank
+
+
 def _cheapest(cost: np.ndarray, capacity: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """``(n,)`` a column per row of ``cost (n, R)``, ``capacity[r]`` rows per column (summing to ``n``), of least
     total cost: a transportation problem, whose linear programme has an integral optimum. Ties are broken at
     random; inf costs (a rank a question cannot take) are never chosen while any other fits."""
     from scipy.optimize import linprog
-    from scipy.sparse import csr_matrix, vstack
+    from scipy.sparse import vstack
 
     n, n_ranks = cost.shape
     finite = np.isfinite(cost)
     big = (np.abs(cost[finite]).max() if finite.any() else 0.0) * n + 1.0
     c = np.where(finite, cost, big) + rng.random(cost.shape) * 1e-9
-    cells = np.arange(n * n_ranks)
-    per_row = csr_matrix((np.ones(n * n_ranks), (cells // n_ranks, cells)), shape=(n, n * n_ranks))
-    per_col = csr_matrix((np.ones(n * n_ranks), (cells % n_ranks, cells)), shape=(n_ranks, n * n_ranks))
+    per_row, per_col = _assignment_rows(n, n_ranks)
     result = linprog(
         c.reshape(-1),
         A_eq=vstack([per_row, per_col]),
