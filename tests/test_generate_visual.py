@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -661,6 +661,8 @@ def test_ordering_k2_draws_wrong_orders_in_proportion_to_their_scores() -> None:
     irregular=st.tuples(*[st.sampled_from([0.0, 0.1, 0.3])] * 5),
     seed=st.integers(0, 2**16),
 )
+# found: K3=2 coherence took a duplicate-vector copy of a coherent image among its random far intruders
+@example(n_procedures=6, dim=8, kc=2, spread=0.6, irregular=(0.0, 0.0, 0.0, 0.1, 0.0), seed=0)
 def test_generated_stores_satisfy_the_knob_rules(
     tmp_path_factory: pytest.TempPathFactory,
     n_procedures: int,

@@ -39,7 +39,15 @@ from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, st
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import IMAGE_OPTIONS, filter_intruders
-from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, SOURCES, Candidates, fmt_band
+from procbench.generate.visual.bands import (
+    ADVERSARIAL,
+    DUPLICATE_DISTANCE,
+    LEVELS,
+    QUESTION_KNN,
+    SOURCES,
+    Candidates,
+    fmt_band,
+)
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, band_columns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
@@ -168,6 +176,10 @@ def _rank_rule(
     classes, misfits, odd = classes_and_misfits(cands.rows)
     extra_classes, extra_misfits = None, None
     if far is not None:
+        # a copy of a coherent image (a re-encoded picture filed under another procedure) is never the intruder;
+        # the kNN candidates leave copies out by their band bounds
+        to_coherent = distances_to(data, far, *(vecs[:, i] for i in range(_SIZE)))
+        far = np.where(np.nan_to_num(to_coherent, nan=np.inf).min(axis=0) <= DUPLICATE_DISTANCE, -1, far)
         extra_classes, extra_misfits, far_odd = classes_and_misfits(far)
         odd = np.concatenate([odd, far_odd], axis=2)  # (4, B, K + Kq)
 
