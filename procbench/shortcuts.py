@@ -173,15 +173,13 @@ def _distance_features(batch: ChoiceBatch) -> list[np.ndarray]:
     mask = batch.question_mask.astype(np.float32)
     n_items = mask.sum(axis=1)
     qmean = np.einsum("ql,qld->qd", mask, batch.question_vectors) / np.maximum(n_items, 1)[:, None]
-    # no question items (e.g. coherence): the question is the other choices, as in the audit's distance probe:
-    # each choice's distance to their mean (the odd one out)
-    n_valid = batch.valid.sum(axis=1, keepdims=True)
-    others_mean = (choices.sum(axis=1, keepdims=True) - choices) / np.maximum(n_valid - 1, 1)[:, :, None]
-    to_qmean = np.where(
-        n_items[:, None] > 0,
-        np.linalg.norm(choices - qmean[:, None, :], axis=2),
-        np.linalg.norm(choices - others_mean, axis=2),
-    )
+    to_qmean = np.linalg.norm(choices - qmean[:, None, :], axis=2)
+    no_items = n_items == 0
+    if no_items.any():  # e.g. coherence: the question is the other choices, as in the audit's distance probe
+        to_qmean = to_qmean.astype(np.float64)
+        own = choices[no_items]  # missing choices are zero rows: they add nothing to a sum
+        n_others = np.maximum(batch.valid[no_items].sum(axis=1) - 1, 1)[:, None, None]
+        to_qmean[no_items] = np.linalg.norm(own - (own.sum(axis=1, keepdims=True) - own) / n_others, axis=2)
     # distance to each question item via the inner product (vectors are unit length): (Q, C, L)
     sims = np.einsum("qcd,qld->qcl", choices, batch.question_vectors)
     item_dist = np.sqrt(np.maximum(2.0 - 2.0 * sims, 0.0))

@@ -166,21 +166,24 @@ def _rank_rule(
     if far is not None:
         far = np.where(data.is_own(w.proc, far), -1, far)
 
-    def classes_and_misfits(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        to_coherent = distances_to(data, rows, *(vecs[:, i] for i in range(_SIZE)))
+    def to_coherent_of(rows: np.ndarray) -> np.ndarray:
+        return distances_to(data, rows, *(vecs[:, i] for i in range(_SIZE)))  # (3, B, n)
+
+    def classes_and_misfits(rows: np.ndarray, to_coherent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         to_mean = distances_to(data, rows, w.point)
         classes = coherence_ranks(to_coherent, to_mean, coherent_mean)
         misfits = coherence_misfits(to_coherent, to_mean, coherent_mean, gaps)
         return np.where(rows >= 0, classes, -1), misfits, odd_one_out(to_coherent, to_mean, coherent_mean)
 
-    classes, misfits, odd = classes_and_misfits(cands.rows)
+    classes, misfits, odd = classes_and_misfits(cands.rows, to_coherent_of(cands.rows))
     extra_classes, extra_misfits = None, None
     if far is not None:
         # a copy of a coherent image (a re-encoded picture filed under another procedure) is never the intruder;
         # the kNN candidates leave copies out by their band bounds
-        to_coherent = distances_to(data, far, *(vecs[:, i] for i in range(_SIZE)))
-        far = np.where(np.nan_to_num(to_coherent, nan=np.inf).min(axis=0) <= DUPLICATE_DISTANCE, -1, far)
-        extra_classes, extra_misfits, far_odd = classes_and_misfits(far)
+        far_coherent = to_coherent_of(far)
+        copy = np.nan_to_num(far_coherent, nan=np.inf).min(axis=0) <= DUPLICATE_DISTANCE
+        far, far_coherent = np.where(copy, -1, far), np.where(copy[None], np.nan, far_coherent)
+        extra_classes, extra_misfits, far_odd = classes_and_misfits(far, far_coherent)
         odd = np.concatenate([odd, far_odd], axis=2)  # (4, B, K + Kq)
 
     def layout(picked: np.ndarray) -> np.ndarray:
