@@ -249,7 +249,7 @@ def test_coherence_ranks_and_misfits_match_the_odd_one_out_distances_computed_di
     """Each choice's distance to the mean of the other three, computed on the four vectors, gives the
     intruder's rank and its distance to where it would lie were the four spaced like the drawn layout, in units of
     the coherent spread."""
-    from procbench.generate.visual.ranks import coherence_misfits
+    from procbench.generate.visual.ranks import coherence_misfits, odd_one_out
 
     rng = np.random.default_rng(7)
     coherent = rng.normal(size=(50, 3, 8))
@@ -262,7 +262,7 @@ def test_coherence_ranks_and_misfits_match_the_odd_one_out_distances_computed_di
         np.linalg.norm(coherent - mean[:, None], axis=2),
     )
     gaps = rng.exponential(size=(50, 3))
-    ranks, misfits = coherence_ranks(*args), coherence_misfits(*args, gaps)
+    ranks, misfits = coherence_ranks(*args), coherence_misfits(odd_one_out(*args), gaps)
     seen = set()
     for b in range(50):
         for k in range(5):

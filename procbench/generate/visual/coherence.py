@@ -172,8 +172,8 @@ def _rank_rule(
     def classes_and_misfits(rows: np.ndarray, to_coherent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         to_mean = distances_to(data, rows, w.point)
         classes = coherence_ranks(to_coherent, to_mean, coherent_mean)
-        misfits = coherence_misfits(to_coherent, to_mean, coherent_mean, gaps)
-        return np.where(rows >= 0, classes, -1), misfits, odd_one_out(to_coherent, to_mean, coherent_mean)
+        odd = odd_one_out(to_coherent, to_mean, coherent_mean)
+        return np.where(rows >= 0, classes, -1), coherence_misfits(odd, gaps), odd
 
     classes, misfits, odd = classes_and_misfits(cands.rows, to_coherent_of(cands.rows))
     extra_classes, extra_misfits = None, None

@@ -403,15 +403,10 @@ def coherence_ranks(
     return np.where(np.isnan(d_candidate_mean), -1, rank).astype(np.int64)
 
 
-def coherence_misfits(
-    d_candidate_coherent: np.ndarray,
-    d_candidate_mean: np.ndarray,
-    d_coherent_mean: np.ndarray,
-    gaps: np.ndarray,
-) -> np.ndarray:
+def coherence_misfits(odd: np.ndarray, gaps: np.ndarray) -> np.ndarray:
     """``(B, K)`` how far each candidate's odd-one-out distance (to the mean of the other three choices, were it
     drawn) is from where it would lie at its rank were the four choices spaced like ``gaps``, in units of the
-    coherent images' spread ``c3 - c1`` (nan for a missing one).
+    coherent images' spread ``c3 - c1`` (nan for a missing one). ``odd (4, B, K)``: :func:`odd_one_out`.
 
     ``gaps (B, 3)`` is one layout per question: the three gaps between the sorted odd-one-out distances of four
     images of one procedure (:func:`own_layouts`). With the coherent images' distances ``c1 <= c2 <= c3`` in the
@@ -419,10 +414,8 @@ def coherence_misfits(
     rank 3 above ``c3`` by ``g3 / (g1 + g2)`` of it, and at ranks 1, 2 the layout's share of the way between its
     neighbours. The candidate nearest the target leaves the four distances spaced as four images of one procedure
     are: neither hugging a coherent image's nor set apart from them (an intruder just above the top coherent image
-    was the tell of rank 3), so no gap tells which choice is the intruder. Other arguments as
-    :func:`coherence_ranks`'.
+    was the tell of rank 3), so no gap tells which choice is the intruder.
     """
-    odd = odd_one_out(d_candidate_coherent, d_candidate_mean, d_coherent_mean)
     x, c = odd[0], np.sort(odd[1:], axis=0)  # (B, K), (3, B, K)
     rank = (c < x[None]).sum(axis=0)
     g = np.asarray(gaps, dtype=np.float64)[:, :, None]  # (B, 3, 1)
