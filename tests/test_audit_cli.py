@@ -339,9 +339,9 @@ def test_per_question_scores_and_the_context_reference(store: Path) -> None:
     assert set(table["split"].to_pylist()) == {"train"} and table["chance"].to_pylist() == [0.25] * 90
     scores = np.array(table["shortcut_score"].to_pylist())
     assert ((scores > 0) & (scores < 1)).all()
-    # the ensemble's probabilities of the answer are the mean of its two probes'
-    both = (np.array(table["choice_only"].to_pylist()) + np.array(table["partial_input"].to_pylist())) / 2
-    assert np.allclose(scores, both)
+    # the ensemble's probabilities of the answer are the mean of its probes'
+    probes = np.array([table[name].to_pylist() for name in ("choice_only", "choice_contrast", "partial_input")])
+    assert np.allclose(scores, probes.mean(axis=0))
     written = json.loads((folder / "audit.json").read_text())["sets"]["textual-cloze/planted"]["probes"]
     partial = written["partial_input"]
     assert partial["verdict"] == "above" and partial["flagged"] is True  # 70% of answers padded to be longest

@@ -5,10 +5,13 @@ import pytest
 
 from procbench.shortcuts import (
     FEATURE_NAMES,
+    MODELS,
     ChoiceBatch,
+    ChoiceDiscriminant,
     ShortcutEnsemble,
     answer_scores,
     choice_features,
+    choice_view,
     group_folds,
     hits,
 )
@@ -74,10 +77,43 @@ def test_planted_shortcuts_are_found(shortcut: str) -> None:
     assert np.allclose(probs["ensemble"].sum(axis=1), 1.0)
 
 
+def test_the_choice_only_model_sees_each_choice_against_its_question() -> None:
+    # every question has a strong topic of its own; the answer leans slightly along one direction past its negatives
+    rng = np.random.default_rng(3)
+    n, dim = 400, 64
+    vectors = rng.normal(size=(n, 1, dim)) * 10.0 + rng.normal(size=(n, 4, dim)) * 0.3
+    answers = rng.integers(0, 4, n)
+    vectors[np.arange(n), answers, 0] += 0.3
+    valid = np.ones((n, 4), dtype=bool)
+    valid[:5, 3] = False
+    view = choice_view(vectors, valid)
+    assert view.shape == (n, 4, 2 * dim) and view.dtype == np.float32
+    assert np.allclose(view[:, :, :dim], vectors, atol=1e-4)
+    offsets = np.where(valid[..., None], view[:, :, dim:], 0.0)
+    assert np.allclose(offsets.sum(axis=1), 0.0, atol=1e-3)  # offsets from the mean of the valid choices
+    batch = ChoiceBatch(
+        choice_vectors=vectors.astype(np.float32), question_vectors=np.zeros((n, 1, dim), np.float32),
+        question_mask=np.zeros((n, 1), bool), valid=np.ones((n, 4), bool), answers=answers, groups=np.arange(n),
+    )  # fmt: skip
+    probs = ShortcutEnsemble(seed=0).fit(batch).predict(batch)
+    assert set(probs) == {*MODELS, "ensemble"}
+    assert hits(probs["choice_only"], answers, batch.valid).mean() > 0.48  # of the embeddings alone: 0.45
+    assert hits(probs["choice_contrast"], answers, batch.valid).mean() > 0.45
+    # the contrast model is the audit's discriminant: inverse shrunk covariance times the mean answer contrast
+    basis = ChoiceDiscriminant.basis(batch.choice_vectors, batch.valid)
+    fitted = basis.fit(batch.choice_vectors, batch.valid, answers)
+    projected = basis.project(batch.choice_vectors)
+    at_answer = projected[np.arange(n), answers]
+    contrast = at_answer - (projected.sum(axis=1) - at_answer) / 3
+    assert np.allclose(fitted.direction, basis.inverse @ contrast.mean(axis=0))
+    scores = fitted.decision_function(batch.choice_vectors.reshape(-1, dim)).reshape(n, 4)
+    assert np.allclose(scores, projected @ fitted.direction)
+
+
 def test_no_shortcut_stays_near_chance() -> None:
     batch = _batch(400, shortcut=None, seed=3)
     probs = ShortcutEnsemble(n_folds=5, seed=0).fit(batch).predict(batch)
-    for name in ("choice_only", "partial_input", "ensemble"):
+    for name in (*MODELS, "ensemble"):
         assert 0.18 < hits(probs[name], batch.answers, batch.valid).mean() < 0.32
 
 

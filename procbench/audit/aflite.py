@@ -27,12 +27,11 @@ import numpy as np
 
 from procbench.audit.auditset import AuditSet, NotApplicable
 from procbench.audit.context import ProbeContext
-from procbench.audit.probes.choice import contrasts, fit_discriminant
 from procbench.audit.probes.shortcut import choice_batch
 from procbench.audit.stats import mc_hits
 from procbench.errors import BadInput
 from procbench.progress import SILENT, Progress
-from procbench.shortcuts import ChoiceBatch
+from procbench.shortcuts import ChoiceBatch, contrasts, fit_discriminant
 from procbench.store import Store
 
 __all__ = [

@@ -7,14 +7,14 @@ the questions a shortcut solves.
 
 - ``qid``, ``split``, ``procedure_id``: which question;
 - ``n_choices`` and ``chance`` (``1 / n_choices``);
-- ``choice_only``, ``partial_input``: the cross-fitted probability each probe gives the answer (the
-  probabilities of a question's choices sum to 1);
+- ``choice_only``, ``choice_contrast``, ``partial_input``: the cross-fitted probability each probe of
+  :data:`procbench.shortcuts.MODELS` gives the answer (the probabilities of a question's choices sum to 1);
 - ``shortcut_score``: their mean, the ensemble's probability of the answer;
 - ``shortcut_pick``: whether the ensemble's most probable choice is the answer.
 
 Every question is scored by models that never saw its procedure (procedure-grouped cross-fitting,
 :class:`procbench.shortcuts.ShortcutEnsemble`). Questions the probes cannot score (a choice without a
-vector) have nulls in the four score columns.
+vector) have nulls in the score columns.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ SCORE_SCHEMA = pa.schema(
         ("n_choices", pa.int32()),
         ("chance", pa.float64()),
         ("choice_only", pa.float64()),
+        ("choice_contrast", pa.float64()),
         ("partial_input", pa.float64()),
         ("shortcut_score", pa.float64()),
         ("shortcut_pick", pa.bool_()),
@@ -79,8 +80,7 @@ def shortcut_scores(aset: AuditSet, ctx: ProbeContext) -> pa.Table:
             pa.array(aset.procedure_ids, pa.string()),
             pa.array(n_choices.astype(np.int32)),
             pa.array(1.0 / np.maximum(n_choices, 1)),
-            column(at_answer["choice_only"]),
-            column(at_answer["partial_input"]),
+            *(column(at_answer[name]) for name in MODELS),
             column(at_answer["ensemble"]),
             column(pick),
         ],

@@ -344,7 +344,7 @@ def _probe(arena: Arena, options: AdversarialOptions, seed: int) -> tuple[Shortc
 
 def chance_gap(accuracy: dict[str, float], chance: float) -> float:
     """How far the probe (or their mean) farthest from chance is from it."""
-    return max(abs(accuracy[name] - chance) for name in (*MODELS, "ensemble"))
+    return max(abs(accuracy[name] - chance) for name in (*MODELS, "ensemble") if name in accuracy)
 
 
 def chance_margin(options: AdversarialOptions, chance: float, n_q: int) -> float:
@@ -354,7 +354,7 @@ def chance_margin(options: AdversarialOptions, chance: float, n_q: int) -> float
 
 def lagging_probes(accuracy: dict[str, float], chance: float, margin: float) -> tuple[str, ...]:
     """The probes (:data:`MODELS`) whose accuracy is below chance by more than ``margin``."""
-    return tuple(name for name in MODELS if accuracy[name] < chance - margin)
+    return tuple(name for name in MODELS if name in accuracy and accuracy[name] < chance - margin)
 
 
 def filter_negatives(
@@ -473,7 +473,7 @@ def prune_predictable(
             accuracies.append(accuracy)
             # the probes above chance tell a question by solving it; one below chance, by rating its answer lowest
             # (dropping what the ensemble solves would push that probe further below)
-            telling = [name for name in MODELS if accuracy[name] > chance + margin]
+            telling = [name for name in MODELS if accuracy.get(name, chance) > chance + margin]
             lagging = lagging_probes(accuracy, chance, margin)
             for name in telling or ([] if lagging else ["ensemble"]):
                 solved += hits(probs[name], answers, valid)

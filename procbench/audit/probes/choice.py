@@ -24,11 +24,11 @@ from procbench.audit.probes.common import choices_with_vectors, require_multiple
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import chance_level, mc_hits, percentile_ci
+from procbench.shortcuts import contrasts, fit_discriminant
 
-__all__ = ["choice_features", "choice_only", "fit_discriminant"]
+__all__ = ["choice_features", "choice_only"]
 
 DIMS = 64
-SHRINKAGE = 0.1
 _BLOCK = 64
 
 
@@ -41,25 +41,6 @@ def choice_features(aset: AuditSet, reduced: np.ndarray) -> np.ndarray:
         return padded[choice[:, :, 0]].astype(np.float64)
     per = max(4, min(reduced.shape[1], DIMS // length))
     return padded[:, :per][choice].reshape(n, k, length * per).astype(np.float64)
-
-
-def fit_discriminant(features: np.ndarray, valid: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``(d, d)`` inverse of the shrunk covariance of the valid choices of ``rows`` (no labels used)."""
-    flat = features[valid & rows[:, None]]
-    cov = np.atleast_2d(np.cov(flat, rowvar=False))
-    target = np.trace(cov) / len(cov) if np.trace(cov) > 0 else 1.0
-    shrunk = (1 - SHRINKAGE) * cov + SHRINKAGE * target * np.eye(len(cov))
-    return np.linalg.pinv(shrunk)
-
-
-def contrasts(features: np.ndarray, valid: np.ndarray, answers: np.ndarray) -> np.ndarray:
-    """``(n, d)`` correct choice minus the mean of the question's wrong choices."""
-    n, k, _ = features.shape
-    correct = np.arange(k)[None, :] == answers[:, None]
-    wrong = valid & ~correct
-    right = features[np.arange(n), np.clip(answers, 0, k - 1)]
-    others = (features * wrong[..., None]).sum(axis=1) / np.maximum(wrong.sum(axis=1), 1)[:, None]
-    return right - others
 
 
 @register("choice_only", kind="accuracy", summary="classifier that sees only the choices (hasty student)")
