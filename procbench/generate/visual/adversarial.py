@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from procbench.generate.adversarial import (
+    CLUSTER_COUNT_COLUMNS,
     ITEM_COUNT_COLUMNS,
     AdversarialOptions,
     AdversarialResult,
@@ -108,8 +109,12 @@ def filter_image_negatives(
     closer = distances_to(data, candidates, points) < radius[:, None]
     slot_closer = distances_to(data, negatives, points) < radius[:, None]
     vectors = np.asarray(data.vectors, dtype=np.float32)
-    # an image may be a negative about as often as the pool's share allows (K negatives per question)
+    # an image may be a choice about as often as the pool's share allows (K negatives per question), an answer
+    # counting as one: answers shown once more than other images give themselves away by how often they are shown
+    # (RecipeQA step texts as images: 786 of 1221 answers shown twice, most negatives once; partial-input 0.43)
     per_image = max(1, int(np.ceil(negatives.shape[1] * n_q / max(1, n_rows))))
+    copies = np.full(n_rows, per_image + 1, dtype=np.int64)
+    copies[answers] = per_image
     arena = Arena(
         vectors=vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12),
         identity=np.arange(n_rows, dtype=np.int64),
@@ -118,7 +123,8 @@ def filter_image_negatives(
         negatives=negatives,
         candidates=candidates,
         groups=proc,
-        copies=np.full(n_rows, per_image, dtype=np.int64),
+        copies=copies,
+        clusters=image_clusters(vectors, seed),
         candidate_class=closer.astype(np.int64),
         negative_class=slot_closer.astype(np.int64),
         placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),  # the only slot without an image
@@ -137,6 +143,19 @@ def filter_image_negatives(
     result.replacements = result.replacements + redrawn  # a redrawn start counts as replaced
     summary = {**result.summary(), "start": "nearest the answer's distance to the question mean, on each side"}
     return result.negatives, result.replacements, _kept(result, n_q), summary
+
+
+#: The probes' cluster-frequency feature counts choices per KMeans cluster of the images (as the audit's
+#: ``partial_input`` does, which clusters a set's choice images into at most 16).
+ADVERSARIAL_CLUSTERS = 16
+
+
+def image_clusters(vectors: np.ndarray, seed: int) -> np.ndarray:
+    """``(N,)`` KMeans cluster of every image row ``vectors (N, D)`` (the probes' cluster-frequency feature)."""
+    from procbench.generate.debias import cluster_titles
+
+    n_clusters = int(min(ADVERSARIAL_CLUSTERS, len(vectors)))
+    return cluster_titles(vectors, n_clusters=n_clusters, seed=seed).labels
 
 
 def _kept(result: AdversarialResult, n_q: int) -> np.ndarray:
@@ -185,12 +204,18 @@ def _procedure_images(data: VisualData, proc: np.ndarray) -> np.ndarray:
 
 
 def _coherence_batch(
-    data: VisualData, rows: np.ndarray, groups: np.ndarray, counts: np.ndarray | None = None
+    data: VisualData,
+    rows: np.ndarray,
+    groups: np.ndarray,
+    clusters: np.ndarray,
+    on_show: np.ndarray | None = None,
+    replaced: np.ndarray | None = None,
 ) -> tuple[ChoiceBatch, np.ndarray]:
     """The probes' view of coherence questions ``rows (Q, 4)`` (the intruder first) and their features.
 
-    ``counts``: ``(Q, 4)`` how often each choice is a choice in the whole set (the item-frequency feature);
-    None: counted within ``rows`` (the whole set).
+    ``clusters``: ``(N,)`` each image's cluster. ``on_show``: ``(N,)`` how often each image is a choice in the whole
+    set, for variants of its questions: ``rows[:, 0]`` has replaced the intruder ``replaced (Q,)`` (the item- and
+    cluster-frequency features count the set after the swap); None: ``rows`` is the whole set, counted within.
     """
     n = len(rows)
     batch = ChoiceBatch(
@@ -200,11 +225,18 @@ def _coherence_batch(
         valid=np.ones(rows.shape, dtype=bool),
         answers=np.zeros(n, dtype=np.int64),
         groups=groups,
-        choice_ids=rows if counts is None else None,
+        choice_ids=rows if on_show is None else None,
+        clusters=clusters[rows] if on_show is None else None,
     )
     features = choice_features(batch)
-    if counts is not None:
-        features[:, :, ITEM_COUNT_COLUMNS] = within_question(np.log1p(counts.astype(np.float64)), batch.valid)
+    if on_show is not None and replaced is not None:
+        counts = on_show[rows]
+        counts[:, 0] += 1  # the candidate's new appearance (its old ones, e.g. as a coherent image, are counted)
+        per_cluster = np.bincount(clusters, weights=on_show, minlength=int(clusters.max()) + 1)
+        cluster = clusters[rows]
+        cluster_counts = per_cluster[cluster] + (cluster == cluster[:, :1]) - (cluster == clusters[replaced][:, None])
+        for columns, values in ((ITEM_COUNT_COLUMNS, counts), (CLUSTER_COUNT_COLUMNS, cluster_counts)):
+            features[:, :, columns] = within_question(np.log1p(values.astype(np.float64)), batch.valid)
     return batch, features
 
 
@@ -280,6 +312,7 @@ def filter_intruders(
             replacements[q] += 1
     unmet = len(close) - int(replacements.sum())
     on_show = np.bincount(coherent.reshape(-1), minlength=n_rows) + uses  # choices of the whole set, per image
+    clusters = image_clusters(np.asarray(data.vectors, dtype=np.float32), seed)
     chance = 0.25
     margin = chance_margin(options, chance, n_q)
     result = AdversarialResult(current[:, None].copy(), replacements.copy(), options=options)
@@ -287,7 +320,7 @@ def filter_intruders(
     progress.start("adversarial filtering", total=options.rounds)
     for round_number in range(options.rounds + 1):
         rows = np.concatenate([current[:, None], coherent], axis=1)
-        batch, features = _coherence_batch(data, rows, proc)
+        batch, features = _coherence_batch(data, rows, proc, clusters)
         ensemble = ShortcutEnsemble(n_folds=options.n_folds, seed=seed + round_number).fit(batch, features)
         probs = ensemble.predict(batch, features)
         accuracy = {name: round(float(hits(p, batch.answers, batch.valid).mean()), 4) for name, p in probs.items()}
@@ -311,7 +344,7 @@ def filter_intruders(
                 targets |= probs[name][:, 0] < probs[name][:, 1:].min(axis=1)
         changed = _replace_intruders(
             data, np.flatnonzero(targets), rows, proc, candidates, allowed, ensemble, probs, on_show, uses, capacity,
-            rng, lagging_probes(accuracy, chance, margin),
+            clusters, rng, lagging_probes(accuracy, chance, margin),
         )  # fmt: skip
         current[changed] = rows[changed, 0]
         replacements[changed] += 1
@@ -330,6 +363,7 @@ def filter_intruders(
             negatives=coherent,
             candidates=np.full((n_q, 1), -1, dtype=np.int64),
             groups=proc,
+            clusters=clusters,
         )
         floor = math.ceil(options.min_yield * n_q)
         result.kept, result.pruning, result.best_step = prune_predictable(final, options, floor, seed=seed)
@@ -356,6 +390,7 @@ def _replace_intruders(
     on_show: np.ndarray,
     uses: np.ndarray,
     capacity: int,
+    clusters: np.ndarray,
     rng: np.random.Generator,
     lagging: tuple[str, ...] = (),
 ) -> np.ndarray:
@@ -374,9 +409,8 @@ def _replace_intruders(
             continue
         variant = rows[part][t].copy()
         variant[:, 0] = candidates[part][t, m]
-        counts = on_show[variant]
-        counts[:, 0] += 1  # the candidate's new appearance (its old ones, e.g. as a coherent image, are counted)
-        batch, features = _coherence_batch(data, variant, proc[part][t], counts)
+        replaced = rows[part][t, 0]
+        batch, features = _coherence_batch(data, variant, proc[part][t], clusters, on_show, replaced)
         gap[start + t, m] = probe_costs(ensemble.predict(batch, features), chance, lagging)
     current = probe_costs({name: p[targets] for name, p in probs.items()}, chance, lagging)
     changed = []
