@@ -12,6 +12,7 @@ from procbench.shortcuts import (
     answer_scores,
     choice_features,
     choice_view,
+    distance_gaps,
     group_folds,
     hits,
 )
@@ -108,6 +109,21 @@ def test_the_choice_only_model_sees_each_choice_against_its_question() -> None:
     assert np.allclose(fitted.direction, basis.inverse @ contrast.mean(axis=0))
     scores = fitted.decision_function(batch.choice_vectors.reshape(-1, dim)).reshape(n, 4)
     assert np.allclose(scores, projected @ fitted.direction)
+
+
+def test_distance_gaps_measure_how_near_the_next_choice_is() -> None:
+    distances = np.array([[1.0, 1.1, 1.5, 2.0], [0.5, 0.5, 0.9, 3.0]])
+    valid = np.array([[True, True, True, True], [True, False, True, True]])
+    gaps = distance_gaps(distances, valid)
+    assert np.allclose(gaps[0], [0.1, 0.1, 0.4, 0.5])
+    assert np.allclose(gaps[1, [0, 2, 3]], [0.4, 0.4, 2.1])  # the invalid choice is nobody's neighbour
+    assert (distance_gaps(np.array([[1.0, 2.0]]), np.array([[True, False]])) == 0).all()
+    # the feature is there for the probes, also scaled and ranked within the question
+    batch = _batch(30, shortcut=None, seed=1)
+    feats = choice_features(batch)
+    assert {"qmean_gap_value", "qmean_gap_rank"} <= set(FEATURE_NAMES)
+    to_qmean = feats[:, :, FEATURE_NAMES.index("qmean_value")]
+    assert np.allclose(feats[:, :, FEATURE_NAMES.index("qmean_gap_value")], distance_gaps(to_qmean, batch.valid))
 
 
 def test_no_shortcut_stays_near_chance() -> None:
