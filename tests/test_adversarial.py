@@ -10,6 +10,7 @@ from procbench.generate.adversarial import (
     Arena,
     filter_negatives,
     initial_negatives,
+    lattice_targets,
     prune_predictable,
     usable_candidates,
 )
@@ -117,6 +118,39 @@ def test_initial_negatives_follow_preference_and_capacity() -> None:
     shared = Arena(**{**arena.__dict__, "candidates": np.tile(arena.candidates[0], (40, 1))})
     start, _, unfilled = initial_negatives(shared, seed=0)
     assert (~unfilled).sum() == 4 and (start[unfilled] == -1).all()
+
+
+def test_lattice_targets_space_the_choices_evenly_around_the_answer() -> None:
+    targets = lattice_targets(np.array([0, 1, 2, 3]), 0.5, 3)
+    assert targets.tolist() == [[0.5, 1.0, 1.5], [-0.5, 0.5, 1.0], [-0.5, -1.0, 0.5], [-0.5, -1.0, -1.5]]
+    for rank, row in enumerate(targets):
+        spaced = np.sort(np.append(row, 0.0))
+        assert (row < 0).sum() == rank and np.allclose(np.diff(spaced), 0.5)
+
+
+def test_slot_targets_take_the_candidate_nearest_each_target_on_its_side() -> None:
+    arena = _arena(30, seed=4, on_topic=8, off_topic=8)
+    rng = np.random.default_rng(0)
+    offsets = np.round(rng.uniform(-1, 1, size=arena.candidates.shape), 3)
+    arena.candidate_class = (offsets < 0).astype(np.int64)
+    targets = lattice_targets(rng.integers(0, 4, 30), 0.2, 3)
+    start, classes, unfilled = initial_negatives(arena, seed=0, offsets=offsets, targets=targets)
+    assert not unfilled.any()
+    usable = usable_candidates(arena, AdversarialOptions())
+    for q in range(30):
+        column = {int(r): m for m, r in enumerate(arena.candidates[q].tolist())}
+        picked = [column[int(r)] for r in start[q]]
+        assert sorted(classes[q].tolist()) == sorted(arena.candidate_class[q, picked].tolist())
+        assert (offsets[q, picked] < 0).sum() == (targets[q] < 0).sum()  # the answer's rank is the targets'
+        # the slot nearest 0 got the usable candidate nearest its target on its side
+        first = int(np.argmin(np.abs(targets[q])))
+        side = usable[q] & ((offsets[q] < 0) == (targets[q, first] < 0))
+        best = np.flatnonzero(side)[np.argmin(np.abs(offsets[q, side] - targets[q, first]))]
+        assert best in picked
+    again = initial_negatives(arena, seed=0, offsets=offsets, targets=targets)[0]
+    assert (again == start).all()
+    with pytest.raises(ValueError, match="targets need offsets"):
+        initial_negatives(arena, seed=0, targets=targets)
 
 
 def test_usable_candidates_exclude_paraphrases_and_shown_items() -> None:

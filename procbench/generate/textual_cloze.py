@@ -65,10 +65,12 @@ import numpy as np
 
 from procbench.errors import BadInput
 from procbench.generate.adversarial import (
+    LATTICE_SPACING,
     AdversarialOptions,
     Arena,
     filter_negatives,
     initial_negatives,
+    lattice_targets,
     usable_candidates,
 )
 from procbench.generate.debias import ClusterBudget, Clustering, cluster_titles, default_n_clusters, draw_negatives
@@ -956,15 +958,15 @@ def _skip(outcome: _Outcome, reason: str, n: int) -> None:
         outcome.skipped_questions[reason] += n
 
 
-def _question_closeness(arena: Arena) -> tuple[np.ndarray, np.ndarray]:
-    """``(Q, M)`` class of each candidate (1: closer to the question mean than the answer, 0: not, -1: padding)
-    and how far its distance to the mean is from the answer's."""
+def _question_closeness(arena: Arena) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(Q, M)`` class of each candidate (1: closer to the question mean than the answer, 0: not, -1: padding),
+    ``(Q, M)`` its distance to the mean minus the answer's, and ``(Q,)`` the answer's distance to the mean."""
     vectors = arena.vectors
     qmean = _question_means(arena)
     to_answer = np.linalg.norm(vectors[arena.answers] - qmean, axis=1)
     to_candidate = np.linalg.norm(vectors[np.maximum(arena.candidates, 0)] - qmean[:, None, :], axis=2)
     classes = np.where(arena.candidates >= 0, (to_candidate < to_answer[:, None]).astype(np.int64), -1)
-    return classes, np.abs(to_candidate - to_answer[:, None])
+    return classes, (to_candidate - to_answer[:, None]).astype(np.float64), to_answer
 
 
 def _answer_ranks(arena: Arena, options: AdversarialOptions, splits: np.ndarray, *, seed: int) -> np.ndarray:
@@ -1033,13 +1035,15 @@ def _adversarial(
         copies=_copies(pool, answers),
         placeholder=np.array([d.position for d in drafts], dtype=np.int64),
     )
-    arena.candidate_class, gap = _question_closeness(arena)
+    arena.candidate_class, offsets, to_answer = _question_closeness(arena)
     ranks = _answer_ranks(arena, options, np.array([pool.group_of[d.procedure_id] for d in drafts]), seed=seed)
     ranked = ranks >= 0
     _skip(outcome, "rank_balance", int((~ranked).sum()))
-    arena, ranks, gap = arena.subset(ranked, negatives=arena.negatives[ranked]), ranks[ranked], gap[ranked]
+    arena, ranks, offsets = arena.subset(ranked, negatives=arena.negatives[ranked]), ranks[ranked], offsets[ranked]
     drafts = [d for d, k in zip(drafts, ranked.tolist(), strict=True) if k]
-    start, classes, unfilled = initial_negatives(arena, options, seed=seed, wants=CLOZE_WANTS[ranks], preference=gap)
+    # the rank-r answer has r negatives closer to the question, evenly spaced in distance with it
+    targets = lattice_targets(ranks, LATTICE_SPACING * float(np.std(to_answer)), N_NEGATIVES)
+    start, classes, unfilled = initial_negatives(arena, options, seed=seed, offsets=offsets, targets=targets)
     _skip(outcome, "few_candidates", int(unfilled.sum()))
     keep = ~unfilled
     arena, ranks = arena.subset(keep, negatives=start[keep]), ranks[keep]

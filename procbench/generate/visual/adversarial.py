@@ -25,6 +25,7 @@ import numpy as np
 from procbench.generate.adversarial import (
     CLUSTER_COUNT_COLUMNS,
     ITEM_COUNT_COLUMNS,
+    LATTICE_SPACING,
     AdversarialOptions,
     AdversarialResult,
     Arena,
@@ -33,6 +34,7 @@ from procbench.generate.adversarial import (
     filter_negatives,
     initial_negatives,
     lagging_probes,
+    lattice_targets,
     probe_costs,
     prune_predictable,
 )
@@ -130,18 +132,19 @@ def filter_image_negatives(
         placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),  # the only slot without an image
     )
     # the start: on each side of the answer's distance to the question mean as many negatives as were drawn (the
-    # rank stays), the usable candidates whose distance is nearest the answer's; a question without enough keeps
-    # its drawn ones. Answers lie at a typical distance from their question, and a negative far nearer (or
-    # farther) than any answer gives the answer away whatever its rank.
-    wants = np.stack([(~slot_closer).sum(axis=1), slot_closer.sum(axis=1)], axis=1)
-    level = np.abs(distances_to(data, candidates, points) - radius[:, None])
-    start, classes, unfilled = initial_negatives(arena, options, seed=seed, wants=wants, preference=level)
+    # rank stays), the usable candidates nearest an even spacing of the choices' distances around the answer's
+    # (lattice_targets); a question without enough keeps its drawn ones. Answers lie at a typical distance from
+    # their question, and a negative far nearer (or farther) than any answer gives the answer away whatever its
+    # rank; negatives bunched at the answer's distance leave it the choice with the nearest neighbour.
+    offsets = (distances_to(data, candidates, points) - radius[:, None]).astype(np.float64)
+    targets = lattice_targets(slot_closer.sum(axis=1), LATTICE_SPACING * float(np.std(radius)), negatives.shape[1])
+    start, classes, unfilled = initial_negatives(arena, options, seed=seed, offsets=offsets, targets=targets)
     start[unfilled], classes[unfilled] = negatives[unfilled], slot_closer[unfilled]
     arena.negatives, arena.negative_class = start, classes
     redrawn = (start != negatives).sum(axis=1)
     result = filter_negatives(arena, options, seed=seed, progress=progress)
     result.replacements = result.replacements + redrawn  # a redrawn start counts as replaced
-    summary = {**result.summary(), "start": "nearest the answer's distance to the question mean, on each side"}
+    summary = {**result.summary(), "start": "evenly spaced distances to the question mean around the answer's"}
     return result.negatives, result.replacements, _kept(result, n_q), summary
 
 
