@@ -288,7 +288,7 @@ def initial_negatives(
     candidates with lower values are taken first (None: in random order). ``offsets`` ``(Q, M)`` and ``targets``
     ``(Q, K)`` (together, e.g. from :func:`lattice_targets`): slot k takes, among the candidates of its class, the
     one whose offset is nearest ``targets[:, k]`` on the same side of 0 (slots nearest 0 first); the classes must
-    follow the sign of the offsets and ``wants`` is not needed.
+    follow the sign of the offsets, and ``wants`` and ``preference`` are not used.
     """
     if targets is not None:
         if offsets is None or arena.candidate_class is None:
@@ -379,17 +379,18 @@ def _slot_negatives(
     need_below = (targets < 0).sum(axis=1)
     have_below = (allowed & below).sum(axis=1)
     have_above = (allowed & ~below).sum(axis=1)
+    need_above = n_neg - need_below
     slack = np.minimum(
-        np.where(need_below > 0, have_below - need_below, n_q), np.where(need_below < n_neg, have_above, n_q)
+        np.where(need_below > 0, have_below - need_below, n_q), np.where(need_above > 0, have_above - need_above, n_q)
     )
     for q in np.lexsort((rng.random(n_q), slack)).tolist():
         seen = {int(arena.identity[arena.answers[q]])}
         seen.update(int(arena.identity[r]) for r in arena.question_items[q].tolist() if r >= 0)
+        codes = arena.identity[np.maximum(arena.candidates[q], 0)]
         picked: list[int] = []
         for k in np.argsort(np.abs(targets[q]), kind="stable").tolist():
             side = below[q] if targets[q, k] < 0 else ~below[q]
             ok = allowed[q] & side & (klass[q] >= 0)
-            codes = arena.identity[np.maximum(arena.candidates[q], 0)]
             ok &= uses[codes] < capacity[codes]
             ok &= ~np.isin(codes, list(seen))
             if not ok.any():
