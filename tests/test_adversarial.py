@@ -8,6 +8,7 @@ import pytest
 from procbench.generate.adversarial import (
     AdversarialOptions,
     Arena,
+    RepeatedEnsemble,
     filter_negatives,
     initial_negatives,
     lattice_targets,
@@ -151,6 +152,18 @@ def test_slot_targets_take_the_candidate_nearest_each_target_on_its_side() -> No
     assert (again == start).all()
     with pytest.raises(ValueError, match="targets need offsets"):
         initial_negatives(arena, seed=0, targets=targets)
+
+
+def test_a_repeated_ensemble_averages_its_members_fold_by_fold() -> None:
+    arena = _arena(60, seed=5)
+    batch = arena.batch()
+    members = [ShortcutEnsemble(n_folds=3, seed=s).fit(batch) for s in (0, 1)]
+    assert members[0].fold_of != members[1].fold_of  # two assignments of procedures to folds
+    mean = RepeatedEnsemble(members).predict(batch)
+    one, two = (m.predict(batch) for m in members)
+    assert set(mean) == set(one)
+    for name, probs in mean.items():
+        assert np.allclose(probs, (one[name] + two[name]) / 2) and np.allclose(probs.sum(axis=1), 1.0)
 
 
 def test_usable_candidates_exclude_paraphrases_and_shown_items() -> None:
