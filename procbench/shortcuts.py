@@ -197,8 +197,7 @@ def _distance_features(batch: ChoiceBatch) -> list[np.ndarray]:
     adjacent = _adjacent_distance(item_dist, batch)
     gram = np.einsum("qcd,qed->qce", choices, choices)
     pair = np.sqrt(np.maximum(2.0 - 2.0 * gram, 0.0))
-    both = batch.valid[:, :, None] & batch.valid[:, None, :]
-    np.einsum("qcc->qc", both)[...] = False
+    both = _other_choices(batch.valid)
     others = np.where(both, pair, 0.0).sum(axis=2) / np.maximum(both.sum(axis=2), 1)
     gap = distance_gaps(to_qmean, batch.valid)
     return [within_question(v.astype(np.float64), batch.valid) for v in (to_qmean, gap, nearest, adjacent, others)]
@@ -212,10 +211,15 @@ def distance_gaps(distances: np.ndarray, valid: np.ndarray) -> np.ndarray:
     whatever its rank: on adversarial sets the answer was in the pair of choices nearest in distance in 59-64% of
     the questions (chance 50%), and "pick the choice with the smallest gap" read 0.29-0.34."""
     d = np.asarray(distances, dtype=np.float64)
+    gaps = np.where(_other_choices(valid), np.abs(d[:, :, None] - d[:, None, :]), np.inf).min(axis=2)
+    return np.where(np.isfinite(gaps), gaps, 0.0)
+
+
+def _other_choices(valid: np.ndarray) -> np.ndarray:
+    """``(Q, C, C)`` whether choice ``j`` is another valid choice of valid choice ``i``'s question."""
     both = valid[:, :, None] & valid[:, None, :]
     np.einsum("qcc->qc", both)[...] = False
-    gaps = np.where(both, np.abs(d[:, :, None] - d[:, None, :]), np.inf).min(axis=2)
-    return np.where(np.isfinite(gaps), gaps, 0.0)
+    return both
 
 
 def _adjacent_distance(item_dist: np.ndarray, batch: ChoiceBatch) -> np.ndarray:

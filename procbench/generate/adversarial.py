@@ -58,6 +58,9 @@ __all__ = [
 ]
 
 
+#: The probes' cluster-frequency feature counts choices per KMeans cluster of the pool's items (as the audit's
+#: ``partial_input`` does, which clusters a set's choice items into at most 16).
+ADVERSARIAL_CLUSTERS = 16
 #: Columns of :func:`choice_features` that count how often an item (its cluster) is a choice in the whole set.
 ITEM_COUNT_COLUMNS = [FEATURE_NAMES.index(f"item_count_{kind}") for kind in WITHIN_KINDS]
 CLUSTER_COUNT_COLUMNS = [FEATURE_NAMES.index(f"cluster_count_{kind}") for kind in WITHIN_KINDS]

@@ -65,6 +65,7 @@ import numpy as np
 
 from procbench.errors import BadInput
 from procbench.generate.adversarial import (
+    ADVERSARIAL_CLUSTERS,
     LATTICE_SPACING,
     AdversarialOptions,
     Arena,
@@ -862,11 +863,6 @@ def _copies(pool: _Pool, answers: np.ndarray) -> np.ndarray:
     spare = np.bincount(pool.norm_codes[free & rows], minlength=len(pool.norm_counts))
     fair = np.maximum(1, np.rint(N_NEGATIVES * copies * share)).astype(np.int64)
     return np.minimum(fair, spare)
-
-
-#: Adversarial setting: the probes' cluster-frequency feature counts choices per KMeans cluster of the items
-#: (as the audit's ``partial_input`` does, which clusters a set's choice items into at most 16).
-ADVERSARIAL_CLUSTERS = 16
 
 
 def _item_clusters(pool: _Pool, seed: int) -> np.ndarray:

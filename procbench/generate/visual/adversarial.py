@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from procbench.generate.adversarial import (
+    ADVERSARIAL_CLUSTERS,
     CLUSTER_COUNT_COLUMNS,
     ITEM_COUNT_COLUMNS,
     LATTICE_SPACING,
@@ -108,7 +109,8 @@ def filter_image_negatives(
     candidates = np.concatenate([near_answer, near_question, near_negatives], axis=1)
     # a replacement keeps its slot's side of the answer's distance to the question mean: the answer's rank stays
     radius = distances_to(data, answers[:, None], points)[:, 0]
-    closer = distances_to(data, candidates, points) < radius[:, None]
+    offsets = (distances_to(data, candidates, points) - radius[:, None]).astype(np.float64)  # (Q, M)
+    closer = offsets < 0
     slot_closer = distances_to(data, negatives, points) < radius[:, None]
     vectors = np.asarray(data.vectors, dtype=np.float32)
     # an image may be a choice about as often as the pool's share allows (K negatives per question), an answer
@@ -136,7 +138,6 @@ def filter_image_negatives(
     # (lattice_targets); a question without enough keeps its drawn ones. Answers lie at a typical distance from
     # their question, and a negative far nearer (or farther) than any answer gives the answer away whatever its
     # rank; negatives bunched at the answer's distance leave it the choice with the nearest neighbour.
-    offsets = (distances_to(data, candidates, points) - radius[:, None]).astype(np.float64)
     targets = lattice_targets(slot_closer.sum(axis=1), LATTICE_SPACING * float(np.std(radius)), negatives.shape[1])
     start, classes, unfilled = initial_negatives(arena, options, seed=seed, offsets=offsets, targets=targets)
     start[unfilled], classes[unfilled] = negatives[unfilled], slot_closer[unfilled]
@@ -146,11 +147,6 @@ def filter_image_negatives(
     result.replacements = result.replacements + redrawn  # a redrawn start counts as replaced
     summary = {**result.summary(), "start": "evenly spaced distances to the question mean around the answer's"}
     return result.negatives, result.replacements, _kept(result, n_q), summary
-
-
-#: The probes' cluster-frequency feature counts choices per KMeans cluster of the images (as the audit's
-#: ``partial_input`` does, which clusters a set's choice images into at most 16).
-ADVERSARIAL_CLUSTERS = 16
 
 
 def image_clusters(vectors: np.ndarray, seed: int) -> np.ndarray:
