@@ -272,3 +272,22 @@ def test_pruning_pulls_a_probe_below_chance_back(monkeypatch: pytest.MonkeyPatch
     assert log[0]["accuracy"]["choice_only"] < 0.35 and best > 0
     dropped = ~kept
     assert dropped.any() and lowest[dropped].all()  # only questions whose answer choice-only rated lowest
+
+
+def test_candidates_are_judged_by_the_probes_of_the_last_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round scores swaps with its own ensemble and those of the rounds before it, at most JUDGE_ROUNDS of them."""
+    import procbench.generate.adversarial as adv
+
+    judged: list[list[int]] = []
+    original_replace = adv._replace
+
+    def replace(work: Arena, above: np.ndarray, below: np.ndarray, probs: dict, judge: RepeatedEnsemble, *rest):
+        judged.append([id(member) for member in judge.members])
+        return original_replace(work, above, below, probs, judge, *rest)
+
+    monkeypatch.setattr(adv, "_replace", replace)
+    result = filter_negatives(_arena(80, seed=2), AdversarialOptions(rounds=5, n_folds=3, z=0.0), seed=0)
+    assert len(judged) == 5 and result.replacements.sum() > 0
+    sizes = [len(members) for members in judged]
+    assert sizes == [adv.PROBE_REPEATS * min(r + 1, adv.JUDGE_ROUNDS) for r in range(5)]
+    assert len(set(judged[-1])) == len(judged[-1])  # distinct members: three rounds' ensembles, not one repeated

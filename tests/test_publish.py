@@ -129,7 +129,7 @@ def test_a_textual_sweep_loads_in_a_fresh_offline_process(store: Path, tmp_path:
     assert run.returncode == 0, run.stderr[-2000:]
     assert json.loads(run.stdout.strip().splitlines()[-1]) == result.configs
     card = (out / "README.md").read_text()
-    assert "adversarial filtering: at most 10 rounds" in card and "negatives replaced in" in card
+    assert "adversarial filtering: at most 15 rounds" in card and "negatives replaced in" in card
     assert "budget auto:" in card and "yield " in card
 
 

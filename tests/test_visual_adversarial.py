@@ -168,7 +168,7 @@ def test_ordering_filter_removes_the_path_rank_shortcut(drifting_store: Store) -
     assert len(rows) == result.counts["per_setting"]["adversarial"]["questions"]
     assert summary["pruned"] <= 0.15 * (len(rows) + summary["pruned"]) + 1  # min_yield 0.85 of the drafted
     card = (result.paths["adversarial"] / "card.md").read_text()
-    assert "adversarial filtering: at most 10 rounds" in card and "wrong orders replaced in" in card
+    assert "adversarial filtering: at most 15 rounds" in card and "wrong orders replaced in" in card
     # the knob setting of the same questions: the authored order is the shortest far more often than 1 in 4
     knobs = generate(drifting_store, "visual-ordering", Setting("knobs", (0, 0, 0)), seed=0).paths["knobs-000"]
     shortest = [

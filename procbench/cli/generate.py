@@ -51,7 +51,7 @@ def command(
         ),
     ] = False,
     rounds: Annotated[
-        int | None, typer.Option("--rounds", help="--adversarial: round limit of the filtering [10].", min=0)
+        int | None, typer.Option("--rounds", help="--adversarial: round limit of the filtering [15].", min=0)
     ] = None,
     ceiling: Annotated[
         float | None,

@@ -1103,7 +1103,7 @@ def build(
         min_distance: RecipeQA style's fixed distance (default: the median distance of random title pairs).
         items: ``title`` (step headlines), ``text`` (step texts, for corpora without headlines; the context
             then leaves out the question's own steps) or ``action`` (step action tuples, ``procbench extract``).
-        rounds: adversarial filtering's round limit (default 10).
+        rounds: adversarial filtering's round limit (default 15).
         ceiling: adversarial negatives' cosine-similarity ceiling to the answer and question items (default 0.8).
         min_yield: adversarial: when replacing negatives leaves the probes above chance, drop the questions they
             still solve while this share of the drafted questions stays (default 0.85; 1: drop none).
@@ -1130,7 +1130,7 @@ def build(
     if (rounds is not None or ceiling is not None or min_yield is not None) and "adversarial" not in styles:
         raise BadInput("--rounds, --ceiling and --min-yield apply only with --adversarial (or --sweep)")
     options = AdversarialOptions(
-        rounds=10 if rounds is None else rounds,
+        rounds=AdversarialOptions.rounds if rounds is None else rounds,
         ceiling=0.8 if ceiling is None else ceiling,
         min_yield=MIN_YIELD if min_yield is None else min_yield,
     )
