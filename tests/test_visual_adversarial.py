@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 
 from procbench.cli import app
 from procbench.generate import Setting, generate
-from procbench.generate.adversarial import AdversarialOptions, chance_gap
+from procbench.generate.adversarial import JUDGE_ROUNDS, AdversarialOptions, chance_gap
+from procbench.generate.visual import adversarial as visual_adversarial
 from procbench.generate.visual.adversarial import (
     ORDERS,
     filter_intruders,
@@ -103,9 +104,18 @@ def test_coherence_filter_moves_the_probes_to_chance_and_keeps_the_rank(
     coherent = np.array([[row[c] for j, c in enumerate(q["choices"]) if j != q["answer"]] for q in questions])
     intruders = np.array([row[q["choices"][q["answer"]]] for q in questions])
     ranks = np.array([q["meta"]["answer_rank"] for q in questions])
+    judges: list[int] = []  # how many ensembles judge each round's swaps
+    replace = visual_adversarial._replace_intruders
+
+    def spy(data: VisualData, targets: np.ndarray, rows: np.ndarray, proc: np.ndarray, *rest: object) -> np.ndarray:
+        judges.append(len(rest[2].members))  # type: ignore[attr-defined]
+        return replace(data, targets, rows, proc, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(visual_adversarial, "_replace_intruders", spy)
     picked, replacements, kept, summary = filter_intruders(
         data, proc, coherent, intruders, ranks, options=OPTIONS, seed=3
     )
+    assert len(judges) >= 2 and judges == [min(r + 1, JUDGE_ROUNDS) for r in range(len(judges))]
     again = filter_intruders(data, proc, coherent, intruders, ranks, options=OPTIONS, seed=3)
     assert np.array_equal(picked, again[0]) and np.array_equal(kept, again[2]) and summary == again[3]
     assert kept.all() and summary["pruned"] == 0  # min_yield 1: no question dropped

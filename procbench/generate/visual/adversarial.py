@@ -26,10 +26,12 @@ from procbench.generate.adversarial import (
     ADVERSARIAL_CLUSTERS,
     CLUSTER_COUNT_COLUMNS,
     ITEM_COUNT_COLUMNS,
+    JUDGE_ROUNDS,
     LATTICE_SPACING,
     AdversarialOptions,
     AdversarialResult,
     Arena,
+    RepeatedEnsemble,
     chance_gap,
     chance_margin,
     filter_negatives,
@@ -264,7 +266,8 @@ def filter_intruders(
     the set, and half of the questions one of its probes solves (or, for a probe below chance, where it rates the
     intruder lowest; :data:`INTRUDER_SHARE`, drawn at random) get the candidate that brings every probe's
     probability of the intruder nearest chance, if nearer than now
-    (:func:`~procbench.generate.adversarial.probe_costs`). Candidates are images of other procedures nearest the
+    (:func:`~procbench.generate.adversarial.probe_costs`; judged by the ensembles of the last
+    :data:`~procbench.generate.adversarial.JUDGE_ROUNDS` rounds). Candidates are images of other procedures nearest the
     coherent images' mean and nearest each coherent image, whose rank by distance to the mean of the other three
     choices is the question's (``ranks``, K3=2's uniform rank: it stays what it was) and whose cosine similarity to
     every image of the question's procedure is below ``options.ceiling``; an image is the intruder of at most about
@@ -324,12 +327,14 @@ def filter_intruders(
     margin = chance_margin(options, chance, n_q)
     result = AdversarialResult(current[:, None].copy(), replacements.copy(), options=options)
     best = np.inf
+    recent: list[ShortcutEnsemble] = []  # this round's ensemble first
     progress.start("adversarial filtering", total=options.rounds)
     for round_number in range(options.rounds + 1):
         rows = np.concatenate([current[:, None], coherent], axis=1)
         batch, features = _coherence_batch(data, rows, proc, clusters)
         ensemble = ShortcutEnsemble(n_folds=options.n_folds, seed=seed + round_number).fit(batch, features)
         probs = ensemble.predict(batch, features)
+        recent = [ensemble, *recent][:JUDGE_ROUNDS]
         accuracy = {name: round(float(hits(p, batch.answers, batch.valid).mean()), 4) for name, p in probs.items()}
         entry: dict[str, Any] = {"round": round_number, "accuracy": accuracy, "bound": round(chance + margin, 4)}
         result.rounds.append(entry)
@@ -352,7 +357,7 @@ def filter_intruders(
         told = np.flatnonzero(targets)
         told = np.sort(rng.permutation(told)[: math.ceil(INTRUDER_SHARE * len(told))])
         changed = _replace_intruders(
-            data, told, rows, proc, candidates, allowed, ensemble, probs, on_show, uses, capacity,
+            data, told, rows, proc, candidates, allowed, RepeatedEnsemble(recent), probs, on_show, uses, capacity,
             clusters, rng, lagging_probes(accuracy, chance, margin),
         )  # fmt: skip
         current[changed] = rows[changed, 0]
@@ -394,7 +399,7 @@ def _replace_intruders(
     proc: np.ndarray,
     candidates: np.ndarray,
     allowed: np.ndarray,
-    ensemble: ShortcutEnsemble,
+    ensemble: RepeatedEnsemble,
     probs: dict[str, np.ndarray],
     on_show: np.ndarray,
     uses: np.ndarray,
