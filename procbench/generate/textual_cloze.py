@@ -1131,7 +1131,7 @@ def build(
         raise BadInput("--rounds, --ceiling and --min-yield apply only with --adversarial (or --sweep)")
     options = AdversarialOptions(
         rounds=AdversarialOptions.rounds if rounds is None else rounds,
-        ceiling=0.8 if ceiling is None else ceiling,
+        ceiling=AdversarialOptions.ceiling if ceiling is None else ceiling,
         min_yield=MIN_YIELD if min_yield is None else min_yield,
     )
     if options.rounds < 0 or not 0.0 < options.ceiling <= 1.0 or not 0.0 < options.min_yield <= 1.0:
