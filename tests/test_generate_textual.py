@@ -505,11 +505,16 @@ def _pool_and_options(store: Store, per_procedure: int = 6) -> tuple[Any, list[A
 
 
 def test_adversarial_questions_are_those_whose_answer_other_titles_come_nearest(sample_store: Path) -> None:
-    """Of each procedure's drafts, the adversarial setting asks the one with the most titles of other procedures
-    nearer the question than its answer (an answer nearer than all of them gives itself away)."""
+    """Of each procedure's drafts, the adversarial setting asks, among those whose answer title no other step
+    shares (when it has any), the one with the most titles of other procedures nearer the question than its
+    answer (an answer nearer than all of them gives itself away)."""
     store = Store.open(sample_store)
     pool, options = _pool_and_options(store)
     oracle = Oracle(store)
+    norms = Counter(tc.normalise_title(t) for t in oracle.titles.values() if t is not None)
+
+    def shared(d: Any) -> bool:
+        return norms[tc.normalise_title(oracle.titles[d.answer_key])] > 1
 
     def score(d: Any) -> int:
         shown = [oracle.vectors[oracle.row[k]] for n, k in enumerate(d.keys) if n != d.position]
@@ -529,16 +534,45 @@ def test_adversarial_questions_are_those_whose_answer_other_titles_come_nearest(
     assert [d.procedure_id for d in picked] == sorted(by_procedure)  # one per procedure, in procedure order
     gained = 0
     for d in picked:
-        scores = [score(o) for o in by_procedure[d.procedure_id]]
+        eligible = [o for o in by_procedure[d.procedure_id] if not shared(o)] or by_procedure[d.procedure_id]
+        scores = [score(o) for o in eligible]
+        assert not shared(d) or all(shared(o) for o in by_procedure[d.procedure_id])
         assert score(d) == max(scores)
-        best = [o.number for o, s in zip(by_procedure[d.procedure_id], scores, strict=True) if s == max(scores)]
+        best = [o.number for o, s in zip(eligible, scores, strict=True) if s == max(scores)]
         assert d.number == min(best)
-        gained += score(d) - scores[0]
+        gained += score(d) - score(by_procedure[d.procedure_id][0])
     assert gained > 0  # the first draft (the other settings' question) was often not the best
     two = tc._pick_windows(options, pool, 2)
     assert len(two) == 2 * len(picked) and all(
         len({d.answer_key for d in two if d.procedure_id == pid}) == 2 for pid in by_procedure
     )
+
+
+def test_adversarial_questions_avoid_answers_with_a_generic_title(tmp_path: Path) -> None:
+    """A headline every procedure shares ("Ingredients") would be the answer of many questions and a negative of
+    few, so its count in the set would give it away: the adversarial setting asks another step when it can."""
+    words = ["flour", "sugar", "butter", "lemon", "basil", "garlic", "onion", "pepper", "rice", "beans", "tofu"]
+    records = [
+        {
+            "id": f"p{n}",
+            "title": f"Dish {n}",
+            "steps": [{"title": "Ingredients", "text": "Gather everything."}]
+            + [{"title": f"Add the {words[(n + i) % 11]} to dish {n}", "text": f"Stir {i}."} for i in range(1, 5)],
+        }
+        for n in range(16)
+    ]
+    store = Store.open(tmp_path / "s", create=True)
+    ingest_file(store.root, write_jsonl(tmp_path / "p.jsonl", records))
+    store = Store.open(store.root)
+    embed_store(store, text_encoder="hashed")
+    pool, options = _pool_and_options(Store.open(store.root))
+    generic = [d for d in options if tc.normalise_title("Ingredients") == pool.norms[pool.positions[d.answer_key]]]
+    assert generic  # the drafts do offer the generic step
+    picked = tc._pick_windows(options, pool, 1)
+    assert len(picked) == len(records)
+    assert all(pool.norms[pool.positions[d.answer_key]] != tc.normalise_title("Ingredients") for d in picked)
+    everything = tc._pick_windows(options, pool, tc.ADVERSARIAL_DRAFTS)  # when every draft is asked, so is it
+    assert any(pool.norms[pool.positions[d.answer_key]] == tc.normalise_title("Ingredients") for d in everything)
 
 
 def test_adversarial_candidates_come_from_every_source(sample_store: Path) -> None:

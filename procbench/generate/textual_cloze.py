@@ -33,7 +33,8 @@ the question's own split, so a title of one split is never a choice in another.
 
 The questions of ``recipeqa``, ``default`` and ``debias`` are paired: a procedure's window and placeholder are
 drawn from a generator seeded by (seed, procedure id), so those settings differ only in their negatives.
-``adversarial`` chooses each procedure's question among its first :data:`ADVERSARIAL_DRAFTS` drafts: the one
+``adversarial`` chooses each procedure's question among its first :data:`ADVERSARIAL_DRAFTS` drafts: one whose
+answer title no other step shares (a generic title's count in the set gives it away), and of those the one
 whose answer has the most titles of other procedures nearer the question (:func:`_pick_windows`), since an
 answer nearer its question than anything else gives itself away whatever the negatives; its negatives are
 then filtered against the context-free probes (:mod:`procbench.generate.adversarial`) from candidates near
@@ -698,6 +699,13 @@ ADVERSARIAL_DRAFTS = 6
 ADVERSARIAL_NEARER = 16
 
 
+def _shared_answer(draft: _Draft, pool: _Pool) -> bool:
+    """Whether the draft's answer shows a (normalised) title that other steps of the pool show too."""
+    row = pool.positions.get(draft.answer_key, -1)
+    code = int(pool.norm_codes[row]) if row >= 0 else -1
+    return code < 0 or int(pool.norm_counts[code]) > 1
+
+
 def _pick_windows(options: list[_Draft], pool: _Pool, per_procedure: int) -> list[_Draft]:
     """Each procedure's ``per_procedure`` drafts among ``options`` whose answers context-free probes tell least.
 
@@ -706,6 +714,10 @@ def _pick_windows(options: list[_Draft], pool: _Pool, per_procedure: int) -> lis
     :data:`ADVERSARIAL_NEARER` titles of other procedures of its split nearest the question mean are nearer
     than it; a procedure keeps its best-scored options, earlier drafts first on ties (the first draft is the
     other settings' question). Options are in procedure order, as :func:`_drafts` lists them.
+
+    Before the score, an answer whose title no other step shares is preferred: a generic title ("Ingredients",
+    "Enjoy!") is the answer of many questions but rarely a near enough negative, so how often a choice occurs in
+    the set would tell answers (one in four choices) from negatives.
     """
 
     vectors = pool.embeddings.vectors
@@ -729,13 +741,14 @@ def _pick_windows(options: list[_Draft], pool: _Pool, per_procedure: int) -> lis
             nearer = other & (distance < radius[members][:, None])
             first = np.cumsum(other, axis=1) <= ADVERSARIAL_NEARER  # the ADVERSARIAL_NEARER nearest others
             score[np.array(embedded)[members]] = (nearer & first).sum(axis=1)
+    shared = [_shared_answer(d, pool) for d in options]
     picked: list[_Draft] = []
     start = 0
     while start < len(options):
         end = start
         while end < len(options) and options[end].procedure_id == options[start].procedure_id:
             end += 1
-        best = sorted(range(start, end), key=lambda i: (-score[i], options[i].number))[:per_procedure]
+        best = sorted(range(start, end), key=lambda i: (shared[i], -score[i], options[i].number))[:per_procedure]
         picked.extend(options[i] for i in sorted(best))
         start = end
     return picked
@@ -1068,7 +1081,8 @@ def _adversarial(
     summary = result.summary() if result is not None else {**options.to_dict(), "rounds_run": 0}
     summary["rules"] = [
         f"each procedure's question is the one of its first {ADVERSARIAL_DRAFTS} drafts whose answer has the most "
-        f"of the {ADVERSARIAL_NEARER} nearest titles of other procedures nearer the question than itself",
+        f"of the {ADVERSARIAL_NEARER} nearest titles of other procedures nearer the question than itself, "
+        "answers whose title other steps share last",
         "candidates: the titles nearest the answer, the question mean and each question item, and those sharing "
         "the most words with the question items",
     ]
