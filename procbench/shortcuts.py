@@ -37,6 +37,7 @@ import numpy as np
 
 __all__ = [
     "FEATURE_NAMES",
+    "DISTANCE_MODEL",
     "MODELS",
     "ChoiceBatch",
     "ChoiceDiscriminant",
@@ -47,6 +48,7 @@ __all__ = [
     "content_words",
     "contrasts",
     "distance_gaps",
+    "distance_view",
     "fit_discriminant",
     "group_folds",
     "hits",
@@ -56,6 +58,9 @@ __all__ = [
 
 #: The probes of the ensemble; ``ensemble`` is the mean of their within-question probabilities.
 MODELS = ("choice_only", "choice_contrast", "partial_input")
+#: A further probe the ensemble can fit (``models``): the audit's ``question_distance`` model, a linear classifier on
+#: each choice's distance to the question mean relative to the other choices' (:func:`distance_view`).
+DISTANCE_MODEL = "question_distance"
 
 _DISTANCES = ("qmean", "qmean_gap", "nearest_item", "adjacent_item", "other_choices")
 _TEXT = ("chars", "words", "word_overlap", "tfidf_overlap")
@@ -430,11 +435,24 @@ def _normalise_within(probs: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return probs / np.maximum(probs.sum(axis=1, keepdims=True), 1e-300)
 
 
+def distance_view(features: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``(Q, C, 3 + C)`` the question-distance probe's inputs from :func:`choice_features` ``(Q, C, F)``: each
+    choice's distance to the question mean centred within the question, its square, its standardised value and
+    its distance rank one-hot (the audit's ``question_distance`` features)."""
+    centred = features[:, :, FEATURE_NAMES.index("qmean_centred")]
+    scaled = features[:, :, FEATURE_NAMES.index("qmean_scaled")]
+    n_valid = np.maximum(valid.sum(axis=1, keepdims=True), 1)
+    rank = np.rint(features[:, :, FEATURE_NAMES.index("qmean_rank")] * (n_valid - 1)).astype(np.int64)
+    onehot = (rank[:, :, None] == np.arange(valid.shape[1])[None, None, :]) & valid[:, :, None]
+    return np.concatenate([np.stack([centred, centred**2, scaled], axis=2), onehot.astype(np.float64)], axis=2)
+
+
 @dataclass
 class _FoldModels:
     choice_only: Any
     choice_contrast: ChoiceDiscriminant | None
     partial_input: Any
+    question_distance: Any = None
 
 
 @dataclass
@@ -461,6 +479,8 @@ class ShortcutEnsemble:
         """Fit one model pair per fold on the other folds' questions (``features``: precomputed, optional)."""
         from sklearn.ensemble import HistGradientBoostingClassifier
         from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
         from threadpoolctl import threadpool_limits
 
         n_folds = int(min(self.n_folds, len(np.unique(batch.groups))))
@@ -471,6 +491,7 @@ class ShortcutEnsemble:
         feats = choice_features(batch) if features is None else features
         labels = np.arange(batch.n_choices)[None, :] == batch.answers[:, None]
         view = choice_view(batch.choice_vectors, batch.valid) if "choice_only" in self.models else None
+        distance = distance_view(feats, batch.valid) if DISTANCE_MODEL in self.models else None
         self._fitted = []
         wants_contrast = "choice_contrast" in self.models
         basis = ChoiceDiscriminant.basis(batch.choice_vectors, batch.valid) if wants_contrast else None
@@ -478,7 +499,7 @@ class ShortcutEnsemble:
             for fold in range(n_folds):
                 train = (folds != fold)[:, None] & batch.valid
                 y = labels[train].astype(np.int64)
-                linear = trees = None
+                linear = trees = near = None
                 contrast = None
                 if len(np.unique(y)) == 2:
                     if basis is not None:
@@ -501,7 +522,10 @@ class ShortcutEnsemble:
                             random_state=self.seed,
                         )
                         trees.fit(feats[train], y)
-                self._fitted.append(_FoldModels(linear, contrast, trees))
+                    if distance is not None:
+                        near = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=300))
+                        near.fit(distance[train], y)
+                self._fitted.append(_FoldModels(linear, contrast, trees, near))
         return self
 
     def predict(self, batch: ChoiceBatch, features: np.ndarray | None = None) -> dict[str, np.ndarray]:
@@ -512,6 +536,7 @@ class ShortcutEnsemble:
             raise ValueError("fit the ensemble first")
         feats = choice_features(batch) if features is None else features
         view = choice_view(batch.choice_vectors, batch.valid) if "choice_only" in self.models else None
+        distance = distance_view(feats, batch.valid) if DISTANCE_MODEL in self.models else None
         folds = self._folds(batch.groups)
         q, c = batch.valid.shape
         uniform = _normalise_within(np.ones((q, c)), batch.valid)
@@ -526,6 +551,7 @@ class ShortcutEnsemble:
                     ("choice_only", fitted.choice_only, view),
                     ("choice_contrast", fitted.choice_contrast, batch.choice_vectors),
                     ("partial_input", fitted.partial_input, feats),
+                    (DISTANCE_MODEL, fitted.question_distance, distance),
                 ):
                     if model is None or x is None or name not in out:
                         continue

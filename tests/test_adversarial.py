@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from procbench.generate.adversarial import (
+    FILTER_MODELS,
     AdversarialOptions,
     Arena,
     RepeatedEnsemble,
@@ -15,7 +16,7 @@ from procbench.generate.adversarial import (
     prune_predictable,
     usable_candidates,
 )
-from procbench.shortcuts import ShortcutEnsemble, hits
+from procbench.shortcuts import DISTANCE_MODEL, ShortcutEnsemble, hits
 
 DIM = 16
 
@@ -72,6 +73,10 @@ def test_filtering_brings_a_planted_distance_shortcut_to_chance(filtered: tuple)
     assert _accuracy(arena, result.negatives) < 0.45  # chance: 0.25
     assert result.replacements.sum() > 0 and result.rounds[0]["accuracy"]["partial_input"] > 0.8
     assert result.kept.all() and not result.pruning  # min_yield 1: no question dropped
+    # the filter plays against the audit's question-distance probe too, and brings it to chance as well
+    start, best = result.rounds[0]["accuracy"], result.rounds[result.best_round]["accuracy"]
+    assert set(start) == {*FILTER_MODELS, "ensemble"} and DISTANCE_MODEL in FILTER_MODELS
+    assert start[DISTANCE_MODEL] > 0.8 and best[DISTANCE_MODEL] < 0.4
 
 
 def test_filtering_keeps_every_constraint(filtered: tuple) -> None:

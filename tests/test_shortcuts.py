@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from procbench.shortcuts import (
+    DISTANCE_MODEL,
     FEATURE_NAMES,
     MODELS,
     ChoiceBatch,
@@ -13,6 +14,7 @@ from procbench.shortcuts import (
     choice_features,
     choice_view,
     distance_gaps,
+    distance_view,
     group_folds,
     hits,
 )
@@ -131,6 +133,43 @@ def test_no_shortcut_stays_near_chance() -> None:
     probs = ShortcutEnsemble(n_folds=5, seed=0).fit(batch).predict(batch)
     for name in (*MODELS, "ensemble"):
         assert 0.18 < hits(probs[name], batch.answers, batch.valid).mean() < 0.32
+
+
+def _middle_batch(n: int, *, seed: int = 0, dim: int = 16) -> ChoiceBatch:
+    """The answer's distance to the question mean is the mean of the choices' (the negatives' offsets from it sum
+    to 0): no choice's vector tells it, its distance relative to the others' does."""
+    batch = _batch(n, shortcut=None, seed=seed, dim=dim)
+    rng = np.random.default_rng(seed + 1)
+    qmean = _unit(batch.question_vectors.mean(axis=1))
+    for q in range(n):
+        a, b = rng.uniform(0.3, 1.0, size=2)
+        offsets = np.array([0.0, a, b, -(a + b)]) * rng.choice([-1.0, 1.0])  # the answer first
+        slots = rng.permutation(4)
+        for slot, offset in zip(slots, offsets, strict=True):
+            noise = rng.normal(size=dim)
+            noise = _unit(noise - (noise @ qmean[q]) * qmean[q])  # orthogonal to the question mean
+            cosine = 0.5 - 0.15 * offset
+            batch.choice_vectors[q, slot] = cosine * qmean[q] + np.sqrt(1 - cosine**2) * noise
+        batch.answers[q] = slots[0]
+    return batch
+
+
+def test_the_distance_probe_reads_an_answer_set_apart_by_its_distance_among_the_choices() -> None:
+    batch = _middle_batch(400)
+    feats = choice_features(batch)
+    view = distance_view(feats, batch.valid)
+    assert view.shape == (400, 4, 3 + 4)
+    assert np.allclose(view[:, :, 3:].sum(axis=2), 1.0) and np.allclose(view[:, :, 3:].sum(axis=1), 1.0)
+    assert np.allclose(view[:, :, 1], view[:, :, 0] ** 2)
+    models = (*MODELS, DISTANCE_MODEL)
+    probs = ShortcutEnsemble(n_folds=5, seed=0, models=models).fit(batch, feats).predict(batch, feats)
+    assert set(probs) == {*models, "ensemble"}
+    assert hits(probs[DISTANCE_MODEL], batch.answers, batch.valid).mean() > 0.8
+    plain = ShortcutEnsemble(n_folds=5, seed=0).fit(batch, feats).predict(batch, feats)
+    assert DISTANCE_MODEL not in plain  # the audit's shortcut probes stay as they were
+    null = _batch(400, shortcut=None, seed=3)
+    probs = ShortcutEnsemble(n_folds=5, seed=0, models=models).fit(null).predict(null)
+    assert 0.18 < hits(probs[DISTANCE_MODEL], null.answers, null.valid).mean() < 0.32
 
 
 def test_cross_fitting_is_deterministic_and_grouped() -> None:

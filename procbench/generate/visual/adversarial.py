@@ -25,6 +25,7 @@ import numpy as np
 from procbench.generate.adversarial import (
     ADVERSARIAL_CLUSTERS,
     CLUSTER_COUNT_COLUMNS,
+    FILTER_MODELS,
     ITEM_COUNT_COLUMNS,
     JUDGE_ROUNDS,
     LATTICE_SPACING,
@@ -44,7 +45,7 @@ from procbench.generate.adversarial import (
 from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
-from procbench.shortcuts import MODELS, ChoiceBatch, ShortcutEnsemble, choice_features, hits, within_question
+from procbench.shortcuts import ChoiceBatch, ShortcutEnsemble, choice_features, hits, within_question
 
 __all__ = [
     "CANDIDATES",
@@ -332,7 +333,9 @@ def filter_intruders(
     for round_number in range(options.rounds + 1):
         rows = np.concatenate([current[:, None], coherent], axis=1)
         batch, features = _coherence_batch(data, rows, proc, clusters)
-        ensemble = ShortcutEnsemble(n_folds=options.n_folds, seed=seed + round_number).fit(batch, features)
+        ensemble = ShortcutEnsemble(n_folds=options.n_folds, seed=seed + round_number, models=FILTER_MODELS).fit(
+            batch, features
+        )
         probs = ensemble.predict(batch, features)
         recent = [ensemble, *recent][:JUDGE_ROUNDS]
         accuracy = {name: round(float(hits(p, batch.answers, batch.valid).mean()), 4) for name, p in probs.items()}
@@ -349,7 +352,7 @@ def filter_intruders(
         if round_number == options.rounds:
             break
         targets = np.zeros(n_q, dtype=bool)
-        for name in (*MODELS, "ensemble"):
+        for name in (*FILTER_MODELS, "ensemble"):
             if accuracy[name] > chance + margin:
                 targets |= hits(probs[name], batch.answers, batch.valid)
             elif accuracy[name] < chance - margin and name != "ensemble":
