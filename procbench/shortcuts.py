@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "FEATURE_NAMES",
     "DISTANCE_MODEL",
+    "FEATURE_NAMES",
     "MODELS",
     "ChoiceBatch",
     "ChoiceDiscriminant",
@@ -458,7 +458,8 @@ class _FoldModels:
 @dataclass
 class ShortcutEnsemble:
     """Cross-fitted context-free probes (:data:`MODELS`): choice-only (logistic regression on :func:`choice_view`),
-    choice-contrast (:class:`ChoiceDiscriminant`) and partial-input (gradient-boosted trees).
+    choice-contrast (:class:`ChoiceDiscriminant`) and partial-input (gradient-boosted trees); with
+    :data:`DISTANCE_MODEL` in ``models``, also question-distance (logistic regression on :func:`distance_view`).
 
     ``fit`` deals the batch's procedures into ``n_folds`` folds and fits the models on every fold's
     complement; ``predict`` scores each question with the models of its procedure's fold, so no question
