@@ -500,7 +500,7 @@ class ShortcutEnsemble:
             for fold in range(n_folds):
                 train = (folds != fold)[:, None] & batch.valid
                 y = labels[train].astype(np.int64)
-                linear = trees = near = None
+                linear = trees = by_distance = None
                 contrast = None
                 if len(np.unique(y)) == 2:
                     if basis is not None:
@@ -524,9 +524,9 @@ class ShortcutEnsemble:
                         )
                         trees.fit(feats[train], y)
                     if distance is not None:
-                        near = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=300))
-                        near.fit(distance[train], y)
-                self._fitted.append(_FoldModels(linear, contrast, trees, near))
+                        by_distance = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=300))
+                        by_distance.fit(distance[train], y)
+                self._fitted.append(_FoldModels(linear, contrast, trees, by_distance))
         return self
 
     def predict(self, batch: ChoiceBatch, features: np.ndarray | None = None) -> dict[str, np.ndarray]:

@@ -56,6 +56,7 @@ __all__ = [
     "lattice_targets",
     "probe_costs",
     "prune_predictable",
+    "told_questions",
     "usable_candidates",
 ]
 
@@ -484,6 +485,21 @@ def lagging_probes(accuracy: dict[str, float], chance: float, margin: float) -> 
     return tuple(name for name in FILTER_MODELS if name in accuracy and accuracy[name] < chance - margin)
 
 
+def told_questions(
+    probs: dict[str, np.ndarray], accuracy: dict[str, float], batch: ChoiceBatch, chance: float, margin: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(above (Q,), below (Q,))``: the questions a probe above chance (or the probes' mean) solves, and the others
+    where a probe below chance rates the answer (column 0) strictly lowest."""
+    above = np.zeros(len(batch), dtype=bool)
+    below = np.zeros(len(batch), dtype=bool)
+    for name in (*FILTER_MODELS, "ensemble"):
+        if accuracy[name] > chance + margin:
+            above |= hits(probs[name], batch.answers, batch.valid)
+        elif accuracy[name] < chance - margin and name != "ensemble":
+            below |= _lowest(probs[name], batch.valid)
+    return above, below & ~above
+
+
 def filter_negatives(
     arena: Arena,
     options: AdversarialOptions = AdversarialOptions(),
@@ -538,14 +554,7 @@ def filter_negatives(
             break
         if round_number == options.rounds:
             break
-        above = np.zeros(n_q, dtype=bool)
-        below = np.zeros(n_q, dtype=bool)
-        for name in (*FILTER_MODELS, "ensemble"):
-            if accuracy[name] > chance + margin:
-                above |= hits(probs[name], batch.answers, batch.valid)
-            elif accuracy[name] < chance - margin and name != "ensemble":
-                below |= _lowest(probs[name], batch.valid)
-        below &= ~above
+        above, below = told_questions(probs, accuracy, batch, chance, margin)
         lagging = lagging_probes(accuracy, chance, margin)
         judge = RepeatedEnsemble([member for past in recent for member in past.members])
         changed = _replace(work, above, below, probs, judge, allowed, uses, capacity, chance, rng, lagging)

@@ -41,6 +41,7 @@ from procbench.generate.adversarial import (
     lattice_targets,
     probe_costs,
     prune_predictable,
+    told_questions,
 )
 from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData, distances_to
@@ -351,13 +352,8 @@ def filter_intruders(
             break
         if round_number == options.rounds:
             break
-        targets = np.zeros(n_q, dtype=bool)
-        for name in (*FILTER_MODELS, "ensemble"):
-            if accuracy[name] > chance + margin:
-                targets |= hits(probs[name], batch.answers, batch.valid)
-            elif accuracy[name] < chance - margin and name != "ensemble":
-                targets |= probs[name][:, 0] < probs[name][:, 1:].min(axis=1)
-        told = np.flatnonzero(targets)
+        above, below = told_questions(probs, accuracy, batch, chance, margin)
+        told = np.flatnonzero(above | below)
         told = np.sort(rng.permutation(told)[: math.ceil(INTRUDER_SHARE * len(told))])
         changed = _replace_intruders(
             data, told, rows, proc, candidates, allowed, RepeatedEnsemble(recent), probs, on_show, uses, capacity,
