@@ -31,7 +31,12 @@ def command(
         ),
     ] = None,
     style: Annotated[
-        str | None, typer.Option("--style", help="'recipeqa' (the biased original) or 'default'.")
+        str | None,
+        typer.Option(
+            "--style",
+            help="'recipeqa' (the biased original), 'default', or 'needs-context' (textual cloze: negatives that only "
+            "the step texts rule out).",
+        ),
     ] = None,
     debias: Annotated[bool, typer.Option("--debias", help="Budgeted debiasing (Algorithm 1 of paper 004).")] = False,
     budget: Annotated[
@@ -172,8 +177,8 @@ def command(
         raise BadInput(f"choose one of {', '.join(chosen)}")
     if budget is not None and not debias:
         raise BadInput("--budget applies only with --debias")
-    if style not in (None, "recipeqa", "default"):
-        raise BadInput(f"--style takes 'recipeqa' or 'default', not {style!r}")
+    if style not in (None, "recipeqa", "default", "needs-context"):
+        raise BadInput(f"--style takes 'recipeqa', 'default' or 'needs-context', not {style!r}")
     if knobs:
         setting = Setting("knobs", parse_knobs(knobs))
     elif debias:

@@ -22,12 +22,16 @@ from typing import Any
 
 from procbench.generate.questions import Question
 from procbench.generate.settings import Setting
-from procbench.generate.textual_cloze import KNN_K, SWEEP
+from procbench.generate.textual_cloze import KNN_K
+from procbench.generate.textual_cloze import SWEEP as _CLOZE_SWEEP
 from procbench.generate.textual_cloze import build as build_textual
 from procbench.progress import SILENT, Progress
 from procbench.store import Store
 
 __all__ = ["SWEEP", "build"]
+
+#: textual cloze's settings but needs-context (its blank sits at a window's edge; next-action's is always last)
+SWEEP = [s for s in _CLOZE_SWEEP if s.style != "needs-context"]
 
 
 def build(

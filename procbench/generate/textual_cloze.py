@@ -102,14 +102,20 @@ __all__ = [
 ]
 
 DEFAULT_BUDGET = 10
-SWEEP = [Setting("recipeqa"), Setting("default"), Setting("debias", budget="auto"), Setting("adversarial")]
+SWEEP = [
+    Setting("recipeqa"),
+    Setting("default"),
+    Setting("debias", budget="auto"),
+    Setting("adversarial"),
+    Setting("needs-context"),
+]
 N_QUESTION = 4
 N_NEGATIVES = 3
 KNN_K = 100
 MIN_STEPS = 3
 MAX_STEPS = 25
 MIN_STEPS_DEBIAS = 6
-_STYLES = ("recipeqa", "default", "debias", "adversarial")
+_STYLES = ("recipeqa", "default", "debias", "adversarial", "needs-context")
 _TAG = 0x7C1
 _RANDOM_BATCH = 64
 _RANDOM_TRIES = 16
@@ -1091,6 +1097,194 @@ def _adversarial(
     return outcome, summary
 
 
+def _needs_context(
+    setting: Setting,
+    store: Store,
+    steps: dict[str, list[tuple[int, str | None, str | None]]],
+    pool: _Pool,
+    options: AdversarialOptions,
+    *,
+    seed: int,
+    progress: Progress,
+) -> tuple[_Outcome, dict[str, Any]]:
+    """``needs-context``: decoys and lookalikes (:mod:`procbench.generate.needs_context`), the answer's distance
+    rank to the question balanced, then adversarially filtered against the context-free probes."""
+    from procbench.embed import load_embeddings
+    from procbench.generate.needs_context import choose_questions
+
+    outcome = _Outcome({}, Counter())
+    embeddings = pool.embeddings
+    vectors = np.asarray(embeddings.vectors, dtype=np.float32)
+    texts = _step_texts(store, "title", embeddings)
+    text_vectors = None
+    if texts is not None:
+        row_of = {k: i for i, k in enumerate(texts.keys.to_pylist())}
+        text_vectors = np.zeros_like(vectors)
+        found = [(i, row_of[k]) for i, k in enumerate(pool.keys) if k in row_of]
+        if found:
+            mine, theirs = (np.array(x, dtype=np.int64) for x in zip(*found, strict=True))
+            text_vectors[mine] = np.asarray(texts.vectors)[theirs]
+    procedure_vectors = None
+    try:
+        titles = load_embeddings(store, "procedure_title")
+    except BadInput:
+        titles = None
+    if titles is not None and titles.encoder == embeddings.encoder:
+        row_of = {k: i for i, k in enumerate(titles.keys.to_pylist())}
+        procedure_vectors = np.zeros((len(pool.procedure_code), vectors.shape[1]), dtype=np.float32)
+        for pid, code in pool.procedure_code.items():
+            if pid in row_of:
+                procedure_vectors[code] = titles.vectors[row_of[pid]]
+    progress.start(f"textual-cloze/{setting.name}: decoys and lookalikes", total=None)
+    in_split = {pid: rows for pid, rows in steps.items() if pid in pool.group_of}
+    drafts, skipped, notes = choose_questions(
+        in_split,
+        keys=pool.keys,
+        positions=pool.positions,
+        vectors=vectors,
+        norm_codes=pool.norm_codes,
+        norm_counts=pool.norm_counts,
+        titles=pool.texts,
+        procedure_of_row=pool.procedures,
+        procedure_code=pool.procedure_code,
+        group_of=pool.group_of,
+        text_vectors=text_vectors,
+        procedure_vectors=procedure_vectors,
+        seed=seed,
+    )
+    for reason, n in skipped.items():
+        _skip(outcome, reason, n)
+    drafted = len(drafts) + sum(skipped.values())
+    if not drafts:
+        return outcome, notes
+    width = max(len(d.keys) for d in drafts)
+    n_cand = max(len(d.decoys) + len(d.lookalikes) for d in drafts)
+    question_items = np.full((len(drafts), width), -1, dtype=np.int64)
+    candidates = np.full((len(drafts), n_cand), -1, dtype=np.int64)
+    candidate_class = np.full((len(drafts), n_cand), -1, dtype=np.int64)
+    for i, d in enumerate(drafts):
+        for n, key in enumerate(d.keys):
+            if n != d.position:
+                question_items[i, n] = pool.positions[key]
+        rows = d.decoys + d.lookalikes
+        candidates[i, : len(rows)] = rows
+        candidate_class[i, : len(rows)] = [1] * len(d.decoys) + [0] * len(d.lookalikes)
+    answers = np.array([d.answer for d in drafts], dtype=np.int64)
+    pairs = np.array(
+        [
+            bool(d.decoys)
+            and len(d.lookalikes) >= 2
+            and pool.procedures[d.lookalikes[0]] == pool.procedures[d.lookalikes[1]]
+            for d in drafts
+        ]
+    )
+    negatives, classes = _rank_balanced_start(
+        vectors, answers, question_items, candidates, candidate_class, seed, pairs=pairs
+    )
+    arena = Arena(
+        vectors=vectors,
+        identity=pool.norm_codes,
+        answers=answers,
+        question_items=question_items,
+        negatives=negatives,
+        candidates=candidates,
+        groups=np.array([pool.procedure_code.get(d.procedure_id, -1) for d in drafts], dtype=np.int64),
+        texts=pool.texts,
+        clusters=_item_clusters(pool, seed),
+        candidate_class=candidate_class,
+        negative_class=classes,
+        placeholder=np.array([d.position for d in drafts], dtype=np.int64),
+    )
+    if len(np.unique(arena.groups)) < 2:
+        result = None
+        final, kept = negatives, np.ones(len(drafts), dtype=bool)
+    else:
+        result = filter_negatives(arena, options, seed=seed, drafted=drafted, progress=progress)
+        final, kept = result.negatives, result.kept
+        _skip(outcome, "predictable", int((~kept).sum()))
+    for i, draft in enumerate(drafts):
+        if not kept[i]:
+            continue
+        rows = [int(r) for r in final[i]]
+        gaps = np.linalg.norm(vectors[rows] - vectors[draft.answer], axis=1).astype(np.float64).tolist()
+        index_of = [index for index, _, _ in steps[draft.procedure_id]]
+        base = _Draft(
+            procedure_id=draft.procedure_id,
+            number=0,
+            n_steps=draft.n_steps,
+            context=index_of,
+            start=draft.start,
+            keys=draft.keys,
+            titles=draft.titles,
+            norms=[str(pool.norms[pool.positions[k]]) for k in draft.keys],
+            position=draft.position,
+        )
+        question = _question(
+            base, setting, pool, _Drawn(rows, gaps, n_candidates=len(draft.decoys) + len(draft.lookalikes)), None
+        )
+        question.meta["window_side"] = draft.side
+        question.meta["decoys"] = sum(1 for r in rows if pool.procedures[r] == pool.procedures[draft.answer])
+        question.meta["replacements"] = int(result.replacements[i]) if result is not None else 0
+        outcome.made[i] = question
+    summary = result.summary() if result is not None else {**options.to_dict(), "rounds_run": 0}
+    summary.update(notes)
+    summary["rules"] = [
+        "the blank is the first or last item of a window of 2-4 titles, never the procedure's first or last step "
+        "nor a generic title",
+        "negatives: at most one step of the same procedure (a decoy) and titles of the 25 nearest procedures "
+        "(lookalikes) at a similar position, as on-topic as the answer, in its casing",
+        "no negative is a paraphrase of the answer or a shown title, or nearer the answer's own step text than "
+        "the answer's title",
+        "the answer's distance rank to the question is balanced; adversarially filtered against the probes",
+    ]
+    return outcome, summary
+
+
+def _rank_balanced_start(
+    vectors: np.ndarray,
+    answers: np.ndarray,
+    question_items: np.ndarray,
+    candidates: np.ndarray,
+    candidate_class: np.ndarray,
+    seed: int,
+    pairs: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(Q, 3)`` starting negatives and their classes: the decoy (class 1) if any, then lookalikes, chosen so
+    that the number of negatives nearer the question mean than the answer is drawn uniformly over the set."""
+    rng = np.random.default_rng([seed, 0x5EED])
+    n_q = len(answers)
+    shown = question_items >= 0
+    means = (vectors[np.maximum(question_items, 0)] * shown[..., None]).sum(axis=1) / np.maximum(
+        shown.sum(axis=1, keepdims=True), 1
+    )
+    targets = rng.permutation(np.resize(np.arange(N_NEGATIVES + 1), n_q))
+    negatives = np.full((n_q, N_NEGATIVES), -1, dtype=np.int64)
+    classes = np.zeros((n_q, N_NEGATIVES), dtype=np.int64)
+    for i in range(n_q):
+        live = candidates[i] >= 0
+        rows, kinds = candidates[i][live], candidate_class[i][live]
+        d_answer = float(np.linalg.norm(vectors[answers[i]] - means[i]))
+        nearer = np.linalg.norm(vectors[rows] - means[i], axis=1) < d_answer
+        picked = [int(j) for j in np.flatnonzero(kinds == 1)[:1]]
+        if picked and pairs is not None and pairs[i]:
+            picked += [int(j) for j in np.flatnonzero(kinds == 0)[:2]]
+            negatives[i, :3] = rows[picked]
+            classes[i, :3] = kinds[picked]
+            continue
+        want = int(targets[i]) - int(nearer[picked].sum())
+        rest = [int(j) for j in np.flatnonzero(kinds == 0)]
+        near_first = [j for j in rest if nearer[j]] if want > 0 else [j for j in rest if not nearer[j]]
+        others = [j for j in rest if j not in near_first]
+        need = N_NEGATIVES - len(picked)
+        take = near_first[: max(0, want) if want > 0 else need]
+        take += others[: need - len(take)]
+        take += [j for j in near_first if j not in take][: need - len(take)]
+        picked += take[:need]
+        negatives[i, : len(picked)] = rows[picked]
+        classes[i, : len(picked)] = kinds[picked]
+    return negatives, classes
+
+
 def build(
     store: Store,
     settings: list[Setting],
@@ -1140,8 +1334,15 @@ def build(
     from procbench.embed import load_index
 
     _check(settings, clusters, questions_per_procedure, knn_k, items)
+    if (items != "title" or last) and any(s.style == "needs-context" for s in settings):
+        if len(settings) == 1:
+            raise BadInput("the needs-context setting applies to textual cloze over step titles (--items title)")
+        settings = [s for s in settings if s.style != "needs-context"]  # a sweep over other items leaves it out
     styles = {s.style for s in settings}
-    if (rounds is not None or ceiling is not None or min_yield is not None) and "adversarial" not in styles:
+    if (rounds is not None or ceiling is not None or min_yield is not None) and not styles & {
+        "adversarial",
+        "needs-context",
+    }:
         raise BadInput("--rounds, --ceiling and --min-yield apply only with --adversarial (or --sweep)")
     options = AdversarialOptions(
         rounds=AdversarialOptions.rounds if rounds is None else rounds,
@@ -1251,6 +1452,10 @@ def build(
                 seed=seed,
                 progress=progress,
                 step_texts=_step_texts(store, items, embeddings),
+            )
+        elif setting.style == "needs-context":
+            outcome, entry["needs_context"] = _needs_context(
+                setting, store, in_range, pool, options, seed=seed, progress=progress
             )
         elif setting.style == "debias" and setting.budget == "auto" and clustering is not None:
             outcome, entry["auto_budget"] = _auto_budget(
