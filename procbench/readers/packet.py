@@ -83,11 +83,19 @@ _WITH_CONTEXT = (
     "step titles, only the steps' texts). Read the context before you answer."
 )
 _WITHOUT_CONTEXT = "No context is given: answer from the question and its choices alone."
+_HOW_TO_CHOOSE = (
+    "Pick one choice for every question. If no choice, or more than one choice, seems right, still pick the best "
+    "one and mark the question ambiguous. Answer each question on its own: the questions come from different "
+    "procedures and do not help each other."
+)
 
 
-def instructions(context: str) -> str:
-    """The sheet's instructions for ``context`` (``with`` or ``without``)."""
-    return " ".join([_WITH_CONTEXT if context == "with" else _WITHOUT_CONTEXT, _HOW_TO_ANSWER])
+def instructions(context: str, *, form: bool = False) -> str:
+    """The sheet's instructions for ``context`` (``with`` or ``without``); ``form``: for a page or a labeling
+    tool where readers click their answers, rather than write them as JSON."""
+    return " ".join(
+        [_WITH_CONTEXT if context == "with" else _WITHOUT_CONTEXT, _HOW_TO_CHOOSE if form else _HOW_TO_ANSWER]
+    )
 
 
 @dataclass
