@@ -49,11 +49,14 @@ def command(
         print_json(result.to_dict())
         return
     table = Table(
-        title=f"Packet {result.packet_id}, context {result.context}: accuracy [95% Wilson interval]",
+        title=f"Packet {result.packet_id}, context {result.context}: accuracy [95% Wilson interval];"
+        " missing: unanswered (counted wrong)",
         title_justify="left",
     )
-    for column in ("reader", "set", "questions", "correct", "accuracy", "ambiguous", "unanswered"):
-        table.add_column(column, justify="right" if column not in ("reader", "set") else "left")
+    table.add_column("reader", overflow="fold")
+    table.add_column("set", overflow="fold")
+    for column in ("n", "right", "accuracy", "ambiguous", "missing"):
+        table.add_column(column, justify="right", no_wrap=True)
     for s in result.scores:
         lo, hi = s.ci
         table.add_row(

@@ -43,6 +43,7 @@ from procbench.tasks import TASKS
 __all__ = [
     "BLANK",
     "CONTEXT_MODES",
+    "ITEMS_TO_ORDER",
     "KEY_FILE",
     "LETTERS",
     "PACKET_FILE",
@@ -59,6 +60,8 @@ __all__ = [
 
 #: Choice letters, in order.
 LETTERS = "ABCDEFGH"
+#: What the items of a question whose choices are orders are called (visual ordering).
+ITEMS_TO_ORDER = "Items (numbered; each choice lists them from first to last)"
 #: How the blank of a cloze question is shown.
 BLANK = "____"
 #: ``--context``: show the procedure's context, or the question alone.
@@ -411,7 +414,7 @@ def packet_id(key: dict[str, Any]) -> str:
 def _md_text(text: str) -> str:
     """One paragraph of Markdown: whitespace folded, characters that would start markup escaped."""
     folded = " ".join(str(text).split())
-    for ch in ("\\", "`", "*", "_", "[", "]", "<", ">", "#", "|"):
+    for ch in ("\\", "`", "*", "_", "[", "]", "<"):  # items never start a line: "#", ">" stay as they are
         folded = folded.replace(ch, "\\" + ch)
     return folded
 
@@ -443,7 +446,7 @@ def packet_markdown(packet: Packet) -> str:
                 lines.append(f"{step.get('step', '-')}. {_md_item(step, 'step image')}")
             lines.append("")
         if q["question"]:
-            label = "Items (numbered; each choice puts them in an order)" if q.get("choices_are") else "Question"
+            label = ITEMS_TO_ORDER if q.get("choices_are") else "Question"
             lines += [f"**{label}:**", ""]
             for i, item in enumerate(q["question"]):
                 alt = f"{q['id']} item {i + 1}"

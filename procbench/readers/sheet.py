@@ -30,6 +30,7 @@ from procbench.errors import BadInput
 from procbench.progress import SILENT, Progress
 from procbench.readers.packet import (
     BLANK,
+    ITEMS_TO_ORDER,
     KEY_FILE,
     LETTERS,
     Packet,
@@ -178,7 +179,7 @@ def question_html(question: dict[str, Any], image_src: dict[str, str]) -> str:
         ]
         out.append("</ol>")
     if question["question"]:
-        label = "Items (each choice puts them in an order)" if question.get("choices_are") else "Question"
+        label = ITEMS_TO_ORDER if question.get("choices_are") else "Question"
         out.append(f"<p><b>{label}:</b></p><ol>")
         out += [
             f"<li>{_item_html(item, f'{qid} item {i + 1}', image_src)}</li>"
@@ -236,10 +237,7 @@ def write_label_studio(
         name: "data:image/jpeg;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
         for name, path in sorted(packet.images.items())
     }
-    tasks = [
-        {"data": {"question_id": q["id"], "html": question_html(q, image_src)}, "meta": {"question_id": q["id"]}}
-        for q in packet.questions
-    ]
+    tasks = [{"data": {"question_id": q["id"], "html": question_html(q, image_src)}} for q in packet.questions]
     letters = max((len(q["choices"]) for q in packet.questions), default=2)
     (out / TASKS_FILE).write_text(json.dumps(tasks, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     (out / LABEL_CONFIG_FILE).write_text(labeling_config(letters, packet.context), encoding="utf-8")

@@ -52,7 +52,7 @@
       box.appendChild(ol);
     }
     if (q.question.length) {
-      box.appendChild(el("div", "label", q.choices_are ? "Items (numbered; each choice puts them in an order)" : "Question"));
+      box.appendChild(el("div", "label", q.choices_are ? "Items (numbered; each choice lists them from first to last)" : "Question"));
       var items = el("div", "sheet-items");
       q.question.forEach(function (it, k) {
         var node = el("div", "item");
