@@ -247,11 +247,15 @@ def test_the_card_shows_recorded_readers() -> None:
 def test_bad_inputs_are_one_line_errors(store: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     base = ["--store", str(store), "--out", str(tmp_path / "p")]
+    busy = tmp_path / "busy"  # a folder holding something else: a packet is not written into it
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
     cases = [
         ["packet", "sequencing/default", *base],
         ["packet", "textual-cloze/default", "--n", "1000", "--split", "all", *base],
         ["packet", "textual-cloze/default", "--context", "maybe", *base],
         ["score-packet", str(tmp_path), str(tmp_path / "a.json")],
+        ["packet", "textual-cloze/default", "--split", "all", "--n", "2", "--store", str(store), "--out", str(busy)],
     ]
     for args in cases:
         result = runner.invoke(app, args)

@@ -52,6 +52,7 @@ __all__ = [
     "PacketResult",
     "balanced_letters",
     "build_packet",
+    "check_out",
     "make_packet",
     "packet_markdown",
     "question_fingerprints",
@@ -470,6 +471,21 @@ def _dump(data: Any) -> str:
     return json.dumps(data, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
 
 
+def check_out(out: Path, *, overwrite: bool) -> None:
+    """``out`` may receive a packet: it is missing or empty, or (with ``overwrite``) holds an earlier packet.
+
+    Raises:
+        BadInput: ``out`` is a file, holds other files, or holds a packet and ``overwrite`` is false.
+    """
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"{out} is a file; --out takes a folder")
+    if (out / KEY_FILE).exists():
+        if not overwrite:
+            raise BadInput(f"{out} holds a packet already; pass --overwrite to replace it, or choose another folder")
+    elif out.is_dir() and any(out.iterdir()):
+        raise BadInput(f"{out} is not empty and holds no packet; choose an empty or new folder")
+
+
 def write_packet(packet: Packet, out: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``packet`` into the folder ``out`` (sheet, JSON twin, key, images); returns ``out``.
 
@@ -477,8 +493,7 @@ def write_packet(packet: Packet, out: str | Path, *, overwrite: bool = False) ->
         BadInput: ``out`` holds another packet and ``overwrite`` is false.
     """
     out = Path(out)
-    if (out / KEY_FILE).exists() and not overwrite:
-        raise BadInput(f"{out} holds a packet already; pass --overwrite to replace it, or choose another --out")
+    check_out(out, overwrite=overwrite)
     out.mkdir(parents=True, exist_ok=True)
     if (out / "images").is_dir():
         shutil.rmtree(out / "images")
@@ -505,6 +520,7 @@ def make_packet(
     progress: Progress = SILENT,
 ) -> PacketResult:
     """Build a blinded packet of ``n`` questions of each set (:func:`build_packet`) and write it to ``out``."""
+    check_out(Path(out), overwrite=overwrite)
     packet = build_packet(targets, store=store, n=n, context=context, seed=seed, split=split, progress=progress)
     write_packet(packet, out, overwrite=overwrite)
     per_set = {name: int(info["questions"]) for name, info in packet.key["sets"].items()}

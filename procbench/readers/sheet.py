@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from procbench import __version__
-from procbench.errors import BadInput
 from procbench.progress import SILENT, Progress
 from procbench.readers.packet import (
     BLANK,
@@ -35,6 +34,7 @@ from procbench.readers.packet import (
     LETTERS,
     Packet,
     build_packet,
+    check_out,
     instructions,
     write_packet,
 )
@@ -135,6 +135,7 @@ def write_answer_page(
 ) -> SheetResult:
     """The report's answer mode: the packet of ``targets`` (as ``procbench packet`` samples it) as a static page
     ``out/index.html`` that people answer in a browser, offline; the key is ``out/key.json``."""
+    check_out(Path(out), overwrite=overwrite)
     packet = build_packet(targets, store=store, n=n, context=context, seed=seed, split=split, progress=progress)
     out = Path(out)
     write_packet(packet, out, overwrite=overwrite)
@@ -229,8 +230,7 @@ def write_label_studio(
     options): ``tasks.json`` to import, ``labeling_config.xml`` to paste as the labeling interface, and
     ``key.json`` for ``score-packet`` (which reads Label Studio's JSON export of the annotations)."""
     out = Path(out)
-    if (out / KEY_FILE).exists() and not overwrite:
-        raise BadInput(f"{out} holds an export already; pass --overwrite to replace it, or choose another --to")
+    check_out(out, overwrite=overwrite)
     packet = build_packet(targets, store=store, n=n, context=context, seed=seed, split=split, progress=progress)
     out.mkdir(parents=True, exist_ok=True)
     image_src = {
