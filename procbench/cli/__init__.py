@@ -143,6 +143,8 @@ _COMMANDS = [
     "evaluate_extraction",
     "export",
     "report",
+    "packet",
+    "score-packet",
     "info",
     "layout",
     "demo",

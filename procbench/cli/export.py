@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from procbench.cli._options import DEFAULT_STORE, JsonOption, StoreOption
+from procbench.cli._options import DEFAULT_STORE, JsonOption, SeedOption, StoreOption
 
 NAME = "export"
 
@@ -16,7 +16,14 @@ def command(
         typer.Argument(help="Question sets: TASK (every setting), TASK/SETTING, or set folders.", show_default=False),
     ],
     to: Annotated[Path, typer.Option("--to", help="The folder to write the dataset repository into.")],
-    fmt: Annotated[str, typer.Option("--format", help="Output format: 'hf' (Hugging Face dataset layout).")] = "hf",
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="Output format: 'hf' (Hugging Face dataset layout), 'label-studio' (a blinded sample as a Label"
+            " Studio import and labeling config, with key.json for score-packet).",
+        ),
+    ] = "hf",
     push_to_hub: Annotated[
         str | None,
         typer.Option(
@@ -25,7 +32,15 @@ def command(
     ] = None,
     private: Annotated[bool, typer.Option("--private", help="With --push-to-hub: create a private repo.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an earlier export in --to.")] = False,
+    n: Annotated[int, typer.Option("--n", help="label-studio: questions drawn from each set.", min=1)] = 40,
+    context: Annotated[
+        str, typer.Option("--context", help="label-studio: 'with' or 'without' the context.")
+    ] = "without",
+    split: Annotated[
+        str, typer.Option("--split", help="label-studio: the split to sample: test, val, train, all.")
+    ] = "test",
     store: StoreOption = DEFAULT_STORE,
+    seed: SeedOption = 0,
     json: JsonOption = False,
 ) -> None:
     """Export question sets as a self-contained Hugging Face dataset: one config per setting, texts inlined,
@@ -37,6 +52,11 @@ def command(
     from procbench.export import export_sets
     from procbench.export import push_to_hub as push
 
+    if fmt == "label-studio":
+        _label_studio(
+            qsets, to, store=store, n=n, context=context, seed=seed, split=split, overwrite=overwrite, json=json
+        )
+        return
     with progress_bar() as progress:
         result = export_sets(qsets, to, store=store, fmt=fmt, overwrite=overwrite, progress=progress)
     if push_to_hub:
@@ -49,5 +69,42 @@ def command(
     console.print(
         f"[bold green]exported[/] {len(result.configs)} configs, {result.images} images to {result.out}"
         + (f" and {result.url}" if result.url else ""),
+        highlight=False,
+    )
+
+
+def _label_studio(
+    qsets: list[str],
+    to: Path,
+    *,
+    store: Path,
+    n: int,
+    context: str,
+    seed: int,
+    split: str,
+    overwrite: bool,
+    json: bool,
+) -> None:
+    from procbench.cli._console import console, print_json, progress_bar
+    from procbench.readers.sheet import write_label_studio
+
+    with progress_bar() as progress:
+        sample = write_label_studio(
+            qsets,
+            to,
+            store=store,
+            n=n,
+            context=context,
+            seed=seed,
+            split=split,
+            overwrite=overwrite,
+            progress=progress,
+        )
+    if json:
+        print_json(sample.to_dict())
+        return
+    console.print(
+        f"[bold green]label-studio[/]: {sample.questions} questions -> {sample.main} and "
+        f"{to / 'labeling_config.xml'} (key: {to / 'key.json'}, keep it from annotators)",
         highlight=False,
     )

@@ -34,6 +34,7 @@ from procbench.export.inline import Inliner
 from procbench.export.sets import find_audit, resolve_sets
 from procbench.generate.columns import procedure_ids
 from procbench.progress import SILENT, Progress
+from procbench.readers.views import recorded_readers
 
 __all__ = ["EXPORT_FIELDS", "ExportResult", "export_sets", "features", "push_to_hub"]
 
@@ -215,6 +216,7 @@ def export_sets(
         summary.config_name = config
         summary.items = qset.items
         summary.audit = find_audit(qset)
+        summary.readers = recorded_readers(qset.path)
         summary.data_files = {}
         result.configs[config] = {}
         for split, hub in HUB_SPLITS.items():

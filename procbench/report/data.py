@@ -14,6 +14,7 @@ from procbench.errors import ProcbenchError
 from procbench.export.inline import Inliner
 from procbench.export.sets import find_audit, shortcut_scores
 from procbench.generate.qset import QuestionSet
+from procbench.readers.views import recorded_readers
 from procbench.store import Store
 
 __all__ = ["SetView", "choice_distances_of", "set_view", "sweep_tables"]
@@ -39,6 +40,8 @@ class SetView:
     has_scores: bool
     distances: dict[str, Any] | None = None
     images: set[str] = field(default_factory=set)
+    #: Scored reader packets recorded with the set (``procbench score-packet``).
+    readers: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _slug(name: str) -> str:
@@ -102,6 +105,7 @@ def set_view(qset: QuestionSet, inliner: Inliner, *, limit: int) -> SetView:
         audit=find_audit(qset),
         has_scores=scores is not None,
         images=images,
+        readers=recorded_readers(qset.path),
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from procbench import __version__
+from procbench.readers.views import readers_html
 from procbench.report.data import SetView
 
 __all__ = ["histogram_svg", "index_page", "interval_svg", "set_page"]
@@ -230,6 +231,7 @@ def index_page(views: list[SetView], tables: list[dict[str, Any]], *, title: str
             _sets_table(views),
             "<h2>Audit: shortcut probes side by side</h2>",
             _audit_tables(views),
+            readers_html((v.name, v.readers) for v in views),
             "<h2>Distances of choices to the question</h2>",
             _histograms(views),
             "<h2>Baselines (evaluate's sweep table, accuracy %)</h2>",

@@ -1,0 +1,527 @@
+"""Blinded reader packets: a sample of questions that people or language-model readers answer.
+
+A packet is a folder:
+
+- ``packet.md``: the answer sheet for people and language-model readers (instructions, how to answer, the
+  questions under neutral ids ``Q01``, ``Q02``, ... with their choices lettered A, B, ...);
+- ``packet.json``: the same sheet as JSON (no answers);
+- ``images/``: the images of visual questions under neutral names (``Q03-1.jpg`` for the question's first
+  item, ``Q03-B.jpg`` for choice B);
+- ``key.json``: each neutral id -> the set, its qid and the answer letter. Keep it away from readers;
+  ``procbench score-packet`` reads it.
+
+Blinding (what the sheet never shows): the set's setting, source, procedure id or title, url, qid and answer.
+Questions are drawn with at most one question per procedure over the whole packet (a second question about
+the same procedure would give the first one's answer away), shown in a shuffled order, and their choices are
+reshuffled so that the answer letters are as uniform as possible over the packet (:func:`balanced_letters`).
+Everything is deterministic by the seed: same sets + same seed = same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from procbench.errors import BadInput
+from procbench.export.inline import Inliner
+from procbench.export.sets import resolve_sets
+from procbench.generate.qset import QuestionSet
+from procbench.generate.splits import SPLITS
+from procbench.progress import SILENT, Progress
+from procbench.store import Store
+from procbench.tasks import TASKS
+
+__all__ = [
+    "BLANK",
+    "CONTEXT_MODES",
+    "ITEMS_TO_ORDER",
+    "KEY_FILE",
+    "LETTERS",
+    "PACKET_FILE",
+    "SHEET_FILE",
+    "Packet",
+    "PacketResult",
+    "balanced_letters",
+    "build_packet",
+    "check_out",
+    "make_packet",
+    "packet_markdown",
+    "question_fingerprints",
+    "write_packet",
+]
+
+#: Choice letters, in order.
+LETTERS = "ABCDEFGH"
+#: What the items of a question whose choices are orders are called (visual ordering).
+ITEMS_TO_ORDER = "Items (numbered; each choice lists them from first to last)"
+#: How the blank of a cloze question is shown.
+BLANK = "____"
+#: ``--context``: show the procedure's context, or the question alone.
+CONTEXT_MODES = ("with", "without")
+SHEET_FILE = "packet.md"
+PACKET_FILE = "packet.json"
+KEY_FILE = "key.json"
+KEY_FORMAT = "procbench-reader-key/1"
+PACKET_FORMAT = "procbench-reader-packet/1"
+#: ``--split``: the split questions are drawn from (``all``: every split).
+SPLIT_CHOICES = (*SPLITS, "all")
+
+_HOW_TO_ANSWER = (
+    "Answer every question with the letter of one choice. Give your answers as one JSON object that maps each "
+    'question id to its letter, for example `{"Q01": "B", "Q02": "D"}`. If no choice, or more than one '
+    'choice, seems right, still pick the best one and add "?" after its letter (`"B?"`): the question is then '
+    "counted as marked ambiguous. Answer each question on its own: the questions come from different "
+    "procedures and do not help each other."
+)
+_WITH_CONTEXT = (
+    "Each question comes with its context: the steps of the procedure it is taken from (for questions about "
+    "step titles, only the steps' texts). Read the context before you answer."
+)
+_WITHOUT_CONTEXT = "No context is given: answer from the question and its choices alone."
+_HOW_TO_CHOOSE = (
+    "Pick one choice for every question. If no choice, or more than one choice, seems right, still pick the best "
+    "one and mark the question ambiguous. Answer each question on its own: the questions come from different "
+    "procedures and do not help each other."
+)
+
+
+def instructions(context: str, *, form: bool = False) -> str:
+    """The sheet's instructions for ``context`` (``with`` or ``without``); ``form``: for a page or a labeling
+    tool where readers click their answers, rather than write them as JSON."""
+    return " ".join(
+        [_WITH_CONTEXT if context == "with" else _WITHOUT_CONTEXT, _HOW_TO_CHOOSE if form else _HOW_TO_ANSWER]
+    )
+
+
+@dataclass
+class Packet:
+    """A packet in memory: the sheet's questions (no answers), the key and the images to copy."""
+
+    context: str
+    questions: list[dict[str, Any]]
+    key: dict[str, Any]
+    #: neutral file name (``images/Q03-B.jpg``) -> the stored image's path
+    images: dict[str, Path] = field(default_factory=dict)
+
+    def sheet(self) -> dict[str, Any]:
+        """``packet.json``: the sheet as data."""
+        return {
+            "format": PACKET_FORMAT,
+            "context": self.context,
+            "instructions": instructions(self.context),
+            "questions": self.questions,
+        }
+
+
+@dataclass
+class PacketResult:
+    """What ``make_packet`` wrote."""
+
+    out: Path
+    questions: int
+    per_set: dict[str, int]
+    images: int
+    context: str
+    seed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        return {
+            "out": str(self.out),
+            "sheet": str(self.out / SHEET_FILE),
+            "packet": str(self.out / PACKET_FILE),
+            "key": str(self.out / KEY_FILE),
+            "questions": self.questions,
+            "per_set": self.per_set,
+            "images": self.images,
+            "context": self.context,
+            "seed": self.seed,
+        }
+
+
+# -- sampling ---------------------------------------------------------------------------------------------
+
+
+def balanced_letters(choice_counts: Sequence[int], rng: np.random.Generator) -> list[int]:
+    """A target answer position for each question, uniform over the packet as exactly as possible.
+
+    Questions are grouped by their number of choices ``k``; within a group of ``m`` questions each position
+    ``0..k-1`` is the target of ``floor(m/k)`` or ``ceil(m/k)`` of them (positions ``i mod k``, shuffled).
+    """
+    targets = [0] * len(choice_counts)
+    for k in sorted(set(choice_counts)):
+        members = [i for i, c in enumerate(choice_counts) if c == k]
+        cycle = np.array([j % k for j in range(len(members))], dtype=np.int64)
+        rng.shuffle(cycle)
+        for i, target in zip(members, cycle.tolist(), strict=True):
+            targets[i] = target
+    return targets
+
+
+def _reorder(n_choices: int, answer: int, target: int, rng: np.random.Generator) -> list[int]:
+    """An order of the original choices (``order[position] = original index``) with the answer at ``target``."""
+    others = [i for i in range(n_choices) if i != answer]
+    rng.shuffle(others)
+    return [*others[:target], answer, *others[target:]]
+
+
+def _fixed_order(task: str) -> bool:
+    """Tasks whose choices' order is part of the question (visual coherence: a sequence of images)."""
+    spec = TASKS.find(task)
+    return spec is not None and spec.kind.coherence
+
+
+def _check_task(qset: QuestionSet) -> None:
+    spec = TASKS.find(qset.task)
+    if spec is None:
+        raise BadInput(f"{qset.name}: unknown task {qset.task!r}")
+    if spec.family == "sequencing":
+        raise BadInput(
+            f"{qset.name}: {qset.task} questions have no choices to pick from (the answer is an order); "
+            "packets hold multiple-choice questions"
+        )
+
+
+def _candidates(qset: QuestionSet, split: str) -> pa.Table:
+    splits = SPLITS if split == "all" else (split,)
+    tables = [qset.split(s).select(["qid", "procedure_id"]) for s in splits if (qset.path / f"{s}.parquet").is_file()]
+    if not tables:
+        return pa.table({"qid": pa.array([], pa.string()), "procedure_id": pa.array([], pa.string())})
+    table = pa.concat_tables(tables)
+    return table.take(pc.sort_indices(table, [("qid", "ascending")]))
+
+
+def question_fingerprints(qset: QuestionSet, qids: set[str]) -> dict[str, str]:
+    """``qid -> sha256`` (16 hex digits) of each question's items, choices and answer, for ``qids`` of ``qset``:
+    a question rewritten under the same qid (``generate --overwrite``) gets another fingerprint."""
+    wanted = pa.array(sorted(qids), pa.string())
+    out: dict[str, str] = {}
+    for s in SPLITS:
+        if not (qset.path / f"{s}.parquet").is_file():
+            continue
+        table = qset.split(s).select(["qid", "question", "choices", "answer"])
+        table = table.filter(pc.is_in(table["qid"], value_set=wanted))
+        for row in table.to_pylist():
+            basis = json.dumps([row["question"], row["choices"], row["answer"]], sort_keys=True, default=str)
+            out[row["qid"]] = hashlib.sha256(basis.encode()).hexdigest()[:16]
+    return out
+
+
+def _sample(
+    sets: list[QuestionSet], n: int, split: str, rng: np.random.Generator
+) -> list[tuple[QuestionSet, str, str]]:
+    """``n`` questions of each set, at most one per procedure over all sets: ``(set, qid, procedure_id)``.
+
+    Each set's questions are visited in a random order; the sets take turns (one question each per round),
+    so sets sharing procedures share them fairly.
+    """
+    queues = []
+    for qset in sets:
+        table = _candidates(qset, split)
+        order = rng.permutation(table.num_rows)
+        qids, procs = table["qid"].to_pylist(), table["procedure_id"].to_pylist()
+        queues.append([(qids[i], procs[i]) for i in order.tolist()])
+    used: set[str] = set()
+    cursor = [0] * len(sets)
+    chosen: list[list[tuple[QuestionSet, str, str]]] = [[] for _ in sets]
+    for _ in range(n):
+        for s, qset in enumerate(sets):
+            queue = queues[s]
+            while cursor[s] < len(queue) and queue[cursor[s]][1] in used:
+                cursor[s] += 1
+            if cursor[s] < len(queue):
+                qid, proc = queue[cursor[s]]
+                used.add(proc)
+                chosen[s].append((qset, qid, proc))
+                cursor[s] += 1
+    for qset, picks in zip(sets, chosen, strict=True):
+        if len(picks) < n:
+            where = "all splits" if split == "all" else f"the {split} split"
+            raise BadInput(
+                f"{qset.name}: only {len(picks)} questions from distinct procedures in {where} (asked --n {n}); "
+                "lower --n, pass --split all, or give fewer sets (sets share procedures)"
+            )
+    return [pick for picks in chosen for pick in picks]
+
+
+# -- rendering --------------------------------------------------------------------------------------------
+
+
+def _sheet_item(item: dict[str, Any], image_name: str, images: dict[str, Path], store: Store) -> dict[str, Any]:
+    """An item as the sheet shows it: ``{"blank": true}`` or some of ``title``, ``text``, ``image``."""
+    if item["key"] == "@placeholder":
+        return {"blank": True}
+    out: dict[str, Any] = {}
+    if item["image"]:
+        path = store.image_path(item["image"])
+        if path.is_file():
+            images[image_name] = path
+            out["image"] = image_name
+    if item["title"]:
+        out["title"] = item["title"]
+    if item["text"]:
+        out["text"] = item["text"]
+    return out
+
+
+def _sheet_question(
+    neutral: str,
+    record: dict[str, Any],
+    order: list[int],
+    *,
+    context: str,
+    store: Store,
+    images: dict[str, Path],
+) -> dict[str, Any]:
+    question = [
+        _sheet_item(item, f"images/{neutral}-{i + 1}.jpg", images, store) for i, item in enumerate(record["question"])
+    ]
+    choices: list[dict[str, Any]] = []
+    for position, original in enumerate(order):
+        letter = LETTERS[position]
+        if record["choice_orders"]:
+            choice: dict[str, Any] = {"order": [p + 1 for p in record["choice_orders"][original]]}
+        else:
+            choice = _sheet_item(record["choices"][original], f"images/{neutral}-{letter}.jpg", images, store)
+        choices.append({"letter": letter, **choice})
+    out: dict[str, Any] = {"id": neutral, "instruction": record["instruction"]}
+    if context == "with" and record["context"]:
+        out["context"] = [
+            {k: v for k, v in (("step", c["index"] + 1), ("title", c["title"]), ("text", c["text"])) if v}
+            for c in record["context"]
+            if c["title"] or c["text"]
+        ]
+    out["question"] = question
+    out["choices"] = choices
+    if record["choice_orders"]:
+        out["choices_are"] = "orders"
+    return out
+
+
+def build_packet(
+    targets: Sequence[str | Path],
+    *,
+    store: str | Path = "procbench-store",
+    n: int = 40,
+    context: str = "without",
+    seed: int = 0,
+    split: str = "test",
+    progress: Progress = SILENT,
+) -> Packet:
+    """Sample and blind ``n`` questions of each set of ``targets`` (``TASK``, ``TASK/SETTING`` or set folders).
+
+    Raises:
+        BadInput: an unknown context mode or split, a task without choices (sequencing), or a set with fewer
+            than ``n`` questions from procedures no other question of the packet uses.
+    """
+    if context not in CONTEXT_MODES:
+        raise BadInput(f"--context must be one of {', '.join(CONTEXT_MODES)}, not {context!r}")
+    if split not in SPLIT_CHOICES:
+        raise BadInput(f"--split must be one of {', '.join(SPLIT_CHOICES)}, not {split!r}")
+    if n < 1:
+        raise BadInput("--n must be at least 1")
+    resolved = resolve_sets([str(t) for t in targets], store)
+    for qset in resolved.sets:
+        _check_task(qset)
+    rng = np.random.default_rng(seed)
+    picks = _sample(resolved.sets, n, split, rng)
+    width = max(2, len(str(len(picks))))
+    shown = rng.permutation(len(picks)).tolist()  # shown[k]: the pick shown as the k-th question
+    neutral_of = {shown[k]: f"Q{k + 1:0{width}d}" for k in range(len(picks))}
+    wanted: dict[str, dict[str, int]] = {}
+    for i, (qset, qid, _) in enumerate(picks):
+        wanted.setdefault(qset.name, {})[qid] = i
+    inliner = Inliner(resolved.store, {proc for _, _, proc in picks})
+    records: list[dict[str, Any] | None] = [None] * len(picks)
+    progress.start("packet", total=len(picks))
+    for qset in resolved.sets:
+        mine = wanted.get(qset.name, {})
+        for s in SPLITS:
+            for record in inliner.records(qset, s):
+                at = mine.get(record["qid"])
+                if at is not None and records[at] is None:
+                    records[at] = record
+                    progress.advance()
+    counts = [len(r["choice_orders"] or r["choices"]) if r is not None else 0 for r in records]
+    shuffled = [not _fixed_order(qset.task) for qset, _, _ in picks]
+    # balance the letters over the questions shown in sheet order (the order does not change the counts)
+    sheet_order = [shown[k] for k in range(len(picks))]
+    free = [i for i in sheet_order if shuffled[i]]
+    targets_of = dict(zip(free, balanced_letters([counts[i] for i in free], rng), strict=True))
+    questions: list[dict[str, Any]] = []
+    images: dict[str, Path] = {}
+    key_questions: dict[str, dict[str, Any]] = {}
+    fingerprints = {q.name: question_fingerprints(q, set(wanted.get(q.name, {}))) for q in resolved.sets}
+    for i in sheet_order:
+        qset, qid, _ = picks[i]
+        record = records[i]
+        if record is None:
+            raise BadInput(f"{qset.name}: question {qid} vanished while the packet was made; run it again")
+        answer = int(record["answer"])
+        if i in targets_of:
+            order = _reorder(counts[i], answer, targets_of[i], rng)
+        else:
+            order = list(range(counts[i]))
+        neutral = neutral_of[i]
+        questions.append(_sheet_question(neutral, record, order, context=context, store=resolved.store, images=images))
+        key_questions[neutral] = {
+            "set": qset.name,
+            "task": qset.task,
+            "setting": qset.setting,
+            "qid": qid,
+            "split": record["split"],
+            "answer": LETTERS[order.index(answer)],
+            "choices": counts[i],
+            "order": order,
+            "fingerprint": fingerprints[qset.name].get(qid),
+        }
+    key = {
+        "format": KEY_FORMAT,
+        "store": str(resolved.store.root.resolve()),
+        "context": context,
+        "n": n,
+        "seed": seed,
+        "split": split,
+        "sets": {
+            q.name: {
+                "path": str(q.path.resolve()),
+                "task": q.task,
+                "setting": q.setting,
+                "questions": len(wanted.get(q.name, {})),
+            }
+            for q in resolved.sets
+        },
+        "questions": key_questions,
+    }
+    key["packet_id"] = packet_id(key)
+    return Packet(context=context, questions=questions, key=key, images=images)
+
+
+def packet_id(key: dict[str, Any]) -> str:
+    """A short id of a packet: sha256 of its key's questions, context and seed (12 hex digits)."""
+    basis = {k: key.get(k) for k in ("questions", "context", "seed", "split")}
+    return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _md_text(text: str) -> str:
+    """One paragraph of Markdown: whitespace folded, characters that would start markup escaped."""
+    folded = " ".join(str(text).split())
+    for ch in ("\\", "`", "*", "_", "[", "]", "<"):  # items never start a line: "#", ">" stay as they are
+        folded = folded.replace(ch, "\\" + ch)
+    return folded
+
+
+def _md_item(item: dict[str, Any], alt: str) -> str:
+    if item.get("blank"):
+        return BLANK
+    parts = []
+    if item.get("image"):
+        parts.append(f"![{alt}]({item['image']})")
+    if item.get("title"):
+        parts.append(f"**{_md_text(item['title'])}**" if item.get("text") else _md_text(item["title"]))
+    if item.get("text"):
+        parts.append(_md_text(item["text"]))
+    return " ".join(parts) if parts else "(empty)"
+
+
+def packet_markdown(packet: Packet) -> str:
+    """``packet.md``: the answer sheet for people and language-model readers."""
+    lines = ["# Reading check", "", instructions(packet.context), ""]
+    letters = sorted({c["letter"] for q in packet.questions for c in q["choices"]})
+    if letters:
+        lines += [f"There are {len(packet.questions)} questions. Choices are lettered {letters[0]}-{letters[-1]}.", ""]
+    for q in packet.questions:
+        lines += ["---", "", f"## {q['id']}", "", _md_text(q["instruction"]), ""]
+        if q.get("context"):
+            lines += ["**Context** (the procedure's steps):", ""]
+            for step in q["context"]:
+                lines.append(f"{step.get('step', '-')}. {_md_item(step, 'step image')}")
+            lines.append("")
+        if q["question"]:
+            label = ITEMS_TO_ORDER if q.get("choices_are") else "Question"
+            lines += [f"**{label}:**", ""]
+            for i, item in enumerate(q["question"]):
+                alt = f"{q['id']} item {i + 1}"
+                lines.append(f"{i + 1}. {_md_item(item, alt)}")
+            lines.append("")
+        lines += ["**Choices:**", ""]
+        for c in q["choices"]:
+            if "order" in c:
+                lines.append(f"- {c['letter']}. " + ", ".join(str(p) for p in c["order"]))
+            else:
+                alt = f"{q['id']} choice {c['letter']}"
+                lines.append(f"- {c['letter']}. {_md_item(c, alt)}")
+        lines.append("")
+    lines += ["---", "", "Answers (one JSON object, every question id once):", ""]
+    example = ", ".join(json.dumps(q["id"]) + ': "?"' for q in packet.questions[:3])
+    lines += ["```json", "{" + example + (", ..." if len(packet.questions) > 3 else "") + "}", "```", ""]
+    return "\n".join(lines)
+
+
+def _dump(data: Any) -> str:
+    return json.dumps(data, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
+
+
+def check_out(out: Path, *, overwrite: bool) -> None:
+    """``out`` may receive a packet: it is missing or empty, or (with ``overwrite``) holds an earlier packet.
+
+    Raises:
+        BadInput: ``out`` is a file, holds other files, or holds a packet and ``overwrite`` is false.
+    """
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"{out} is a file; --out takes a folder")
+    if (out / KEY_FILE).exists():
+        if not overwrite:
+            raise BadInput(f"{out} holds a packet already; pass --overwrite to replace it, or choose another folder")
+    elif out.is_dir() and any(out.iterdir()):
+        raise BadInput(f"{out} is not empty and holds no packet; choose an empty or new folder")
+
+
+def write_packet(packet: Packet, out: str | Path, *, overwrite: bool = False) -> Path:
+    """Write ``packet`` into the folder ``out`` (sheet, JSON twin, key, images); returns ``out``.
+
+    Raises:
+        BadInput: ``out`` holds another packet and ``overwrite`` is false.
+    """
+    out = Path(out)
+    check_out(out, overwrite=overwrite)
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / "images").is_dir():
+        shutil.rmtree(out / "images")
+    for name, source in sorted(packet.images.items()):
+        target = out / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    (out / SHEET_FILE).write_text(packet_markdown(packet), encoding="utf-8")
+    (out / PACKET_FILE).write_text(_dump(packet.sheet()), encoding="utf-8")
+    (out / KEY_FILE).write_text(_dump(packet.key), encoding="utf-8")
+    return out
+
+
+def make_packet(
+    targets: Sequence[str | Path],
+    out: str | Path,
+    *,
+    store: str | Path = "procbench-store",
+    n: int = 40,
+    context: str = "without",
+    seed: int = 0,
+    split: str = "test",
+    overwrite: bool = False,
+    progress: Progress = SILENT,
+) -> PacketResult:
+    """Build a blinded packet of ``n`` questions of each set (:func:`build_packet`) and write it to ``out``."""
+    check_out(Path(out), overwrite=overwrite)
+    packet = build_packet(targets, store=store, n=n, context=context, seed=seed, split=split, progress=progress)
+    write_packet(packet, out, overwrite=overwrite)
+    per_set = {name: int(info["questions"]) for name, info in packet.key["sets"].items()}
+    return PacketResult(Path(out), len(packet.questions), per_set, len(packet.images), context, seed)

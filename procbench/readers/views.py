@@ -1,0 +1,112 @@
+"""Recorded reader results as the dataset card and the HTML report show them, beside the audit's probes.
+
+Paper 000 reports human performance on sampled questions beside the models; here each scored packet
+(``procbench score-packet``) is a row: reader, context (with or without), questions, accuracy with its 95%
+Wilson interval, the share marked ambiguous.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from html import escape
+from pathlib import Path
+from typing import Any
+
+__all__ = ["READERS_FILE", "readers_card_lines", "readers_html", "recorded_readers"]
+
+#: The file beside a set's parquet files that records the packets scored on it.
+READERS_FILE = "readers.json"
+#: Seconds ``readers.json`` may predate the set's files and still be about them (as for ``audit.json``,
+#: ``procbench.export.sets.STALE_AFTER``: copies reorder mtimes a little).
+STALE_AFTER = 2.0
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The entries of a ``readers.json`` (empty when it is missing or unreadable)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    results = data.get("results") if isinstance(data, dict) else None
+    return [r for r in results if isinstance(r, dict)] if isinstance(results, list) else []
+
+
+def recorded_readers(qset_path: str | Path) -> list[dict[str, Any]]:
+    """The scored packets recorded with the set at ``qset_path`` (empty when none, or when the set was
+    rewritten after they were recorded: they scored an earlier version of it)."""
+    path = Path(qset_path)
+    target = path / READERS_FILE
+    if not target.is_file():
+        return []
+    splits = [path / f"{s}.parquet" for s in ("train", "val", "test")]
+    written = max((f.stat().st_mtime for f in splits if f.is_file()), default=0.0)
+    if target.stat().st_mtime + STALE_AFTER < written:
+        return []
+    return read_records(target)
+
+
+_EXPLAIN = (
+    "Blinded readers (`procbench packet`, scored by `procbench score-packet`): people or language-model readers "
+    "answered a sample of questions under neutral ids, at most one per procedure, with the context or without "
+    "it. Accuracy [95% Wilson interval]; ambiguous: share of the questions the reader marked ambiguous. A reader "
+    "without the context far above chance means the questions can be answered without reading the procedure."
+)
+
+
+def _rows(results: Iterable[tuple[str, list[dict[str, Any]]]]) -> list[tuple[str, dict[str, Any]]]:
+    rows = []
+    for name, records in results:
+        for r in sorted(records, key=lambda r: (str(r.get("context")), str(r.get("date")), str(r.get("reader")))):
+            rows.append((name, r))
+    return rows
+
+
+def _accuracy(r: dict[str, Any]) -> str:
+    ci = r.get("ci") or [None, None]
+    text = f"{100 * float(r.get('accuracy', 0.0)):.1f}%"
+    if ci[0] is not None:
+        text += f" [{100 * float(ci[0]):.0f}, {100 * float(ci[1]):.0f}]"
+    return text
+
+
+def readers_card_lines(results: Iterable[tuple[str, list[dict[str, Any]]]]) -> list[str]:
+    """The card's "Readers" section for ``(set name, recorded results)`` pairs; nothing when none are recorded."""
+    rows = _rows(results)
+    if not rows:
+        return []
+    lines = ["## Readers", "", _EXPLAIN, ""]
+    lines += [
+        "| set | reader | context | questions | accuracy [95% CI] | ambiguous | date |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, r in rows:
+        lines.append(
+            f"| `{name}` | {r.get('reader', '')} | {r.get('context', '')} | {r.get('n', '')} | {_accuracy(r)} | "
+            f"{100 * float(r.get('ambiguous_share', 0.0)):.0f}% | {r.get('date', '')} |"
+        )
+    lines.append("")
+    return lines
+
+
+def readers_html(results: Iterable[tuple[str, list[dict[str, Any]]]]) -> str:
+    """The report's readers table for ``(set name, recorded results)`` pairs; empty when none are recorded."""
+    rows = _rows(results)
+    if not rows:
+        return ""
+    out = [
+        "<h2>Readers: blinded answer sheets</h2>",
+        f'<p class="muted">{escape(_EXPLAIN.replace("`", ""))}</p>',
+        "<table><tr><th>set</th><th>reader</th><th>context</th><th>questions</th><th>accuracy [95% CI]</th>"
+        "<th>ambiguous</th><th>date</th></tr>",
+    ]
+    for name, r in rows:
+        out.append(
+            f"<tr><td>{escape(name)}</td><td>{escape(str(r.get('reader', '')))}</td>"
+            f'<td>{escape(str(r.get("context", "")))}</td><td class="num">{escape(str(r.get("n", "")))}</td>'
+            f'<td class="num">{escape(_accuracy(r))}</td>'
+            f'<td class="num">{100 * float(r.get("ambiguous_share", 0.0)):.0f}%</td>'
+            f"<td>{escape(str(r.get('date', '')))}</td></tr>"
+        )
+    out.append("</table>")
+    return "\n".join(out)
