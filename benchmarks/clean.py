@@ -12,6 +12,15 @@ what was injected (wrongly removed originals are listed).
     python benchmarks/clean.py                       # 500,000 generated steps
     python benchmarks/clean.py --steps 50000
     python benchmarks/clean.py --jsonl procedures.jsonl --show-splits
+
+``--step-numbers``: the ``step_numbers`` rule on the real corpora beside the repository (build guides,
+wikiHow/OpenPI, RecipeQA; or ``--corpus DIR``, repeatable): each is ingested into a temporary store and
+cleaned as it is; reported are the step texts the rule changed (steps, procedures, tokens, examples) and
+the kept step texts that still start with something like a step number. A second run per corpus numbers
+every step text as a headline list does (``2. Find a photo.``, the step's own position) and reports how
+many of those numbers are left and how many texts changed beyond losing their number.
+
+    python benchmarks/clean.py --step-numbers
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ import pyarrow as pa
 from procbench.clean import Segmenter, clean_store, clean_tables
 from procbench.store import PROCEDURES, STEPS, Store, conform
 
-from _common import peak_rss_mb
+from _common import ROOT, peak_rss_mb
 
 
 # -- a generated How-To corpus --------------------------------------------------------------------------
@@ -469,6 +478,88 @@ def measure(records: list[dict[str, Any]], seed: int, show_splits: bool) -> dict
     return result
 
 
+# -- the step_numbers rule on real corpora ----------------------------------------------------------------
+#: The shared real corpora (beside the repository, or beside the folder of its worktrees).
+SHARED = next((p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()), ROOT / "data")
+_LEFTOVER = re.compile(r"^\W{0,2}(?:\d{1,3}\s*[.)](?!\d)|step\s*\d|[ivx]{2,4}[.)]\s)", re.IGNORECASE)
+
+
+def _clean_corpus(records: list[dict[str, Any]], folder: Path) -> tuple[Any, list[tuple[str | None, str | None]]]:
+    """Ingest ``records`` (images relative to ``folder``) into a temporary store and clean it; the report and
+    (text, text_clean) of the kept steps."""
+    from procbench.ingest import ingest_file
+    from procbench.store.views import kept_steps
+
+    def absolute(image: Any) -> Any:
+        if isinstance(image, str) and "://" not in image and not Path(image).is_absolute():
+            return str(folder / image)
+        return image
+
+    records = [
+        {**r, "steps": [{**s, "images": [absolute(i) for i in s.get("images") or []]} for s in r["steps"]]}
+        for r in records
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "in.jsonl"
+        source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        store = Store.open(Path(tmp) / "store", create=True)
+        ingest_file(store, source)
+        report = clean_store(store, workers=1)
+        steps = kept_steps(store, ["text", "text_clean"])
+        return report, list(zip(steps["text"].to_pylist(), steps["text_clean"].to_pylist(), strict=True))
+
+
+def step_numbers(corpora: list[Path]) -> dict[str, Any]:
+    """What the ``step_numbers`` rule changes on real corpora, as they are and as numbered headline lists."""
+    from procbench.clean import strip_step_numbering
+
+    out: dict[str, Any] = {}
+    for corpus in corpora:
+        records = [json.loads(line) for line in (corpus / "procedures.jsonl").open(encoding="utf-8") if line.strip()]
+        report, kept = _clean_corpus(records, corpus)
+        rule = report.rule("step_numbers")
+        texts = [t for t in (s.get("text") for r in records for s in r["steps"]) if t]
+        leftover = [c for _, c in kept if c and _LEFTOVER.match(c)]
+        numbered = [
+            {
+                **r,
+                "steps": [
+                    {**s, "text": f"{i + 1}. {s['text']}" if s.get("text") else s.get("text")}
+                    for i, s in enumerate(r["steps"])
+                ],
+            }
+            for r in records
+        ]
+        n_report, n_kept = _clean_corpus(numbered, corpus)
+        plain = {raw: clean for raw, clean in kept}
+        left = sum(1 for _, c in n_kept if c and re.match(r"\d{1,3}\. ", c))
+        # beyond its number, a numbered text should clean as the plain text does
+        other = 0
+        for raw, clean in n_kept:
+            match = re.match(r"\d{1,3}\. (.*)", raw or "", re.DOTALL)
+            if match and match.group(1) in plain and plain[match.group(1)] != clean:
+                other += 1
+        out[corpus.name] = {
+            "procedures": report.procedures,
+            "steps": report.steps,
+            "step_texts": len(texts),
+            "texts_whose_raw_form_starts_with_a_number_marker": sum(1 for t in texts if _LEFTOVER.match(t)),
+            "changed_by_step_numbers": {"steps": rule.steps, "procedures": rule.procedures, "tokens": rule.tokens},
+            "changed_share_of_step_texts": round(rule.steps / len(texts), 4) if texts else None,
+            "examples": [{"before": e.before, "after": e.after} for e in rule.examples],
+            "kept_texts_still_starting_with_a_marker": len(leftover),
+            "leftover_examples": leftover[:5],
+            "strip_is_idempotent_on_every_text": all(strip_step_numbering(c) == c for _, c in kept if c),
+            "as_headline_list": {
+                "kept_texts": len(n_kept),
+                "changed_by_step_numbers": n_report.rule("step_numbers").steps,
+                "numbers_left": left,
+                "texts_changed_beyond_their_number": other,
+            },
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=500_000, help="steps in the generated corpus")
@@ -477,10 +568,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", action="store_true", help="measure on the bundled sample corpus")
     parser.add_argument("--show-splits", action="store_true", help="list the splits of tokens that were not injected")
     parser.add_argument("--no-noise", action="store_true", help="time the generated corpus without injected noise")
+    parser.add_argument("--step-numbers", action="store_true", help="the step_numbers rule on the real corpora")
+    parser.add_argument(
+        "--corpus", action="append", type=Path, help="with --step-numbers: a folder with procedures.jsonl"
+    )
     parser.add_argument("--clean-store", type=Path, help=argparse.SUPPRESS)  # internal: the timed child process
     args = parser.parse_args(argv)
     if args.clean_store:
         out = _clean_only(args.clean_store)
+    elif args.step_numbers:
+        corpora = args.corpus or [SHARED / "build-guides", SHARED / "wikihow-openpi", SHARED / "recipeqa-recipes"]
+        out = step_numbers(corpora)
     elif args.jsonl or args.sample:
         if args.sample:
             from procbench.corpus import load_sample

@@ -179,3 +179,23 @@ def test_cleaner_strips_numbers_from_texts_only_after_the_other_rules() -> None:
     assert cleaner.clean("<p>2.&nbsp;Find a photo.</p>") == "Find a photo."
     assert cleaner.clean("  \u2022 3) Tap iCloud.") == "Tap iCloud."
     assert cleaner.clean("2. Find", title=True) == "Find"
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        (
+            "1. Six egg whites\n2. One cup sugar\n3. One teaspoon vanilla",
+            "Six egg whites.\nOne cup sugar.\nOne teaspoon vanilla",
+        ),
+        ("1. Dice the fruit.2. Melt the butter.", "Dice the fruit. Melt the butter."),
+        ("(1) Set the crumbs aside.\n(2) Place a truffle on top.", "Set the crumbs aside.\nPlace a truffle on top."),
+        ("1.) Open the jar.\n 2.) Spread the jelly.", "Open the jar.\nSpread the jelly."),
+        ("1. Sauce 2. Cheese Tools 1. Spatula 2. Knife", "Sauce. Cheese Tools. Spatula. Knife"),
+        ("**2. Attach the board** Seat the module.", "**Attach the board** Seat the module."),
+        ("2.jpg|right|184px]]Get in.", "2.jpg|right|184px]]Get in."),
+        ("3. 2 cups of flour", "2 cups of flour"),
+    ],
+)
+def test_sub_lists_line_breaks_and_emphasis(raw: str, clean: str) -> None:
+    assert strip_step_numbering(raw) == clean
