@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["strip_step_numbering"]
+__all__ = ["leading_numbering_end", "strip_step_numbering"]
 
 _NUMBER_WORDS = (
     "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
@@ -142,3 +142,22 @@ def strip_step_numbering(text: str) -> str:
         if rest == text:
             return text
         text = rest
+
+
+def leading_numbering_end(text: str) -> int:
+    """Where a text's content starts after its leading step numbering (0 when there is none).
+
+    The offset form of :func:`strip_step_numbering` for readers that keep offsets into the raw text
+    (``extract``): only leading markers count (not a sub-list's later ones, nor markers inside emphasis).
+
+    >>> leading_numbering_end("Step 2: 1. Open Settings.")
+    11
+    """
+    if not _HINT.match(text):
+        return 0
+    end = 0
+    while True:
+        match = _LEADING.match(text[end:])  # \A anchors at the real start of the string only
+        if match is None or match.group("lead").strip() or match.end() == 0:
+            return end
+        end += match.end()

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from procbench.clean.numbering import leading_numbering_end
 from procbench.errors import BadInput
+from procbench.extract.imperative import Candidate, candidate_word, repair_imperatives, shift_tuple
 from procbench.extract.lexicon import (
     DEFAULT_MIN_COUNT,
     Lexicon,
@@ -33,6 +35,7 @@ from procbench.store.views import kept_steps
 
 if TYPE_CHECKING:
     from spacy.language import Language
+    from spacy.tokens import Span, Token
 
 __all__ = [
     "ACTIONS",
@@ -108,26 +111,55 @@ def extract_texts(
     progress: Progress = SILENT,
     batch_size: int = _BATCH,
 ) -> list[SentenceActions]:
-    """Parse ``(procedure_id, step index, text)`` triples into sentences and their tuples, in order."""
+    """Parse ``(procedure_id, step index, text)`` triples into sentences and their tuples, in order.
+
+    A text's leading step numbering ("1. Open Facebook.", "Step 3 - Mount the battery") is not parsed
+    (:func:`procbench.clean.numbering.leading_numbering_end`); sentences whose first word the parser
+    mis-tagged are re-parsed (:mod:`procbench.extract.imperative`). Spans are offsets into ``text``.
+    """
     out: list[SentenceActions] = []
     progress.start("extract: parsing steps", total=len(texts))
-    docs = nlp.pipe((text for _, _, text in texts), batch_size=batch_size)
-    for (pid, step, _), doc in zip(texts, docs, strict=True):
+    chunk = batch_size * 8
+    for begin in range(0, len(texts), chunk):
+        out.extend(_extract_chunk(nlp, texts[begin : begin + chunk], batch_size))
+        progress.advance(min(chunk, len(texts) - begin))
+    return out
+
+
+def _extract_chunk(nlp: Language, texts: list[tuple[str, int, str]], batch_size: int) -> list[SentenceActions]:
+    starts = [leading_numbering_end(text) for _, _, text in texts]
+    docs = nlp.pipe((text[start:] for (_, _, text), start in zip(texts, starts, strict=True)), batch_size=batch_size)
+    parsed: list[tuple[int, int, Span, list[ActionTuple], Token | None]] = []
+    candidates: list[Candidate] = []
+    for n, doc in enumerate(docs):
         for number, sent in enumerate(doc.sents):
+            tuples = extract_tuples(sent)
             first = first_word(sent)
-            out.append(
-                SentenceActions(
-                    procedure_id=pid,
-                    step=step,
-                    sentence=number,
-                    text=sent.text,
-                    span=(sent.start_char, sent.end_char),
-                    tuples=tuple(extract_tuples(sent)),
-                    first_word=first.lower_ if first is not None else None,
-                    first_is_verb=first is not None and first.pos_ == "VERB",
-                )
+            parsed.append((n, number, sent, tuples, first))
+            candidate = candidate_word((n, number), sent, first, tuples)
+            if candidate is not None:
+                candidates.append(candidate)
+    repaired = repair_imperatives(nlp, candidates, batch_size=batch_size)
+    out = []
+    for n, number, sent, tuples, first in parsed:
+        pid, step, _ = texts[n]
+        start = starts[n]
+        fixed = repaired.get((n, number))
+        if fixed is not None:
+            verbs = {t.verb_span[0] for t in fixed}
+            tuples = sorted([*fixed, *(t for t in tuples if t.verb_span[0] not in verbs)], key=lambda t: t.verb_span)
+        out.append(
+            SentenceActions(
+                procedure_id=pid,
+                step=step,
+                sentence=number,
+                text=sent.text,
+                span=(sent.start_char + start, sent.end_char + start),
+                tuples=tuple(shift_tuple(t, start) if start else t for t in tuples),
+                first_word=first.lower_ if first is not None else None,
+                first_is_verb=first is not None and (first.pos_ == "VERB" or fixed is not None),
             )
-        progress.advance()
+        )
     return out
 
 
