@@ -103,9 +103,12 @@ def _headlines(corpus: Path, field: str, numbered: bool = False) -> list[tuple[s
     return out
 
 
-def imperative_recall(nlp: object, headlines: list[tuple[str, int, str]], misses: int = 12) -> dict[str, object]:
+def imperative_recall(
+    nlp: object, headlines: list[tuple[str, int, str]], misses: int = 12, imperatives: bool = True
+) -> dict[str, object]:
     """Issue 37's recall: of the headlines starting with a common imperative verb, the share whose
-    extracted verbs include it; also the steps with no tuple at all."""
+    extracted verbs include it; also the steps with no tuple at all. ``imperatives=False``: without the
+    numbering skip and the re-parse of mis-tagged imperatives (the dependency rules alone)."""
     from procbench.clean import strip_step_numbering
     from procbench.extract.pipeline import extract_texts
 
@@ -115,7 +118,11 @@ def imperative_recall(nlp: object, headlines: list[tuple[str, int, str]], misses
         if word is not None and word.start() < 3 and word.group().lower() in COMMON_IMPERATIVES:
             targets.append((pid, index, text, word.group().lower()))
     start = time.perf_counter()
-    sentences = extract_texts(nlp, [(pid, index, text) for pid, index, text, _ in targets])  # type: ignore[arg-type]
+    sentences = extract_texts(
+        nlp,  # type: ignore[arg-type]
+        [(pid, index, text) for pid, index, text, _ in targets],
+        imperatives=imperatives,
+    )
     seconds = time.perf_counter() - start
     verbs: dict[tuple[str, int], set[str]] = {}
     for s in sentences:
@@ -146,7 +153,49 @@ def recall_report(nlp: object) -> dict[str, object]:
         "build-guides step titles": _headlines(SHARED / "build-guides", "title"),
         "recipeqa-recipes step titles": _headlines(SHARED / "recipeqa-recipes", "title"),
     }
-    return {name: imperative_recall(nlp, headlines) for name, headlines in sets.items()}
+    return {
+        name: {
+            "rules_alone": imperative_recall(nlp, headlines, misses=0, imperatives=False),
+            "with_imperative_repair": imperative_recall(nlp, headlines),
+        }
+        for name, headlines in sets.items()
+    }
+
+
+def gold_scores(nlp: object) -> dict[str, object]:
+    """evaluate-extraction's scores on the hand-labelled headline gold (tests/fixtures/headlines): 100 steps
+    written in the style of wikiHow headlines, with and without the imperative repair."""
+    from procbench.clean import clean_store
+    from procbench.extract import evaluate_extraction
+
+    folder = ROOT / "tests" / "fixtures" / "headlines"
+    out: dict[str, object] = {}
+    for name, imperatives in (("rules_alone", False), ("with_imperative_repair", True)):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = Store.open(Path(tmp) / "store", create=True)
+            ingest_file(store, folder / "procedures.jsonl")
+            clean_store(store, workers=1)
+            extract_store(store, nlp=nlp, min_verb_count=1, imperatives=imperatives)  # type: ignore[arg-type]
+            scores = {}
+            for setting, every in (("w/ heur. (in-lexicon tuples)", False), ("w/o heur. (every tuple)", True)):
+                report = evaluate_extraction(folder / "gold.jsonl", store=store, all_verbs=every)
+                oracle = report["stage2"]["oracle"]  # type: ignore[index]
+                scores[setting] = {
+                    "stage1": {k: round(report["stage1"][k], 3) for k in ("precision", "recall", "f1")},  # type: ignore[index]
+                    **{
+                        part: {
+                            mode: {
+                                k: round(v, 3)
+                                for k, v in oracle[part][mode].items()
+                                if k in ("precision", "recall", "f1")
+                            }
+                            for mode in ("exact", "fuzzy")
+                        }
+                        for part in ("verbs", "arguments")
+                    },
+                }
+            out[name] = scores
+    return out
 
 
 def main() -> None:
@@ -159,7 +208,8 @@ def main() -> None:
     nlp = load_pipeline(args.model)
     loaded = time.perf_counter() - start
     if args.recall:
-        print(json.dumps({"model": model_info(nlp), "recall": recall_report(nlp)}, indent=2))
+        report = {"model": model_info(nlp), "recall": recall_report(nlp), "gold": gold_scores(nlp)}
+        print(json.dumps(report, indent=2))
         return
     corpora = args.corpus or [SHARED / "wikihow-openpi", SHARED / "recipeqa-recipes"]
     report = {"model": model_info(nlp), "load_seconds": round(loaded, 2), "corpora": [run(c, nlp) for c in corpora]}

@@ -78,7 +78,9 @@ def candidate_word(
     head = word
     while head.dep_ in _IN_PHRASE and head.head.i != head.i:
         head = head.head
-    subject_verb = head.head.idx if head.dep_ in _SUBJECTS and head.head.i != head.i else None
+    # a base-form verb tagged as such is no subject, whatever its arc says ("Slide the Contacts switch")
+    subject = head.dep_ in _SUBJECTS and head.head.i != head.i and word.tag_ != "VB"
+    subject_verb = head.head.idx if subject else None
     end = sentence.end_char
     text = sentence.doc.text[word.idx : end]
     if text.isascii() and text.isupper():
