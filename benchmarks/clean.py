@@ -18,7 +18,9 @@ wikiHow/OpenPI, RecipeQA; or ``--corpus DIR``, repeatable): each is ingested int
 cleaned as it is; reported are the step texts the rule changed (steps, procedures, tokens, examples) and
 the kept step texts that still start with something like a step number. A second run per corpus numbers
 every step text as a headline list does (``2. Find a photo.``, the step's own position) and reports how
-many of those numbers are left and how many texts changed beyond losing their number.
+many of those numbers are left and how many texts changed beyond losing their number. ``order_tells``:
+the audit probe of that name on sequencing and pair-order sets generated from the cleaned corpus, with
+the clean texts and with the raw ones (the share of questions whose answer order the texts give away).
 
     python benchmarks/clean.py --step-numbers
 """
@@ -484,11 +486,9 @@ SHARED = next((p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "d
 _LEFTOVER = re.compile(r"^\W{0,2}(?:\d{1,3}\s*[.)](?!\d)|step\s*\d|[ivx]{2,4}[.)]\s)", re.IGNORECASE)
 
 
-def _clean_corpus(records: list[dict[str, Any]], folder: Path) -> tuple[Any, list[tuple[str | None, str | None]]]:
-    """Ingest ``records`` (images relative to ``folder``) into a temporary store and clean it; the report and
-    (text, text_clean) of the kept steps."""
+def _ingest_cleaned(records: list[dict[str, Any]], folder: Path, tmp: Path) -> tuple[Store, Any]:
+    """Ingest ``records`` (images relative to ``folder``) into a store in ``tmp`` and clean it."""
     from procbench.ingest import ingest_file
-    from procbench.store.views import kept_steps
 
     def absolute(image: Any) -> Any:
         if isinstance(image, str) and "://" not in image and not Path(image).is_absolute():
@@ -499,14 +499,53 @@ def _clean_corpus(records: list[dict[str, Any]], folder: Path) -> tuple[Any, lis
         {**r, "steps": [{**s, "images": [absolute(i) for i in s.get("images") or []]} for s in r["steps"]]}
         for r in records
     ]
+    source = tmp / "in.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    store = Store.open(tmp / "store", create=True)
+    ingest_file(store, source)
+    return store, clean_store(store, workers=1)
+
+
+def _clean_corpus(records: list[dict[str, Any]], folder: Path) -> tuple[Any, list[tuple[str | None, str | None]]]:
+    """Ingest and clean ``records`` in a temporary store; the report and (text, text_clean) of kept steps."""
+    from procbench.store.views import kept_steps
+
     with tempfile.TemporaryDirectory() as tmp:
-        source = Path(tmp) / "in.jsonl"
-        source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-        store = Store.open(Path(tmp) / "store", create=True)
-        ingest_file(store, source)
-        report = clean_store(store, workers=1)
+        store, report = _ingest_cleaned(records, folder, Path(tmp))
         steps = kept_steps(store, ["text", "text_clean"])
         return report, list(zip(steps["text"].to_pylist(), steps["text_clean"].to_pylist(), strict=True))
+
+
+def order_tells(records: list[dict[str, Any]], folder: Path) -> dict[str, Any]:
+    """The ``order_tells`` audit probe on sequencing and pair-order sets generated from the cleaned corpus,
+    and on the same questions shown with the raw step texts (what they showed before ``step_numbers``)."""
+    from procbench.audit import AuditSet, audit_set, load_question_set
+    from procbench.generate import generate
+
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        store, _ = _ingest_cleaned(records, folder, Path(tmp))
+        steps = store.table("steps", ["procedure_id", "index", "text"])
+        ids, indexes, texts = (steps[c].to_pylist() for c in ("procedure_id", "index", "text"))
+        raw = {f"{p}#{i}": t or "" for p, i, t in zip(ids, indexes, texts, strict=True)}
+        for task in ("sequencing", "pair-order"):
+            aset = load_question_set(generate(store, task, seed=0).paths["default"])
+            shown = [[raw[k] for k in q] for q in aset.questions]
+            orders = (
+                aset.choices if aset.kind.label_choices else [[[raw[k] for k in o] for o in c] for c in aset.choices]
+            )
+            before = AuditSet("raw", task, aset.procedure_ids, shown, orders, aset.answers)
+            row: dict[str, Any] = {"questions": len(aset)}
+            for name, which in (("raw_texts", before), ("clean_texts", aset)):
+                result = audit_set(which, n_boot=200, probes="order_tells").probes["order_tells"]
+                row[name] = {
+                    "readable": round(result.value or 0.0, 4),
+                    "ci": [round(x, 4) for x in result.ci] if result.ci else None,
+                    "share_with_any_tell": round(result.details.get("share_with_any_tell", 0.0), 4),
+                    "items_with_tells": result.details.get("items_with_tells"),
+                }
+            out[task] = row
+    return out
 
 
 def step_numbers(corpora: list[Path]) -> dict[str, Any]:
@@ -550,6 +589,7 @@ def step_numbers(corpora: list[Path]) -> dict[str, Any]:
             "kept_texts_still_starting_with_a_marker": len(leftover),
             "leftover_examples": leftover[:5],
             "strip_is_idempotent_on_every_text": all(strip_step_numbering(c) == c for _, c in kept if c),
+            "order_tells": order_tells(records, corpus),
             "as_headline_list": {
                 "kept_texts": len(n_kept),
                 "changed_by_step_numbers": n_report.rule("step_numbers").steps,

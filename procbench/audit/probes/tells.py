@@ -67,6 +67,7 @@ _WORD_NUMBERS = {
 }
 _ROMAN = re.compile(r"\b(x{0,3})(ix|iv|v?i{0,3})\b", re.IGNORECASE)
 _ROMAN_VALUES = {"": 0, "i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6, "vii": 7, "viii": 8, "ix": 9}
+_STEP_KEY = re.compile(r"\S+#\d+")
 _INTERVAL = "procedure bootstrap of the share of questions whose order the tells give"
 
 
@@ -168,7 +169,7 @@ def order_tells(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
         raise NotApplicable(f"{aset.task} items are images: they have no text to carry a tell")
     answers, presented = _orders(aset)
     items = {k for order in answers for k in order} | {k for shown in presented for k in shown}
-    keyed = kind.items == "step" and any("#" in k for k in items)
+    keyed = kind.items == "step" and bool(items) and all(_STEP_KEY.fullmatch(k) for k in items)
     tells: dict[str, Tell | None] = {}
     source: Counter[str] = Counter()
     if keyed:
