@@ -85,6 +85,7 @@ HEADLINES = [
     ("Dip each wick into the vinegar.", "dip", ["wick", "into the vinegar"]),
     ("Preheat oven to 400 degrees Fahrenheit.", "preheat", None),
     ("Season the chicken with salt.", "season", None),
+    ("Tap Turn Off Screen Time.", "tap", None),  # a title-case label that reads as a verb
 ]
 
 

@@ -12,8 +12,9 @@ personal subject, which paper 002's rules keep (``you add the salt``), and it is
 Paper 002's filtering of narrative sentences (App. C) stays: a first word that is a function word
 ("The", "If", "Once", "I") is no candidate; nor is one whose phrase is the subject of a verb that stays a
 verb after the re-parse ("Water boils at 100 degrees", "Tap water is safe", "Work gloves protect your
-hands"), while a "verb" the re-parse turns into a noun was the parser's mistake ("Place biscuits in
-freezer": *biscuits* is no verb). Re-parsed tuples still pass :func:`extract_tuples`'s rules (no
+hands"; a title-case "verb" in base form is a label: "Tap Turn Off Screen Time."), while a "verb" the
+re-parse turns into a noun was the parser's mistake ("Place biscuits in freezer": *biscuits* is no
+verb). Re-parsed tuples still pass :func:`extract_tuples`'s rules (no
 subordinate clauses, purposes, discourse adverbs; ``VBD``/``VBG`` forms such as "Finished" or "Making" are
 no base form and are not repaired).
 
@@ -78,8 +79,11 @@ def candidate_word(
     head = word
     while head.dep_ in _IN_PHRASE and head.head.i != head.i:
         head = head.head
-    # a base-form verb tagged as such is no subject, whatever its arc says ("Slide the Contacts switch")
-    subject = head.dep_ in _SUBJECTS and head.head.i != head.i and word.tag_ != "VB"
+    # a base-form verb tagged as such is no subject, whatever its arc says ("Slide the Contacts switch"); nor
+    # is a word before a title-case label read as a base-form verb ("Tap Turn Off Screen Time.")
+    verb = head.head
+    label = verb.i > word.i and verb.text.istitle() and verb.tag_ in _VERB_TAGS
+    subject = head.dep_ in _SUBJECTS and verb.i != head.i and word.tag_ != "VB" and not label
     subject_verb = head.head.idx if subject else None
     end = sentence.end_char
     text = sentence.doc.text[word.idx : end]
