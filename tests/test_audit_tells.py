@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from procbench.audit import AuditSet, audit_set, load_question_set
-from procbench.audit.probes.tells import read_tell
+from procbench.audit.probes.tells import FIRST, LAST, MIDDLE, _ordered, read_tell
 from procbench.clean import clean_store
 from procbench.generate import generate
 from procbench.ingest import ingest_file
@@ -29,12 +29,13 @@ VERBS = ["Cut", "Sand", "Drill", "Glue", "Paint", "Mount", "Seal", "Polish"]
         ("iii. Fold the paper.", ("number", 3)),
         ("Part 2 of 3: Making the frame", ("number", 2)),
         ("**5. Attach the board**", None),  # emphasis: not a leading marker
-        ("First, cut the wood.", ("ordinal", 0)),
-        ("Then add the eggs.", ("ordinal", 1)),
-        ("Next, sand the edges.", ("ordinal", 1)),
-        ("Final step: enjoy!", ("ordinal", 2)),
-        ("Finally, serve it warm.", ("ordinal", 2)),
-        ("To finish, wipe the bench.", ("ordinal", 2)),
+        ("First, cut the wood.", ("ordinal", FIRST)),
+        ("Secondly, sand it.", ("ordinal", 2)),
+        ("Then add the eggs.", ("ordinal", MIDDLE)),
+        ("Next, sand the edges.", ("ordinal", MIDDLE)),
+        ("Final step: enjoy!", ("ordinal", LAST)),
+        ("Finally, serve it warm.", ("ordinal", LAST)),
+        ("To finish, wipe the bench.", ("ordinal", LAST)),
         ("3 cups of flour go in.", None),
         ("Add the eggs, then stir.", None),
         ("Firstborn children are special.", None),
@@ -43,6 +44,24 @@ VERBS = ["Cut", "Sand", "Drill", "Glue", "Paint", "Mount", "Seal", "Polish"]
 )
 def test_tells_at_the_start_of_a_text(text: str | None, tell: tuple[str, int] | None) -> None:
     assert read_tell(text) == tell
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "said"),
+    [
+        ("2. Cut.", "3. Sand.", 1),
+        ("3. Sand.", "2. Cut.", -1),
+        ("First, cut.", "Then sand.", 1),
+        ("Then sand.", "Finally, paint.", 1),
+        ("3. Sand.", "Finally, paint.", 1),
+        ("First, cut.", "Secondly, sand.", 1),
+        ("Then sand.", "Next, paint.", 0),
+        ("Then sand.", "2. Paint.", 0),
+        ("Cut.", "2. Sand.", 0),
+    ],
+)
+def test_tells_order_two_items_when_their_positions_cannot_overlap(a: str, b: str, said: int) -> None:
+    assert _ordered(read_tell(a), read_tell(b)) == said
 
 
 def _sequencing(texts_per_question: list[list[str]], seed: int = 0) -> AuditSet:

@@ -8,13 +8,17 @@ Every item's *tell* is read from the start of its text (after markdown emphasis 
 
 * ``number``: leading step numbering (:func:`procbench.clean.numbering.leading_numbering_end`: ``2.``,
   ``2)``, ``(2)``, ``Step 2:``, ``Step Two -``, ``ii.``, ...) and its value;
-* ``ordinal``: an ordinal or sequencing word or phrase in the first words, in three ranks: *first*
-  (``first``, ``firstly``, ``to begin``, ``start by``, ``before you begin``), *middle* (``second``,
-  ``secondly``, ``third``, ``then``, ``next``, ``after that``, ``afterwards``, ``now``) and *last*
-  (``finally``, ``lastly``, ``last``, ``final``, ``to finish``, ``when you are done``).
+* ``ordinal``: an ordinal or sequencing word or phrase in the first words (:data:`ORDINAL_RANKS`):
+  *first* (``first``, ``firstly``, ``to begin``, ``start by``, ``before you begin``), a numbered ordinal
+  (``second``, ``secondly``, ``third``, ... as 2, 3, ...), *middle* (``then``, ``next``, ``after that``,
+  ``afterwards``, ``now``) and *last* (``finally``, ``lastly``, ``last``, ``final``, ``to finish``, ``when
+  you are done``).
 
-Two items are *ordered by their tells* when both have numbers that differ, or both ordinal words of
-different ranks. A question's order *can be read* when every consecutive pair of its answer order is
+Every tell stands for a range of positions on one scale: a number *n* for *n*, *first* for 0-1, a
+numbered ordinal for its number, *middle* for anything between first and last, *last* for after
+everything. Two items are *ordered by their tells* when their ranges do not overlap ("2." before "3.",
+"First," before "Then", "3." before "Finally,"; "Then" and "Next" or "Then" and "2." say nothing). A
+question's order *can be read* when every consecutive pair of its answer order is
 ordered by the tells, in the answer's direction; for pair order (two items) that is the one pair, and
 the label then follows from the presented order. ``value`` is the share of questions whose order can be
 read (a rate: no chance level; the interval is a procedure bootstrap). ``details`` adds the share of
@@ -41,17 +45,25 @@ from procbench.audit.report import ProbeResult
 from procbench.audit.stats import percentile_ci
 from procbench.clean.numbering import leading_numbering_end
 
-__all__ = ["ORDINAL_RANKS", "Tell", "order_tells", "read_tell"]
+__all__ = ["FIRST", "LAST", "MIDDLE", "ORDINAL_RANKS", "Tell", "order_tells", "read_tell"]
 
-#: Ordinal words and phrases at the start of a step, by rank (0 first, 1 middle, 2 last).
+#: Ranks of ordinal tells: *first*, *middle* and *last* (numbered ordinals rank by their number).
+FIRST, MIDDLE, LAST = 0, -1, -2
+#: Ordinal words and phrases at the start of a step and their rank.
 ORDINAL_RANKS: dict[str, int] = {
-    **dict.fromkeys(["first", "firstly", "first of all", "to begin", "to start", "start by", "begin by"], 0),
-    **dict.fromkeys(["before you begin", "before you start", "before anything else"], 0),
-    **dict.fromkeys(["second", "secondly", "third", "thirdly", "then", "next", "after that", "afterwards"], 1),
-    **dict.fromkeys(["afterward", "now", "after this", "once that is done", "once done"], 1),
-    **dict.fromkeys(["finally", "lastly", "last", "last of all", "final", "to finish", "to end", "at the end"], 2),
-    **dict.fromkeys(["when you are done", "when you're done", "when finished", "in the end"], 2),
+    **dict.fromkeys(["first", "firstly", "first of all", "to begin", "to start", "start by", "begin by"], FIRST),
+    **dict.fromkeys(["before you begin", "before you start", "before anything else"], FIRST),
+    **dict.fromkeys(["second", "secondly"], 2),
+    **dict.fromkeys(["third", "thirdly"], 3),
+    **dict.fromkeys(["fourth", "fourthly"], 4),
+    **dict.fromkeys(["fifth", "fifthly"], 5),
+    **dict.fromkeys(["then", "next", "after that", "afterwards", "afterward", "now", "after this"], MIDDLE),
+    **dict.fromkeys(["once that is done", "once done"], MIDDLE),
+    **dict.fromkeys(["finally", "lastly", "last", "last of all", "final", "to finish", "to end", "at the end"], LAST),
+    **dict.fromkeys(["when you are done", "when you're done", "when finished", "in the end"], LAST),
 }
+#: The positions each ordinal rank stands for (a number n stands for n).
+_SPANS = {FIRST: (0.0, 1.0), MIDDLE: (1.5, 998.0), LAST: (999.0, 999.0)}
 _ORDINAL = re.compile(
     r"\A[\W_]*(" + "|".join(sorted((re.escape(w) for w in ORDINAL_RANKS), key=len, reverse=True)) + r")\b",
     re.IGNORECASE,
@@ -71,7 +83,7 @@ _STEP_KEY = re.compile(r"\S+#\d+")
 _INTERVAL = "procedure bootstrap of the share of questions whose order the tells give"
 
 
-#: ``(kind, rank)``: ``("number", 3)`` or ``("ordinal", 0..2)``.
+#: ``(kind, rank)``: ``("number", 3)`` or ``("ordinal", rank)`` with a rank of :data:`ORDINAL_RANKS`.
 Tell = tuple[str, int]
 
 
@@ -108,11 +120,23 @@ def read_tell(text: str | None) -> Tell | None:
     return None
 
 
+def _span(tell: Tell) -> tuple[float, float]:
+    kind, rank = tell
+    if kind == "ordinal" and rank in _SPANS:
+        return _SPANS[rank]
+    return float(rank), float(rank)
+
+
 def _ordered(a: Tell | None, b: Tell | None) -> int:
-    """+1 when the tells put ``a`` before ``b``, -1 after, 0 when they say nothing (missing, tied, mixed)."""
-    if a is None or b is None or a[0] != b[0] or a[1] == b[1]:
+    """+1 when the tells put ``a`` before ``b``, -1 after, 0 when they say nothing (missing or overlapping)."""
+    if a is None or b is None:
         return 0
-    return 1 if a[1] < b[1] else -1
+    (a_lo, a_hi), (b_lo, b_hi) = _span(a), _span(b)
+    if a_hi < b_lo:
+        return 1
+    if b_hi < a_lo:
+        return -1
+    return 0
 
 
 def _step_texts(aset: AuditSet, keys: set[str]) -> dict[str, tuple[str | None, str | None]]:
