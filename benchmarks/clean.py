@@ -12,6 +12,17 @@ what was injected (wrongly removed originals are listed).
     python benchmarks/clean.py                       # 500,000 generated steps
     python benchmarks/clean.py --steps 50000
     python benchmarks/clean.py --jsonl procedures.jsonl --show-splits
+
+``--step-numbers``: the ``step_numbers`` rule on the real corpora beside the repository (build guides,
+wikiHow/OpenPI, RecipeQA; or ``--corpus DIR``, repeatable): each is ingested into a temporary store and
+cleaned as it is; reported are the step texts the rule changed (steps, procedures, tokens, examples) and
+the kept step texts that still start with something like a step number. A second run per corpus numbers
+every step text as a headline list does (``2. Find a photo.``, the step's own position) and reports how
+many of those numbers are left and how many texts changed beyond losing their number. ``order_tells``:
+the audit probe of that name on sequencing and pair-order sets generated from the cleaned corpus, with
+the clean texts and with the raw ones (the share of questions whose answer order the texts give away).
+
+    python benchmarks/clean.py --step-numbers
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ import pyarrow as pa
 from procbench.clean import Segmenter, clean_store, clean_tables
 from procbench.store import PROCEDURES, STEPS, Store, conform
 
-from _common import peak_rss_mb
+from _common import ROOT, peak_rss_mb
 
 
 # -- a generated How-To corpus --------------------------------------------------------------------------
@@ -469,6 +480,126 @@ def measure(records: list[dict[str, Any]], seed: int, show_splits: bool) -> dict
     return result
 
 
+# -- the step_numbers rule on real corpora ----------------------------------------------------------------
+#: The shared real corpora (beside the repository, or beside the folder of its worktrees).
+SHARED = next((p / "shared" / "data" for p in ROOT.parents if (p / "shared" / "data").is_dir()), ROOT / "data")
+_LEFTOVER = re.compile(r"^\W{0,2}(?:\d{1,3}\s*[.)](?!\d)|step\s*\d|[ivx]{2,4}[.)]\s)", re.IGNORECASE)
+
+
+def _ingest_cleaned(records: list[dict[str, Any]], folder: Path, tmp: Path) -> tuple[Store, Any]:
+    """Ingest ``records`` (images relative to ``folder``) into a store in ``tmp`` and clean it."""
+    from procbench.ingest import ingest_file
+
+    def absolute(image: Any) -> Any:
+        if isinstance(image, str) and "://" not in image and not Path(image).is_absolute():
+            return str(folder / image)
+        return image
+
+    records = [
+        {**r, "steps": [{**s, "images": [absolute(i) for i in s.get("images") or []]} for s in r["steps"]]}
+        for r in records
+    ]
+    source = tmp / "in.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    store = Store.open(tmp / "store", create=True)
+    ingest_file(store, source)
+    return store, clean_store(store, workers=1)
+
+
+def _clean_corpus(records: list[dict[str, Any]], folder: Path) -> tuple[Any, list[tuple[str | None, str | None]]]:
+    """Ingest and clean ``records`` in a temporary store; the report and (text, text_clean) of kept steps."""
+    from procbench.store.views import kept_steps
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store, report = _ingest_cleaned(records, folder, Path(tmp))
+        steps = kept_steps(store, ["text", "text_clean"])
+        return report, list(zip(steps["text"].to_pylist(), steps["text_clean"].to_pylist(), strict=True))
+
+
+def order_tells(records: list[dict[str, Any]], folder: Path) -> dict[str, Any]:
+    """The ``order_tells`` audit probe on sequencing and pair-order sets generated from the cleaned corpus,
+    and on the same questions shown with the raw step texts (what they showed before ``step_numbers``)."""
+    from procbench.audit import AuditSet, audit_set, load_question_set
+    from procbench.generate import generate
+
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        store, _ = _ingest_cleaned(records, folder, Path(tmp))
+        steps = store.table("steps", ["procedure_id", "index", "text"])
+        ids, indexes, texts = (steps[c].to_pylist() for c in ("procedure_id", "index", "text"))
+        raw = {f"{p}#{i}": t or "" for p, i, t in zip(ids, indexes, texts, strict=True)}
+        for task in ("sequencing", "pair-order"):
+            aset = load_question_set(generate(store, task, seed=0).paths["default"])
+            shown = [[raw[k] for k in q] for q in aset.questions]
+            orders = (
+                aset.choices if aset.kind.label_choices else [[[raw[k] for k in o] for o in c] for c in aset.choices]
+            )
+            before = AuditSet("raw", task, aset.procedure_ids, shown, orders, aset.answers)
+            row: dict[str, Any] = {"questions": len(aset)}
+            for name, which in (("raw_texts", before), ("clean_texts", aset)):
+                result = audit_set(which, n_boot=200, probes="order_tells").probes["order_tells"]
+                row[name] = {
+                    "readable": round(result.value or 0.0, 4),
+                    "ci": [round(x, 4) for x in result.ci] if result.ci else None,
+                    "share_with_any_tell": round(result.details.get("share_with_any_tell", 0.0), 4),
+                    "items_with_tells": result.details.get("items_with_tells"),
+                }
+            out[task] = row
+    return out
+
+
+def step_numbers(corpora: list[Path]) -> dict[str, Any]:
+    """What the ``step_numbers`` rule changes on real corpora, as they are and as numbered headline lists."""
+    from procbench.clean import strip_step_numbering
+
+    out: dict[str, Any] = {}
+    for corpus in corpora:
+        records = [json.loads(line) for line in (corpus / "procedures.jsonl").open(encoding="utf-8") if line.strip()]
+        report, kept = _clean_corpus(records, corpus)
+        rule = report.rule("step_numbers")
+        texts = [t for t in (s.get("text") for r in records for s in r["steps"]) if t]
+        leftover = [c for _, c in kept if c and _LEFTOVER.match(c)]
+        numbered = [
+            {
+                **r,
+                "steps": [
+                    {**s, "text": f"{i + 1}. {s['text']}" if s.get("text") else s.get("text")}
+                    for i, s in enumerate(r["steps"])
+                ],
+            }
+            for r in records
+        ]
+        n_report, n_kept = _clean_corpus(numbered, corpus)
+        plain = {raw: clean for raw, clean in kept}
+        left = sum(1 for _, c in n_kept if c and re.match(r"\d{1,3}\. ", c))
+        # beyond its number, a numbered text should clean as the plain text does
+        other = 0
+        for raw, clean in n_kept:
+            match = re.match(r"\d{1,3}\. (.*)", raw or "", re.DOTALL)
+            if match and match.group(1) in plain and plain[match.group(1)] != clean:
+                other += 1
+        out[corpus.name] = {
+            "procedures": report.procedures,
+            "steps": report.steps,
+            "step_texts": len(texts),
+            "texts_whose_raw_form_starts_with_a_number_marker": sum(1 for t in texts if _LEFTOVER.match(t)),
+            "changed_by_step_numbers": {"steps": rule.steps, "procedures": rule.procedures, "tokens": rule.tokens},
+            "changed_share_of_step_texts": round(rule.steps / len(texts), 4) if texts else None,
+            "examples": [{"before": e.before, "after": e.after} for e in rule.examples],
+            "kept_texts_still_starting_with_a_marker": len(leftover),
+            "leftover_examples": leftover[:5],
+            "strip_is_idempotent_on_every_text": all(strip_step_numbering(c) == c for _, c in kept if c),
+            "order_tells": order_tells(records, corpus),
+            "as_headline_list": {
+                "kept_texts": len(n_kept),
+                "changed_by_step_numbers": n_report.rule("step_numbers").steps,
+                "numbers_left": left,
+                "texts_changed_beyond_their_number": other,
+            },
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=500_000, help="steps in the generated corpus")
@@ -477,10 +608,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", action="store_true", help="measure on the bundled sample corpus")
     parser.add_argument("--show-splits", action="store_true", help="list the splits of tokens that were not injected")
     parser.add_argument("--no-noise", action="store_true", help="time the generated corpus without injected noise")
+    parser.add_argument("--step-numbers", action="store_true", help="the step_numbers rule on the real corpora")
+    parser.add_argument(
+        "--corpus", action="append", type=Path, help="with --step-numbers: a folder with procedures.jsonl"
+    )
     parser.add_argument("--clean-store", type=Path, help=argparse.SUPPRESS)  # internal: the timed child process
     args = parser.parse_args(argv)
     if args.clean_store:
         out = _clean_only(args.clean_store)
+    elif args.step_numbers:
+        corpora = args.corpus or [SHARED / "build-guides", SHARED / "wikihow-openpi", SHARED / "recipeqa-recipes"]
+        out = step_numbers(corpora)
     elif args.jsonl or args.sample:
         if args.sample:
             from procbench.corpus import load_sample

@@ -33,6 +33,7 @@ PROBE_NAMES = [
     "context_overlap",
     "cluster_balance",
     "question_overlap",
+    "order_tells",
     "context_reference",
 ]
 PAD = " slowly and very carefully with patience"
@@ -177,6 +178,7 @@ def test_task_setting_names_json_output_plots_and_determinism(store: Path, tmp_p
     assert visual["choice_only"]["details"]["encoder"] == "image.colour-layout"
     sequencing = printed["sets"]["sequencing/default"]["probes"]
     assert sequencing["question_overlap"]["value"] == 0.0 and sequencing["answer_position"]["value"] is None
+    assert sequencing["order_tells"]["value"] == 0.0  # the sample's step texts carry no numbers
     pngs = sorted(p.name for p in (tmp_path / "plots").glob("*.png"))
     assert "visual-cloze_random-distance.png" in pngs and "textual-cloze_planted-positions.png" in pngs
     with Image.open(tmp_path / "plots" / "visual-cloze_random-distance.png") as im:

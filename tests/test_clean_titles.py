@@ -61,4 +61,4 @@ def test_title_pipeline_empty_titles_become_null_and_fused_indicators_go() -> No
     assert cleaner.clean("<b>Step 2:</b> Preheattheoven", title=True) == "Preheat the oven"
     assert cleaner.clean("Step3:Cut the board", title=True) == "Cut the board"
     assert cleaner.clean("Step 3\nCut the board", title=True) == "Cut the board"
-    assert cleaner.clean("Step 3: Cut", title=False) == "Step 3: Cut"  # step texts keep their numbers
+    assert cleaner.clean("Step 3: Cut", title=False) == "Cut"  # step texts lose them too (step_numbers rule)

@@ -2,9 +2,9 @@
 
 Text rules (each step's ``title`` and ``text`` -> ``title_clean`` and ``text_clean``): HTML/CSS/script
 remnants, unicode and mojibake, optional ASCII folding, whitespace and bullets, fused words, step-title
-indicators. Filters (``keep`` and ``drop_reason`` on procedures, first matching rule wins): ``no_text``,
-``language``, ``step_count``, ``off_domain``, ``duplicate``. Raw columns are never changed, except that a
-null ``language`` is filled with a confidently detected one.
+indicators, step numbers at the start of step texts. Filters (``keep`` and ``drop_reason`` on procedures,
+first matching rule wins): ``no_text``, ``language``, ``step_count``, ``off_domain``, ``duplicate``. Raw
+columns are never changed, except that a null ``language`` is filled with a confidently detected one.
 
 >>> from procbench.clean import clean_store
 >>> report = clean_store("procbench-store", min_steps=3, max_steps=25)   # doctest: +SKIP
@@ -14,6 +14,7 @@ null ``language`` is filled with a confidently detected one.
 from __future__ import annotations
 
 from procbench.clean.normalize import fix_unicode, normalize_text, normalize_whitespace, strip_markup, to_ascii
+from procbench.clean.numbering import strip_step_numbering
 from procbench.clean.options import CleanOptions
 from procbench.clean.pipeline import CleanResult, clean_store, clean_tables
 from procbench.clean.report import FILTER_RULES, TEXT_RULES, CleanReport, Example, RuleStats
@@ -43,5 +44,6 @@ __all__ = [
     "normalize_whitespace",
     "strip_markup",
     "strip_step_indicator",
+    "strip_step_numbering",
     "to_ascii",
 ]

@@ -15,6 +15,7 @@ TEXT_RULES: dict[str, str] = {
     "whitespace": "whitespace, bullets, separator runs and spacing around punctuation normalised",
     "fused_words": "fused words and words glued to numbers split",
     "step_titles": "step-number indicators removed from step titles",
+    "step_numbers": "leading step numbers (1., Step 3 -, (3), ii.) and sub-list markers removed from step texts",
 }
 #: Filter rules, in the order they are applied (a procedure is dropped by the first that matches).
 FILTER_RULES: dict[str, str] = {

@@ -1,9 +1,9 @@
 """The text side of ``clean``: step titles and texts through every text rule, with per-rule accounting.
 
 Rules run in the order of :data:`procbench.clean.report.TEXT_RULES`. A column is cleaned in two phases:
-first markup, unicode, ASCII and whitespace (what language detection reads), then fused words and
-step-title indicators. Titles repeat every rule until they are stable; texts need not (see
-:meth:`TextCleaner.finish_column`), so cleaning clean text changes nothing.
+first markup, unicode, ASCII and whitespace (what language detection reads), then fused words,
+step-title indicators (titles) and leading step numbers (texts). Titles repeat every rule until they are
+stable; texts need not (see :meth:`TextCleaner.finish_column`), so cleaning clean text changes nothing.
 
 Large columns are cleaned in chunks by worker processes (``workers``); each chunk returns its changed
 values and, per changed row, which rules changed it and how many tokens. The accounting is then merged
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from procbench.clean.normalize import fix_unicode, normalize_whitespace, strip_markup, to_ascii
+from procbench.clean.numbering import strip_step_numbering
 from procbench.clean.report import TEXT_RULES, Example, RuleStats, changed_tokens, snippet_pair
 from procbench.clean.segment import Segmenter
 from procbench.clean.titles import strip_step_indicator
@@ -31,6 +32,8 @@ __all__ = ["TextCleaner", "default_workers"]
 
 _TOKEN = re.compile(r"[^\W_]+")
 _PASSES = 3
+#: Rules of the second phase (after language detection).
+_SECOND_PHASE = ("fused_words", "step_titles", "step_numbers")
 _CHUNK = 4000
 #: Columns shorter than this are cleaned in the calling process (starting workers costs more).
 PARALLEL_MIN_ROWS = 20_000
@@ -103,16 +106,19 @@ class TextCleaner:
             chain.append(("fused_words", self.segmenter.split_text))
         if title:
             chain.append(("step_titles", strip_step_indicator))
+        else:
+            chain.append(("step_numbers", strip_step_numbering))
         return chain
 
     def _task_chain(self, task: _Task) -> Chain:
         if task.phase == "normalize":
-            return [(n, r) for n, r in self._chain(task.title, split=False) if n != "step_titles"]
+            return [(n, r) for n, r in self._chain(task.title, split=False) if n not in _SECOND_PHASE]
         if task.title:
             return self._chain(True, task.split)
-        # Texts only need the splitter in the second phase: its output holds only dictionary words,
-        # numbers and protected spans, which no rule changes, so it is already stable.
-        return [(n, r) for n, r in self._chain(False, True) if n == "fused_words"] if task.split else []
+        # Texts only need the splitter and the step numbers in the second phase: the splitter's output holds
+        # only dictionary words, numbers and protected spans, which no rule changes, and removing a leading
+        # number (or turning a sub-list's markers into sentence breaks) leaves nothing for the others.
+        return [(n, r) for n, r in self._chain(False, task.split) if n in _SECOND_PHASE]
 
     # -- one text ----------------------------------------------------------------------------------------
     def clean(self, text: str | None, *, title: bool = False, split: bool = True) -> str | None:
@@ -262,7 +268,7 @@ class TextCleaner:
 
     def rule_stats(self) -> list[RuleStats]:
         """Stats of the rules that ran (``non_ascii`` only with ``ascii_only``, ``fused_words`` when splitting)."""
-        active = {"html", "unicode", "whitespace", "step_titles"}
+        active = {"html", "unicode", "whitespace", "step_titles", "step_numbers"}
         if self.ascii_only:
             active.add("non_ascii")
         if self.segmenter is not None:

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from procbench.clean.numbering import leading_numbering_end
 from procbench.errors import BadInput
+from procbench.extract.imperative import Candidate, candidate_word, repair_imperatives, shift_tuple
 from procbench.extract.lexicon import (
     DEFAULT_MIN_COUNT,
     Lexicon,
@@ -33,6 +35,7 @@ from procbench.store.views import kept_steps
 
 if TYPE_CHECKING:
     from spacy.language import Language
+    from spacy.tokens import Span, Token
 
 __all__ = [
     "ACTIONS",
@@ -107,27 +110,62 @@ def extract_texts(
     *,
     progress: Progress = SILENT,
     batch_size: int = _BATCH,
+    imperatives: bool = True,
 ) -> list[SentenceActions]:
-    """Parse ``(procedure_id, step index, text)`` triples into sentences and their tuples, in order."""
+    """Parse ``(procedure_id, step index, text)`` triples into sentences and their tuples, in order.
+
+    A text's leading step numbering ("1. Open Facebook.", "Step 3 - Mount the battery") is not parsed
+    (:func:`procbench.clean.numbering.leading_numbering_end`); sentences whose first word the parser
+    mis-tagged are re-parsed (:mod:`procbench.extract.imperative`). ``imperatives=False`` does neither
+    (the dependency rules alone, for comparison). Spans are offsets into ``text``.
+    """
     out: list[SentenceActions] = []
     progress.start("extract: parsing steps", total=len(texts))
-    docs = nlp.pipe((text for _, _, text in texts), batch_size=batch_size)
-    for (pid, step, _), doc in zip(texts, docs, strict=True):
+    chunk = batch_size * 8
+    for begin in range(0, len(texts), chunk):
+        out.extend(_extract_chunk(nlp, texts[begin : begin + chunk], batch_size, imperatives))
+        progress.advance(min(chunk, len(texts) - begin))
+    return out
+
+
+def _extract_chunk(
+    nlp: Language, texts: list[tuple[str, int, str]], batch_size: int, imperatives: bool
+) -> list[SentenceActions]:
+    starts = [leading_numbering_end(text) if imperatives else 0 for _, _, text in texts]
+    docs = nlp.pipe((text[start:] for (_, _, text), start in zip(texts, starts, strict=True)), batch_size=batch_size)
+    parsed: list[tuple[int, int, Span, list[ActionTuple], Token | None]] = []
+    candidates: list[Candidate] = []
+    for n, doc in enumerate(docs):
         for number, sent in enumerate(doc.sents):
+            tuples = extract_tuples(sent)
             first = first_word(sent)
-            out.append(
-                SentenceActions(
-                    procedure_id=pid,
-                    step=step,
-                    sentence=number,
-                    text=sent.text,
-                    span=(sent.start_char, sent.end_char),
-                    tuples=tuple(extract_tuples(sent)),
-                    first_word=first.lower_ if first is not None else None,
-                    first_is_verb=first is not None and first.pos_ == "VERB",
-                )
+            parsed.append((n, number, sent, tuples, first))
+            candidate = candidate_word((n, number), sent, first, tuples) if imperatives else None
+            if candidate is not None:
+                candidates.append(candidate)
+    repaired = repair_imperatives(nlp, candidates, batch_size=batch_size)
+    out = []
+    for n, number, sent, tuples, first in parsed:
+        pid, step, _ = texts[n]
+        start = starts[n]
+        fixed = repaired.get((n, number))
+        if fixed is not None:
+            verbs = {t.verb_span[0] for t in fixed}
+            tuples = sorted([*fixed, *(t for t in tuples if t.verb_span[0] not in verbs)], key=lambda t: t.verb_span)
+        out.append(
+            SentenceActions(
+                procedure_id=pid,
+                step=step,
+                sentence=number,
+                text=sent.text,
+                span=(sent.start_char + start, sent.end_char + start),
+                tuples=tuple(shift_tuple(t, start) if start else t for t in tuples),
+                first_word=first.lower_ if first is not None else None,
+                # a first word that heads a tuple counts as a verb (the parser may have tagged it a noun)
+                first_is_verb=first is not None
+                and (first.pos_ == "VERB" or any(t.verb_span[0] == first.idx for t in tuples)),
             )
-        progress.advance()
+        )
     return out
 
 
@@ -174,6 +212,7 @@ def extract_store(
     wordnet: str | None = None,
     nlp: Language | None = None,
     progress: Progress = SILENT,
+    imperatives: bool = True,
 ) -> ExtractResult:
     """Extract the tuples of every kept step and store them as ``actions.parquet`` (one transaction).
 
@@ -183,6 +222,7 @@ def extract_store(
         model: the spaCy pipeline's package name (default: the first installed English one).
         wordnet: WordNet's database folder (default: :func:`procbench.extract.lexicon.find_wordnet`).
         nlp: an already loaded pipeline (overrides ``model``).
+        imperatives: skip leading step numbers and re-parse mis-tagged imperatives (see :func:`extract_texts`).
     """
     from procbench.extract.parser import load_pipeline, model_info
 
@@ -199,7 +239,7 @@ def extract_store(
             steps["procedure_id"].to_pylist(), steps["index"].to_pylist(), steps["text"].to_pylist(), strict=True
         )
     ]
-    sentences = extract_texts(pipeline, texts, progress=progress)
+    sentences = extract_texts(pipeline, texts, progress=progress, imperatives=imperatives)
     lexicon = given or lexicon_from_sentences(sentences, min_count=min_verb_count, wordnet=wordnet)
     table = _table(sentences, lexicon)
     info = model_info(pipeline)

@@ -180,6 +180,12 @@ def _is_predicate(token: Token) -> bool:
         return False
     if token.tag_ in {"VBD", "VBZ"}:
         return False
+    if (
+        token.tag_ == "VBN"
+        and token.lower_ != token.lemma_.lower()
+        and not any(c.dep_ == "aux" for c in token.children)
+    ):
+        return False  # a participle fragment ("Finished.", "Done.") is no imperative; "Cut", "Put" may be
     if any(c.dep_ == "mark" for c in token.children) or (
         token.dep_ == "advcl" and any(c.lower_ == "to" for c in token.children)
     ):
@@ -188,10 +194,22 @@ def _is_predicate(token: Token) -> bool:
         return False
     if token.dep_ in {"xcomp", "dep", "advcl", "ccomp", "parataxis"} and token.tag_ not in {"VB", "VBP"}:
         return False
+    if token.dep_ in {"xcomp", "advcl"} and not _governor_acts(token):
+        return False  # "the caller will be able to *reach* you", "updates take minutes to *install*"
     subjects = [c for c in token.children if c.dep_ in _SUBJECTS]
     if token.dep_ == "conj" and not subjects:
         subjects = [c for c in token.head.children if c.dep_ in _SUBJECTS]
     return all(s.lower_ in _PERSONAL for s in subjects)
+
+
+def _governor_acts(token: Token) -> bool:
+    """Whether the nearest verb above ``token`` has no subject or a personal one (an open complement shares
+    its governor's subject: "you need to add", not "the caller will be able to reach")."""
+    for ancestor in token.ancestors:
+        if _is_verb(ancestor) or ancestor.pos_ == "AUX":
+            subjects = [c for c in ancestor.children if c.dep_ in _SUBJECTS]
+            return all(s.lower_ in _PERSONAL for s in subjects)
+    return True
 
 
 def _keep_argument(child: Token) -> bool:
