@@ -225,6 +225,7 @@ def fetch_images(
         clock=clock,
         session=session,
         same_origin=True,  # an image URL's redirect stays on its host and port
+        strict_images=True,  # an HTML or SVG answer is a failure, and its body is not kept in the cache
     )
     mapping: dict[str, tuple[str, int, int]] = {}
     progress.start("fetch images", total=len(todo))

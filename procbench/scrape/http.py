@@ -376,6 +376,8 @@ class HttpClient:
         soft_block: byte strings that mark a block page served with status 200 (treated like a 429).
         same_origin: a redirect must stay on the URL's own host and port (http may become https on the
             default ports); otherwise anywhere within ``domains``.
+        strict_images: an ``image`` request whose body starts like no raster image fails with
+            :class:`NotAnImage` and only the failure is cached, never the body.
     """
 
     def __init__(
@@ -389,9 +391,11 @@ class HttpClient:
         session: requests.Session | None = None,
         soft_block: tuple[bytes, ...] = (),
         same_origin: bool = False,
+        strict_images: bool = False,
     ) -> None:
         self.config = config
         self.same_origin = same_origin
+        self.strict_images = strict_images
         self.domains = domains
         self.cache = cache
         self.mirror = mirror
@@ -441,7 +445,7 @@ class HttpClient:
                     self._remember_failure(url, exc)
                 raise
             if raw.location is None:
-                if kind == "image" and not looks_like_image(raw.body):
+                if kind == "image" and self.strict_images and not looks_like_image(raw.body):
                     failure = NotAnImage(
                         f"{url}: not an image ({raw.content_type or 'no Content-Type'}, {len(raw.body)} bytes)",
                         url=url,
