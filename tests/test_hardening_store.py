@@ -132,3 +132,17 @@ def test_image_ids_never_name_a_file_outside_images(tmp_path: Path) -> None:
     assert copy_images(store, {"../../x-evil", "../../../../x-evil", valid}, out) == 0
     assert not (tmp_path / "deep" / "x-evil.jpg").exists()
     assert sorted(p.name for p in tmp_path.rglob("*.jpg")) == sorted(["x-evil.jpg", f"{valid}.jpg"])
+
+
+def test_an_embedding_name_from_current_json_stays_in_embeddings(tmp_path: Path) -> None:
+    from procbench.embed.storage import embedding_path
+
+    store = Store.open(tmp_path / "store", create=True)
+    for name in ("../../outside", "/etc/passwd", ".hidden", ""):
+        with pytest.raises(StoreDamaged):
+            embedding_path(store, name)
+    (tmp_path / "store" / "embeddings").mkdir()
+    (tmp_path / "store" / "embeddings" / "step_text.hashed.arrow").symlink_to(tmp_path / "elsewhere.arrow")
+    with pytest.raises(StoreDamaged, match="symbolic link"):
+        embedding_path(store, "step_text.hashed")
+    assert embedding_path(store, "step_text.hashed-2").name == "step_text.hashed-2.arrow"
