@@ -18,6 +18,7 @@ __all__ = [
     "ProcbenchError",
     "RateLimited",
     "StoreChanged",
+    "StoreDamaged",
     "StoreError",
     "StoreLocked",
     "StoreNotFound",
@@ -61,6 +62,13 @@ class StoreChanged(StoreError):
 
 class StoreReadOnly(StoreError, BadInput):
     """The store cannot be written here (read-only directory or file system); reading it still works."""
+
+    exit_code = 2
+
+
+class StoreDamaged(StoreError, BadInput):
+    """A file of the store is damaged or points outside it: a part list that is not JSON, a missing or
+    non-Parquet part, a row count that does not match its part, a path or link leading out of the store."""
 
     exit_code = 2
 

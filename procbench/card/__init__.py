@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from procbench import __version__
 from procbench.card.citations import BIBTEX, citations_for
+from procbench.card.escape import md_code, md_text, yaml_safe
 from procbench.card.licenses import hub_license, spdx_license
 from procbench.readers.views import readers_card_lines
 from procbench.tasks import TASKS as ALL_TASKS
@@ -304,15 +305,15 @@ def _items_lines(task: str, sets: list[CardSet]) -> list[str]:
 def _yaml(header: dict[str, Any]) -> str:
     import yaml
 
-    return yaml.safe_dump(header, sort_keys=False, allow_unicode=True, width=1000)
+    return yaml.safe_dump(yaml_safe(header), sort_keys=False, allow_unicode=True, width=1000)
 
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, (list, dict)):
-        return "`" + json.dumps(value, sort_keys=True, default=str) + "`"
-    return str(value)
+        return "`" + md_code(json.dumps(value, sort_keys=True, default=str)) + "`"
+    return md_text(value)
 
 
 def _configurations(card: DatasetCard) -> list[str]:
@@ -325,10 +326,13 @@ def _configurations(card: DatasetCard) -> list[str]:
     for s in card.sets:
         params = ", ".join(f"{k}={_fmt(v)}" for k, v in s.parameters.items() if k != "setting") or "-"
         lines.append(
-            f"| `{s.config_name or s.setting}` | {s.task} | {s.splits.get('train', 0)} | {s.splits.get('val', 0)} "
+            f"| `{md_code(s.config_name or s.setting)}` | {md_text(s.task)} | {s.splits.get('train', 0)} "
+            f"| {s.splits.get('val', 0)} "
             f"| {s.splits.get('test', 0)} | {s.procedures} | {params} |"
         )
-    empty = [f"`{s.config_name or s.setting}` {name}" for s in card.sets for name, n in s.splits.items() if n == 0]
+    empty = [
+        f"`{md_code(s.config_name or s.setting)}` {name}" for s in card.sets for name, n in s.splits.items() if n == 0
+    ]
     lines.append("")
     if empty:
         lines += [f"Empty splits: {', '.join(empty)}.", ""]
@@ -340,7 +344,7 @@ def _configurations(card: DatasetCard) -> list[str]:
         info = TASKS.get(s.task)
         if info and info.multiple_choice and s.answer_positions:
             positions = ", ".join(f"{k}: {v}" for k, v in s.answer_positions.items())
-            lines.append(f"- `{s.config_name or s.setting}` answer positions: {positions}.")
+            lines.append(f"- `{md_code(s.config_name or s.setting)}` answer positions: {positions}.")
     lines.append("")
     return lines
 
@@ -354,8 +358,8 @@ def _build_section(card: DatasetCard) -> list[str]:
     counts = card.procedures["sources"]
     lines.append(
         "Procedures used: "
-        + (", ".join(f"{name} {n}" for name, n in sorted(counts.items())) or "none recorded")
-        + f" (languages: {', '.join(sorted(card.procedures['languages'])) or 'not recorded'})."
+        + (", ".join(f"{md_text(name)} {n}" for name, n in sorted(counts.items())) or "none recorded")
+        + f" (languages: {', '.join(md_text(x) for x in sorted(card.procedures['languages'])) or 'not recorded'})."
     )
     lines.append("")
     clean = build.get("clean")
@@ -367,7 +371,7 @@ def _build_section(card: DatasetCard) -> list[str]:
             "**Cleaning** (`procbench clean`, papers 001 and 004): "
             + ", ".join(f"{k}={_fmt(v)}" for k, v in keep.items())
             + f"; kept {clean['counts'].get('kept', '?')} of {clean['counts'].get('procedures', '?')} procedures"
-            + (f" (dropped: {', '.join(f'{k} {v}' for k, v in dropped.items())})" if dropped else "")
+            + (f" (dropped: {', '.join(f'{md_text(k)} {_fmt(v)}' for k, v in dropped.items())})" if dropped else "")
             + "."
         )
     else:
@@ -378,12 +382,18 @@ def _build_section(card: DatasetCard) -> list[str]:
         lines += ["**Encoders** (distances that chose negatives and that the audit measures):", ""]
         lines += ["| field | encoder | revision | dim |", "|---|---|---|---|"]
         for name, info in sorted(encoders.items()):
-            lines.append(f"| {name} | {info['encoder']} | {info.get('revision') or '-'} | {info.get('dim') or '-'} |")
+            lines.append(
+                f"| {md_text(name)} | {md_text(info['encoder'])} | {md_text(info.get('revision') or '-')} "
+                f"| {md_text(info.get('dim') or '-')} |"
+            )
         lines.append("")
     lines += ["**Generation** (`procbench generate`):", ""]
     for task, gen in card.generation.items():
         args = {k: v for k, v in (gen.get("args") or {}).items() if k not in ("task",)}
-        lines.append(f"- {task}: seed {gen.get('seed')}, " + ", ".join(f"{k}={_fmt(v)}" for k, v in args.items()))
+        lines.append(
+            f"- {md_text(task)}: seed {_fmt(gen.get('seed'))}, "
+            + ", ".join(f"{md_text(k)}={_fmt(v)}" for k, v in args.items())
+        )
         skipped = {k: v for k, v in (gen.get("counts") or {}).items() if k.startswith("skipped") and v}
         if skipped:
             lines.append(f"  skipped: {_fmt(skipped)}")
@@ -394,7 +404,7 @@ def _build_section(card: DatasetCard) -> list[str]:
     if per_setting:
         lines += ["", "Per configuration:", ""]
         for s, facts in per_setting:
-            lines.append(f"- `{s.config_name or s.setting}`: " + "; ".join(facts) + ".")
+            lines.append(f"- `{md_code(s.config_name or s.setting)}`: " + "; ".join(facts) + ".")
     lines += [
         "",
         "Each question's `meta` records the sampling decisions that made it (knobs, bands, distances, clusters, "
@@ -489,12 +499,12 @@ _CLEAN_KEYS = (
 
 
 def _describe_source(entry: dict[str, Any]) -> str:
-    parts = [f"`procbench {entry['command']}`"]
+    parts = [f"`procbench {md_code(entry['command'])}`"]
     for key in ("source", "manifest", "file", "format"):
         if entry.get(key):
-            parts.append(f"{key}={entry[key]}")
+            parts.append(f"{key}={md_text(entry[key])}")
     if entry.get("categories"):
-        parts.append("categories=" + ", ".join(map(str, entry["categories"][:8])))
+        parts.append("categories=" + ", ".join(md_text(c) for c in entry["categories"][:8]))
     return " ".join(parts)
 
 
@@ -517,23 +527,25 @@ def _audit_section(card: DatasetCard) -> list[str]:
         lines += [
             f"### {task}",
             "",
-            "| probe | " + " | ".join(f"`{s.config_name or s.setting}`" for s in sets) + " |",
+            "| probe | " + " | ".join(f"`{md_code(s.config_name or s.setting)}`" for s in sets) + " |",
             "|---|" + "---|" * len(sets),
         ]
         absent = []
         for probe in probes:
             results = [(s.audit or {})["probes"].get(probe) for s in sets]
             if all(not r or r.get("value") is None for r in results):
-                reasons = sorted({str(r["reason"]) for r in results if r and r.get("reason")})
-                absent.append(f"{probe}" + (f" ({'; '.join(reasons)})" if reasons else ""))
+                reasons = sorted({md_text(r["reason"]) for r in results if r and r.get("reason")})
+                absent.append(md_text(probe) + (f" ({'; '.join(reasons)})" if reasons else ""))
                 continue
             reference = any(r and r.get("reference") for r in results)
-            name = f"{probe} (*reference*)" if reference else probe
+            name = f"{md_text(probe)} (*reference*)" if reference else md_text(probe)
             lines.append(f"| {name} | " + " | ".join(_audit_cell(r) for r in results) + " |")
         lines.append("")
         if absent:
             lines += [f"Not applicable to any {task} set: " + "; ".join(absent) + ".", ""]
-    missing = [f"`{s.config_name or s.setting}`" for s in card.sets if not (s.audit and s.audit.get("probes"))]
+    missing = [
+        f"`{md_code(s.config_name or s.setting)}`" for s in card.sets if not (s.audit and s.audit.get("probes"))
+    ]
     if missing:
         lines += ["Not audited: " + ", ".join(missing) + ".", ""]
     return lines
@@ -564,7 +576,7 @@ def _licenses_section(card: DatasetCard) -> list[str]:
         "|---|---|---|",
     ]
     for text, n in sorted(card.procedures["licenses"].items()):
-        lines.append(f"| {spdx_license(text) or 'other'} | {text} | {n} |")
+        lines.append(f"| {spdx_license(text) or 'other'} | {md_text(text)} | {n} |")
     if not card.procedures["licenses"]:
         lines.append("| unknown | not recorded | - |")
     lines.append("")
@@ -575,7 +587,7 @@ def dataset_card(card: DatasetCard) -> str:
     """The card as Markdown with the YAML header the Hub reads."""
     tasks = list(dict.fromkeys(s.task for s in card.sets))
     total = sum(s.questions for s in card.sets)
-    lines = ["---", _yaml(_header(card)).rstrip("\n"), "---", "", f"# {card.title}", ""]
+    lines = ["---", _yaml(_header(card)).rstrip("\n"), "---", "", f"# {md_text(card.title)}", ""]
     lines.append(
         f"{total} questions in {len(card.sets)} configuration(s) over "
         f"{sum(card.procedures['sources'].values())} procedures, made with procbench {__version__}."

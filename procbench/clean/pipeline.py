@@ -30,6 +30,7 @@ from procbench.clean.segment import Segmenter
 from procbench.clean.text import TextCleaner, default_workers
 from procbench.clean.vocab import VocabCounts, count_in_vocabulary, get_vocabulary
 from procbench.engine import LOCAL, Engine
+from procbench.ingest.records import MAX_FIELD_CHARS
 from procbench.progress import SILENT, Progress
 from procbench.store import PROCEDURES, STEPS, Store, conform
 
@@ -134,8 +135,11 @@ def _clean_with(
             values = values.combine_chunks()
         return pc.binary_join(pa.ListArray.from_arrays(offsets_array, values), " ").to_pylist()
 
+    # -- fields over ingest's size cap: the procedure is dropped and its texts never reach the rules, so a
+    # store written before the caps (one 200 MB step) costs a small multiple of its input, not 20 times it
+    raw_titles, raw_texts, too_long = _without_oversized(procedures, steps, proc_index)
+
     # -- text rules, phase 1: markup, unicode, whitespace ---------------------------------------------------
-    raw_titles, raw_texts = steps["title"], steps["text"]
     # The raw vocabulary counts run in a thread meanwhile: pyarrow releases the GIL while it tokenises.
     cleaner.start_workers(n_steps)
     counting = ThreadPoolExecutor(1)
@@ -144,7 +148,7 @@ def _clean_with(
     norm_texts = cleaner.normalize_column(raw_texts.to_pylist(), step_pids, step_idx, title=False, progress=progress)
 
     # -- language, before splitting: fused words are split only in English text -----------------------------
-    raw_proc_titles: list[str] = procedures["title"].to_pylist()
+    raw_proc_titles: list[str] = ["" if i in too_long else t for i, t in enumerate(procedures["title"].to_pylist())]
     joined_norm = per_procedure_text(pa.array(norm_texts, pa.string()))
     to_detect = [
         f"{normalize_text(raw_proc_titles[i], ascii_only=options.ascii_only)}. {joined_norm[i][:MAX_CHARS]}"
@@ -198,6 +202,7 @@ def _clean_with(
             if why is not None and reasons[i] is None:
                 reasons[i], rule_of[i] = why, rule
 
+    apply("too_long", [too_long.get(i) for i in range(n_proc)])
     apply("no_text", no_text(words, min_words=options.min_words))
     apply("language", language_reasons)
     apply("step_count", step_count(content_steps, min_steps=options.min_steps, max_steps=options.max_steps))
@@ -243,6 +248,8 @@ def _clean_with(
         if rule == "duplicate" and not options.dedupe:
             continue
         members = [i for i in range(n_proc) if rule_of[i] == rule]
+        if rule == "too_long" and not members:  # listed only when it dropped something
+            continue
         stats = RuleStats(
             rule,
             "filter",
@@ -286,6 +293,28 @@ def _clean_with(
     )
     report.seconds = time.perf_counter() - started
     return CleanResult(out_proc, out_steps, report)
+
+
+def _without_oversized(
+    procedures: pa.Table, steps: pa.Table, proc_index: np.ndarray
+) -> tuple[pa.Array | pa.ChunkedArray, pa.Array | pa.ChunkedArray, dict[int, str]]:
+    """The step titles and texts with every field longer than ingest's :data:`MAX_FIELD_CHARS` made null, and
+    per procedure holding such a field (in a step, or its title) why it is dropped. The stored columns are
+    not changed: only what the text rules read."""
+    titles, texts = steps["title"], steps["text"]
+    too_long: dict[int, str] = {}
+    over_title = np.asarray(pc.fill_null(pc.greater(pc.utf8_length(procedures["title"]), MAX_FIELD_CHARS), False))
+    for i in np.flatnonzero(over_title):
+        too_long[int(i)] = f"title longer than {MAX_FIELD_CHARS:,} characters"
+    columns = []
+    for name, column in (("title", titles), ("text", texts)):
+        over = pc.fill_null(pc.greater(pc.utf8_length(column), MAX_FIELD_CHARS), False)
+        rows = np.flatnonzero(np.asarray(over))
+        for row in rows:
+            if proc_index[row] >= 0:
+                too_long.setdefault(int(proc_index[row]), f"a step {name} longer than {MAX_FIELD_CHARS:,} characters")
+        columns.append(pc.if_else(over, pa.scalar(None, pa.string()), column) if len(rows) else column)
+    return columns[0], columns[1], too_long
 
 
 def _same_content(old: pa.Table, new: pa.Table) -> bool:

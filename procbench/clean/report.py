@@ -19,6 +19,7 @@ TEXT_RULES: dict[str, str] = {
 }
 #: Filter rules, in the order they are applied (a procedure is dropped by the first that matches).
 FILTER_RULES: dict[str, str] = {
+    "too_long": "procedures with a field over ingest's size cap (README: Size limits); their texts are not cleaned",
     "no_text": "procedures without (enough) step text",
     "language": "procedures not in an allowed language",
     "step_count": "procedures with too few or too many steps",

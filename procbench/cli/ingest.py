@@ -20,6 +20,13 @@ def command(
         typer.Option("--images", help="Folder that local image paths are relative to (default: the file's folder)."),
     ] = None,
     max_image_side: Annotated[int, typer.Option(help="Longest side of stored images, in pixels.", min=16)] = 512,
+    allow_outside: Annotated[
+        bool,
+        typer.Option(
+            "--allow-outside",
+            help="Read local images outside the file's folder and --images too (absolute paths, ../, links).",
+        ),
+    ] = False,
     store: StoreOption = DEFAULT_STORE,
     json: JsonOption = False,
 ) -> None:
@@ -35,7 +42,13 @@ def command(
 
     with progress_bar() as progress:
         report = ingest_file(
-            store, file, format=format, images_dir=images, max_image_side=max_image_side, progress=progress
+            store,
+            file,
+            format=format,
+            images_dir=images,
+            max_image_side=max_image_side,
+            allow_outside=allow_outside,
+            progress=progress,
         )
     if json:
         print_json(report.to_dict())

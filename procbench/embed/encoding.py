@@ -26,8 +26,12 @@ def encode_inputs(
     if encoder.modality == "image":
         batch = []
         for i, image_id in enumerate(inputs):
+            path = store.image_file(image_id)  # None: not an image id, or not a regular file in the store
+            if path is None:
+                errors[i] = "cannot read stored image: no image file of that id in the store"
+                continue
             try:
-                with Image.open(store.image_path(image_id)) as im:
+                with Image.open(path) as im:
                     batch.append(im.convert("RGB"))
             except (OSError, ValueError, Image.DecompressionBombError) as exc:
                 errors[i] = f"cannot read stored image: {exc}"

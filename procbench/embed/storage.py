@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from procbench.embed.fields import FIELDS, HASH_BYTES
-from procbench.errors import BadInput, StoreError
+from procbench.errors import BadInput, StoreDamaged, StoreError
 from procbench.store import Store, Transaction
 from procbench.store.atomic import atomic_path
 
@@ -51,8 +51,17 @@ FORMAT = "procbench-embeddings/1"
 
 
 def embedding_path(store: Store, name: str) -> Path:
-    """``STORE/embeddings/NAME.arrow``."""
-    return store.root / "embeddings" / f"{name}.arrow"
+    """``STORE/embeddings/NAME.arrow``.
+
+    Raises:
+        StoreDamaged: ``name`` (e.g. read from ``current.json``) would name a file outside ``embeddings/``.
+    """
+    if not name or "/" in name or "\\" in name or name.startswith(".") or "\x00" in name:
+        raise StoreDamaged(f"{name[:80]!r} is not an embedding name: it would leave {store.root / 'embeddings'}")
+    path = store.root / "embeddings" / f"{name}.arrow"
+    if path.is_symlink():
+        raise StoreDamaged(f"{path} is a symbolic link; the store reads only its own files")
+    return path
 
 
 def file_name(field_name: str, slug: str) -> str:

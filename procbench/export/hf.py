@@ -9,7 +9,8 @@ feature (JPEG bytes + path), texts are inlined, so the export is usable without 
 
 from __future__ import annotations
 
-import shutil
+import json
+import re
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,8 +37,11 @@ from procbench.generate.columns import procedure_ids
 from procbench.progress import SILENT, Progress
 from procbench.readers.views import recorded_readers
 
-__all__ = ["EXPORT_FIELDS", "ExportResult", "export_sets", "features", "push_to_hub"]
+__all__ = ["EXPORT_FIELDS", "EXPORT_MARKER", "ExportResult", "export_sets", "features", "push_to_hub"]
 
+#: The file an export leaves in its folder, listing the files it wrote: ``--overwrite`` replaces only a folder
+#: holding it, and only those files (it is not uploaded by ``--push-to-hub``).
+EXPORT_MARKER = ".procbench-export.json"
 #: Rows per parquet row group (small: rows carry images, and the Hub's viewer reads a row group at a time).
 ROW_GROUP = 100
 
@@ -149,8 +153,11 @@ class _ImageBytes:
         if image_id in self.cache:
             self.cache.move_to_end(image_id)
         else:
+            path = self.inliner.store.image_file(image_id)  # None: no regular file of that id in the store
             try:
-                data = self.inliner.store.image_path(image_id).read_bytes()
+                if path is None:
+                    raise FileNotFoundError(image_id)
+                data = path.read_bytes()
                 self.seen.add(image_id)
             except FileNotFoundError:
                 self.missing_ids.add(image_id)
@@ -186,20 +193,18 @@ def export_sets(
         raise BadInput(f"--format takes 'hf', not {fmt!r}")
     resolved = resolve_sets(targets, store)
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise BadInput(f"{out} is not empty; choose another --to or pass --overwrite")
-        for name in ("data", "README.md", "croissant.json"):
-            target = out / name
-            if target.is_dir():
-                shutil.rmtree(target)
-            elif target.exists():
-                target.unlink()
-    out.mkdir(parents=True, exist_ok=True)
-    schema = features().arrow_schema
     tasks = {q.task for q in resolved.sets}
-    used: set[str] = set()
     tables = {q.name: _summary_columns(q) for q in resolved.sets}
+    planned = ["README.md", "croissant.json"]
+    for qset in resolved.sets:
+        config = qset.setting if len(tasks) == 1 else f"{qset.task}-{qset.setting}"
+        present = set(tables[qset.name]["split"].to_pylist()) if tables[qset.name].num_rows else set()
+        planned += [
+            f"data/{config}/{hub}-00000-of-00001.parquet" for split, hub in HUB_SPLITS.items() if split in present
+        ]
+    _prepare_out(out, planned, overwrite=overwrite)
+    schema = features().arrow_schema
+    used: set[str] = set()
     for table in tables.values():
         used |= procedure_ids(table)
     inliner = Inliner(resolved.store, used)
@@ -258,6 +263,97 @@ def export_sets(
 
     write_croissant(out, card, result)
     return result
+
+
+def _is_link(path: Path) -> bool:
+    return path.is_symlink() or (hasattr(path, "is_junction") and path.is_junction())
+
+
+def _check_paths(out: Path, relpaths: list[str]) -> None:
+    """Refuse a planned file (or a folder on its way) under ``out`` that is a symbolic link."""
+    for rel in relpaths:
+        path = out
+        for part in Path(rel).parts:
+            path = path / part
+            if _is_link(path):
+                raise BadInput(f"{path} is a symbolic link; export writes only real files and folders in --to")
+
+
+def _read_marker(out: Path) -> list[str] | None:
+    """The files an earlier export listed in its marker, None when ``out`` holds no (readable) marker."""
+    marker = out / EXPORT_MARKER
+    if not marker.is_file() or _is_link(marker):
+        return None
+    try:
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if (
+        not isinstance(data, dict)
+        or data.get("format") != "procbench-export"
+        or not isinstance(data.get("files"), list)
+    ):
+        return None
+    files = [f for f in data["files"] if isinstance(f, str)]
+    return [f for f in files if _own_relpath(f)]
+
+
+def _own_relpath(rel: str) -> bool:
+    """Whether ``rel`` is a path export itself writes (so a crafted marker cannot name anything else)."""
+    if rel in ("README.md", "croissant.json"):
+        return True
+    parts = rel.split("/")
+    return (
+        len(parts) == 3
+        and parts[0] == "data"
+        and parts[1] not in ("", ".", "..")
+        and "\\" not in parts[1]
+        and re.fullmatch(r"(train|validation|test)-00000-of-00001\.parquet", parts[2]) is not None
+    )
+
+
+def _prepare_out(out: Path, planned: list[str], *, overwrite: bool) -> None:
+    """Make ``out`` ready for the ``planned`` files: empty, or (with ``overwrite``) an earlier export whose own
+    files are removed. Nothing else in ``out`` is touched: a folder without procbench's marker is refused,
+    and a planned file that is already there and was not written by the earlier export is refused.
+
+    Raises:
+        BadInput: ``out`` is not empty (without ``overwrite``), not an earlier export, holds a symbolic link
+            where export writes, or holds a file of the user's where export would write.
+    """
+    if _is_link(out) and not out.is_dir():
+        raise BadInput(f"{out} is a symbolic link to no folder; choose another --to")
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"{out} is a file, not a folder; choose another --to")
+    owned: list[str] = []
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise BadInput(f"{out} is not empty; choose another --to or pass --overwrite")
+        listed = _read_marker(out)
+        if listed is None:
+            raise BadInput(
+                f"{out} is not an earlier procbench export (no {EXPORT_MARKER}); --overwrite replaces only an "
+                "export's own files: choose an empty or new --to"
+            )
+        owned = listed
+    _check_paths(out, sorted(set(owned) | set(planned)))
+    foreign = [rel for rel in planned if (out / rel).exists() and (rel not in owned or not (out / rel).is_file())]
+    if foreign:
+        raise BadInput(
+            f"{out / foreign[0]} exists and was not written by procbench export; move it or choose another --to"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    for rel in owned:  # only the files the earlier export wrote, then the folders it made if they are empty
+        path = out / rel
+        if path.is_file():
+            path.unlink()
+    for rel in owned:
+        folder = (out / rel).parent
+        while folder != out and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+            folder = folder.parent
+    marker = {"format": "procbench-export", "files": sorted(set(planned))}
+    (out / EXPORT_MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
 
 
 def _summary_columns(qset: Any) -> pa.Table:
@@ -329,5 +425,6 @@ def push_to_hub(out: str | Path, repo_id: str, *, private: bool = False, token: 
         repo_type="dataset",
         folder_path=str(out),
         commit_message="procbench export",
+        ignore_patterns=[EXPORT_MARKER],
     )
     return f"https://huggingface.co/datasets/{repo_id}"

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from procbench.generate.qset import QuestionSet
 from procbench.generate.questions import PLACEHOLDER
-from procbench.store import Store
+from procbench.store import Store, is_image_id
 from procbench.store.views import kept_procedures, kept_steps
 
 __all__ = ["Inliner", "meta_json"]
@@ -86,7 +86,7 @@ class Inliner:
             return set()
         table = self.store.table("images", ["id", "stored"])
         stored = table.filter(pc.fill_null(table["stored"], False))
-        return set(stored["id"].to_pylist())
+        return {i for i in stored["id"].to_pylist() if is_image_id(i)}  # an id is a file name: nothing else
 
     def item(self, key: str) -> dict[str, Any]:
         """One item ``{key, title, text, image}``."""

@@ -10,7 +10,7 @@ from typing import Any
 from procbench.errors import BadInput, InputFileNotFound
 from procbench.ingest.jsonl import parse_procedure, read_jsonl
 from procbench.ingest.recipeqa import read_recipeqa
-from procbench.ingest.records import Problem
+from procbench.ingest.records import MAX_PROCEDURES_PER_FILE, Problem, oversized
 from procbench.procedure import Procedure
 from procbench.progress import SILENT, Progress
 from procbench.store import Store
@@ -65,6 +65,7 @@ def ingest_file(
     format: str = "jsonl",
     images_dir: str | Path | None = None,
     max_image_side: int = 512,
+    allow_outside: bool = False,
     progress: Progress = SILENT,
 ) -> IngestReport:
     """Import the procedures in ``path`` into ``store`` in one atomic transaction.
@@ -72,7 +73,9 @@ def ingest_file(
     Procedures whose id is already in the store (or earlier in the file) are skipped, so importing the
     same file twice adds nothing. Malformed records are skipped and reported with their line number.
     Local image paths are resolved against ``images_dir`` (default: the file's folder), verified and
-    stored; image URLs are recorded without fetching them.
+    stored; image URLs are recorded without fetching them. A local path must lie in the file's folder or
+    ``images_dir`` (links resolved) unless ``allow_outside``. Records over the size caps of
+    :mod:`procbench.ingest.records` (line, field, steps, procedures per file) are skipped as problems.
 
     ``store`` may be a path: the store is created there (only once the input has been found).
 
@@ -96,9 +99,23 @@ def ingest_file(
     first_seen: dict[str, str] = {}
 
     def procedures() -> Iterator[Procedure]:
+        read = 0
         for where, record in records:
             if isinstance(record, Problem):
                 report.problems.append(record)
+                continue
+            read += 1
+            if read > MAX_PROCEDURES_PER_FILE:
+                report.problems.append(
+                    Problem(
+                        where,
+                        f"more than {MAX_PROCEDURES_PER_FILE:,} procedures in one file: this one and the rest of "
+                        "the file skipped (split the file)",
+                    )
+                )
+                return
+            if why := oversized(record):
+                report.problems.append(Problem(where, why))
             elif record.id in first_seen:
                 report.duplicates_in_file += 1
                 report.problems.append(Problem(where, f"duplicate id {record.id} (first on {first_seen[record.id]})"))
@@ -111,6 +128,7 @@ def ingest_file(
         "format": format,
         "images_dir": str(images_dir) if images_dir else None,
         "max_image_side": max_image_side,
+        "allow_outside": allow_outside,
     }
     with store.transaction("ingest", args=args) as txn:
         batch = add_procedures(
@@ -120,9 +138,12 @@ def ingest_file(
             image_loader=local_image_loader(
                 Path(images_dir) if images_dir else path.parent,
                 missing_ok=format == "recipeqa" and not images_dir,
-                confine=format == "recipeqa",  # RecipeQA names files in its image folder, nothing else
+                # a feed names files in its own folder (or --images): ../x, /abs and file:// elsewhere are refused
+                confine=not allow_outside,
+                roots=[path.parent] if format == "jsonl" else [],  # RecipeQA: its image folder only
             ),
             max_image_side=max_image_side,
+            opaque_image_errors=True,
         )
         report.added, report.already_present = batch.added, batch.already_present
         report.images_stored, report.images_remote = batch.images_stored, batch.images_remote

@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from procbench.ingest.records import MAX_ID_CHARS, Problem, unstorable_text
+from procbench.ingest.records import MAX_ID_CHARS, MAX_LINE_BYTES, MAX_STEPS, Problem, unstorable_text
 from procbench.procedure import Procedure, Step, procedure_id
 
 __all__ = ["DEFAULT_SOURCE", "parse_procedure", "read_jsonl"]
@@ -99,6 +99,8 @@ def parse_procedure(record: Any, *, default_source: str = DEFAULT_SOURCE) -> Pro
     raw_steps = record.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         raise _Malformed("procedure without steps")
+    if len(raw_steps) > MAX_STEPS:
+        raise _Malformed(f"{len(raw_steps):,} steps, more than the {MAX_STEPS:,} a procedure may have")
     steps = [_step(raw, number) for number, raw in enumerate(raw_steps, 1)]
     source = _optional_str(record, "source") or default_source
     url = _optional_str(record, "url")
@@ -122,20 +124,45 @@ def parse_procedure(record: Any, *, default_source: str = DEFAULT_SOURCE) -> Pro
     )
 
 
+def _lines(fh: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes | None, int]]:
+    """``(number, line, size)`` per line of ``fh``; ``line`` is None for one longer than ``max_bytes`` (read in
+    chunks of at most ``max_bytes`` and dropped, so memory stays bounded by the cap whatever the line)."""
+    number = 0
+    while True:
+        line = fh.readline(max_bytes + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) <= max_bytes:
+            yield number, line, len(line)
+            continue
+        size = len(line)
+        while not line.endswith(b"\n"):
+            line = fh.readline(max_bytes + 1)
+            if not line:
+                break
+            size += len(line)
+        yield number, None, size
+
+
 def read_jsonl(
-    path: Path, *, on_bytes: Callable[[int], None] | None = None
+    path: Path, *, on_bytes: Callable[[int], None] | None = None, max_line_bytes: int = MAX_LINE_BYTES
 ) -> Iterator[tuple[str, Procedure | Problem]]:
     """Yield ``(where, record)``: a :class:`Procedure` per valid line of ``path``, a :class:`Problem` per bad one.
 
-    Blank lines are ignored. ``on_bytes`` is told how many bytes each line took (for progress).
+    Blank lines are ignored. ``on_bytes`` is told how many bytes each line took (for progress). A line longer
+    than ``max_line_bytes`` is a problem, skipped without being held in memory whole.
     """
     with open(path, "rb") as fh:
-        for number, line in enumerate(fh, 1):
+        for number, line, size in _lines(fh, max_line_bytes):
             if on_bytes:
-                on_bytes(len(line))
+                on_bytes(size)
+            where = f"line {number}"
+            if line is None:
+                yield where, Problem(where, f"line of {size:,} bytes, longer than the {max_line_bytes:,} allowed")
+                continue
             if not line.strip():
                 continue
-            where = f"line {number}"
             try:
                 procedure = parse_procedure(json.loads(line))
                 # a lone surrogate can only come from a \u escape or surrogate bytes (0xED 0xA0-0xBF ...)

@@ -15,7 +15,7 @@ from procbench.export.inline import Inliner
 from procbench.export.sets import find_audit, shortcut_scores
 from procbench.generate.qset import QuestionSet
 from procbench.readers.views import recorded_readers
-from procbench.store import Store
+from procbench.store import Store, is_image_id
 
 __all__ = ["SetView", "choice_distances_of", "set_view", "sweep_tables"]
 
@@ -49,7 +49,7 @@ def _slug(name: str) -> str:
 
 
 def _image_path(image_id: str | None) -> str | None:
-    return None if image_id is None else f"images/{image_id[:2]}/{image_id}.jpg"
+    return None if image_id is None or not is_image_id(image_id) else f"images/{image_id[:2]}/{image_id}.jpg"
 
 
 def _compact(item: dict[str, Any]) -> dict[str, Any]:
@@ -113,10 +113,10 @@ def copy_images(store: Store, image_ids: set[str], out: Path) -> int:
     """Copy the stored JPEGs the report shows to ``out/images/ab/ID.jpg``; returns how many were copied."""
     copied = 0
     for image_id in sorted(image_ids):
-        source = store.image_path(image_id)
-        target = out / "images" / image_id[:2] / f"{image_id}.jpg"
-        if not source.is_file():
+        source = store.image_file(image_id)  # None unless a valid id names a regular file in the store
+        if source is None:
             continue
+        target = out / "images" / image_id[:2] / f"{image_id}.jpg"
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.is_file():
             shutil.copyfile(source, target)

@@ -16,7 +16,7 @@ from procbench import __version__
 from procbench.readers.views import readers_html
 from procbench.report.data import SetView
 
-__all__ = ["histogram_svg", "index_page", "interval_svg", "set_page"]
+__all__ = ["histogram_svg", "index_page", "interval_svg", "script_json", "set_page"]
 
 _CSP = (
     "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src 'self' data:; "
@@ -34,6 +34,20 @@ def _page(title: str, body: str, *, depth: int, script: str = "") -> str:
         f'<a href="{prefix}index.html">overview</a></div></header>\n'
         f"<main>\n{body}\n</main>\n{script}</body>\n</html>\n"
     )
+
+
+#: What JSON inside ``<script>`` must not contain as is: ``<`` (``</script>``, ``<!--``, ``<script`` change how the
+#: HTML parser ends the block), ``>`` and ``&``; the line separators break older JavaScript parsers.
+_SCRIPT_ESCAPES = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def script_json(data: Any) -> str:
+    """``data`` as JSON safe inside ``<script type="application/json">``: every ``<``, ``>``, ``&`` written as a
+    ``\\u`` escape (JSON.parse reads the same value), so no title can end or comment out the block."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return text.translate(_SCRIPT_ESCAPES)
 
 
 def _fmt(value: float | None) -> str:
@@ -250,7 +264,7 @@ def set_page(view: SetView, *, instruction: str) -> str:
         "has_scores": view.has_scores,
         "questions": view.questions,
     }
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    payload = script_json(data)
     splits = "".join(f'<option value="{s}">{s} ({n})</option>' for s, n in view.splits.items() if n)
     score = (
         '<label>shortcut score ≥ <input id="score" type="range" min="0" max="1" step="0.05" value="0"> '

@@ -31,7 +31,15 @@ import requests
 from procbench.errors import BadInput, Blocked, Disallowed, FetchError, RateLimited
 from procbench.progress import SILENT, Progress
 from procbench.scrape.cache import ResponseCache
-from procbench.scrape.http import Clock, HttpClient, HttpConfig, is_loopback_url
+from procbench.scrape.http import (
+    Clock,
+    HostUnresponsive,
+    HttpClient,
+    HttpConfig,
+    NotAnImage,
+    is_loopback_url,
+    without_credentials,
+)
 from procbench.store import Store
 from procbench.store.images import BadImage, normalise_image
 
@@ -139,7 +147,7 @@ def pending_images(store: Store) -> tuple[list[tuple[str, str]], int]:
     rows = unstored.sort_by([("procedure_id", "ascending"), ("step_index", "ascending"), ("id", "ascending")])
     for image_id, url in zip(rows["id"].to_pylist(), rows["url"].to_pylist(), strict=True):
         if _is_http(url):
-            by_host[urlsplit(url).netloc.lower()].append((image_id, url))
+            by_host[_host(url)].append((image_id, url))
         else:
             not_fetchable += 1
     order: list[tuple[str, str]] = []
@@ -216,6 +224,8 @@ def fetch_images(
         cache=ResponseCache(store.root / "cache" / "http"),
         clock=clock,
         session=session,
+        same_origin=True,  # an image URL's redirect stays on its host and port
+        strict_images=True,  # an HTML or SVG answer is a failure, and its body is not kept in the cache
     )
     mapping: dict[str, tuple[str, int, int]] = {}
     progress.start("fetch images", total=len(todo))
@@ -230,7 +240,7 @@ def fetch_images(
             outcome = _fetch_one(client, url, host, max_image_side=max_image_side, store=store)
             if isinstance(outcome, str):
                 report.failed += 1
-                report.failures.append((url, outcome))
+                report.failures.append((without_credentials(url), outcome))
             else:
                 mapping[image_id] = outcome
                 host.stored += 1
@@ -248,7 +258,8 @@ def fetch_images(
 
 
 def _host(url: str) -> str:
-    return urlsplit(url).netloc.lower()
+    """``host[:port]`` of ``url``, without any ``user:password@`` (never printed)."""
+    return urlsplit(without_credentials(url)).netloc.lower()
 
 
 def _fetch_one(
@@ -256,8 +267,19 @@ def _fetch_one(
 ) -> tuple[str, int, int] | str:
     """``(content id, width, height)`` of the stored image, or why it failed."""
     cached_before = client.stats.from_cache
+    url = without_credentials(url)
     try:
         body = client.get(url, kind="image").body
+    except NotAnImage as exc:
+        host.failed += 1
+        host.errors["not an image"] += 1
+        return str(exc)
+    except HostUnresponsive as exc:
+        host.failed += 1
+        host.stopped = f"{type(exc).__name__}: {exc}"
+        host.errors["timeouts"] += 1
+        log.warning("stopping requests to %s for this run: %s", host.host, exc)
+        return str(exc)
     except Disallowed as exc:
         host.disallowed += 1
         host.errors["disallowed by robots.txt" if "robots" in str(exc) else "redirect refused"] += 1
@@ -280,6 +302,7 @@ def _fetch_one(
     except BadImage as exc:
         host.failed += 1
         host.errors["not an image"] += 1
+        client.remember_failure(url, FetchError(f"{url}: {exc}", url=url, status=200))  # not its bytes
         return str(exc)
     store.put_image(image)
     return image.id, image.width, image.height

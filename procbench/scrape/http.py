@@ -51,11 +51,15 @@ __all__ = [
     "Clock",
     "HttpClient",
     "HttpConfig",
+    "HostUnresponsive",
     "HttpStats",
     "Mirror",
+    "NotAnImage",
     "ResponseTooLarge",
     "SystemClock",
     "is_loopback_url",
+    "looks_like_image",
+    "without_credentials",
 ]
 
 log = logging.getLogger(__name__)
@@ -110,6 +114,9 @@ class HttpConfig:
     pause_after_429s: int = 3
     pause_seconds: float = 900.0
     max_redirects: int = 5
+    #: Timeouts (connect, read, or the ``max_seconds`` cut-off) one host may cause in a run before every
+    #: further request to it fails at once (:class:`HostUnresponsive`): a slow host costs minutes, not hours.
+    max_host_timeouts: int = 3
     seed: int = 0
 
     def agent(self) -> str:
@@ -274,20 +281,78 @@ def _robots_match(pattern: str, target: str) -> bool:
 class _Host:
     next_at: float = 0.0
     interval: float = 1.0
+    timeouts: int = 0
 
 
 class ResponseTooLarge(FetchError):
     """The body is larger than ``HttpConfig.max_bytes`` (permanent, remembered in the cache)."""
 
 
+class HostUnresponsive(FetchError):
+    """The host timed out ``HttpConfig.max_host_timeouts`` times in this run: it is not asked again until the
+    next run (transient: nothing is remembered in the cache)."""
+
+
+class NotAnImage(FetchError):
+    """An image request answered with a body that is no image format (HTML, SVG, text): not kept in the cache,
+    only the failure is remembered."""
+
+
+#: Leading bytes of the raster formats Pillow decodes for the store (an image body must start with one).
+_IMAGE_SIGNATURES = (
+    b"\xff\xd8\xff",  # JPEG
+    b"\x89PNG\r\n\x1a\n",
+    b"GIF87a",
+    b"GIF89a",
+    b"BM",
+    b"II*\x00",  # TIFF
+    b"MM\x00*",
+)
+
+
+def looks_like_image(body: bytes) -> bool:
+    """Whether ``body`` starts like a raster image (JPEG, PNG, GIF, WebP, BMP, TIFF, AVIF/HEIF)."""
+    if body.startswith(_IMAGE_SIGNATURES):
+        return True
+    if body[:4] == b"RIFF" and body[8:12] == b"WEBP":
+        return True
+    return body[4:8] == b"ftyp" and body[8:12] in (b"avif", b"avis", b"heic", b"heix", b"mif1", b"msf1")
+
+
+def without_credentials(url: str) -> str:
+    """``url`` without a ``user:password@`` part (never sent, stored in the cache or printed)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[1], parts.path, parts.query, parts.fragment))
+
+
+def _origin(url: str) -> tuple[str, int | None]:
+    """``(host, port)`` of ``url``, the port made explicit (80 for http, 443 for https)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        return ("", None)
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return ((parts.hostname or "").lower().rstrip("."), port if port is not None else default)
+
+
 class _Transient(Exception):
     def __init__(
-        self, reason: str, *, status: int | None = None, wait: float | None = None, rate_limited: bool = False
+        self,
+        reason: str,
+        *,
+        status: int | None = None,
+        wait: float | None = None,
+        rate_limited: bool = False,
+        timeout: bool = False,
     ) -> None:
         super().__init__(reason)
         self.status = status
         self.wait = wait
         self.rate_limited = rate_limited
+        self.timeout = timeout
 
 
 @dataclass
@@ -309,6 +374,10 @@ class HttpClient:
         clock: time source (a fake one in tests).
         session: a ``requests.Session`` to reuse (one is made otherwise).
         soft_block: byte strings that mark a block page served with status 200 (treated like a 429).
+        same_origin: a redirect must stay on the URL's own host and port (http may become https on the
+            default ports); otherwise anywhere within ``domains``.
+        strict_images: an ``image`` request whose body starts like no raster image fails with
+            :class:`NotAnImage` and only the failure is cached, never the body.
     """
 
     def __init__(
@@ -321,8 +390,12 @@ class HttpClient:
         clock: Clock | None = None,
         session: requests.Session | None = None,
         soft_block: tuple[bytes, ...] = (),
+        same_origin: bool = False,
+        strict_images: bool = False,
     ) -> None:
         self.config = config
+        self.same_origin = same_origin
+        self.strict_images = strict_images
         self.domains = domains
         self.cache = cache
         self.mirror = mirror
@@ -350,6 +423,7 @@ class HttpClient:
             RateLimited: 429s (or block pages) after every retry.
             FetchError: any other failure; ``permanent`` says whether a later retry could help.
         """
+        url = without_credentials(url)  # requests would send them as Basic auth to whoever answers
         self._check_url(url)
         if use_cache and self.cache is not None:
             hit = self.cache.get(url)
@@ -371,6 +445,15 @@ class HttpClient:
                     self._remember_failure(url, exc)
                 raise
             if raw.location is None:
+                if kind == "image" and self.strict_images and not looks_like_image(raw.body):
+                    failure = NotAnImage(
+                        f"{url}: not an image ({raw.content_type or 'no Content-Type'}, {len(raw.body)} bytes)",
+                        url=url,
+                        status=raw.status,
+                    )
+                    if use_cache:
+                        self._remember_failure(url, failure)  # the failure, never the body
+                    raise failure
                 response = CachedResponse(
                     url=url,
                     final_url=current,
@@ -415,10 +498,16 @@ class HttpClient:
             self.forget(url)
             raise ParseError(f"{url}: unusable answer ({type(exc).__name__}: {exc})") from exc
 
+    def remember_failure(self, url: str, exc: FetchError) -> None:
+        """Replace ``url``'s cached response by the failure ``exc`` (the body is dropped; a re-run does not ask
+        again and fails the same way)."""
+        self.forget(url)
+        self._remember_failure(without_credentials(url), exc)
+
     def forget(self, url: str) -> None:
         """Drop ``url``'s cached response (an answer found unusable is not trusted again)."""
         if self.cache is not None:
-            self.cache.drop(url)
+            self.cache.drop(without_credentials(url))
 
     def close(self) -> None:
         """Release the connection pool."""
@@ -461,7 +550,11 @@ class HttpClient:
             target = self.mirror.to_canonical(fetched, current) or fetched
         elif self.mirror is not None:
             target = ""  # a mirror that redirects anywhere but itself leaves the source
+        target = without_credentials(target)
         host = urlsplit(target).hostname or ""
+        if self.same_origin and target and not _same_origin(current, target):
+            self.stats.redirects_refused += 1
+            raise Disallowed(f"{current} redirects to {target}, another host or port; not followed", url=current)
         if not target or urlsplit(target).scheme not in ("http", "https") or not _in_domains(host, self.domains):
             self.stats.redirects_refused += 1
             raise Disallowed(
@@ -508,16 +601,22 @@ class HttpClient:
             fetch_url = self._fetch_url(url)
             host = self._host(fetch_url)
             for attempt in range(cfg.max_retries + 1):
+                self._give_up_on(host, fetch_url)
                 self._wait_turn(host)
                 try:
                     raw = self._request_once(fetch_url, kind=kind, headers=headers)
-                except FetchError:
+                except FetchError as exc:
                     self._after_request(host)
+                    if not exc.permanent and "no complete answer within" in str(exc):  # the max_seconds cut
+                        host.timeouts += 1
                     raise
                 except _Transient as exc:
                     self._after_request(host)
                     if exc.rate_limited:
                         self._note_429()
+                    if exc.timeout:
+                        host.timeouts += 1
+                        self._give_up_on(host, fetch_url)
                     if attempt == cfg.max_retries:
                         cls = RateLimited if exc.rate_limited else FetchError
                         raise cls(
@@ -573,7 +672,7 @@ class HttpClient:
                 allow_redirects=False,
             )
         except _TRANSIENT_EXCEPTIONS as exc:
-            raise _Transient(f"{type(exc).__name__}: {exc}") from None
+            raise _Transient(f"{type(exc).__name__}: {exc}", timeout=_is_timeout(exc)) from None
         except requests.exceptions.RequestException as exc:
             raise FetchError(f"{fetch_url}: {exc}", url=fetch_url) from None
         with response:
@@ -625,11 +724,20 @@ class HttpClient:
                         f"{fetch_url}: body exceeds the {cfg.max_bytes}-byte limit", url=fetch_url, status=200
                     )
                 if time.monotonic() > deadline:
-                    raise _Transient(f"body not complete after {cfg.max_seconds:.0f}s")
+                    raise _Transient(f"body not complete after {cfg.max_seconds:.0f}s", timeout=True)
                 chunks.append(chunk)
         except _TRANSIENT_EXCEPTIONS as exc:
-            raise _Transient(f"{type(exc).__name__} while reading: {exc}") from None
+            raise _Transient(f"{type(exc).__name__} while reading: {exc}", timeout=_is_timeout(exc)) from None
         return b"".join(chunks)
+
+    def _give_up_on(self, host: _Host, fetch_url: str) -> None:
+        if host.timeouts >= self.config.max_host_timeouts:
+            raise HostUnresponsive(
+                f"{without_credentials(fetch_url)}: its host timed out {host.timeouts} times in this run; "
+                "not asked again until the next run",
+                url=fetch_url,
+                permanent=False,
+            )
 
     def _wait_turn(self, host: _Host) -> None:
         now = self.clock.monotonic()
@@ -759,6 +867,30 @@ _ACCEPT = {
     "image": "image/jpeg,image/png,image/webp,image/gif,*/*;q=0.5",
     "robots": "text/plain,*/*;q=0.5",
 }
+
+
+def _is_timeout(exc: BaseException, depth: int = 0) -> bool:
+    """Whether a requests/urllib3 error is a connect or read timeout (requests wraps urllib3's read timeout
+    while streaming a body in a ConnectionError)."""
+    if isinstance(exc, (requests.exceptions.Timeout, urllib3.exceptions.TimeoutError, socket.timeout)):
+        return True
+    if depth >= 4:
+        return False
+    inner = [a for a in exc.args if isinstance(a, BaseException)] + [
+        e for e in (exc.__cause__, exc.__context__) if e is not None
+    ]
+    return any(_is_timeout(e, depth + 1) for e in inner)
+
+
+def _same_origin(current: str, target: str) -> bool:
+    """Whether a redirect from ``current`` to ``target`` keeps the host and port (or only upgrades http on
+    port 80 to https on port 443 of the same host)."""
+    (host, port), (to_host, to_port) = _origin(current), _origin(target)
+    if not host or host != to_host:
+        return False
+    if port == to_port and urlsplit(current).scheme == urlsplit(target).scheme:
+        return True
+    return (urlsplit(current).scheme, port, urlsplit(target).scheme, to_port) == ("http", 80, "https", 443)
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from procbench.store._store import FORMAT_VERSION, Store
+from procbench.store._store import FORMAT_VERSION, Store, is_image_id
 from procbench.store.images import BadImage, NormalisedImage, normalise_image
 from procbench.store.schema import IMAGES, PROCEDURES, SCHEMA_VERSION, STEPS, conform
 from procbench.store.transaction import Transaction
@@ -23,5 +23,6 @@ __all__ = [
     "Store",
     "Transaction",
     "conform",
+    "is_image_id",
     "normalise_image",
 ]

@@ -7,6 +7,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from procbench.errors import StoreChanged, StoreError, StoreLocked, StoreNotFound, StoreReadOnly
+from procbench.errors import StoreChanged, StoreDamaged, StoreError, StoreLocked, StoreNotFound, StoreReadOnly
 from procbench.store.atomic import atomic_write_bytes
 from procbench.store.images import NormalisedImage
 from procbench.store.provenance import utc_now
@@ -27,21 +28,29 @@ from procbench.store.tables import (
     PARTS,
     PARTS_LIST,
     Layout,
+    count_rows,
     locate,
     read_schema,
     read_table,
 )
 from procbench.store.transaction import Transaction, recover
 
-__all__ = ["FORMAT_VERSION", "Store"]
+__all__ = ["FORMAT_VERSION", "Store", "is_image_id"]
 
 #: Newest store format this procbench reads; a store written in a newer one is refused rather than misread.
 #: 1: every table one Parquet file; 2: some tables are directories of part-files (:mod:`procbench.store.tables`).
 FORMAT_VERSION = FORMAT_WITH_PARTS
 _META = "store.json"
+#: A stored image's id: the sha256 hex digest of its JPEG bytes (nothing else names a file under images/).
+_IMAGE_ID = re.compile(r"^[0-9a-f]{64}$")
 _LOCK = ".lock"
 #: Where images are written before being renamed into place (emptied when a transaction starts).
 _PARTIAL = ".partial"
+
+
+def is_image_id(value: object) -> bool:
+    """Whether ``value`` is a stored image's id (64 lowercase hex digits), the only name of a file in ``images/``."""
+    return isinstance(value, str) and _IMAGE_ID.match(value) is not None
 
 
 class Store:
@@ -182,12 +191,9 @@ class Store:
         return list(schema.names)
 
     def num_rows(self, name: str) -> int:
-        """Rows of a table from the footers (or the part list) alone; 0 if never written."""
+        """Rows of a table from the files' footers alone (each part checked against its list); 0 if never written."""
         self._note_read()
-        found = locate(self.root, name)
-        if found.rows is not None:
-            return sum(found.rows)
-        return sum(pq.read_metadata(path).num_rows for path in found.files)
+        return count_rows(self.root, name)
 
     def tables_info(self) -> dict[str, dict[str, Any]]:
         """Per written table: its layout, number of files, rows and bytes on disk."""
@@ -213,8 +219,24 @@ class Store:
 
     # -- images ------------------------------------------------------------------------------------------
     def image_path(self, image_id: str) -> Path:
-        """Where the bytes of a stored image live: ``images/ab/abcdef....jpg``."""
+        """Where the bytes of a stored image live: ``images/ab/abcdef....jpg``.
+
+        Raises:
+            StoreDamaged: ``image_id`` is not a stored image's id (the sha256 hex of its bytes), so it could
+                name a file outside ``images/`` (``../../x``).
+        """
+        if not is_image_id(image_id):
+            raise StoreDamaged(f"{image_id[:80]!r} is not a stored image id (64 hex digits)")
         return self.root / "images" / image_id[:2] / f"{image_id}.jpg"
+
+    def image_file(self, image_id: str) -> Path | None:
+        """The file of a stored image when there is one: a valid id, a regular file, no link, in the store."""
+        if not is_image_id(image_id):
+            return None
+        path = self.image_path(image_id)
+        if path.is_symlink() or not path.is_file() or not self.contains(path):
+            return None
+        return path
 
     def put_image(self, image: NormalisedImage) -> Path:
         """Write a normalised image (once: content-addressed files are never rewritten)."""
@@ -332,11 +354,20 @@ class Store:
         if qsets:
             found["question_sets"] = {
                 f"{p.parent.name}/{p.name}": {
-                    f.stem: pq.read_metadata(f).num_rows for f in sorted(p.glob("*.parquet"))
+                    f.stem: _parquet_rows(f)
+                    for f in sorted(p.glob("*.parquet"))
+                    if not f.is_symlink() and self.contains(f)
                 }
                 for p in qsets
             }
         return found
+
+
+def _parquet_rows(path: Path) -> int:
+    try:
+        return pq.read_metadata(path).num_rows
+    except (OSError, pa.ArrowException) as exc:
+        raise StoreDamaged(f"{path} is not a readable Parquet file ({type(exc).__name__})") from None
 
 
 def _remove_partial_images(root: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,9 @@ from procbench.store.transaction import Transaction
 
 __all__ = [
     "MAX_IMAGE_BYTES",
+    "UNUSABLE_LOCAL_IMAGE",
     "ImageLoader",
+    "UnusableLocalImage",
     "ProcedureBatch",
     "add_procedures",
     "append_tables",
@@ -40,25 +42,48 @@ ImageLoader = Callable[[str], "bytes | None"]
 MAX_IMAGE_BYTES = 20 * 2**20
 
 
-def local_image_loader(base_dir: Path, *, missing_ok: bool = False, confine: bool = False) -> ImageLoader:
+#: What a local image reference that cannot be used gives, whatever the reason (missing, not a regular file,
+#: too large, not an image): one message, so an import cannot probe which files exist.
+UNUSABLE_LOCAL_IMAGE = "no usable image file at this path (missing, unreadable or not an image)"
+
+
+class UnusableLocalImage(BadImage):
+    """A local image reference that names no usable image file (the one message of every such case)."""
+
+    def __init__(self) -> None:
+        super().__init__(UNUSABLE_LOCAL_IMAGE)
+
+
+def local_image_loader(
+    base_dir: Path, *, missing_ok: bool = False, confine: bool = False, roots: Sequence[Path] | None = None
+) -> ImageLoader:
     """Load local image files (relative paths against ``base_dir``); URLs are left remote.
 
     Only regular files of at most :data:`MAX_IMAGE_BYTES` are read (never a device such as ``/dev/zero``
-    or a FIFO). With ``confine`` a reference must stay inside ``base_dir`` (``../x.jpg`` and absolute paths
-    elsewhere fail). With ``missing_ok`` a file that does not exist is kept as a reference instead of failing.
+    or a FIFO). With ``confine`` a reference must stay inside ``base_dir`` or one of ``roots`` (``../x.jpg``,
+    absolute paths and links elsewhere fail, before the file is looked at). With ``missing_ok`` a file that
+    does not exist is kept as a reference instead of failing. Every other failure to read a local file is
+    :class:`UnusableLocalImage`, one message whether the file is missing or is not an image.
     """
-    base = base_dir.resolve()
+    allowed = [base_dir.resolve(), *(Path(r).resolve() for r in roots or ())]
 
     def load(ref: str) -> bytes | None:
         if "://" in ref and not ref.startswith("file://"):
             return None
         path = Path(ref.removeprefix("file://"))
         path = path if path.is_absolute() else base_dir / path
-        if confine and not path.resolve().is_relative_to(base):
-            raise BadImage(f"{ref} lies outside {base_dir}")
+        try:
+            resolved = path.resolve()
+        except (OSError, RuntimeError):  # a link loop
+            raise UnusableLocalImage() from None
+        if confine and not any(resolved.is_relative_to(root) for root in allowed):
+            raise BadImage("lies outside the file's folder and --images (pass --allow-outside to read it)")
         if missing_ok and not path.exists():
             return None
-        return read_image_file(path)
+        try:
+            return read_image_file(path)
+        except (OSError, BadImage):
+            raise UnusableLocalImage() from None
 
     return load
 
@@ -93,6 +118,8 @@ class ProcedureBatch:
     known_ids: set[str]
     image_loader: ImageLoader | None = None
     max_image_side: int = 512
+    #: Report every unusable image as :data:`UNUSABLE_LOCAL_IMAGE` (local files: nothing tells whether one exists).
+    opaque_image_errors: bool = False
     added: int = 0
     already_present: int = 0
     images_stored: int = 0
@@ -140,7 +167,12 @@ class ProcedureBatch:
                 image_id, width, height, stored = remote_image_id(ref), None, None, False
                 self.images_remote += 1
             else:
-                image = normalise_image(data, max_side=self.max_image_side)
+                try:
+                    image = normalise_image(data, max_side=self.max_image_side)
+                except BadImage:
+                    if self.opaque_image_errors:  # a local file's bytes: the same message as a missing file
+                        raise UnusableLocalImage() from None
+                    raise
                 self.store.put_image(image)
                 image_id, width, height, stored = image.id, image.width, image.height, True
                 self.images_stored += 1

@@ -11,10 +11,24 @@ from PIL import Image, UnidentifiedImageError
 
 from procbench.errors import BadInput
 
-__all__ = ["MAX_PIXELS", "BadImage", "NormalisedImage", "decode_image", "normalise_image", "remote_image_id"]
+__all__ = [
+    "MAX_DECODED_BYTES",
+    "MAX_PIXELS",
+    "BadImage",
+    "NormalisedImage",
+    "decode_image",
+    "normalise_image",
+    "remote_image_id",
+]
 
 #: Images with more pixels than this are rejected as decompression bombs (Pillow's own default is ~89M).
 MAX_PIXELS = 50_000_000
+#: Images whose decoded pixels take more bytes than this are rejected too (bands x pixels: a 50-megapixel
+#: RGB photo fits, a 7000x7000 RGBA PNG of 190 KB, 196 MB decoded, does not), so one image costs a bounded
+#: amount of memory whatever its mode.
+MAX_DECODED_BYTES = 160_000_000
+#: Bytes per pixel of modes whose bands are wider than one byte (others: one byte per band).
+_WIDE_MODES = {"I": 4, "F": 4, "I;16": 2, "I;16L": 2, "I;16B": 2, "I;16N": 2}
 
 
 class BadImage(BadInput):
@@ -59,6 +73,12 @@ def decode_image(data: bytes) -> Image.Image:
             with Image.open(io.BytesIO(data)) as probe:
                 if probe.width * probe.height > MAX_PIXELS:
                     raise BadImage(f"image of {probe.width}x{probe.height} pixels exceeds the {MAX_PIXELS} limit")
+                decoded = probe.width * probe.height * _WIDE_MODES.get(probe.mode, len(probe.getbands()))
+                if decoded > MAX_DECODED_BYTES:
+                    raise BadImage(
+                        f"image of {probe.width}x{probe.height} {probe.mode} pixels decodes to {decoded:,} bytes, "
+                        f"over the {MAX_DECODED_BYTES:,}-byte limit"
+                    )
                 probe.verify()
             with Image.open(io.BytesIO(data)) as im:
                 im.load()
@@ -78,7 +98,7 @@ def decode_image(data: bytes) -> Image.Image:
 
 def _to_rgb(im: Image.Image) -> Image.Image:
     if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
-        rgba = im.convert("RGBA")
+        rgba = im if im.mode == "RGBA" else im.convert("RGBA")  # no copy of a decoded RGBA image
         background = Image.new("RGB", rgba.size, (255, 255, 255))
         background.paste(rgba, mask=rgba.getchannel("A"))
         return background

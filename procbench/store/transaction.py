@@ -283,16 +283,27 @@ class Transaction:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
+def _plain_relpath(rel: object) -> bool:
+    """Whether ``rel`` is a relative path with no ``..`` (it stays under the folder it is joined to)."""
+    if not isinstance(rel, str) or not rel or rel.startswith(("/", "\\")):
+        return False
+    return ".." not in Path(rel).parts
+
+
 def _apply(txn_dir: Path, root: Path) -> None:
     journal = json.loads((txn_dir / _JOURNAL).read_text(encoding="utf-8"))
     touched: set[Path] = set()
     for src_rel, dst_rel in journal["moves"]:
+        if not (_plain_relpath(src_rel) and _plain_relpath(dst_rel)):
+            continue  # a journal naming a place outside the store is not followed
         src, dst = txn_dir / src_rel, root / dst_rel
         if src.exists():  # already moved when a previous attempt was interrupted
             dst.parent.mkdir(parents=True, exist_ok=True)
             os.replace(src, dst)
             touched.add(dst.parent)
     for rel in journal.get("removals", []):  # in order; each is done at most once, so a repeat is harmless
+        if not _plain_relpath(rel):
+            continue
         path = root / rel
         if path.is_dir() and not path.is_symlink():
             try:

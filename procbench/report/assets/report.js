@@ -13,10 +13,15 @@
     return node;
   }
 
+  // only http(s) URLs become links (a javascript: or data: URL in the store stays text)
+  function webUrl(url) {
+    return typeof url === "string" && /^https?:\/\/[^\s]/i.test(url);
+  }
+
   function item(it, cls, brief) {
     var node = el("div", "item" + (cls ? " " + cls : ""));
     if (it.ph) { node.className += " ph"; node.textContent = "?"; return node; }
-    if (it.img) {
+    if (it.img && /^images\/[0-9a-f]{2}\/[0-9a-f]{64}\.jpg$/.test(it.img)) {  // a stored image's file, nothing else
       var img = el("img");
       img.src = "../" + it.img;
       img.alt = it.title || "step image";
@@ -42,7 +47,7 @@
     head.appendChild(el("span", null, q.qid + " \u00b7 " + q.split));
     var right = el("span");
     if (q.score !== null && q.score !== undefined) right.appendChild(el("span", null, "shortcut score " + q.score.toFixed(2) + " \u00b7 "));
-    if (q.url) { var a = el("a", null, q.procedure); a.href = q.url; right.appendChild(a); }
+    if (webUrl(q.url)) { var a = el("a", null, q.procedure); a.href = q.url; a.rel = "noopener noreferrer"; right.appendChild(a); }
     else right.appendChild(el("span", null, q.procedure));
     head.appendChild(right);
     box.appendChild(head);

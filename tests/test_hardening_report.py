@@ -1,0 +1,86 @@
+"""Hardening: the report's embedded data cannot end its script block, and only http(s) URLs become links
+(issue 34, items 3 and 7)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from procbench.generate import generate
+from procbench.ingest import ingest_file
+from procbench.report import write_report
+from procbench.report.html import script_json
+from procbench.store import Store
+
+from helpers import make_record, write_jsonl
+
+HOSTILE_TITLE = "How to <!--<script> Build a </script><script>alert(1)</script> shed & more"
+
+
+def test_script_json_has_no_markup_and_reads_back() -> None:
+    data = {"title": HOSTILE_TITLE, "text": "a <!-- b --> c </SCRIPT > <sCrIpT \u2028"}
+    text = script_json(data)
+    assert not set(text) & {"<", ">", "&", "\u2028"}
+    assert json.loads(text) == data
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@pytest.fixture(scope="module")
+def hostile_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("hostile-report")
+    records = [make_record(f"proc-{i}", n_steps=6) for i in range(8)]
+    records[0]["title"] = HOSTILE_TITLE
+    records[0]["url"] = "javascript:alert(document.domain)"
+    records[1]["url"] = " JavaScript:alert(1)"
+    records[2]["url"] = "data:text/html,<script>alert(1)</script>"
+    store = Store.open(root / "store", create=True)
+    ingest_file(store, write_jsonl(root / "in.jsonl", records))
+    generate(Store.open(root / "store"), "pair-order", seed=0)
+    result = write_report(["pair-order"], root / "out", store=root / "store", runs=[])
+    return result.pages["pair-order/default"]
+
+
+def test_the_page_holds_the_data_in_one_intact_block(hostile_report: Path) -> None:
+    html = hostile_report.read_text()
+    blocks = re.findall(r'<script id="qset-data" type="application/json">(.*?)</script>', html, re.S)
+    assert len(blocks) == 1 and "<" not in blocks[0]
+    data = json.loads(blocks[0])
+    assert HOSTILE_TITLE in {q["procedure"] for q in data["questions"]}
+    assert html.count("<script") == 2  # the data block and report.js, nothing from the store
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no Chromium installed (apt-get install chromium)")
+def test_a_hostile_title_renders_every_question_and_no_script_link(hostile_report: Path, tmp_path: Path) -> None:
+    data = json.loads(
+        re.search(r'type="application/json">(.*?)</script>', hostile_report.read_text(), re.S).group(1)  # type: ignore[union-attr]
+    )
+    dom = subprocess.run(
+        [
+            str(_chromium()),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            hostile_report.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=True,
+    ).stdout
+    rendered = dom.count('class="question"')
+    assert rendered == min(20, len(data["questions"])) > 0
+    hrefs = re.findall(r'href="([^"]*)"', dom)
+    assert not [h for h in hrefs if not (h.startswith(("https://", "../")) or h == "../index.html")], hrefs
