@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procbench import __version__
-from procbench.card.citations import BIBTEX, citations_for
+from procbench.card.citations import BIBTEX, citations_for, methods_of
 from procbench.card.licenses import hub_license, spdx_license
 from procbench.tasks import TASKS as ALL_TASKS
 from procbench.tasks import TEXTUAL_ITEMS
@@ -596,7 +596,7 @@ def dataset_card(card: DatasetCard) -> str:
     lines += ["## Limitations", ""]
     lines += [f"- {text}" for text in [*card.limitations, *_LIMITATIONS]]
     lines.append("")
-    own, other = citations_for(tasks)
+    own, other = citations_for(tasks, methods_of([s.setting for s in card.sets]))
     lines += ["## Citation", "", "The papers whose methods made these questions:", "", "```bibtex"]
     lines += ["\n\n".join(own), "```", ""]
     if other:
