@@ -172,7 +172,7 @@ class PhaseClock(PhasePeaks):
 
 def child_scale(store_path: str, budgets: list[int]) -> None:
     from procbench.generate import Setting
-    from procbench.generate import textual_cloze as tc
+    from procbench.generate import textual as tc
 
     clock = PhaseClock()
     baseline = rss_mb()
@@ -282,7 +282,7 @@ def probe_store(store: Store, *, per_procedure: int, budgets: list[int], folds: 
     from procbench.embed import load_embeddings
     from procbench.features import ItemVectors
     from procbench.generate import Setting
-    from procbench.generate import textual_cloze as tc
+    from procbench.generate import textual as tc
     from procbench.generate.debias import cluster_titles, default_n_clusters
     from procbench.store.views import kept_procedures
 

@@ -290,6 +290,8 @@ def _text_features(batch: ChoiceBatch) -> list[np.ndarray]:
             weights = word_weights(t for texts in (*batch.choice_texts, *question_texts) for t in texts)
         unseen = max(weights.values(), default=1.0)
         vectors: dict[str, dict[str, float]] = {}  # a batch of candidate variants repeats the same texts
+        # ... and the same (question, choice) pairs: a variant changes one choice of its question
+        pairs: dict[tuple[str, str], tuple[int, int, float, float]] = {}
 
         def weighted(text: str) -> dict[str, float]:
             vector = vectors.get(text)
@@ -298,14 +300,22 @@ def _text_features(batch: ChoiceBatch) -> list[np.ndarray]:
             return vector
 
         for i, (texts, shown) in enumerate(zip(batch.choice_texts, question_texts, strict=True)):
-            seen: frozenset[str] = frozenset().union(*(content_words(t) for t in shown)) if shown else frozenset()
-            question = weighted(" ".join(shown))
+            joined = " ".join(shown)
+            seen: frozenset[str] | None = None
             for j, text in enumerate(texts[:c]):
-                chars[i, j] = len(text)
-                words[i, j] = len(text.split())
-                vocab = content_words(text)
-                overlap[i, j] = len(vocab & seen) / max(len(vocab), 1)
-                tfidf[i, j] = sum(v * question.get(t, 0.0) for t, v in weighted(text).items())
+                found = pairs.get((joined, text))
+                if found is None:
+                    if seen is None:
+                        seen = frozenset().union(*(content_words(t) for t in shown)) if shown else frozenset()
+                    vocab = content_words(text)
+                    question = weighted(joined)
+                    found = pairs[(joined, text)] = (
+                        len(text),
+                        len(text.split()),
+                        len(vocab & seen) / max(len(vocab), 1),
+                        sum(v * question.get(t, 0.0) for t, v in weighted(text).items()),
+                    )
+                chars[i, j], words[i, j], overlap[i, j], tfidf[i, j] = found
     return [within_question(v, batch.valid) for v in (chars, words, overlap, tfidf)]
 
 

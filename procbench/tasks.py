@@ -162,7 +162,7 @@ for _spec in (
     ),
     TaskSpec(
         "textual-cloze",
-        "procbench.generate.textual_cloze",
+        "procbench.generate.textual",
         TaskKind("text", "step_title"),
         "mc",
         "four consecutive step titles with one blanked (`@placeholder`); pick the missing title among four "

@@ -7,7 +7,7 @@ import pytest
 
 from procbench.generate.adversarial import (
     FILTER_MODELS,
-    AdversarialOptions,
+    AdversarialPolicy,
     Arena,
     RepeatedEnsemble,
     filter_negatives,
@@ -64,7 +64,7 @@ def _accuracy(arena: Arena, negatives: np.ndarray, seed: int = 99) -> float:
 @pytest.fixture(scope="module")
 def filtered() -> tuple[Arena, object]:
     arena = _arena()
-    return arena, filter_negatives(arena, AdversarialOptions(rounds=8, n_folds=3), seed=0)
+    return arena, filter_negatives(arena, AdversarialPolicy(rounds=8, n_folds=3), seed=0)
 
 
 def test_filtering_brings_a_planted_distance_shortcut_to_chance(filtered: tuple) -> None:
@@ -94,8 +94,8 @@ def test_filtering_keeps_every_constraint(filtered: tuple) -> None:
 
 def test_filtering_is_deterministic_by_seed() -> None:
     arena = _arena(80, seed=3)
-    one = filter_negatives(arena, AdversarialOptions(rounds=2), seed=5)
-    two = filter_negatives(arena, AdversarialOptions(rounds=2), seed=5)
+    one = filter_negatives(arena, AdversarialPolicy(rounds=2), seed=5)
+    two = filter_negatives(arena, AdversarialPolicy(rounds=2), seed=5)
     assert (one.negatives == two.negatives).all() and one.summary() == two.summary()
 
 
@@ -106,7 +106,7 @@ def test_a_candidate_only_replaces_a_negative_of_its_class() -> None:
     start, classes, unfilled = initial_negatives(arena, seed=0, wants=wants)
     assert not unfilled.any() and ((classes == 1).sum(axis=1) == 1).all()
     arena = Arena(**{**arena.__dict__, "negatives": start, "negative_class": classes})
-    result = filter_negatives(arena, AdversarialOptions(rounds=2), seed=0)
+    result = filter_negatives(arena, AdversarialPolicy(rounds=2), seed=0)
     classes_of = arena.candidate_class
     position = {(q, int(r)): c for q in range(120) for r, c in zip(arena.candidates[q], classes_of[q], strict=True)}
     for q, row in enumerate(result.negatives.tolist()):
@@ -117,7 +117,7 @@ def test_initial_negatives_follow_preference_and_capacity() -> None:
     arena = _arena(40, seed=2, on_topic=6, off_topic=6)
     preference = np.tile(np.arange(12, dtype=np.float64), (40, 1))
     start, _, unfilled = initial_negatives(arena, seed=0, preference=preference)
-    usable = usable_candidates(arena, AdversarialOptions())
+    usable = usable_candidates(arena, AdversarialPolicy())
     best = [arena.candidates[q][usable[q]][:3].tolist() for q in range(40)]
     assert not unfilled.any() and start.tolist() == best  # the three most preferred usable ones
     # one shared candidate list, each item a negative once: only 4 questions can be filled
@@ -142,7 +142,7 @@ def test_slot_targets_take_the_candidate_nearest_each_target_on_its_side() -> No
     targets = lattice_targets(rng.integers(0, 4, 30), 0.2, 3)
     start, classes, unfilled = initial_negatives(arena, seed=0, offsets=offsets, targets=targets)
     assert not unfilled.any()
-    usable = usable_candidates(arena, AdversarialOptions())
+    usable = usable_candidates(arena, AdversarialPolicy())
     for q in range(30):
         column = {int(r): m for m, r in enumerate(arena.candidates[q].tolist())}
         picked = [column[int(r)] for r in start[q]]
@@ -175,7 +175,7 @@ def test_usable_candidates_exclude_paraphrases_and_shown_items() -> None:
     arena = _arena(10)
     arena.candidates[:, 0] = arena.answers  # the answer itself
     arena.candidates[:, 1] = arena.question_items[:, 0]  # a shown item
-    usable = usable_candidates(arena, AdversarialOptions(ceiling=0.99))
+    usable = usable_candidates(arena, AdversarialPolicy(ceiling=0.99))
     assert not usable[:, :2].any() and usable[:, 2:].any()
 
 
@@ -184,7 +184,7 @@ def test_pruning_drops_the_questions_the_probes_still_solve() -> None:
     arena = _arena(240, seed=4)
     half = np.arange(240) >= 120
     arena.negatives[~half] = arena.candidates[~half, :3]
-    kept, log, best = prune_predictable(arena, AdversarialOptions(n_folds=3), floor=200, seed=0)
+    kept, log, best = prune_predictable(arena, AdversarialPolicy(n_folds=3), floor=200, seed=0)
     assert kept.sum() >= 200 and log[0]["questions"] == 240 and len(log) > 1
     assert half[~kept].mean() > 0.8  # the solved half goes first
     sub = arena.subset(kept, negatives=arena.negatives[kept])
@@ -193,7 +193,7 @@ def test_pruning_drops_the_questions_the_probes_still_solve() -> None:
 
 def test_filtering_prunes_only_below_min_yield() -> None:
     arena = _arena(100, seed=7, on_topic=0)  # no candidate can fix a question
-    result = filter_negatives(arena, AdversarialOptions(rounds=1, n_folds=3, min_yield=0.9), seed=0, drafted=110)
+    result = filter_negatives(arena, AdversarialPolicy(rounds=1, n_folds=3, min_yield=0.9), seed=0, drafted=110)
     summary = result.summary()
     assert [p["questions"] for p in summary["pruning"]] == [100, 99]  # down to ceil(0.9 * 110), not below
     assert result.kept.sum() >= 99 and summary["pruned"] == int((~result.kept).sum())
@@ -202,14 +202,15 @@ def test_filtering_prunes_only_below_min_yield() -> None:
 
 def test_prune_never_goes_below_the_floor() -> None:
     arena = _arena(100, seed=6, on_topic=0)
-    kept, log, best = prune_predictable(arena, AdversarialOptions(), floor=90, seed=0)
+    kept, log, best = prune_predictable(arena, AdversarialPolicy(), floor=90, seed=0)
     assert kept.sum() >= 90 and 0 <= best < len(log) and log[0]["questions"] == 100
 
 
 def test_a_variant_is_scored_with_the_whole_sets_item_and_cluster_counts() -> None:
     """A candidate variant's features are those the question would have in the whole set after the swap (the
     variant batch repeats each question once per candidate: counting items within it was wrong)."""
-    from procbench.generate.adversarial import _batch, _variant_features
+    from procbench.generate.adversarial.arena import _batch
+    from procbench.generate.adversarial.filter import _variant_features
     from procbench.shortcuts import choice_features
 
     rng = np.random.default_rng(4)
@@ -255,6 +256,8 @@ def test_pruning_pulls_a_probe_below_chance_back(monkeypatch: pytest.MonkeyPatch
     """A probe below chance (it rates answers lowest) is pulled back by dropping the questions where it rates the
     answer lowest, not by dropping what the ensemble solves (which pushed it further below)."""
     import procbench.generate.adversarial as adv
+    import procbench.generate.adversarial.prune as adv_prune
+    from procbench.shortcuts import ChoiceBatch
 
     arena = _arena(120, seed=5)
     rng = np.random.default_rng(0)
@@ -264,16 +267,19 @@ def test_pruning_pulls_a_probe_below_chance_back(monkeypatch: pytest.MonkeyPatch
     partial = np.tile([0.25, 0.25, 0.25, 0.25], (120, 1)) + rng.normal(0, 0.01, (120, 4))
     by_answer = {int(a): i for i, a in enumerate(arena.answers)}
 
-    def probe(current: Arena, options: AdversarialOptions, seed: int) -> tuple[None, dict[str, np.ndarray]]:
-        rows = [by_answer[int(a)] for a in current.answers]
+    def probe(
+        batch: ChoiceBatch, features: np.ndarray, policy: AdversarialPolicy, seed: int
+    ) -> tuple[None, dict[str, np.ndarray]]:
+        assert batch.choice_ids is not None  # the arena's identities are its rows
+        rows = [by_answer[int(a)] for a in batch.choice_ids[:, 0]]
         probs = {
             "choice_only": choice_only[rows],
             "partial_input": partial[rows] / partial[rows].sum(1, keepdims=True),
         }
         return None, {**probs, "ensemble": (probs["choice_only"] + probs["partial_input"]) / 2}
 
-    monkeypatch.setattr(adv, "_probe", probe)
-    kept, log, best = adv.prune_predictable(arena, AdversarialOptions(), floor=60)
+    monkeypatch.setattr(adv_prune, "probe", probe)
+    kept, log, best = adv.prune_predictable(arena, AdversarialPolicy(), floor=60)
     assert log[0]["accuracy"]["choice_only"] < 0.35 and best > 0
     dropped = ~kept
     assert dropped.any() and lowest[dropped].all()  # only questions whose answer choice-only rated lowest
@@ -282,17 +288,45 @@ def test_pruning_pulls_a_probe_below_chance_back(monkeypatch: pytest.MonkeyPatch
 def test_candidates_are_judged_by_the_probes_of_the_last_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
     """A round scores swaps with its own ensemble and those of the rounds before it, at most JUDGE_ROUNDS of them."""
     import procbench.generate.adversarial as adv
+    import procbench.generate.adversarial.filter as adv_filter
 
     judged: list[list[int]] = []
-    original_replace = adv._replace
+    original_replace = adv_filter._replace
 
     def replace(work: Arena, above: np.ndarray, below: np.ndarray, probs: dict, judge: RepeatedEnsemble, *rest):
         judged.append([id(member) for member in judge.members])
         return original_replace(work, above, below, probs, judge, *rest)
 
-    monkeypatch.setattr(adv, "_replace", replace)
-    result = filter_negatives(_arena(80, seed=2), AdversarialOptions(rounds=5, n_folds=3, z=0.0), seed=0)
+    monkeypatch.setattr(adv_filter, "_replace", replace)
+    result = filter_negatives(_arena(80, seed=2), AdversarialPolicy(rounds=5, n_folds=3, z=0.0), seed=0)
     assert len(judged) == 5 and result.replacements.sum() > 0
     sizes = [len(members) for members in judged]
     assert sizes == [adv.PROBE_REPEATS * min(r + 1, adv.JUDGE_ROUNDS) for r in range(5)]
     assert len(set(judged[-1])) == len(judged[-1])  # distinct members: three rounds' ensembles, not one repeated
+
+
+def test_the_card_cites_adversarial_filtering_and_aflite_when_used() -> None:
+    from procbench.card.citations import citations_for, methods_of
+
+    assert methods_of(["recipeqa", "default"]) == []
+    assert methods_of(["adversarial", "default-aflite-n80"]) == ["adversarial", "aflite"]
+    own, other = citations_for(["textual-cloze"], methods_of(["adversarial"]))
+    cited = "\n".join(own)
+    assert "zellers2018swag" in cited and "zellers2019hellaswag" in cited and "lebras2020aflite" in cited
+    own, other = citations_for(["textual-cloze"], methods_of(["recipeqa-aflite"]))
+    assert "lebras2020aflite" in "\n".join(own) and "zellers2018swag" in "\n".join(other)
+    own, _ = citations_for(["textual-cloze"])
+    assert "lebras2020aflite" not in "\n".join(own)
+
+
+def test_every_task_preset_is_a_frozen_policy_that_states_the_users_options() -> None:
+    import dataclasses
+
+    from procbench.generate.adversarial import COHERENCE_POLICY, IMAGE_POLICY, TEXTUAL_POLICY
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        TEXTUAL_POLICY.rounds = 3  # type: ignore[misc]
+    assert TEXTUAL_POLICY.min_yield == IMAGE_POLICY.min_yield == 0.85 and IMAGE_POLICY.ceiling == 0.95
+    assert COHERENCE_POLICY.probe_repeats == 1 and COHERENCE_POLICY.replace_share == 0.5
+    # the loop's own constants are the preset's: a set's counts state the options a user can change
+    assert set(COHERENCE_POLICY.to_dict()) == {"rounds", "ceiling", "max_uses", "n_folds", "z", "min_yield"}

@@ -12,8 +12,8 @@ from procbench.corpus import load_sample
 from procbench.embed import embed_store, load_embeddings
 from procbench.errors import BadInput
 from procbench.generate import Setting, generate, read_question_set
-from procbench.generate import textual_cloze as tc
-from procbench.generate.needs_context import (
+from procbench.generate import textual as tc
+from procbench.generate.textual.needs_context import (
     DECOYS,
     PARAPHRASE,
     TEXT_MARGIN,

@@ -16,8 +16,10 @@ from procbench.corpus import load_sample
 from procbench.embed import embed_store, load_embeddings
 from procbench.errors import BadInput
 from procbench.generate import Setting, assign_splits, generate, read_question_set
-from procbench.generate import textual_cloze as tc
+from procbench.generate import textual as tc
 from procbench.generate.debias import ClusterBudget, cluster_titles, default_n_clusters, draw_negatives
+from procbench.generate.textual import candidates as textual_candidates
+from procbench.generate.textual import pool as textual_pool
 from procbench.ingest import ingest_file
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps
@@ -493,13 +495,13 @@ def test_title_less_corpus_is_told_to_use_items_text_not_to_embed(tmp_path: Path
 
 
 def _pool_and_options(store: Store, per_procedure: int = 6) -> tuple[Any, list[Any]]:
-    steps, _ = tc._titles(store)
-    pool = tc._pool(load_embeddings(store, "step_title"), steps, None)
+    steps, _ = textual_pool.read_items(store)
+    pool = textual_pool.make_pool(load_embeddings(store, "step_title"), steps, None)
     options = [
         d
         for pid, rows in sorted(steps.items())
         if tc.MIN_STEPS <= len(rows) <= tc.MAX_STEPS
-        for d in tc._drafts(pid, rows, per_procedure=per_procedure, replace=False, seed=0)
+        for d in textual_pool.make_drafts(pid, rows, per_procedure=per_procedure, replace=False, seed=0)
     ]
     return pool, options
 
@@ -527,7 +529,7 @@ def test_adversarial_questions_are_those_whose_answer_other_titles_come_nearest(
         nearest = np.sort(np.linalg.norm(oracle.vectors[other] - mean, axis=1))[: tc.ADVERSARIAL_NEARER]
         return int((nearest < radius - 1e-6).sum())
 
-    picked = tc._pick_windows(options, pool, 1)
+    picked = textual_candidates.pick_windows(options, pool, 1)
     by_procedure: dict[str, list[Any]] = {}
     for d in options:
         by_procedure.setdefault(d.procedure_id, []).append(d)
@@ -542,7 +544,7 @@ def test_adversarial_questions_are_those_whose_answer_other_titles_come_nearest(
         assert d.number == min(best)
         gained += score(d) - score(by_procedure[d.procedure_id][0])
     assert gained > 0  # the first draft (the other settings' question) was often not the best
-    two = tc._pick_windows(options, pool, 2)
+    two = textual_candidates.pick_windows(options, pool, 2)
     assert len(two) == 2 * len(picked) and all(
         len({d.answer_key for d in two if d.procedure_id == pid}) == 2 for pid in by_procedure
     )
@@ -568,17 +570,18 @@ def test_adversarial_questions_avoid_answers_with_a_generic_title(tmp_path: Path
     pool, options = _pool_and_options(Store.open(store.root))
     generic = [d for d in options if tc.normalise_title("Ingredients") == pool.norms[pool.positions[d.answer_key]]]
     assert generic  # the drafts do offer the generic step
-    picked = tc._pick_windows(options, pool, 1)
+    picked = textual_candidates.pick_windows(options, pool, 1)
     assert len(picked) == len(records)
     assert all(pool.norms[pool.positions[d.answer_key]] != tc.normalise_title("Ingredients") for d in picked)
-    everything = tc._pick_windows(options, pool, tc.ADVERSARIAL_DRAFTS)  # when every draft is asked, so is it
+    # when every draft is asked, so is it
+    everything = textual_candidates.pick_windows(options, pool, tc.ADVERSARIAL_DRAFTS)
     assert any(pool.norms[pool.positions[d.answer_key]] == tc.normalise_title("Ingredients") for d in everything)
 
 
 def test_adversarial_candidates_come_from_every_source(sample_store: Path) -> None:
     store = Store.open(sample_store)
     pool, options = _pool_and_options(store, per_procedure=1)
-    words = tc._adversarial_candidates(options, pool, {"words": 8})
+    words = textual_candidates.near_candidates(options, pool, {"words": 8})
     assert words.shape == (len(options), 8) and (words >= 0).any()
     from procbench.shortcuts import content_words
 
@@ -588,8 +591,8 @@ def test_adversarial_candidates_come_from_every_source(sample_store: Path) -> No
         assert all(pool.keys[r].rsplit("#", 1)[0] != d.procedure_id for r in found)
         assert all(content_words(pool.texts[r] or "") & shown for r in found)  # each shares a word
         assert len({pool.norms[r] for r in found}) == len(found)
-    both = tc._adversarial_candidates(options, pool, {"answer": 4, "items": 6})
-    answer_only = tc._adversarial_candidates(options, pool, {"answer": 4})
+    both = textual_candidates.near_candidates(options, pool, {"answer": 4, "items": 6})
+    answer_only = textual_candidates.near_candidates(options, pool, {"answer": 4})
     assert both.shape[1] == 10 and np.array_equal(both[:, :4], answer_only)  # sources in turn, duplicates once
     for row in both.tolist():
         found = [r for r in row if r >= 0]
@@ -614,4 +617,4 @@ def test_no_adversarial_negative_fits_the_answers_step_text_better_than_the_answ
         offered += 1
     assert offered > 30
     # without step-text embeddings (or with --items text, whose context hides the answer's text) no such rule
-    assert tc._step_texts(store, "text", texts) is None
+    assert textual_pool.step_text_embeddings(store, "text", texts) is None

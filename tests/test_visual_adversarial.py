@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from procbench.cli import app
 from procbench.generate import Setting, generate
-from procbench.generate.adversarial import JUDGE_ROUNDS, AdversarialOptions, chance_gap
+from procbench.generate.adversarial import JUDGE_ROUNDS, AdversarialPolicy, chance_gap
 from procbench.generate.visual import adversarial as visual_adversarial
 from procbench.generate.visual.adversarial import (
     ORDERS,
@@ -44,7 +44,7 @@ from procbench.shortcuts import (
 )
 from procbench.store import Store
 
-OPTIONS = AdversarialOptions(rounds=3, ceiling=0.95, min_yield=1.0)
+OPTIONS = AdversarialPolicy(rounds=3, ceiling=0.95, min_yield=1.0)
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,9 @@ closed form of the ``choice_only`` probe) on each half to score the other, so a 
 predicted by a model that never saw its procedure. A question's
 predictability is the share of those held-out predictions that pick its answer; the ``step`` most
 predictable questions at or above ``threshold`` are removed, and rounds repeat until ``target_size`` is
-reached or no question is predictable enough. Questions the features cannot describe (a choice without a
-vector) are kept.
+reached or no question is predictable enough (the loop is adversarial filtering's too:
+:func:`procbench.generate.adversarial.aflite.aflite_rounds`, docs/adversarial.md). Questions the features cannot
+describe (a choice without a vector) are kept.
 
 >>> result = aflite_filter(aset, target_size=800, seed=0)   # doctest: +SKIP
 >>> result.kept.sum(), result.rounds                          # doctest: +SKIP
@@ -30,6 +31,7 @@ from procbench.audit.context import ProbeContext
 from procbench.audit.probes.shortcut import choice_batch
 from procbench.audit.stats import mc_hits
 from procbench.errors import BadInput
+from procbench.generate.adversarial.aflite import aflite_rounds
 from procbench.progress import SILENT, Progress
 from procbench.shortcuts import ChoiceBatch, contrasts, fit_discriminant
 from procbench.store import Store
@@ -251,14 +253,17 @@ def aflite_filter(
     m = int(rows.sum())
     step = step if step is not None else max(1, round(STEP_SHARE * n))
     target = target_size if target_size is not None else 0
-    active = np.ones(m, dtype=bool)
     removed_round = np.full(m, -1, dtype=np.int64)
     predictability = np.full(m, np.nan)
     rng = np.random.default_rng([seed, 0xAF11E])
     rounds: list[dict[str, Any]] = []
     progress.start("AFLite", total=max(1, n - target))
     kept_outside = n - m  # questions the features cannot describe are always kept
-    while active.sum() + kept_outside > target:
+
+    def rank(active: np.ndarray) -> tuple[np.ndarray, bool]:
+        """The active questions at least ``threshold`` predictable, most predictable first."""
+        if active.sum() + kept_outside <= target:
+            return np.zeros(0, dtype=np.int64), True
         if model == "trees":
             scores = aflite_tree_scores(batch, tree_features, active, rng=rng, n_partitions=n_partitions)
         else:
@@ -266,18 +271,20 @@ def aflite_filter(
         predictability[active] = scores[active]
         candidates = np.flatnonzero(active & (np.nan_to_num(scores, nan=-1.0) >= threshold))
         budget = min(step, int(active.sum()) + kept_outside - target, len(candidates))
-        entry = {
-            "questions": int(active.sum()) + kept_outside,
-            "mean_predictability": round(float(np.nanmean(scores[active])), 4) if active.any() else None,
-            "removed": int(max(budget, 0)),
-        }
-        rounds.append(entry)
-        if budget <= 0:
-            break
-        order = candidates[np.argsort(-scores[candidates], kind="stable")][:budget]
-        active[order] = False
+        rounds.append(
+            {
+                "questions": int(active.sum()) + kept_outside,
+                "mean_predictability": round(float(np.nanmean(scores[active])), 4) if active.any() else None,
+                "removed": int(max(budget, 0)),
+            }
+        )
+        return candidates[np.argsort(-scores[candidates], kind="stable")], False
+
+    def dropped(order: np.ndarray) -> None:
         removed_round[order] = len(rounds) - 1
-        progress.advance(budget)
+        progress.advance(len(order))
+
+    active = aflite_rounds(rank, m, step=step, floor=target - kept_outside, dropped=dropped)
     kept = np.ones(n, dtype=bool)
     kept[np.flatnonzero(rows)] = active
     full_round = np.full(n, -1, dtype=np.int64)

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procbench import __version__
-from procbench.card.citations import BIBTEX, citations_for
+from procbench.card.citations import BIBTEX, citations_for, methods_of
 from procbench.card.escape import md_code, md_text, yaml_safe
 from procbench.card.licenses import hub_license, spdx_license
 from procbench.readers.views import readers_card_lines
@@ -612,7 +612,7 @@ def dataset_card(card: DatasetCard) -> str:
     lines += ["## Limitations", ""]
     lines += [f"- {text}" for text in [*card.limitations, *_LIMITATIONS]]
     lines.append("")
-    own, other = citations_for(tasks)
+    own, other = citations_for(tasks, methods_of([s.setting for s in card.sets]))
     lines += ["## Citation", "", "The papers whose methods made these questions:", "", "```bibtex"]
     lines += ["\n\n".join(own), "```", ""]
     if other:

@@ -74,6 +74,14 @@ def command(
             "(most confident first) while this share of the drafted questions stays; 1 drops none [0.85].",
         ),
     ] = None,
+    policy: Annotated[
+        str | None,
+        typer.Option(
+            "--policy",
+            help="--adversarial: the filter's size: 'standard', or 'demo' (4 rounds of one 3-fold ensemble: a small "
+            "sample in seconds, weaker; the card names it) [standard].",
+        ),
+    ] = None,
     items: Annotated[
         str | None,
         typer.Option(
@@ -198,6 +206,7 @@ def command(
         "rounds": rounds,
         "ceiling": ceiling,
         "min_yield": min_yield,
+        "policy": policy,
         "references": read_references(references) if references else None,
     }
     ratios = parse_ratios(split_ratios)

@@ -7,7 +7,7 @@ including the last one shown (models read their texts), never the answer's step 
 A step's action is its first in-lexicon tuple from ``procbench extract`` (``actions.parquet``); embedded
 as the ``action`` field by ``procbench embed --fields action``.
 
-The negatives come from the textual-cloze machinery (:func:`procbench.generate.textual_cloze.build`
+The negatives come from the textual-cloze machinery (:func:`procbench.generate.textual.build`
 with ``items="action"``, ``last=True``), so the settings are the same: ``recipeqa`` (random actions beyond
 a fixed distance), ``default`` (paper 004: far kNN candidates of the answer's action), ``debias`` (Algorithm
 1's budgeted clusters, ``--budget B|auto``) and ``adversarial`` (adversarial filtering against the
@@ -22,9 +22,9 @@ from typing import Any
 
 from procbench.generate.questions import Question
 from procbench.generate.settings import Setting
-from procbench.generate.textual_cloze import KNN_K
-from procbench.generate.textual_cloze import SWEEP as _CLOZE_SWEEP
-from procbench.generate.textual_cloze import build as build_textual
+from procbench.generate.textual import KNN_K
+from procbench.generate.textual import SWEEP as _CLOZE_SWEEP
+from procbench.generate.textual import build as build_textual
 from procbench.progress import SILENT, Progress
 from procbench.store import Store
 
@@ -48,10 +48,11 @@ def build(
     ceiling: float | None = None,
     min_yield: float | None = None,
     splits: Mapping[str, str] | None = None,
+    policy: str | None = None,
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
     """Next-action questions for each setting (``recipeqa``, ``default``, ``debias``, ``adversarial``).
 
-    The options are textual cloze's (:func:`procbench.generate.textual_cloze.build`).
+    The options are textual cloze's (:func:`procbench.generate.textual.build`).
 
     Raises:
         BadInput: no ``action`` embeddings (run ``procbench extract``, then ``procbench embed --fields action``).
@@ -73,6 +74,7 @@ def build(
         min_yield=min_yield,
         splits=splits,
         last=True,
+        policy=policy,
     )
     actions = step_actions(store)
     tuples = {

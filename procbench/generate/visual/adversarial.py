@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,32 +26,30 @@ import numpy as np
 from procbench.generate.adversarial import (
     ADVERSARIAL_CLUSTERS,
     CLUSTER_COUNT_COLUMNS,
-    FILTER_MODELS,
+    COHERENCE_POLICY,
+    IMAGE_POLICY,
     ITEM_COUNT_COLUMNS,
-    JUDGE_ROUNDS,
     LATTICE_SPACING,
-    AdversarialOptions,
+    AdversarialPolicy,
     AdversarialResult,
     Arena,
     RepeatedEnsemble,
-    chance_gap,
-    chance_margin,
     filter_negatives,
     initial_negatives,
-    lagging_probes,
     lattice_targets,
+    probe,
     probe_costs,
     prune_predictable,
-    told_questions,
+    run_rounds,
 )
 from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
-from procbench.shortcuts import ChoiceBatch, ShortcutEnsemble, choice_features, hits, within_question
+from procbench.shortcuts import ChoiceBatch, choice_features, within_question
 
 __all__ = [
     "CANDIDATES",
-    "IMAGE_OPTIONS",
+    "IMAGE_POLICY",
     "INTRUDER_CANDIDATES",
     "ORDERS",
     "filter_image_negatives",
@@ -61,18 +60,14 @@ __all__ = [
     "shorter_orders",
 ]
 
-#: Image embeddings of different photos of one dish can be very close; only near-copies are excluded. When the
-#: rounds leave the probes above chance, the questions they still solve are dropped while 85% stay.
-IMAGE_OPTIONS = AdversarialOptions(ceiling=0.95, min_yield=0.85)
 #: Candidates per question: half nearest the answer, a quarter nearest the question mean and a quarter nearest the
 #: mean of the drawn negatives. Drawn only around the answer and the question, negatives lie on all sides of the
-#: answer, which is then the choice nearest the others; near each other too, they need not (measured on step
-#: texts as images: partial-input 0.46-0.50 -> 0.41-0.43, ``question_distance`` 0.27 -> 0.24; on synthetic
-#: clusters the distance probe rose 0.31 -> 0.38).
+#: answer, which is then the choice nearest the others; near each other too, they need not (measurements:
+#: benchmarks/adversarial_constants.md).
 CANDIDATES = 48
 
 
-def _unfiltered(options: AdversarialOptions) -> dict[str, Any]:
+def _unfiltered(options: AdversarialPolicy) -> dict[str, Any]:
     return {**options.to_dict(), "rounds_run": 0}
 
 
@@ -83,7 +78,7 @@ def filter_image_negatives(
     shown: np.ndarray,
     negatives: np.ndarray,
     *,
-    options: AdversarialOptions = IMAGE_OPTIONS,
+    options: AdversarialPolicy = IMAGE_POLICY,
     seed: int = 0,
     progress: Progress = SILENT,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -119,7 +114,6 @@ def filter_image_negatives(
     vectors = np.asarray(data.vectors, dtype=np.float32)
     # an image may be a choice about as often as the pool's share allows (K negatives per question), an answer
     # counting as one: answers shown once more than other images give themselves away by how often they are shown
-    # (RecipeQA step texts as images: 786 of 1221 answers shown twice, most negatives once; partial-input 0.43)
     per_image = max(1, int(np.ceil(negatives.shape[1] * n_q / max(1, n_rows))))
     copies = np.full(n_rows, per_image + 1, dtype=np.int64)
     copies[answers] = per_image
@@ -243,11 +237,54 @@ def _coherence_batch(
     return batch, features
 
 
-#: The share of the questions the probes tell whose intruder a round replaces (at random). Replacing them all made
-#: the probes swing across chance from round to round (each round's new intruders share what the last round's probe
-#: did not look for; RecipeQA and wikiHow step texts as images: choice-only 0.21 <-> 0.35); half settles them
-#: (audit partial-input 0.297 -> 0.260, 0.301 -> 0.276).
-INTRUDER_SHARE = 0.5
+@dataclass
+class _IntruderGame:
+    """:class:`~procbench.generate.adversarial.Game` over coherence questions' intruders (the answers)."""
+
+    data: VisualData
+    proc: np.ndarray
+    coherent: np.ndarray
+    current: np.ndarray
+    replacements: np.ndarray
+    candidates: np.ndarray
+    allowed: np.ndarray
+    on_show: np.ndarray
+    uses: np.ndarray
+    capacity: int
+    clusters: np.ndarray
+    policy: AdversarialPolicy
+    seed: int
+    rng: np.random.Generator
+
+    def _rows(self) -> np.ndarray:
+        return np.concatenate([self.current[:, None], self.coherent], axis=1)
+
+    def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
+        batch, features = _coherence_batch(self.data, self._rows(), self.proc, self.clusters)
+        ensemble, probs = probe(batch, features, self.policy, self.seed + round_number)
+        return ensemble, probs, batch
+
+    def replace(
+        self,
+        above: np.ndarray,
+        below: np.ndarray,
+        probs: dict[str, np.ndarray],
+        judge: RepeatedEnsemble,
+        lagging: tuple[str, ...],
+    ) -> np.ndarray:
+        told = np.flatnonzero(above | below)
+        told = np.sort(self.rng.permutation(told)[: math.ceil(self.policy.replace_share * len(told))])
+        rows = self._rows()
+        changed = _replace_intruders(
+            self.data, told, rows, self.proc, self.candidates, self.allowed, judge, probs, self.on_show, self.uses,
+            self.capacity, self.clusters, self.rng, lagging,
+        )  # fmt: skip
+        self.current[changed] = rows[changed, 0]
+        self.replacements[changed] += 1
+        return changed
+
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.current[:, None].copy(), self.replacements.copy()
 
 
 def filter_intruders(
@@ -257,25 +294,25 @@ def filter_intruders(
     intruders: np.ndarray,
     ranks: np.ndarray,
     *,
-    options: AdversarialOptions = IMAGE_OPTIONS,
+    options: AdversarialPolicy = IMAGE_POLICY,
     seed: int = 0,
     progress: Progress = SILENT,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
     """Adversarially filtered incoherent images for ``Q`` visual-coherence questions.
 
     In coherence the probes look for the answer (the image that does not belong), so the answer is what is
-    replaced: each round fits the context-free ensemble (:class:`ShortcutEnsemble`, cross-fitted by procedure) on
-    the set, and half of the questions one of its probes solves (or, for a probe below chance, where it rates the
-    intruder lowest; :data:`INTRUDER_SHARE`, drawn at random) get the candidate that brings every probe's
-    probability of the intruder nearest chance, if nearer than now
-    (:func:`~procbench.generate.adversarial.probe_costs`; judged by the ensembles of the last
-    :data:`~procbench.generate.adversarial.JUDGE_ROUNDS` rounds). Candidates are images of other procedures nearest the
-    coherent images' mean and nearest each coherent image, whose rank by distance to the mean of the other three
-    choices is the question's (``ranks``, K3=2's uniform rank: it stays what it was) and whose cosine similarity to
-    every image of the question's procedure is below ``options.ceiling``; an image is the intruder of at most about
-    as many questions as its share of the pool allows. A drawn intruder above the ceiling is replaced by a random
-    usable candidate before the first round (``ceiling_replaced``; the ones without one stay, ``ceiling_unmet``).
-    The item-frequency feature counts appearances in the whole set, for candidates too. Stops as
+    replaced. The rounds are :func:`~procbench.generate.adversarial.run_rounds` under the task's preset
+    (:data:`~procbench.generate.adversarial.COHERENCE_POLICY`: one cross-fitted ensemble per round; half of the
+    questions a probe tells, drawn at random, are changed per round): a told question gets the candidate that
+    brings every probe's probability of the intruder nearest chance, if nearer than now
+    (:func:`~procbench.generate.adversarial.probe_costs`; judged by the ensembles of the last rounds). Candidates
+    are images of other procedures nearest the coherent images' mean and nearest each coherent image, whose rank
+    by distance to the mean of the other three choices is the question's (``ranks``, K3=2's uniform rank: it stays
+    what it was) and whose cosine similarity to every image of the question's procedure is below
+    ``options.ceiling``; an image is the intruder of at most about as many questions as its share of the pool
+    allows. A drawn intruder above the ceiling is replaced by a random usable candidate before the first round
+    (``ceiling_replaced``; the ones without one stay, ``ceiling_unmet``). The item-frequency feature counts
+    appearances in the whole set, for candidates too. Stops as
     :func:`~procbench.generate.adversarial.filter_negatives` does and keeps the round nearest chance.
 
     Args:
@@ -325,47 +362,13 @@ def filter_intruders(
     unmet = len(close) - int(replacements.sum())
     on_show = np.bincount(coherent.reshape(-1), minlength=n_rows) + uses  # choices of the whole set, per image
     clusters = image_clusters(np.asarray(data.vectors, dtype=np.float32), seed)
-    chance = 0.25
-    margin = chance_margin(options, chance, n_q)
-    result = AdversarialResult(current[:, None].copy(), replacements.copy(), options=options)
-    best = np.inf
-    recent: list[ShortcutEnsemble] = []  # this round's ensemble first
-    progress.start("adversarial filtering", total=options.rounds)
-    for round_number in range(options.rounds + 1):
-        rows = np.concatenate([current[:, None], coherent], axis=1)
-        batch, features = _coherence_batch(data, rows, proc, clusters)
-        ensemble = ShortcutEnsemble(n_folds=options.n_folds, seed=seed + round_number, models=FILTER_MODELS).fit(
-            batch, features
-        )
-        probs = ensemble.predict(batch, features)
-        recent = [ensemble, *recent][:JUDGE_ROUNDS]
-        accuracy = {name: round(float(hits(p, batch.answers, batch.valid).mean()), 4) for name, p in probs.items()}
-        entry: dict[str, Any] = {"round": round_number, "accuracy": accuracy, "bound": round(chance + margin, 4)}
-        result.rounds.append(entry)
-        worst = chance_gap(accuracy, chance)
-        if worst < best:
-            best = worst
-            result.negatives, result.replacements = current[:, None].copy(), replacements.copy()
-            result.best_round = round_number
-        if worst <= margin:
-            result.stopped = "chance"
-            break
-        if round_number == options.rounds:
-            break
-        above, below = told_questions(probs, accuracy, batch, chance, margin)
-        told = np.flatnonzero(above | below)
-        told = np.sort(rng.permutation(told)[: math.ceil(INTRUDER_SHARE * len(told))])
-        changed = _replace_intruders(
-            data, told, rows, proc, candidates, allowed, RepeatedEnsemble(recent), probs, on_show, uses, capacity,
-            clusters, rng, lagging_probes(accuracy, chance, margin),
-        )  # fmt: skip
-        current[changed] = rows[changed, 0]
-        replacements[changed] += 1
-        entry["replaced"] = int(len(changed))
-        progress.advance()
-        if not len(changed):
-            result.stopped = "no_candidates"
-            break
+    policy = dataclasses.replace(
+        options, probe_repeats=COHERENCE_POLICY.probe_repeats, replace_share=COHERENCE_POLICY.replace_share
+    )
+    game = _IntruderGame(data, proc, coherent, current, replacements, candidates, allowed, on_show, uses, capacity,
+                         clusters, policy, seed, rng)  # fmt: skip
+    result = AdversarialResult(*game.snapshot(), options=options)
+    run_rounds(game, policy, result, chance=0.25, n_q=n_q, progress=progress)
     result.kept = np.ones(n_q, dtype=bool)
     if result.stopped != "chance" and options.min_yield < 1:
         final = Arena(
@@ -537,7 +540,7 @@ def filter_orders(
     rows: np.ndarray,
     picked: np.ndarray,
     *,
-    options: AdversarialOptions = IMAGE_OPTIONS,
+    options: AdversarialPolicy = IMAGE_POLICY,
     seed: int = 0,
     progress: Progress = SILENT,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:

@@ -35,11 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from procbench.generate.adversarial import AdversarialOptions
+from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.columns import dictionary, fixed_lists, struct
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
-from procbench.generate.visual.adversarial import IMAGE_OPTIONS, filter_image_negatives
+from procbench.generate.visual.adversarial import IMAGE_POLICY, filter_image_negatives
 from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, RANDOM, SOURCES, Candidates, fmt_band
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, band_columns
@@ -223,7 +223,7 @@ def _adversarial(
     *,
     seed: int,
     progress: Progress = SILENT,
-    options: AdversarialOptions = IMAGE_OPTIONS,
+    options: AdversarialPolicy = IMAGE_POLICY,
 ) -> dict[str, Any]:
     """The ``adversarial`` setting: filter the drawn negatives (:mod:`.adversarial`); the replaced ones get
     source ``adversarial`` and every negative's distances and K3 flag (closer than the answer) are recomputed;

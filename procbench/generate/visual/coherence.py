@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from procbench.generate.adversarial import AdversarialOptions
+from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, struct
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
-from procbench.generate.visual.adversarial import IMAGE_OPTIONS, filter_intruders
+from procbench.generate.visual.adversarial import IMAGE_POLICY, filter_intruders
 from procbench.generate.visual.bands import (
     ADVERSARIAL,
     DUPLICATE_DISTANCE,
@@ -210,7 +210,7 @@ def _adversarial(
     *,
     seed: int,
     progress: Progress = SILENT,
-    options: AdversarialOptions = IMAGE_OPTIONS,
+    options: AdversarialPolicy = IMAGE_POLICY,
 ) -> dict[str, Any]:
     """The ``adversarial`` setting: filter the drawn incoherent images (:func:`.adversarial.filter_intruders`,
     which keeps each one's K3=2 rank); a replaced one gets ``band_level`` ``adversarial`` and its distances are

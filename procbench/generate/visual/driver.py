@@ -35,11 +35,11 @@ import numpy as np
 import pyarrow as pa
 
 from procbench.errors import BadInput
-from procbench.generate.adversarial import AdversarialOptions
+from procbench.generate.adversarial import AdversarialPolicy, sized
 from procbench.generate.columns import questions_table
 from procbench.generate.questions import paused_gc
 from procbench.generate.settings import Setting
-from procbench.generate.visual.adversarial import IMAGE_OPTIONS
+from procbench.generate.visual.adversarial import IMAGE_POLICY
 from procbench.generate.visual.bands import DEFAULT_KC, Candidates
 from procbench.generate.visual.closeness import Closeness, hideability
 from procbench.generate.visual.columns import QuestionColumns, build_counts, meta_head, planned_columns, question_table
@@ -256,27 +256,33 @@ def key_seed(key: PlanKey) -> tuple[int, int]:
 
 
 def adversarial_options(
-    rounds: int | None, ceiling: float | None, min_yield: float | None, *, adversarial: bool
-) -> AdversarialOptions:
-    """The ``adversarial`` setting's options: :data:`.adversarial.IMAGE_OPTIONS` with ``--rounds``,
+    rounds: int | None,
+    ceiling: float | None,
+    min_yield: float | None,
+    *,
+    adversarial: bool,
+    policy: str | None = None,
+) -> AdversarialPolicy:
+    """The ``adversarial`` setting's options: :data:`.adversarial.IMAGE_POLICY` with ``--rounds``,
     ``--ceiling`` and ``--min-yield`` where given.
 
     Raises:
         BadInput: one given without an ``adversarial`` setting, or out of range.
     """
-    if (rounds is not None or ceiling is not None or min_yield is not None) and not adversarial:
-        raise BadInput("--rounds, --ceiling and --min-yield apply only with --adversarial (or --sweep)")
+    if any(v is not None for v in (rounds, ceiling, min_yield, policy)) and not adversarial:
+        raise BadInput("--rounds, --ceiling, --min-yield and --policy apply only with --adversarial (or --sweep)")
     if rounds is not None and (isinstance(rounds, bool) or rounds < 0):
         raise BadInput(f"--rounds must be at least 0, not {rounds!r}")
     if ceiling is not None and not 0 < ceiling <= 1:
         raise BadInput(f"--ceiling must be a cosine similarity in (0, 1], not {ceiling!r}")
     if min_yield is not None and not 0 < min_yield <= 1:
         raise BadInput(f"--min-yield must be a share in (0, 1], not {min_yield!r}")
+    preset = sized(IMAGE_POLICY, policy)
     return dataclasses.replace(
-        IMAGE_OPTIONS,
-        rounds=IMAGE_OPTIONS.rounds if rounds is None else rounds,
-        ceiling=IMAGE_OPTIONS.ceiling if ceiling is None else ceiling,
-        min_yield=IMAGE_OPTIONS.min_yield if min_yield is None else min_yield,
+        preset,
+        rounds=preset.rounds if rounds is None else rounds,
+        ceiling=preset.ceiling if ceiling is None else ceiling,
+        min_yield=preset.min_yield if min_yield is None else min_yield,
     )
 
 
@@ -293,6 +299,7 @@ def run(
     rounds: int | None = None,
     ceiling: float | None = None,
     min_yield: float | None = None,
+    policy: str | None = None,
 ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
     """``task``'s question table per setting and its counts; neighbour searches are shared by all settings.
 
@@ -300,22 +307,15 @@ def run(
         kc: K_C, the neighbours of each anchor that define the K2 band (and of the K3 point).
         min_distance: the RecipeQA style's fixed distance (default: median distance of random image pairs).
         rounds, ceiling, min_yield: the ``adversarial`` setting's round limit, similarity ceiling and the share
-            of questions pruning keeps at least (default: those of :data:`.adversarial.IMAGE_OPTIONS`).
+            of questions pruning keeps at least (default: those of :data:`.adversarial.IMAGE_POLICY`).
+        policy: the adversarial filter's size, ``standard`` (default) or ``demo`` (docs/adversarial.md).
     """
     searches = task.need > 0
     if searches and kc < 1:
         raise BadInput("--kc must be at least 1")
-    resolved = resolve_settings(
-        settings,
-        task=task.name,
-        with_k3=task.with_k3,
-        default=task.default_knobs,
-        adversarial=task.adversarial is not None,
-        ranked_plans=task.with_k3,
-        ranked_adversarial=task.ranked_adversarial,
-    )
+    resolved = _resolve(task, settings)
     adversarial = any(s.setting.style == "adversarial" for s in resolved)
-    filtering = adversarial_options(rounds, ceiling, min_yield, adversarial=adversarial)
+    filtering = adversarial_options(rounds, ceiling, min_yield, adversarial=adversarial, policy=policy)
     data = VisualData(store, with_index=searches and any(s.knobs is not None for s in resolved))
     # more neighbours than images is all of them: searching for K_C = 10^8 must not allocate (B, 10^8) arrays
     k = min(kc, max(1, data.n_rows))
@@ -363,18 +363,10 @@ def run(
                     data, w.proc, w.anchor_rows(), task.need, drawn.min_distance, drawn.rng
                 )
             elif searches and s.knobs is not None:
-                key, (_, k2, k3) = s.plan_key, s.knobs
-                if k3 == 2 and task.rank_rule is not None:
-                    if key not in rules:  # one rule per plan and chunk, whichever settings are drawn
-                        rule_rng = np.random.default_rng([seed, task.code, 0x4A4E, *key_seed(key), int(w.proc[0])])
-                        rules[key] = task.rank_rule(w, cands[key], close[key], data, rule_rng)
-                    balanced = s.setting.style == "adversarial" and task.balanced_adversarial
-                    deal = balanced_ranks if balanced else None  # None: independent, then dealt by layout
-                    sel = select_ranked(cands[key], rules[key], k2=k2, need=task.need, rng=drawn.rng, deal=deal)
-                else:
-                    closeness = close[key] if k3 else None
-                    sel = select(cands[key], k2=k2, need=task.need, closeness=closeness, rng=drawn.rng)
-                drawn.rows, drawn.selection, drawn.candidates = sel.rows, sel, cands[key]
+                sel = _knob_selection(
+                    task, s, w, cands[s.plan_key], close.get(s.plan_key), rules, data, drawn.rng, seed
+                )
+                drawn.rows, drawn.selection, drawn.candidates = sel.rows, sel, cands[s.plan_key]
             task.add(columns[s.name], w, drawn)
 
     pipelined(len(seqs.names), search, draw, progress)
@@ -411,6 +403,44 @@ def run(
     for name, summary in filtered.items():
         counts["per_setting"][name]["adversarial"] = summary
     return out, counts
+
+
+def _resolve(task: VisualTask[Any], settings: list[Setting]) -> list[VisualSetting]:
+    """``settings`` resolved for ``task`` (its plans, the default knobs, whether it has an adversarial setting)."""
+    return resolve_settings(
+        settings,
+        task=task.name,
+        with_k3=task.with_k3,
+        default=task.default_knobs,
+        adversarial=task.adversarial is not None,
+        ranked_plans=task.with_k3,
+        ranked_adversarial=task.ranked_adversarial,
+    )
+
+
+def _knob_selection(
+    task: VisualTask[Any],
+    s: VisualSetting,
+    w: Window,
+    cands: Candidates,
+    close: Closeness | None,
+    rules: dict[PlanKey, RankRule],
+    data: VisualData,
+    rng: np.random.Generator,
+    seed: int,
+) -> Selection:
+    """A knob setting's negatives for one chunk of windows: K3=2's ranked draw (one rank rule per plan and chunk,
+    made once in ``rules``, whichever settings are drawn), else the K2 band draw (K3=1: with ``close``)."""
+    key, (_, k2, k3) = s.plan_key, s.knobs or (0, 0, 0)
+    if k3 == 2 and task.rank_rule is not None:
+        if key not in rules:
+            assert close is not None  # K3 plans have their question points' closeness
+            rule_rng = np.random.default_rng([seed, task.code, 0x4A4E, *key_seed(key), int(w.proc[0])])
+            rules[key] = task.rank_rule(w, cands, close, data, rule_rng)
+        balanced = s.setting.style == "adversarial" and task.balanced_adversarial
+        deal = balanced_ranks if balanced else None  # None: independent, then dealt by layout
+        return select_ranked(cands, rules[key], k2=k2, need=task.need, rng=rng, deal=deal)
+    return select(cands, k2=k2, need=task.need, closeness=close if k3 else None, rng=rng)
 
 
 def _anchor_neighbours(data: VisualData, windows: dict[PlanKey, Window], kc: int) -> dict[PlanKey, Neighbours]:

@@ -37,11 +37,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from procbench.generate.adversarial import AdversarialOptions
+from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, struct
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
-from procbench.generate.visual.adversarial import IMAGE_OPTIONS, filter_orders, order_ceiling, shorter_orders
+from procbench.generate.visual.adversarial import IMAGE_POLICY, filter_orders, order_ceiling, shorter_orders
 from procbench.generate.visual.columns import QuestionColumns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
 from procbench.generate.visual.ranks import _take, balanced_ranks
@@ -171,7 +171,7 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
         # adversarial: uniformly within the sides, among the orders that can be told from the authored one
         # (:func:`.adversarial.order_ceiling`); K3=2: every wrong order, by the setting's K2 rule
         if adversarial:
-            usable = order_ceiling(drawn.data.gather(w.columns["rows"]), IMAGE_OPTIONS.ceiling)[:, 1:]
+            usable = order_ceiling(drawn.data.gather(w.columns["rows"]), IMAGE_POLICY.ceiling)[:, 1:]
         else:
             usable = np.ones(w.wrong.shape, dtype=bool)
         k2 = 0 if adversarial or knobs is None else knobs[1]
@@ -213,7 +213,7 @@ def _adversarial(
     *,
     seed: int,
     progress: Progress = SILENT,
-    options: AdversarialOptions = IMAGE_OPTIONS,
+    options: AdversarialPolicy = IMAGE_POLICY,
 ) -> dict[str, Any]:
     """The ``adversarial`` setting: filter the rank-uniform wrong orders (:func:`.adversarial.filter_orders`,
     which keeps each one's side of the authored path length) and recompute their scores."""

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from procbench.generate.ranks import CLOZE_WANTS, balanced_ranks
 from procbench.generate.visual.bands import LEVELS, QUESTION_KNN, Candidates, band_bounds, fmt_band
 from procbench.generate.visual.selection import Selection, _band_ranges
 
@@ -43,10 +44,6 @@ __all__ = [
     "rank_notes",
     "select_ranked",
 ]
-
-
-#: Cloze: the answer is at rank ``r`` when ``r`` negatives are closer to the question mean (class 1), ``3 - r`` not.
-CLOZE_WANTS = np.array([[3 - r, r] for r in range(4)], dtype=np.int64)
 
 
 @dataclass
@@ -87,35 +84,6 @@ class RankRule:
         classes = np.where(self.extra_rows >= 0, self.extra_classes, -1)
         preference = self.extra_preference if self.extra_preference is not None else np.zeros(classes.shape)
         return self.extra_rows, classes, preference
-
-
-def balanced_ranks(feasible: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """``(B,)`` a target rank per question, each among its ``feasible (B, R)`` ranks, -1 where none.
-
-    Questions with the fewest options choose first; each takes its least-used feasible rank (ties at
-    random). When some rank is still fuller than every other (many questions could take only it), its
-    excess is dropped (-1: the question is skipped), so every rank holds at most as many as the next.
-    """
-    n_q, n_ranks = feasible.shape
-    n_options = feasible.sum(axis=1)
-    order = np.lexsort((rng.random(n_q), n_options))
-    ties = rng.random((n_q, n_ranks))
-    used = np.zeros(n_ranks, dtype=np.int64)
-    out = np.full(n_q, -1, dtype=np.int64)
-    for b in order[n_options[order] > 0].tolist():
-        score = np.where(feasible[b], used + ties[b], np.inf)
-        r = int(np.argmin(score))
-        out[b] = r
-        used[r] += 1
-    # a rank more questions could only take than any other rank got: keep as many as the next-fullest rank
-    # (those with fewest options go first), so no rank rule beats chance
-    if n_ranks > 1 and used.sum():
-        top = int(np.argmax(used))
-        cap = int(np.sort(used)[-2])
-        if used[top] > cap:
-            members = [b for b in order.tolist() if out[b] == top]
-            out[members[: used[top] - cap]] = -1
-    return out
 
 
 def independent_ranks(feasible: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -159,31 +159,56 @@ def write_synthetic_store(
 
     scratch = store.root / "cache" / "synthetic"
     scratch.mkdir(parents=True, exist_ok=True)
-    created = np.memmap(scratch / "created.f32", dtype=np.float32, mode="w+", shape=(max(1, n_images), dim))
-    proc_centres = centres[topic_of] + procedure_spread / np.sqrt(dim) * rng.standard_normal(
-        (n_procedures, dim), dtype=np.float32
-    )
-    proc_centres /= np.linalg.norm(proc_centres, axis=1, keepdims=True)
-    drift = None
-    if step_drift:  # a stream of its own: stores without drift are unchanged
-        directions = np.random.default_rng([seed, 0xD1F]).standard_normal((n_topics, dim), dtype=np.float32)
-        directions /= np.linalg.norm(directions, axis=1, keepdims=True)
-        where = step_index[img_step] / np.maximum(n_steps[step_proc[img_step]] - 1, 1) - 0.5  # -0.5 .. 0.5
-        drift = (step_drift * where)[:, None].astype(np.float32), directions[topic_of[img_proc]]
-    progress.start("synthetic vectors", total=n_images)
-    for start in range(0, n_images, _BLOCK):
-        stop = min(n_images, start + _BLOCK)
-        block = proc_centres[img_proc[start:stop]] + image_spread / np.sqrt(dim) * rng.standard_normal(
-            (stop - start, dim), dtype=np.float32
-        )
-        if drift is not None:
-            block += drift[0][start:stop] * drift[1][start:stop]
-        created[start:stop] = block / np.linalg.norm(block, axis=1, keepdims=True)
-        progress.advance(stop - start)
-    for target in np.flatnonzero(copy_from >= 0).tolist():
-        created[target] = created[copy_from[target]]
+    created = _image_vectors(
+        scratch / "created.f32", rng, centres, topic_of, n_steps, step_proc, step_index, img_step, copy_from,
+        procedure_spread=procedure_spread, image_spread=image_spread, step_drift=step_drift, seed=seed,
+        progress=progress,
+    )  # fmt: skip
 
-    # Tables.
+    procedures, steps_table, images = _tables(
+        proc_ids, topic_of, n_steps, step_proc, step_index, ids, first_image_of_step, second_image_of_step,
+        kind[4] < repeated_images,
+    )  # fmt: skip
+    owner = _owners(images["id"].to_pylist(), images["procedure_id"].to_pylist())
+    keys = sorted(owner)
+    position = {image: k for k, image in enumerate(ids)}
+    take = np.array([position[k] for k in keys], dtype=np.int64)
+    args: dict[str, float] = {"n_procedures": n_procedures, "dim": dim}
+    if step_drift:
+        args["step_drift"] = step_drift
+    with store.transaction("synthetic", args=args, seed=seed) as txn:
+        txn.write_table("procedures", conform(procedures, PROCEDURES))
+        txn.write_table("steps", conform(steps_table, STEPS))
+        txn.write_table("images", conform(images, IMAGES))
+        ordered = np.memmap(scratch / "ordered.f32", dtype=np.float32, mode="w+", shape=(max(1, len(keys)), dim))
+        for start in range(0, len(keys), _BLOCK):
+            ordered[start : start + _BLOCK] = created[take[start : start + _BLOCK]]
+        stage_image_embedding(
+            store, txn, EMBEDDING_NAME, keys, [owner[k] for k in keys], ordered[: len(keys)],
+            encoder="synthetic", revision=f"seed{seed}",
+            model="random clustered vectors (procbench.generate.visual_synthetic)",
+            index_config=index_config or IndexConfig(seed=seed), progress=progress,
+        )  # fmt: skip
+        del ordered, created
+        txn.counts.update({"procedures": n_procedures, "steps": n_total, "images": len(keys)})
+    shutil.rmtree(scratch, ignore_errors=True)
+    return store
+
+
+def _tables(
+    proc_ids: list[str],
+    topic_of: np.ndarray,
+    n_steps: np.ndarray,
+    step_proc: np.ndarray,
+    step_index: np.ndarray,
+    ids: list[str],
+    first_image_of_step: np.ndarray,
+    second_image_of_step: np.ndarray,
+    repeated: np.ndarray,
+) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """The procedures, steps and images tables of a synthetic store (``repeated``: per step, whether its images
+    start with the previous step's)."""
+    n_procedures, n_total = len(proc_ids), len(step_proc)
     step_images: list[list[str]] = []
     first_l, second_l = first_image_of_step.tolist(), second_image_of_step.tolist()
     row_ids: list[str] = []
@@ -191,7 +216,7 @@ def write_synthetic_store(
     row_steps: list[int] = []
     for s in range(n_total):
         found = [ids[k] for k in (first_l[s], second_l[s]) if k >= 0]
-        if kind[4, s] < repeated_images and step_index[s] > 0 and step_images[-1]:
+        if repeated[s] and step_index[s] > 0 and step_images[-1]:
             found = [step_images[-1][0], *found]
         step_images.append(found)
         for image in found:
@@ -231,33 +256,62 @@ def write_synthetic_store(
             "stored": pa.array([True] * n_rows, pa.bool_()),
         }
     )
+    return procedures, steps_table, images
 
-    # The embedding: one row per image id, sorted by id (as `procbench embed` files them), filed under the
-    # smallest procedure id that uses it.
+
+def _image_vectors(
+    path: Path,
+    rng: np.random.Generator,
+    centres: np.ndarray,
+    topic_of: np.ndarray,
+    n_steps: np.ndarray,
+    step_proc: np.ndarray,
+    step_index: np.ndarray,
+    img_step: np.ndarray,
+    copy_from: np.ndarray,
+    *,
+    procedure_spread: float,
+    image_spread: float,
+    step_drift: float,
+    seed: int,
+    progress: Progress,
+) -> np.ndarray:
+    """``(n_images, D)`` the created images' unit vectors (a memmap at ``path``): around their procedure's centre,
+    which lies around its topic's; ``copy_from``: the image whose vector each duplicate copies (-1: none)."""
+    n_procedures, n_topics, dim = len(topic_of), len(centres), centres.shape[1]
+    n_images = len(img_step)
+    img_proc = step_proc[img_step]
+    created = np.memmap(path, dtype=np.float32, mode="w+", shape=(max(1, n_images), dim))
+    proc_centres = centres[topic_of] + procedure_spread / np.sqrt(dim) * rng.standard_normal(
+        (n_procedures, dim), dtype=np.float32
+    )
+    proc_centres /= np.linalg.norm(proc_centres, axis=1, keepdims=True)
+    drift = None
+    if step_drift:  # a stream of its own: stores without drift are unchanged
+        directions = np.random.default_rng([seed, 0xD1F]).standard_normal((n_topics, dim), dtype=np.float32)
+        directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+        where = step_index[img_step] / np.maximum(n_steps[step_proc[img_step]] - 1, 1) - 0.5  # -0.5 .. 0.5
+        drift = (step_drift * where)[:, None].astype(np.float32), directions[topic_of[img_proc]]
+    progress.start("synthetic vectors", total=n_images)
+    for start in range(0, n_images, _BLOCK):
+        stop = min(n_images, start + _BLOCK)
+        block = proc_centres[img_proc[start:stop]] + image_spread / np.sqrt(dim) * rng.standard_normal(
+            (stop - start, dim), dtype=np.float32
+        )
+        if drift is not None:
+            block += drift[0][start:stop] * drift[1][start:stop]
+        created[start:stop] = block / np.linalg.norm(block, axis=1, keepdims=True)
+        progress.advance(stop - start)
+    for target in np.flatnonzero(copy_from >= 0).tolist():
+        created[target] = created[copy_from[target]]
+    return created
+
+
+def _owners(row_ids: list[str], row_procs: list[str]) -> dict[str, str]:
+    """Each image id's owner: the embedding holds one row per image id (sorted by id, as `procbench embed` files
+    them), filed under the smallest procedure id that uses it."""
     owner: dict[str, str] = {}
     for image, pid in zip(row_ids, row_procs, strict=True):
         if image not in owner or pid < owner[image]:
             owner[image] = pid
-    keys = sorted(owner)
-    position = {image: k for k, image in enumerate(ids)}
-    take = np.array([position[k] for k in keys], dtype=np.int64)
-    args: dict[str, float] = {"n_procedures": n_procedures, "dim": dim}
-    if step_drift:
-        args["step_drift"] = step_drift
-    with store.transaction("synthetic", args=args, seed=seed) as txn:
-        txn.write_table("procedures", conform(procedures, PROCEDURES))
-        txn.write_table("steps", conform(steps_table, STEPS))
-        txn.write_table("images", conform(images, IMAGES))
-        ordered = np.memmap(scratch / "ordered.f32", dtype=np.float32, mode="w+", shape=(max(1, len(keys)), dim))
-        for start in range(0, len(keys), _BLOCK):
-            ordered[start : start + _BLOCK] = created[take[start : start + _BLOCK]]
-        stage_image_embedding(
-            store, txn, EMBEDDING_NAME, keys, [owner[k] for k in keys], ordered[: len(keys)],
-            encoder="synthetic", revision=f"seed{seed}",
-            model="random clustered vectors (procbench.generate.visual_synthetic)",
-            index_config=index_config or IndexConfig(seed=seed), progress=progress,
-        )  # fmt: skip
-        del ordered, created
-        txn.counts.update({"procedures": n_procedures, "steps": n_total, "images": len(keys)})
-    shutil.rmtree(scratch, ignore_errors=True)
-    return store
+    return owner

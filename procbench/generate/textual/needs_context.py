@@ -1,4 +1,4 @@
-"""Textual cloze whose negatives only the context rules out: the ``needs-context`` setting's candidates.
+"""Textual cloze whose negatives only the context rules out: the ``needs-context`` setting.
 
 A reader who never sees the step texts answers most cloze questions from three cues (measured with blinded
 readers, see ``benchmarks/reader_checks.md``): the *topic* (negatives from other procedures are about something
@@ -36,14 +36,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from procbench.generate.adversarial import Arena, filter_negatives
+from procbench.generate.questions import Question
+from procbench.generate.textual.arena import item_clusters
+from procbench.generate.textual.pool import N_NEGATIVES, Draft
+from procbench.generate.textual.samplers import Drawn, Sampler, make_question
+
+if TYPE_CHECKING:
+    from procbench.embed import Embeddings
 
 __all__ = [
     "DECOYS",
     "GENERIC_COPIES",
     "NEAR_PROCEDURES",
+    "NeedsContext",
     "NeedsContextDraft",
     "ORDER_SLACK",
     "PARAPHRASE",
@@ -51,6 +61,7 @@ __all__ = [
     "TEXT_MARGIN",
     "TOPIC_SLACK",
     "choose_questions",
+    "starting_negatives",
     "order_prior",
     "window_length",
 ]
@@ -98,6 +109,12 @@ class NeedsContextDraft:
     answer: int
     decoys: list[int]
     lookalikes: list[int]
+    pair: bool = False
+
+    @property
+    def paired(self) -> bool:
+        """Whether the decoy is taken with a pair of lookalikes of one procedure (the first two)."""
+        return bool(self.decoys) and len(self.lookalikes) >= 2 and self.pair
 
 
 def window_length(n_steps: int) -> int:
@@ -372,9 +389,8 @@ def choose_questions(
             if len(chosen_decoys) + len(looks) < 3:
                 continue
             used.update(int(norm_codes[r]) for r in looks[: 3 - len(chosen_decoys)])
-            notes_pairs[0] += int(
-                bool(chosen_decoys) and len(looks) >= 2 and procedure_of_row[looks[0]] == procedure_of_row[looks[1]]
-            )
+            pair = len(looks) >= 2 and bool(procedure_of_row[looks[0]] == procedure_of_row[looks[1]])
+            notes_pairs[0] += int(bool(chosen_decoys) and pair)
             decoy_counts[len(chosen_decoys)] += 1
             drafts.append(
                 NeedsContextDraft(
@@ -388,6 +404,7 @@ def choose_questions(
                     answer=answer,
                     decoys=chosen_decoys,
                     lookalikes=looks,
+                    pair=pair,
                 )
             )
             break
@@ -432,3 +449,190 @@ def _near_procedures(
                 :NEAR_PROCEDURES
             ]
     return near
+
+
+class NeedsContext(Sampler):
+    """``needs-context``: decoys and lookalikes (:func:`choose_questions`), the answer's distance rank to the
+    question balanced, then adversarially filtered against the context-free probes (a decoy only ever replaced
+    by a decoy). Title items only: the context must hold the step texts the decoys are ruled out by."""
+
+    style = "needs-context"
+    reports_yield = True
+
+    def sample(self, drafts: list[Draft], rng: np.random.Generator) -> dict[int, Question]:
+        context, pool = self.context, self.context.pool
+        options, seed = context.adversarial, context.seed
+        vectors = np.asarray(pool.embeddings.vectors, dtype=np.float32)
+        asked = {d.procedure_id for d in drafts}
+        context.progress.start(f"textual-cloze/{self.setting.name}: decoys and lookalikes", total=None)
+        found, skipped, notes = choose_questions(
+            {pid: rows for pid, rows in context.in_range.items() if pid in asked},
+            keys=pool.keys,
+            positions=pool.positions,
+            vectors=vectors,
+            norm_codes=pool.norm_codes,
+            norm_counts=pool.norm_counts,
+            titles=pool.texts,
+            procedure_of_row=pool.procedures,
+            procedure_code=pool.procedure_code,
+            group_of=pool.group_of,
+            text_vectors=self._rows_of(context.step_texts, len(vectors)),
+            procedure_vectors=self._procedure_vectors(),
+            seed=seed,
+        )
+        for reason, n in skipped.items():
+            self.skip(reason, n)
+        self.notes["needs_context"] = notes
+        if not found:
+            return {}
+        arena = self._arena(found, vectors)
+        negatives, kept, result = arena.negatives, np.ones(len(found), dtype=bool), None
+        if len(np.unique(arena.groups)) >= 2:  # cross-fitting needs two procedures
+            result = filter_negatives(arena, options, seed=seed, drafted=len(drafts), progress=context.progress)
+            negatives, kept = result.negatives, result.kept
+            self.skip("predictable", int((~kept).sum()))
+        made: dict[int, Question] = {}
+        for i in np.flatnonzero(kept).tolist():
+            made[i] = self._question(found[i], [int(r) for r in negatives[i]], vectors)
+            made[i].meta["replacements"] = int(result.replacements[i]) if result is not None else 0
+        summary = result.summary() if result is not None else {**options.to_dict(), "rounds_run": 0}
+        summary["rules"] = RULES
+        self.notes["adversarial"] = summary
+        return made
+
+    def report(self) -> dict[str, Any]:
+        return {}
+
+    def _rows_of(self, embeddings: Embeddings | None, n_rows: int) -> np.ndarray | None:
+        """``(N, D)`` the step-text vector of each pool row (zeros where none), None without step texts."""
+        if embeddings is None:
+            return None
+        row_of = {k: i for i, k in enumerate(embeddings.keys.to_pylist())}
+        out = np.zeros((n_rows, embeddings.dim), dtype=np.float32)
+        pairs = [(i, row_of[k]) for i, k in enumerate(self.context.pool.keys) if k in row_of]
+        if pairs:
+            mine, theirs = (np.array(x, dtype=np.int64) for x in zip(*pairs, strict=True))
+            out[mine] = np.asarray(embeddings.vectors)[theirs]
+        return out
+
+    def _procedure_vectors(self) -> np.ndarray | None:
+        """``(P, D)`` each procedure code's title vector, None when the store has none in the items' space."""
+        titles, pool = self.context.procedure_titles, self.context.pool
+        if titles is None:
+            return None
+        row_of = {k: i for i, k in enumerate(titles.keys.to_pylist())}
+        out = np.zeros((len(pool.procedure_code), titles.dim), dtype=np.float32)
+        for pid, code in pool.procedure_code.items():
+            if pid in row_of:
+                out[code] = titles.vectors[row_of[pid]]
+        return out
+
+    def _arena(self, found: list[NeedsContextDraft], vectors: np.ndarray) -> Arena:
+        pool = self.context.pool
+        width = max(len(d.keys) for d in found)
+        n_candidates = max(len(d.decoys) + len(d.lookalikes) for d in found)
+        question_items = np.full((len(found), width), -1, dtype=np.int64)
+        candidates = np.full((len(found), n_candidates), -1, dtype=np.int64)
+        candidate_class = np.full((len(found), n_candidates), -1, dtype=np.int64)
+        for i, d in enumerate(found):
+            for n, key in enumerate(d.keys):
+                if n != d.position:
+                    question_items[i, n] = pool.positions[key]
+            rows = d.decoys + d.lookalikes
+            candidates[i, : len(rows)] = rows
+            candidate_class[i, : len(rows)] = [1] * len(d.decoys) + [0] * len(d.lookalikes)
+        answers = np.array([d.answer for d in found], dtype=np.int64)
+        pairs = np.array([d.paired for d in found], dtype=bool)
+        negatives, classes = starting_negatives(
+            vectors, answers, question_items, candidates, candidate_class, self.context.seed, pairs=pairs
+        )
+        return Arena(
+            vectors=vectors,
+            identity=pool.norm_codes,
+            answers=answers,
+            question_items=question_items,
+            negatives=negatives,
+            candidates=candidates,
+            groups=np.array([pool.procedure_code.get(d.procedure_id, -1) for d in found], dtype=np.int64),
+            texts=pool.texts,
+            clusters=item_clusters(pool, self.context.seed),
+            candidate_class=candidate_class,
+            negative_class=classes,
+            placeholder=np.array([d.position for d in found], dtype=np.int64),
+        )
+
+    def _question(self, found: NeedsContextDraft, rows: list[int], vectors: np.ndarray) -> Question:
+        pool = self.context.pool
+        rows_of = self.context.in_range[found.procedure_id]
+        draft = Draft(
+            procedure_id=found.procedure_id,
+            number=0,
+            n_steps=found.n_steps,
+            context=[index for index, _, _ in rows_of],
+            start=found.start,
+            keys=found.keys,
+            titles=found.titles,
+            norms=[str(pool.norms[pool.positions[k]]) for k in found.keys],
+            position=found.position,
+        )
+        gaps = np.linalg.norm(vectors[rows] - vectors[found.answer], axis=1).astype(np.float64).tolist()
+        n_candidates = len(found.decoys) + len(found.lookalikes)
+        question = make_question(draft, self.setting, pool, Drawn(rows, gaps, n_candidates=n_candidates), None)
+        question.meta["window_side"] = found.side
+        question.meta["decoys"] = sum(1 for r in rows if pool.procedures[r] == pool.procedures[found.answer])
+        return question
+
+
+#: The card's account of the setting's rules.
+RULES = [
+    "the blank is the first or last item of a window of 2-4 titles, never the procedure's first or last step nor "
+    "a generic title",
+    f"negatives: at most {DECOYS} step of the same procedure (a decoy) and titles of the {NEAR_PROCEDURES} nearest "
+    "procedures of the split (lookalikes) at a similar position, in the answer's casing and as on-topic as it; "
+    "a decoy's question takes a pair of lookalikes from one procedure",
+    "no negative is a paraphrase of the answer or a shown title, or nearer the answer's own step text than the "
+    "answer's title",
+    "the answer's distance rank to the question balanced; adversarially filtered against the probes",
+]
+
+
+def starting_negatives(
+    vectors: np.ndarray,
+    answers: np.ndarray,
+    question_items: np.ndarray,
+    candidates: np.ndarray,
+    candidate_class: np.ndarray,
+    seed: int,
+    pairs: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(Q, 3)`` starting negatives and their classes: the decoy (class 1) if any, then a lookalike pair
+    where ``pairs`` says so, else lookalikes chosen so that how many negatives are nearer the question mean
+    than the answer is drawn uniformly over the set."""
+    rng = np.random.default_rng([seed, 0x5EED])
+    n_q = len(answers)
+    shown = question_items >= 0
+    means = (vectors[np.maximum(question_items, 0)] * shown[..., None]).sum(axis=1) / np.maximum(
+        shown.sum(axis=1, keepdims=True), 1
+    )
+    targets = rng.permutation(np.resize(np.arange(N_NEGATIVES + 1), n_q))
+    negatives = np.full((n_q, N_NEGATIVES), -1, dtype=np.int64)
+    classes = np.zeros((n_q, N_NEGATIVES), dtype=np.int64)
+    for i in range(n_q):
+        live = candidates[i] >= 0
+        rows, kinds = candidates[i][live], candidate_class[i][live]
+        picked = [int(j) for j in np.flatnonzero(kinds == 1)[:1]]
+        rest = [int(j) for j in np.flatnonzero(kinds == 0)]
+        if picked and pairs is not None and pairs[i]:
+            picked += rest[:2]
+        else:
+            d_answer = float(np.linalg.norm(vectors[answers[i]] - means[i]))
+            nearer = np.linalg.norm(vectors[rows] - means[i], axis=1) < d_answer
+            want = int(targets[i]) - int(nearer[picked].sum())
+            need = N_NEGATIVES - len(picked)
+            first = [j for j in rest if bool(nearer[j]) == (want > 0)]
+            take = first[: max(0, want)] if want > 0 else first[:need]
+            take += [j for j in rest if j not in take][: need - len(take)]
+            picked += take[:need]
+        negatives[i, : len(picked)] = rows[picked]
+        classes[i, : len(picked)] = kinds[picked]
+    return negatives, classes

@@ -1,0 +1,311 @@
+"""The arena adversarial filtering plays in: Q questions over a pool of item rows, their negatives and candidates.
+
+Also the start every cloze task takes: usable candidates (no paraphrase, capacity left), and negatives drawn
+uniformly or on the distance lattice (:func:`lattice_targets`) that fixes the answer's distance rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from procbench.generate.adversarial.policy import DEFAULT_POLICY, AdversarialPolicy
+from procbench.shortcuts import FEATURE_NAMES, WITHIN_KINDS, ChoiceBatch, choice_features, word_weights
+
+__all__ = [
+    "ADVERSARIAL_CLUSTERS",
+    "CLUSTER_COUNT_COLUMNS",
+    "ITEM_COUNT_COLUMNS",
+    "LATTICE_SPACING",
+    "Arena",
+    "initial_negatives",
+    "lattice_targets",
+    "usable_candidates",
+]
+
+#: The probes' cluster-frequency feature counts choices per KMeans cluster of the pool's items (as the audit's
+#: ``partial_input`` does, which clusters a set's choice items into at most 16).
+ADVERSARIAL_CLUSTERS = 16
+
+
+#: Columns of :func:`choice_features` that count how often an item (its cluster) is a choice in the whole set.
+ITEM_COUNT_COLUMNS = [FEATURE_NAMES.index(f"item_count_{kind}") for kind in WITHIN_KINDS]
+
+
+CLUSTER_COUNT_COLUMNS = [FEATURE_NAMES.index(f"cluster_count_{kind}") for kind in WITHIN_KINDS]
+
+
+@dataclass
+class Arena:
+    """Q questions over a pool of N items (rows of ``vectors``), with K negatives and M candidates each.
+
+    Attributes:
+        vectors: ``(N, D)`` float32 L2-normalised item vectors.
+        identity: ``(N,)`` int64 item identity (rows with the same code show the same item; -1: unusable).
+        answers: ``(Q,)`` row of each correct choice.
+        question_items: ``(Q, L)`` rows of the items the question shows (-1: placeholder or none).
+        negatives: ``(Q, K)`` rows of the current negatives (the starting point; replaced in place).
+        candidates: ``(Q, M)`` rows a negative may be replaced by (-1: padding), best first.
+        groups: ``(Q,)`` procedure of each question (cross-fitting never splits one).
+        texts: ``(N,)`` item texts (text items: length and word-overlap features), or None.
+        clusters: ``(N,)`` cluster of each item (cluster-frequency feature), or None.
+        copies: ``(n_identities,)`` how many pool rows show each identity; an identity may be a negative
+            ``max_uses`` times per copy (so a title that many procedures share is drawn about as often as a
+            negative as it is correct). None: one copy each.
+        candidate_class, negative_class: ``(Q, M)`` and ``(Q, K)``: a candidate may only replace a negative of
+            its own class (e.g. closer to the question than the answer or not, so the answer's distance rank
+            stays what it was). None: any candidate may replace any negative.
+        placeholder: ``(Q,)`` slot of the placeholder among ``question_items`` (-1: none), or None.
+        features: ``features(batch) -> (Q, C, F)`` the probes' per-choice features of a :class:`ChoiceBatch` of
+            this arena (its ``choice_ids`` are the rows' identities), for items :func:`choice_features` does not
+            describe (e.g. orders of images). None: :func:`choice_features`.
+    """
+
+    vectors: np.ndarray
+    identity: np.ndarray
+    answers: np.ndarray
+    question_items: np.ndarray
+    negatives: np.ndarray
+    candidates: np.ndarray
+    groups: np.ndarray
+    texts: Sequence[str | None] | None = None
+    clusters: np.ndarray | None = None
+    copies: np.ndarray | None = None
+    candidate_class: np.ndarray | None = None
+    negative_class: np.ndarray | None = None
+    placeholder: np.ndarray | None = None
+    features: Callable[[ChoiceBatch], np.ndarray] | None = None
+    _word_weights: dict[str, float] | None = field(default=None, repr=False)
+
+    def word_weights(self) -> dict[str, float] | None:
+        """The TF-IDF overlap feature's token weights, from every item text of the pool (None: no texts)."""
+        if self.texts is None:
+            return None
+        if self._word_weights is None:
+            self._word_weights = word_weights(t for t in self.texts if t)
+        return self._word_weights
+
+    def capacity(self, max_uses: int) -> np.ndarray:
+        """``(n_identities,)`` how many questions may use each identity as a negative."""
+        n = int(self.identity.max()) + 1 if len(self.identity) else 0
+        copies = np.ones(n, dtype=np.int64) if self.copies is None else np.asarray(self.copies, dtype=np.int64)
+        return copies * max_uses
+
+    def choices(self) -> np.ndarray:
+        """``(Q, 1 + K)`` rows: the answer first, then the negatives."""
+        return np.concatenate([self.answers[:, None], self.negatives], axis=1)
+
+    def subset(self, keep: np.ndarray, *, negatives: np.ndarray) -> Arena:
+        """The questions where ``keep`` (``(Q,)`` bool) is True, with these ``negatives``."""
+        return Arena(
+            vectors=self.vectors,
+            identity=self.identity,
+            answers=self.answers[keep],
+            question_items=self.question_items[keep],
+            negatives=negatives,
+            candidates=self.candidates[keep],
+            groups=self.groups[keep],
+            texts=self.texts,
+            clusters=self.clusters,
+            copies=self.copies,
+            candidate_class=None if self.candidate_class is None else self.candidate_class[keep],
+            negative_class=None if self.negative_class is None else self.negative_class[keep],
+            placeholder=None if self.placeholder is None else self.placeholder[keep],
+            features=self.features,
+            _word_weights=self._word_weights,
+        )
+
+    def batch(self) -> ChoiceBatch:
+        """The probes' view of the current choices (the answer is column 0)."""
+        return _batch(self, self.choices(), self.question_items, self.groups, self.placeholder)
+
+    def choice_features(self, batch: ChoiceBatch) -> np.ndarray:
+        """``(Q, C, F)`` the probes' features of ``batch`` (:attr:`features`, else :func:`choice_features`)."""
+        return (self.features or choice_features)(batch)
+
+
+def _batch(
+    arena: Arena, rows: np.ndarray, q_rows: np.ndarray, groups: np.ndarray, placeholder: np.ndarray | None = None
+) -> ChoiceBatch:
+    dim = arena.vectors.shape[1]
+    padded = np.vstack([arena.vectors, np.zeros((1, dim), dtype=arena.vectors.dtype)])
+    valid = rows >= 0
+    q_mask = q_rows >= 0
+    texts = arena.texts
+    choice_texts = question_texts = None
+    if texts is not None:
+        choice_texts = [[str(texts[r] or "") if r >= 0 else "" for r in row] for row in rows.tolist()]
+        question_texts = [[str(texts[r] or "") for r in row if r >= 0] for row in q_rows.tolist()]
+    return ChoiceBatch(
+        choice_vectors=padded[rows],
+        question_vectors=padded[q_rows],
+        question_mask=q_mask,
+        valid=valid,
+        answers=np.zeros(len(rows), dtype=np.int64),
+        groups=groups,
+        choice_texts=choice_texts,
+        question_texts=question_texts,
+        choice_ids=np.where(valid, arena.identity[np.maximum(rows, 0)], -1),
+        clusters=None if arena.clusters is None else np.where(valid, arena.clusters[np.maximum(rows, 0)], -1),
+        placeholder=placeholder,
+        word_weights=arena.word_weights(),
+    )
+
+
+def usable_candidates(arena: Arena, options: AdversarialPolicy) -> np.ndarray:
+    """``(Q, M)`` candidates that are usable at all: not a paraphrase of the answer or of a question item."""
+    cand = arena.candidates
+    ok = cand >= 0
+    safe = np.maximum(cand, 0)
+    vec = arena.vectors
+    to_answer = np.einsum("qmd,qd->qm", vec[safe], vec[arena.answers])
+    ok &= to_answer < options.ceiling
+    ok &= arena.identity[safe] >= 0
+    ok &= arena.capacity(options.max_uses)[np.maximum(arena.identity[safe], 0)] > 0
+    ok &= arena.identity[safe] != arena.identity[arena.answers][:, None]
+    for column in range(arena.question_items.shape[1]):
+        item = arena.question_items[:, column]
+        present = item >= 0
+        sim = np.einsum("qmd,qd->qm", vec[safe], vec[np.maximum(item, 0)])
+        ok &= ~present[:, None] | ((sim < options.ceiling) & (arena.identity[safe] != arena.identity[item][:, None]))
+    return ok
+
+
+def initial_negatives(
+    arena: Arena,
+    options: AdversarialPolicy = DEFAULT_POLICY,
+    *,
+    seed: int = 0,
+    wants: np.ndarray | None = None,
+    preference: np.ndarray | None = None,
+    offsets: np.ndarray | None = None,
+    targets: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A starting point: K usable candidates per question, uniformly at random, within ``max_uses``.
+
+    ``wants`` ``(Q, C)``: how many negatives of each class of ``arena.candidate_class`` a question takes
+    (they sum to K; e.g. how many closer to the question than the answer, which fixes the answer's rank).
+    Questions are visited in a seeded random order. Returns ``(negatives (Q, K), classes (Q, K), unfilled
+    (Q,))``: rows of the questions that could not get their K distinct usable candidates are -1 there and
+    ``unfilled`` True; ``classes`` is each negative's class (0 without ``wants``). ``preference`` ``(Q, M)``:
+    candidates with lower values are taken first (None: in random order). ``offsets`` ``(Q, M)`` and ``targets``
+    ``(Q, K)`` (together, e.g. from :func:`lattice_targets`): slot k takes, among the candidates of its class, the
+    one whose offset is nearest ``targets[:, k]`` on the same side of 0 (slots nearest 0 first); the classes must
+    follow the sign of the offsets, and ``wants`` and ``preference`` are not used.
+    """
+    if targets is not None:
+        if offsets is None or arena.candidate_class is None:
+            raise ValueError("targets need offsets and arena.candidate_class")
+        return _slot_negatives(arena, options, rng_seed=seed, offsets=offsets, targets=targets)
+    rng = np.random.default_rng([seed, 0x1A1])
+    n_q, n_neg = arena.negatives.shape
+    allowed = usable_candidates(arena, options)
+    capacity = arena.capacity(options.max_uses)
+    uses = np.zeros(len(capacity), dtype=np.int64)
+    negatives = np.full((n_q, n_neg), -1, dtype=np.int64)
+    classes = np.full((n_q, n_neg), -1, dtype=np.int64)
+    unfilled = np.zeros(n_q, dtype=bool)
+    klass = None if wants is None else arena.candidate_class
+    if wants is not None and klass is None:
+        raise ValueError("wants needs arena.candidate_class")
+    # the questions with the least slack choose first, so few are left without candidates
+    kinds = np.zeros_like(allowed, dtype=np.int64) if klass is None else klass
+    want = np.full((n_q, 1), n_neg) if wants is None else np.asarray(wants, dtype=np.int64)
+    have = np.stack([(allowed & (kinds == c)).sum(axis=1) for c in range(want.shape[1])], axis=1)
+    slack = np.where(want > 0, have - want, np.iinfo(np.int64).max).min(axis=1)
+    for q in np.lexsort((rng.random(n_q), slack)).tolist():
+        seen = {int(arena.identity[arena.answers[q]])}
+        seen.update(int(arena.identity[r]) for r in arena.question_items[q].tolist() if r >= 0)
+        left = np.array([n_neg]) if wants is None else np.asarray(wants[q], dtype=np.int64).copy()
+        picked: list[tuple[int, int]] = []
+        order = rng.permutation(arena.candidates.shape[1])
+        if preference is not None:
+            order = order[np.argsort(preference[q, order], kind="stable")]
+        for m in order.tolist():
+            row = int(arena.candidates[q, m])
+            code = int(arena.identity[row])
+            kind = 0 if klass is None else int(klass[q, m])
+            if not allowed[q, m] or uses[code] >= capacity[code] or code in seen or kind < 0 or not left[kind]:
+                continue
+            seen.add(code)
+            left[kind] -= 1
+            picked.append((row, kind))
+            if len(picked) == n_neg:
+                break
+        if len(picked) < n_neg:
+            unfilled[q] = True
+            continue
+        rows = [row for row, _ in picked]
+        np.add.at(uses, arena.identity[rows], 1)
+        negatives[q] = rows
+        classes[q] = [kind for _, kind in picked]
+    return negatives, classes, unfilled
+
+
+#: The start's spacing of the choices' distances to the question mean (:func:`lattice_targets`), in standard
+#: deviations of the answers' distances (measurements: benchmarks/adversarial_constants.md).
+LATTICE_SPACING = 0.3
+
+
+def lattice_targets(closer: np.ndarray, spacing: float, n_negatives: int) -> np.ndarray:
+    """``(Q, K)`` target offsets (a negative's distance to the question minus the answer's) that space the choices
+    evenly, ``spacing`` apart, with the answer at its rank: ``closer (Q,)`` of them at ``-s, -2s, ...``, the others
+    at ``+s, +2s, ...``.
+
+    Negatives drawn nearest the answer's distance, on both sides, leave an answer of a middle rank with a near
+    neighbour on each side while the outer negatives have one: the answer is then the choice nearest another in
+    distance (and near the middle) more often than by chance. On an even spacing every choice looks alike.
+    """
+    slot = np.arange(n_negatives)[None, :]
+    below = np.asarray(closer, dtype=np.int64)[:, None]
+    return np.where(slot < below, -(slot + 1), slot - below + 1).astype(np.float64) * spacing
+
+
+def _slot_negatives(
+    arena: Arena, options: AdversarialPolicy, *, rng_seed: int, offsets: np.ndarray, targets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`initial_negatives` with a target offset per slot."""
+    rng = np.random.default_rng([rng_seed, 0x1A2])
+    n_q, n_neg = targets.shape
+    allowed = usable_candidates(arena, options) & np.isfinite(offsets)
+    capacity = arena.capacity(options.max_uses)
+    uses = np.zeros(len(capacity), dtype=np.int64)
+    negatives = np.full((n_q, n_neg), -1, dtype=np.int64)
+    classes = np.full((n_q, n_neg), -1, dtype=np.int64)
+    unfilled = np.zeros(n_q, dtype=bool)
+    klass = np.asarray(arena.candidate_class)
+    below = offsets < 0
+    # the questions with the fewest candidates on their scarcer side choose first
+    need_below = (targets < 0).sum(axis=1)
+    have_below = (allowed & below).sum(axis=1)
+    have_above = (allowed & ~below).sum(axis=1)
+    need_above = n_neg - need_below
+    slack = np.minimum(
+        np.where(need_below > 0, have_below - need_below, n_q), np.where(need_above > 0, have_above - need_above, n_q)
+    )
+    for q in np.lexsort((rng.random(n_q), slack)).tolist():
+        seen = {int(arena.identity[arena.answers[q]])}
+        seen.update(int(arena.identity[r]) for r in arena.question_items[q].tolist() if r >= 0)
+        codes = arena.identity[np.maximum(arena.candidates[q], 0)]
+        picked: list[int] = []
+        for k in np.argsort(np.abs(targets[q]), kind="stable").tolist():
+            side = below[q] if targets[q, k] < 0 else ~below[q]
+            ok = allowed[q] & side & (klass[q] >= 0)
+            ok &= uses[codes] < capacity[codes]
+            ok &= ~np.isin(codes, list(seen))
+            if not ok.any():
+                break
+            m = int(np.flatnonzero(ok)[np.argmin(np.abs(offsets[q, ok] - targets[q, k]))])
+            seen.add(int(codes[m]))
+            picked.append(m)
+            classes[q, len(picked) - 1] = klass[q, m]
+        if len(picked) < n_neg:
+            unfilled[q] = True
+            classes[q] = -1
+            continue
+        rows = arena.candidates[q, picked]
+        np.add.at(uses, arena.identity[rows], 1)
+        negatives[q] = rows
+    return negatives, classes, unfilled

@@ -1,0 +1,224 @@
+"""Negatives replaced until the context-free probes are at chance: the cloze tasks' and ordering's game.
+
+:func:`filter_negatives` plays :func:`~.rounds.run_rounds` on an :class:`~.arena.Arena`: for every question a
+probe above chance solves, its weakest negative is replaced; for one a probe below chance rates the answer
+lowest, its strongest; by the usable candidate that brings every probe's probability of the answer nearest
+chance (:func:`~.rounds.probe_costs`). Then, if the probes are still above chance, :func:`~.prune.prune_predictable`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from procbench.generate.adversarial.arena import (
+    CLUSTER_COUNT_COLUMNS,
+    ITEM_COUNT_COLUMNS,
+    Arena,
+    _batch,
+    usable_candidates,
+)
+from procbench.generate.adversarial.policy import DEFAULT_POLICY, AdversarialPolicy
+from procbench.generate.adversarial.prune import prune_predictable
+from procbench.generate.adversarial.rounds import AdversarialResult, RepeatedEnsemble, probe, probe_costs, run_rounds
+from procbench.progress import SILENT, Progress
+from procbench.shortcuts import ChoiceBatch, within_question
+
+__all__ = ["filter_negatives"]
+
+
+class _NegativeGame:
+    """:class:`~.rounds.Game` over an arena's negatives (``work.negatives`` is replaced in place)."""
+
+    def __init__(self, arena: Arena, policy: AdversarialPolicy, seed: int) -> None:
+        self.rng = np.random.default_rng([seed, 0xADF])
+        self.negatives = arena.negatives.copy()
+        self.work = Arena(**{**arena.__dict__, "negatives": self.negatives})
+        self.policy, self.seed = policy, seed
+        self.allowed = usable_candidates(arena, policy)
+        self.capacity = arena.capacity(policy.max_uses)
+        self.uses = np.bincount(arena.identity[self.negatives[self.negatives >= 0]], minlength=len(self.capacity))
+        self.replacements = np.zeros(len(self.negatives), dtype=np.int64)
+        self.chance = 1.0 / (self.negatives.shape[1] + 1)
+
+    def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
+        batch = self.work.batch()
+        ensemble, probs = probe(batch, self.work.choice_features(batch), self.policy, self.seed + round_number)
+        return ensemble, probs, batch
+
+    def replace(
+        self,
+        above: np.ndarray,
+        below: np.ndarray,
+        probs: dict[str, np.ndarray],
+        judge: RepeatedEnsemble,
+        lagging: tuple[str, ...],
+    ) -> np.ndarray:
+        changed = _replace(
+            self.work,
+            above,
+            below,
+            probs,
+            judge,
+            self.allowed,
+            self.uses,
+            self.capacity,
+            self.chance,
+            self.rng,
+            lagging,
+        )
+        self.replacements[changed] += 1
+        return changed
+
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.negatives.copy(), self.replacements.copy()
+
+
+def filter_negatives(
+    arena: Arena,
+    options: AdversarialPolicy = DEFAULT_POLICY,
+    *,
+    seed: int = 0,
+    drafted: int | None = None,
+    progress: Progress = SILENT,
+) -> AdversarialResult:
+    """Replace the negatives the context-free probes tell from the answer until the probes are at chance.
+
+    Each round fits fresh cross-fitted ensembles (``policy.probe_repeats``, averaged). For a probe above chance,
+    the questions it solves get their weakest negative replaced; for a probe *below* chance (it has learnt what
+    answers are not), the questions where it rates the answer lowest get their strongest negative replaced.
+    Either way the replacement is the usable candidate that brings every probe's probability of the answer
+    nearest ``1 / #choices`` (:func:`probe_costs`: not the most answer-like one, which would plant the opposite
+    tell, and never one probe pushed past chance to offset another); the probes of the last
+    ``policy.judge_rounds`` rounds score a candidate, with the item and cluster counts of the whole set after the
+    swap. The negatives of the round whose worst probe was nearest chance are returned. ``arena.negatives`` is
+    not modified; every question keeps its answer and question items. If the probes are still above chance and
+    ``options.min_yield`` < 1, :func:`prune_predictable` then drops the questions they solve, keeping at least
+    ``min_yield`` of ``drafted`` questions (default: the arena's); ``result.kept`` says which stay.
+    Deterministic for a given ``seed``.
+    """
+    game = _NegativeGame(arena, options, seed)
+    n_q = len(game.negatives)
+    result = AdversarialResult(*game.snapshot(), options=options, kept=np.ones(n_q, dtype=bool))
+    run_rounds(game, options, result, chance=game.chance, n_q=n_q, progress=progress)
+    if result.stopped != "chance" and options.min_yield < 1:
+        floor = math.ceil(options.min_yield * (n_q if drafted is None else drafted))
+        best_arena = Arena(**{**arena.__dict__, "negatives": result.negatives})
+        result.kept, result.pruning, result.best_step = prune_predictable(best_arena, options, floor, seed=seed)
+    return result
+
+
+def _set_counts(arena: Arena) -> tuple[np.ndarray, np.ndarray | None]:
+    """How often each identity (and each cluster) is a choice in the whole set: the frequency features' counts."""
+    rows = arena.choices()
+    rows = rows[rows >= 0]
+    ids = arena.identity[rows]
+    id_counts = np.bincount(ids[ids >= 0], minlength=int(arena.identity.max()) + 1 if len(arena.identity) else 0)
+    if arena.clusters is None:
+        return id_counts, None
+    clusters = np.asarray(arena.clusters)[rows]
+    size = int(np.max(arena.clusters)) + 1 if len(arena.clusters) else 0
+    return id_counts, np.bincount(clusters[clusters >= 0], minlength=max(size, 0))
+
+
+def _swapped_counts(codes: np.ndarray, totals: np.ndarray, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """``(V, C)`` log counts of ``codes`` (-1: none) in the whole set once each variant's ``old`` code (-2: none)
+    has left it and its ``new`` code has joined it (``totals``: the counts before)."""
+    safe = np.maximum(codes, 0)
+    counts = totals[safe] - (codes == old[:, None]) + (codes == new[:, None])
+    return np.where(codes >= 0, np.log1p(np.maximum(counts, 0)), 0.0)
+
+
+def _variant_features(work: Arena, variant: ChoiceBatch, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """The probes' features of variant questions (one negative of a question of the set swapped for a candidate):
+    with :func:`choice_features`, the item and cluster counts are those of the whole set after the swap (a
+    variant batch repeats each question once per candidate, so counting within it would be wrong)."""
+    features = work.choice_features(variant)
+    if work.features is not None:  # the task's own features (they do not count items)
+        return features
+    id_counts, cluster_counts = _set_counts(work)
+    if variant.choice_ids is not None:
+        old_ids = np.where(old >= 0, work.identity[np.maximum(old, 0)], -2)
+        new_ids = work.identity[new]
+        counts = _swapped_counts(variant.choice_ids, id_counts, old_ids, new_ids)
+        features[:, :, ITEM_COUNT_COLUMNS] = within_question(counts, variant.valid & (variant.choice_ids >= 0))
+    if cluster_counts is not None and variant.clusters is not None and work.clusters is not None:
+        clusters = np.asarray(work.clusters)
+        old_cl = np.where(old >= 0, clusters[np.maximum(old, 0)], -2)
+        counts = _swapped_counts(variant.clusters, cluster_counts, old_cl, clusters[new])
+        features[:, :, CLUSTER_COUNT_COLUMNS] = within_question(counts, variant.valid & (variant.clusters >= 0))
+    return features
+
+
+def _replace(
+    work: Arena,
+    above: np.ndarray,
+    below: np.ndarray,
+    probs: dict[str, np.ndarray],
+    ensemble: RepeatedEnsemble,
+    allowed: np.ndarray,
+    uses: np.ndarray,
+    capacity: np.ndarray,
+    chance: float,
+    rng: np.random.Generator,
+    lagging: Sequence[str] = (),
+) -> np.ndarray:
+    """Swap one negative of each target question for its best usable candidate; the questions changed.
+
+    ``above`` questions lose their weakest negative, ``below`` questions their strongest (by the ensemble); the
+    candidate chosen brings the probes' probabilities of the answer nearest ``chance`` (:func:`probe_costs`;
+    ``lagging``: the probes below chance over the set) and must bring them nearer than they were.
+    """
+    targets = np.flatnonzero(above | below)
+    if not len(targets):
+        return targets
+    negatives = work.negatives
+    n_neg = negatives.shape[1]
+    n_cand = work.candidates.shape[1]
+    neg_probs = probs["ensemble"][targets, 1:]
+    slot = np.where(above[targets], np.argmin(neg_probs, axis=1), np.argmax(neg_probs, axis=1))
+    shown = np.concatenate([work.choices()[targets], work.question_items[targets]], axis=1)
+    shown_ids = np.where(shown >= 0, work.identity[np.maximum(shown, 0)], -2)
+    cand = work.candidates[targets]
+    cand_ids = work.identity[np.maximum(cand, 0)]
+    usable = allowed[targets] & ~(cand_ids[:, :, None] == shown_ids[:, None, :]).any(axis=2)
+    usable &= uses[cand_ids] < capacity[cand_ids]
+    if work.candidate_class is not None and work.negative_class is not None:
+        usable &= work.candidate_class[targets] == work.negative_class[targets, slot][:, None]
+    # every (question, candidate) variant: the chosen negative replaced by the candidate
+    base = np.repeat(work.choices()[targets][:, None, :], n_cand, axis=1)  # (T, M, 1 + K)
+    old = base[np.arange(len(targets)), 0, 1 + slot]  # (T,) the negative each variant drops
+    base[np.arange(len(targets)), :, 1 + slot] = cand
+    flat_rows = base.reshape(-1, 1 + n_neg)
+    live = usable.reshape(-1)
+    gap: np.ndarray = np.full(len(flat_rows), np.inf)  # (T * M,), then (T, M)
+    if live.any():
+        q_rows = np.repeat(work.question_items[targets], n_cand, axis=0)[live]
+        groups = np.repeat(work.groups[targets], n_cand)[live]
+        slots = None if work.placeholder is None else np.repeat(work.placeholder[targets], n_cand)[live]
+        variant = _batch(work, flat_rows[live], q_rows, groups, slots)
+        features = _variant_features(work, variant, np.repeat(old, n_cand)[live], cand.reshape(-1)[live])
+        gap[live] = probe_costs(ensemble.predict(variant, features), chance, lagging)
+    gap = gap.reshape(len(targets), n_cand)
+    current = probe_costs({name: p[targets] for name, p in probs.items()}, chance, lagging)
+    changed = []
+    for t in rng.permutation(len(targets)).tolist():
+        order = np.argsort(gap[t] + rng.random(n_cand) * 1e-9, kind="stable")
+        for m in order.tolist():
+            if not np.isfinite(gap[t, m]) or gap[t, m] >= current[t]:
+                break
+            row = int(cand[t, m])
+            code = int(cand_ids[t, m])
+            if uses[code] >= capacity[code]:
+                continue
+            q = int(targets[t])
+            old_row = int(negatives[q, slot[t]])
+            if old_row >= 0:
+                uses[work.identity[old_row]] -= 1
+            uses[code] += 1
+            negatives[q, slot[t]] = row
+            changed.append(q)
+            break
+    return np.array(sorted(changed), dtype=np.int64)

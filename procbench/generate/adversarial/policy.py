@@ -1,0 +1,116 @@
+"""The adversarial filter's policy: every constant of one task's filtering in one frozen object, a preset per task.
+
+docs/adversarial.md says what each constant is for; benchmarks/adversarial_constants.md holds the measurements
+that set them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from procbench.errors import BadInput
+
+__all__ = [
+    "COHERENCE_POLICY",
+    "DEMO_SIZE",
+    "DEFAULT_POLICY",
+    "IMAGE_POLICY",
+    "JUDGE_ROUNDS",
+    "PROBE_REPEATS",
+    "TEXTUAL_POLICY",
+    "POLICY_SIZES",
+    "AdversarialPolicy",
+    "sized",
+]
+
+#: A round judges replacement candidates by the mean of the ensembles of this many rounds, its own and those before
+#: it (as fictitious play answers the mix of the adversary's past strategies): a swap must fool the probes of earlier
+#: rounds too, so a round does not plant what the one before removed.
+JUDGE_ROUNDS = 3
+#: A round's probes are the mean of this many cross-fitted ensembles, each on its own procedure folds, so which
+#: questions a round targets does not hinge on how the procedures fell into folds.
+PROBE_REPEATS = 2
+
+
+@dataclass(frozen=True)
+class AdversarialPolicy:
+    """How adversarial filtering runs.
+
+    Attributes:
+        rounds: at most this many fit-and-replace rounds.
+        ceiling: a candidate's cosine similarity to the answer and to every question item must stay below it
+            (no paraphrases of the answer; no near-copies of what the question shows).
+        max_uses: how many questions may use one item as a negative.
+        n_folds: procedure-grouped folds of the cross-fitting.
+        z: the stop rule: every probe's (and their mean's) accuracy at most chance + ``z`` binomial standard errors.
+        min_yield: when replacing negatives leaves the probes above that bound, the questions they still solve
+            are dropped, most confidently solved first, while this share of the drafted questions stays
+            (AFLite-style pruning); 1: never drop a question.
+        probe_repeats: cross-fitted ensembles averaged per round (:data:`PROBE_REPEATS`).
+        judge_rounds: rounds whose ensembles judge a replacement (:data:`JUDGE_ROUNDS`).
+        replace_share: share of the questions the probes tell that a round changes (drawn at random).
+        prune_repeats: cross-fitted ensembles averaged per partition of the pruning.
+        size: ``standard``, or ``demo`` (:data:`DEMO_SIZE`, :func:`sized`).
+    """
+
+    rounds: int = 15
+    ceiling: float = 0.8
+    max_uses: int = 1
+    n_folds: int = 5
+    z: float = 0.5
+    min_yield: float = 1.0
+    probe_repeats: int = PROBE_REPEATS
+    judge_rounds: int = JUDGE_ROUNDS
+    replace_share: float = 1.0
+    prune_repeats: int = PROBE_REPEATS
+    size: str = "standard"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options a set's counts and card state (the loop's own constants are the task's preset; a policy
+        other than the standard one is named, with what it changes)."""
+        out: dict[str, Any] = {
+            "rounds": self.rounds,
+            "ceiling": self.ceiling,
+            "max_uses": self.max_uses,
+            "n_folds": self.n_folds,
+            "z": self.z,
+            "min_yield": self.min_yield,
+        }
+        if self.size != "standard":
+            out["policy"] = self.size
+            out.update({name: getattr(self, name) for name in ("probe_repeats", "judge_rounds", "prune_repeats")})
+        return out
+
+
+#: The defaults (library use).
+DEFAULT_POLICY = AdversarialPolicy()
+#: Textual cloze and next-action: questions the probes still solve after the rounds are dropped down to 85%.
+TEXTUAL_POLICY = AdversarialPolicy(min_yield=0.85)
+#: Visual cloze and ordering: image embeddings of different photos of one dish can be very close; only
+#: near-copies are excluded. Questions the probes still solve are dropped while 85% stay.
+IMAGE_POLICY = AdversarialPolicy(ceiling=0.95, min_yield=0.85)
+#: Visual coherence: the intruder (the answer) is what is replaced; one ensemble per round, and half of the told
+#: questions changed per round (replacing them all made the probes swing across chance from round to round).
+COHERENCE_POLICY = AdversarialPolicy(ceiling=0.95, min_yield=0.85, probe_repeats=1, replace_share=0.5)
+
+#: ``--policy demo``: a demo-sized filter for a small sample in seconds rather than minutes: 4 rounds of one
+#: 3-fold ensemble judged alone, one cross-fitting per pruning partition. Weaker than the standard policy (the
+#: probes are noisier, so sets end further from chance); the card names the policy.
+DEMO_SIZE: dict[str, Any] = {"rounds": 4, "n_folds": 3, "probe_repeats": 1, "judge_rounds": 1, "prune_repeats": 1}
+#: ``--policy``: the sizes a task's preset comes in.
+POLICY_SIZES = {"standard": {}, "demo": DEMO_SIZE}
+
+
+def sized(policy: AdversarialPolicy, size: str | None) -> AdversarialPolicy:
+    """``policy`` at ``size`` (:data:`POLICY_SIZES`; None: as it is).
+
+    Raises:
+        BadInput: an unknown size.
+    """
+    if size is None or size == policy.size:
+        return policy
+    if size not in POLICY_SIZES:
+        raise BadInput(f"--policy takes {' or '.join(POLICY_SIZES)}, not {size!r}")
+    return dataclasses.replace(policy, size=size, **POLICY_SIZES[size])

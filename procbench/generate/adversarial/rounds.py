@@ -1,0 +1,215 @@
+"""The one round loop of adversarial filtering (SWAG/HellaSwag adversarial filtering; docs/adversarial.md).
+
+Every task plays the same loop (:func:`run_rounds`): fit fresh cross-fitted context-free probes on the current
+set, stop when every probe is within noise of chance, else let the task replace what the probes tell in the
+questions they solve (:class:`Game`), judged by the probes of the last rounds. The round whose worst probe was
+nearest chance is kept.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from procbench.generate.adversarial.policy import AdversarialPolicy
+from procbench.progress import Progress
+from procbench.shortcuts import DISTANCE_MODEL, MODELS, ChoiceBatch, ShortcutEnsemble, hits
+
+__all__ = [
+    "FILTER_MODELS",
+    "AdversarialResult",
+    "Game",
+    "RepeatedEnsemble",
+    "chance_gap",
+    "chance_margin",
+    "lagging_probes",
+    "probe",
+    "probe_costs",
+    "run_rounds",
+    "told_questions",
+]
+
+#: The context-free probes filtering plays against: the audit's shortcut probes (:data:`MODELS`) and its
+#: question-distance probe (:data:`DISTANCE_MODEL`), which reads a distance pattern the trees leave.
+FILTER_MODELS = (*MODELS, DISTANCE_MODEL)
+
+
+@dataclass
+class AdversarialResult:
+    """What filtering did: final negatives, replacements per question, which questions stay, and one log
+    entry per round (``pruning``: one per pruning step)."""
+
+    negatives: np.ndarray
+    replacements: np.ndarray
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    stopped: str = "rounds"
+    best_round: int = 0
+    options: AdversarialPolicy = field(default_factory=AdversarialPolicy)
+    kept: np.ndarray = field(default_factory=lambda: np.ones(0, dtype=bool))
+    pruning: list[dict[str, Any]] = field(default_factory=list)
+    best_step: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready account for the set's counts and card."""
+        final = self.rounds[self.best_round] if self.rounds else {}
+        if self.pruning:
+            final = self.pruning[self.best_step]
+        kept = self.kept if len(self.kept) else np.ones(len(self.replacements), dtype=bool)
+        return {
+            **self.options.to_dict(),
+            "rounds_run": max(0, len(self.rounds) - 1),
+            "stopped": self.stopped,
+            "kept_round": self.best_round,
+            "questions_changed": int((self.replacements[kept] > 0).sum()),
+            "replacements": int(self.replacements[kept].sum()),
+            "pruned": int((~kept).sum()),
+            "final_accuracy": final.get("accuracy"),
+            "chance_bound": final.get("bound"),
+            "history": [{k: v for k, v in r.items() if k != "bound"} for r in self.rounds],
+            "pruning": [{k: v for k, v in p.items() if k != "bound"} for p in self.pruning],
+        }
+
+
+def _accuracies(probs: dict[str, np.ndarray], valid: np.ndarray) -> dict[str, float]:
+    answers = np.zeros(len(valid), dtype=np.int64)
+    return {name: round(float(hits(p, answers, valid).mean()), 4) for name, p in probs.items()}
+
+
+@dataclass
+class RepeatedEnsemble:
+    """The mean of :class:`ShortcutEnsemble` s fitted with different seeds (procedure folds)."""
+
+    members: list[ShortcutEnsemble]
+
+    def predict(self, batch: ChoiceBatch, features: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Each probe's within-question probabilities ``(Q, C)``, averaged over the members."""
+        predicted = [member.predict(batch, features) for member in self.members]
+        return {name: np.mean([p[name] for p in predicted], axis=0) for name in predicted[0]}
+
+
+def probe(
+    batch: ChoiceBatch, features: np.ndarray, policy: AdversarialPolicy, seed: int
+) -> tuple[RepeatedEnsemble, dict[str, np.ndarray]]:
+    """``policy.probe_repeats`` fresh cross-fitted ensembles on ``batch`` and their mean held-out probabilities."""
+    ensemble = RepeatedEnsemble(
+        [
+            ShortcutEnsemble(n_folds=policy.n_folds, seed=seed + 7919 * repeat, models=FILTER_MODELS).fit(
+                batch, features
+            )
+            for repeat in range(policy.probe_repeats)
+        ]
+    )
+    return ensemble, ensemble.predict(batch, features)
+
+
+def chance_gap(accuracy: dict[str, float], chance: float) -> float:
+    """How far the probe (or their mean) farthest from chance is from it."""
+    return max(abs(accuracy[name] - chance) for name in (*FILTER_MODELS, "ensemble") if name in accuracy)
+
+
+def chance_margin(options: AdversarialPolicy, chance: float, n_q: int) -> float:
+    """The stop rule's tolerance: ``z`` binomial standard errors of an accuracy at chance over ``n_q`` questions."""
+    return options.z * math.sqrt(chance * (1 - chance) / max(n_q, 1))
+
+
+def lagging_probes(accuracy: dict[str, float], chance: float, margin: float) -> tuple[str, ...]:
+    """The probes (:data:`FILTER_MODELS`) whose accuracy is below chance by more than ``margin``."""
+    return tuple(name for name in FILTER_MODELS if name in accuracy and accuracy[name] < chance - margin)
+
+
+def told_questions(
+    probs: dict[str, np.ndarray], accuracy: dict[str, float], batch: ChoiceBatch, chance: float, margin: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(above (Q,), below (Q,))``: the questions a probe above chance (or the probes' mean) solves, and the others
+    where a probe below chance rates the answer (column 0) strictly lowest."""
+    above = np.zeros(len(batch), dtype=bool)
+    below = np.zeros(len(batch), dtype=bool)
+    for name in (*FILTER_MODELS, "ensemble"):
+        if accuracy[name] > chance + margin:
+            above |= hits(probs[name], batch.answers, batch.valid)
+        elif accuracy[name] < chance - margin and name != "ensemble":
+            below |= _lowest(probs[name], batch.valid)
+    return above, below & ~above
+
+
+def _lowest(probs: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``(Q,)`` True where the answer (column 0) is the strictly least likely valid choice."""
+    masked = np.where(valid, probs, np.inf)
+    return masked[:, 0] < masked[:, 1:].min(axis=1)
+
+
+def probe_costs(probs: dict[str, np.ndarray], chance: float, lagging: Sequence[str] = ()) -> np.ndarray:
+    """``(Q,)`` how far the probes' (:data:`FILTER_MODELS`) probabilities of the answer (column 0) are from ``chance``,
+    summed over the probes; for a probe ``lagging`` (below chance over the set: it has learnt what answers are
+    not) only an answer probability *below* chance counts. Every probe judges a replacement, so one probe is
+    not brought to chance by pushing another past it, and a probe below chance is pulled back: that is how a
+    set would end with a probe far below chance, which a shortcut hunter inverts."""
+    costs = []
+    for name in FILTER_MODELS:
+        if name in probs:
+            deviation = probs[name][:, 0] - chance
+            costs.append(np.maximum(-deviation, 0.0) if name in lagging else np.abs(deviation))
+    return np.sum(costs, axis=0)
+
+
+class Game(Protocol):
+    """One task's side of :func:`run_rounds`."""
+
+    def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
+        """Fresh probes on the current set: the ensemble, its held-out probabilities ``(Q, C)`` and the batch."""
+        ...
+
+    def replace(
+        self,
+        above: np.ndarray,
+        below: np.ndarray,
+        probs: dict[str, np.ndarray],
+        judge: RepeatedEnsemble,
+        lagging: tuple[str, ...],
+    ) -> np.ndarray:
+        """Change the told questions (``above``: solved by a probe above chance; ``below``: a probe below chance
+        rates the answer lowest), judging candidates by ``judge``; the questions changed."""
+        ...
+
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the current ``(negatives, replacements)``."""
+        ...
+
+
+def run_rounds(
+    game: Game, policy: AdversarialPolicy, result: AdversarialResult, *, chance: float, n_q: int, progress: Progress
+) -> AdversarialResult:
+    """Fit, stop at chance, replace; up to ``policy.rounds`` rounds. ``result`` gets the log and the best round."""
+    margin = chance_margin(policy, chance, n_q)
+    best = np.inf
+    recent: list[RepeatedEnsemble] = []  # this round's ensemble first
+    progress.start("adversarial filtering", total=policy.rounds)
+    for round_number in range(policy.rounds + 1):
+        ensemble, probs, batch = game.probe(round_number)
+        recent = [ensemble, *recent][: policy.judge_rounds]
+        accuracy = _accuracies(probs, batch.valid)
+        entry: dict[str, Any] = {"round": round_number, "accuracy": accuracy, "bound": round(chance + margin, 4)}
+        result.rounds.append(entry)
+        worst = chance_gap(accuracy, chance)
+        if worst < best:
+            best = worst
+            result.negatives, result.replacements = game.snapshot()
+            result.best_round = round_number
+        if worst <= margin:
+            result.stopped = "chance"
+            break
+        if round_number == policy.rounds:
+            break
+        above, below = told_questions(probs, accuracy, batch, chance, margin)
+        judge = RepeatedEnsemble([member for past in recent for member in past.members])
+        changed = game.replace(above, below, probs, judge, lagging_probes(accuracy, chance, margin))
+        entry["replaced"] = int(len(changed))
+        progress.advance()
+        if not len(changed):
+            result.stopped = "no_candidates"
+            break
+    return result

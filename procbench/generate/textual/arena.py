@@ -1,0 +1,128 @@
+"""The adversarial setting's arena over textual items: negative capacities, clusters, answer ranks, steps.
+
+These turn a textual pool and its drafts into what :mod:`procbench.generate.adversarial` filters (an
+:class:`~procbench.generate.adversarial.Arena`), and map the filtered titles back to distinct steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from procbench.generate.adversarial import ADVERSARIAL_CLUSTERS, AdversarialPolicy, Arena, usable_candidates
+from procbench.generate.debias import cluster_titles
+from procbench.generate.ranks import CLOZE_WANTS, balanced_ranks
+from procbench.generate.textual.pool import N_NEGATIVES, Pool
+
+__all__ = [
+    "answer_ranks",
+    "distinct_steps",
+    "item_clusters",
+    "negative_capacity",
+    "question_closeness",
+    "question_means",
+]
+
+
+def negative_capacity(pool: Pool, answers: np.ndarray) -> np.ndarray:
+    """``(n_titles,)`` how many questions may show each normalised title as a negative.
+
+    A title that ``n`` steps share is correct in about ``n * Q / N`` of the ``Q`` questions (``N`` step rows),
+    so it may be a negative ``N_NEGATIVES`` times as often (at least once): negatives then follow the same
+    distribution of titles as answers, and no generic title ("Enjoy!") is a typical wrong choice. Rows that
+    are answers are never negatives themselves.
+    """
+    rows = pool.norm_codes >= 0
+    share = len(answers) / max(1, int(rows.sum()))
+    copies = np.bincount(pool.norm_codes[rows], minlength=len(pool.norm_counts))
+    free = np.ones(len(pool.norm_codes), dtype=bool)
+    free[answers] = False
+    spare = np.bincount(pool.norm_codes[free & rows], minlength=len(pool.norm_counts))
+    fair = np.maximum(1, np.rint(N_NEGATIVES * copies * share)).astype(np.int64)
+    return np.minimum(fair, spare)
+
+
+def item_clusters(pool: Pool, seed: int) -> np.ndarray:
+    """``(N,)`` KMeans cluster of every item row (for the probes' cluster-frequency feature)."""
+    embeddings = pool.embeddings
+    n_clusters = min(ADVERSARIAL_CLUSTERS, len(np.unique(embeddings.hashes)))
+    return cluster_titles(embeddings.vectors, n_clusters=n_clusters, seed=seed, hashes=embeddings.hashes).labels
+
+
+def question_means(arena: Arena) -> np.ndarray:
+    """``(Q, D)`` the mean of each question's shown items (the point the probes measure distances to)."""
+    shown = arena.question_items >= 0
+    mean = np.einsum("ql,qld->qd", shown.astype(np.float32), arena.vectors[np.maximum(arena.question_items, 0)])
+    mean /= np.maximum(shown.sum(axis=1), 1)[:, None]  # in place: float32, as the vectors
+    return mean
+
+
+def distinct_steps(negatives: np.ndarray, arena: Arena, ceiling: float, pool: Pool) -> np.ndarray:
+    """``(Q, K)`` the negatives, each use of a title moved to a step of it not yet shown as a choice.
+
+    Filtering picks titles (one row stands for all steps that show it, so a title may be a negative as often
+    as it is correct); were every use the same step, a step key that is a choice several times would mark
+    a negative (answers are choices once). A use moves to another step with the same normalised title in the
+    same split, of another procedure than the question's, that keeps the negative's side of the answer's
+    distance to the question and the similarity ceiling; when none is left it stays.
+    """
+    codes, groups = pool.norm_codes, pool.groups
+    wanted = np.isin(codes, np.unique(codes[negatives[negatives >= 0]])) & (codes >= 0)
+    wanted[arena.answers] = False
+    spare: dict[tuple[int, int], list[int]] = {}
+    for row in np.flatnonzero(wanted).tolist():
+        spare.setdefault((int(groups[row]), int(codes[row])), []).append(row)
+    vectors = arena.vectors
+    shown = arena.question_items >= 0
+    qmean = question_means(arena)
+    used: set[int] = set()
+    out = negatives.copy()
+    for q, row in zip(*np.nonzero(negatives >= 0), strict=True):
+        original = int(negatives[q, row])
+        answer = int(arena.answers[q])
+        d_answer = float(np.linalg.norm(vectors[answer] - qmean[q]))
+        closer = float(np.linalg.norm(vectors[original] - qmean[q])) < d_answer
+        items = arena.question_items[q][shown[q]]
+        for alternative in spare.get((int(groups[original]), int(codes[original])), [original]):
+            if alternative in used or pool.procedures[alternative] == pool.procedures[answer]:
+                continue
+            vector = vectors[alternative]
+            if (float(np.linalg.norm(vector - qmean[q])) < d_answer) != closer:
+                continue
+            if float(vector @ vectors[answer]) >= ceiling or (
+                len(items) and float((vectors[items] @ vector).max()) >= ceiling
+            ):
+                continue
+            out[q, row] = alternative
+            break
+        used.add(int(out[q, row]))
+    return out
+
+
+def question_closeness(arena: Arena) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(Q, M)`` class of each candidate (1: closer to the question mean than the answer, 0: not, -1: padding),
+    ``(Q, M)`` its distance to the mean minus the answer's, and ``(Q,)`` the answer's distance to the mean."""
+    vectors = arena.vectors
+    qmean = question_means(arena)
+    to_answer = np.linalg.norm(vectors[arena.answers] - qmean, axis=1)
+    to_candidate = np.linalg.norm(vectors[np.maximum(arena.candidates, 0)] - qmean[:, None, :], axis=2)
+    classes = np.where(arena.candidates >= 0, (to_candidate < to_answer[:, None]).astype(np.int64), -1)
+    return classes, (to_candidate - to_answer[:, None]).astype(np.float64), to_answer
+
+
+def answer_ranks(arena: Arena, options: AdversarialPolicy, splits: np.ndarray, *, seed: int) -> np.ndarray:
+    """``(Q,)`` a target distance rank of the answer among the choices (-1: the question is dropped).
+
+    Ranks are balanced within each split (:func:`balanced_ranks`) among those a question's usable
+    candidates can give, so "pick the choice nearest the question" (or any fixed rank) is at chance in
+    every split, also for a model fitted on train and scored on test.
+    """
+    rng = np.random.default_rng([seed, 0x7A4])
+    usable = usable_candidates(arena, options)
+    classes = np.asarray(arena.candidate_class)
+    available = np.stack([(usable & (classes == c)).sum(axis=1) for c in (0, 1)], axis=1)
+    feasible = np.all(available[:, None, :] >= CLOZE_WANTS[None, :, :], axis=2)  # (Q, 4)
+    ranks = np.full(len(splits), -1, dtype=np.int64)
+    for split in np.unique(splits).tolist():
+        members = np.flatnonzero(splits == split)
+        ranks[members] = balanced_ranks(feasible[members], rng)
+    return ranks

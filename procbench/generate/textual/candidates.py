@@ -1,0 +1,313 @@
+"""Where textual negatives come from: the nearest titles of an answer, and the adversarial candidate pool.
+
+- :func:`nearest_titles`: the ``k`` nearest distinct titles of other procedures of the answer's split,
+  through the store's persisted index (paper 004's kNN candidates; the default and debiased settings).
+- :func:`near_candidates`: per draft, titles near its answer, its question mean, each question item and
+  sharing its words (the adversarial setting's pool; :func:`fits_worse` drops those a reader of the context
+  would take for the answer).
+- :func:`pick_windows`: which of a procedure's drafts the adversarial setting asks (its answer is not
+  nearer the question than every title of the other procedures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from procbench.generate.search import search_until_k
+from procbench.generate.textual.pool import MAX_STEPS, Draft, Pool, question_vectors
+from procbench.progress import Progress
+
+if TYPE_CHECKING:
+    from procbench.embed import Embeddings, NeighborIndex
+
+__all__ = [
+    "ADVERSARIAL_CANDIDATES",
+    "ADVERSARIAL_DRAFTS",
+    "ADVERSARIAL_NEARER",
+    "fits_worse",
+    "near_candidates",
+    "nearest_titles",
+    "pick_windows",
+    "split_search",
+]
+
+_KNN_BATCH = 2048
+
+
+def nearest_titles(
+    index: NeighborIndex, pool: Pool, keys: list[str], k: int, progress: Progress
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The ``k`` nearest distinct titles of other procedures of the same split: ``{key: (rows, distances)}``.
+
+    Titles are distinct by normalised text, each represented by its nearest row (Algorithm 1 embeds the
+    set of titles); copies of the key's own title (they would be correct too) and rows without a usable
+    title are not neighbours. The persisted index is asked for more rows than ``k`` (by the split's share of
+    rows, plus the copies), doubled until ``k`` distinct titles remain or the whole index was returned, so
+    the result is the exact top ``k`` whenever the index is exact.
+    """
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    total = len(pool.keys)
+    progress.start(f"textual-cloze: {k} nearest titles", total=len(keys))
+    for start in range(0, len(keys), _KNN_BATCH):
+        batch = keys[start : start + _KNN_BATCH]
+        groups = np.array([pool.group_of[key.rsplit("#", 1)[0]] for key in batch], dtype=np.int64)
+        copies = pool.norm_counts[pool.norm_codes[[pool.positions[key] for key in batch]]]
+        for group in np.unique(groups).tolist():
+            share = max(1, len(pool.group_rows[group])) / total
+            base = k if len(pool.group_rows) == 1 else int(np.ceil(k / share * 1.25)) + 8
+            # queries whose title has many copies ask for more rows, bucketed by powers of two
+            bucket = base * 2 ** np.ceil(np.log2((base + copies) / base)).astype(np.int64)
+            for size in np.unique(bucket[groups == group]).tolist():
+                members = [key for key, g, b in zip(batch, groups, bucket, strict=True) if g == group and b == size]
+                _search_until_k(index, pool, members, group, k, min(total, size), out)
+        progress.advance(len(batch))
+    return out
+
+
+def _search_until_k(
+    index: NeighborIndex,
+    pool: Pool,
+    keys: list[str],
+    group: int,
+    k: int,
+    fetch: int,
+    out: dict[str, tuple[np.ndarray, np.ndarray]],
+) -> None:
+    """Neighbours of ``keys`` (all of split ``group``) into ``out``: ``fetch`` rows, doubled while too few."""
+    rows = np.fromiter((pool.positions[key] for key in keys), dtype=np.int64, count=len(keys))
+
+    def usable(queries: np.ndarray, hits: np.ndarray) -> np.ndarray:
+        """Rows of the split with a usable title other than the query's, the nearest row of each title."""
+        codes = pool.norm_codes[np.maximum(hits, 0)]
+        ok = (hits >= 0) & (pool.groups[np.maximum(hits, 0)] == group) & (codes >= 0)
+        ok &= codes != pool.norm_codes[rows[queries]][:, None]
+        for j in range(len(hits)):
+            kept = np.flatnonzero(ok[j])
+            _, first = np.unique(codes[j, kept], return_index=True)
+            ok[j, np.delete(kept, first)] = False
+        return ok
+
+    vectors = np.asarray(pool.embeddings.vectors[rows])
+    exclude = [key.rsplit("#", 1)[0] for key in keys]
+    dist, hits = search_until_k(index, vectors, k, exclude=exclude, keep=usable, fetch=fetch, limit=len(pool.keys))
+    for key, d, hit in zip(keys, dist, hits, strict=True):
+        found = hit >= 0
+        out[key] = (hit[found], d[found].astype(np.float64))
+
+
+#: Adversarial negatives: candidates per question from each source (:func:`near_candidates`).
+ADVERSARIAL_CANDIDATES = {"answer": 48, "question": 48, "items": 48, "words": 48}
+
+
+def split_search(vectors: Any, rows: np.ndarray) -> Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]:
+    """Exact inner-product search over the pool ``rows`` (one split's usable titles): ``search(queries (B, D), k)``
+    gives the ``(B, k + MAX_STEPS)`` similarities and pool rows (-1: none) nearest each query; the extra
+    ``MAX_STEPS`` leave room for the titles of the query's own procedure, which callers drop."""
+    import faiss
+
+    index = faiss.IndexFlatIP(vectors.shape[1])
+    index.add(np.ascontiguousarray(vectors[rows], dtype=np.float32))
+
+    def search(queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        sims, found = index.search(np.ascontiguousarray(queries, dtype=np.float32), min(len(rows), k + MAX_STEPS))
+        return sims, np.where(found >= 0, rows[np.maximum(found, 0)], -1)
+
+    return search
+
+
+#: Adversarial setting: a procedure's question is chosen among this many of its drafts (distinct answers) ...
+ADVERSARIAL_DRAFTS = 6
+
+
+#: ... preferring one whose answer has this many titles of other procedures of its split nearer the question.
+ADVERSARIAL_NEARER = 16
+
+
+def _shared_answer(draft: Draft, pool: Pool) -> bool:
+    """Whether the draft's answer shows a (normalised) title that other steps of the pool show too."""
+    row = pool.positions.get(draft.answer_key, -1)
+    code = int(pool.norm_codes[row]) if row >= 0 else -1
+    return code < 0 or int(pool.norm_counts[code]) > 1
+
+
+def pick_windows(options: list[Draft], pool: Pool, per_procedure: int) -> list[Draft]:
+    """Each procedure's ``per_procedure`` drafts among ``options`` whose answers context-free probes tell least.
+
+    An answer nearer its question's mean than every title of the other procedures gives itself away whatever
+    its negatives are (no candidate can sit beside it). Each option's answer is scored by how many of the
+    :data:`ADVERSARIAL_NEARER` titles of other procedures of its split nearest the question mean are nearer
+    than it; a procedure keeps its best-scored options, earlier drafts first on ties (the first draft is the
+    other settings' question). Options are in procedure order, as :func:`make_drafts` lists them.
+
+    Before the score, an answer whose title no other step shares is preferred: a generic title ("Ingredients",
+    "Enjoy!") is the answer of many questions but rarely a near enough negative, so how often a choice occurs in
+    the set would tell answers (one in four choices) from negatives.
+    """
+
+    vectors = pool.embeddings.vectors
+    embedded = [i for i, d in enumerate(options) if d.answer_key in pool.positions]
+    score = np.full(len(options), -1, dtype=np.int64)  # not embedded: the last choice (skipped later)
+    if embedded:
+        chosen = [options[i] for i in embedded]
+        means, _ = question_vectors(chosen, pool)
+        answers = np.asarray(vectors[[pool.positions[d.answer_key] for d in chosen]], dtype=np.float32)
+        radius = np.linalg.norm(answers - means, axis=1)
+        own = np.array([pool.procedure_code.get(d.procedure_id, -2) for d in chosen], dtype=np.int64)
+        group = np.array([pool.group_of[d.procedure_id] for d in chosen], dtype=np.int64)
+        for g in np.unique(group).tolist():
+            rows = np.flatnonzero((pool.norm_codes >= 0) & (pool.groups == g))
+            members = np.flatnonzero(group == g)
+            if not len(rows):
+                continue
+            sims, hit = split_search(vectors, rows)(means[members], ADVERSARIAL_NEARER)
+            other = (hit >= 0) & (pool.procedures[np.maximum(hit, 0)] != own[members][:, None])
+            distance = np.sqrt(np.maximum(2.0 - 2.0 * sims, 0.0))  # unit vectors: from the inner product
+            nearer = other & (distance < radius[members][:, None])
+            first = np.cumsum(other, axis=1) <= ADVERSARIAL_NEARER  # the ADVERSARIAL_NEARER nearest others
+            score[np.array(embedded)[members]] = (nearer & first).sum(axis=1)
+    shared = [_shared_answer(d, pool) for d in options]
+    picked: list[Draft] = []
+    start = 0
+    while start < len(options):
+        end = start
+        while end < len(options) and options[end].procedure_id == options[start].procedure_id:
+            end += 1
+        best = sorted(range(start, end), key=lambda i: (shared[i], -score[i], options[i].number))[:per_procedure]
+        picked.extend(options[i] for i in sorted(best))
+        start = end
+    return picked
+
+
+def _word_vectors(pool: Pool) -> Any:
+    """``(N, V)`` sparse L2-normalised TF-IDF rows of the items' content words (the probes' word-overlap words)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from procbench.shortcuts import content_words
+
+    texts = [text or "" for text in pool.texts]
+    vectorizer = TfidfVectorizer(analyzer=lambda text: sorted(content_words(text)), binary=True, dtype=np.float32)
+    try:
+        return vectorizer.fit_transform(texts)
+    except ValueError:  # no item has a content word
+        return None
+
+
+def near_candidates(drafts: list[Draft], pool: Pool, sizes: Mapping[str, int]) -> np.ndarray:
+    """``(Q, M)`` candidate rows per draft, from each source of ``sizes`` in turn (-1: padding).
+
+    Sources: the titles nearest its answer (``answer``), nearest its question's mean (``question``), nearest
+    each of its question items (``items``, shared among them) and sharing the most content words with them
+    (``words``, TF-IDF): the probes tell an answer by its distance to the question, to the nearest question
+    item and by the words it shares with the question, so the pool holds negatives that match it on each.
+    Candidates are titles of other procedures of the question's split, one row per normalised title. How
+    often a title may be a negative is bounded by how many of its step rows are not answers (see
+    :func:`negative_capacity`), so negatives are drawn from the same population as answers: random steps.
+    """
+
+    vectors = pool.embeddings.vectors
+    answer_rows = np.array([pool.positions[d.answer_key] for d in drafts], dtype=np.int64)
+    # one row per distinct title (the first that is not an answer), so a candidate list holds distinct items
+    usable = pool.norm_codes >= 0
+    usable[answer_rows] = False
+    _, first = np.unique(np.where(usable, pool.norm_codes, -1), return_index=True)
+    distinct = np.zeros(len(usable), dtype=bool)
+    distinct[first] = True
+    usable &= distinct
+    means, shown = question_vectors(drafts, pool)
+    words = _word_vectors(pool) if sizes.get("words", 0) else None
+    lists: list[list[np.ndarray]] = [[] for _ in drafts]
+    own = np.array([pool.procedure_code.get(d.procedure_id, -2) for d in drafts], dtype=np.int64)
+    group = np.array([pool.group_of[d.procedure_id] for d in drafts], dtype=np.int64)
+    for g in np.unique(group).tolist():
+        rows = np.flatnonzero(usable & (pool.groups == g))
+        members = np.flatnonzero(group == g)
+        if not len(rows) or not len(members):
+            continue
+        search = split_search(vectors, rows)
+
+        def nearest(queries: np.ndarray, k: int, search: Callable[..., Any] = search) -> np.ndarray:
+            return np.asarray(search(queries, k)[1])
+
+        for source, k in sizes.items():
+            if k <= 0:
+                continue
+            if source == "answer":
+                hits = nearest(np.asarray(vectors[answer_rows[members]], dtype=np.float32), k)
+            elif source == "question":
+                hits = nearest(means[members], k)
+            elif source == "items":
+                items = shown[members]
+                per_item = -(-k // max(1, items.shape[1]))
+                found = nearest(np.asarray(vectors[np.maximum(items, 0)].reshape(-1, vectors.shape[1])), per_item)
+                found = found.reshape(len(members), items.shape[1], -1)
+                found = np.where(items[:, :, None] >= 0, found, -1)
+                hits = found.transpose(0, 2, 1).reshape(len(members), -1)  # interleaved: each item's nearest first
+            elif source == "words":
+                if words is None:
+                    continue
+                hits = _word_neighbours(words, shown[members], rows, k + MAX_STEPS)
+            else:
+                raise ValueError(f"unknown candidate source {source!r}")
+            for j, i in enumerate(members.tolist()):
+                hit = hits[j][hits[j] >= 0]
+                lists[i].append(hit[pool.procedures[hit] != own[i]][:k])
+    width = sum(max(0, k) for k in sizes.values())
+    out = np.full((len(drafts), width), -1, dtype=np.int64)
+    for i, parts in enumerate(lists):  # a title that several sources found is listed once, where first found
+        joined = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        _, first_seen = np.unique(joined, return_index=True)
+        unique = joined[np.sort(first_seen)]
+        out[i, : len(unique)] = unique
+    return out
+
+
+def _word_neighbours(words: Any, shown: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
+    """``(B, k)`` of ``rows``, those whose content words best match the union of each question's shown items'."""
+    import scipy.sparse as sp
+
+    pool_words = words[rows]
+    out = np.full((len(shown), k), -1, dtype=np.int64)
+    step = max(1, min(256, (1 << 24) // max(1, len(rows))))  # a dense (step, rows) score block of <= 64 MB
+    for start in range(0, len(shown), step):
+        block = shown[start : start + step]
+        picks = sp.csr_matrix(
+            (np.ones(int((block >= 0).sum()), dtype=np.float32), (np.nonzero(block >= 0)[0], block[block >= 0])),
+            shape=(len(block), words.shape[0]),
+        )
+        scores = np.asarray((picks @ words @ pool_words.T).todense())
+        take = min(k, scores.shape[1])
+        top = np.argpartition(-scores, take - 1, axis=1)[:, :take]
+        order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
+        top = np.take_along_axis(top, order, axis=1)
+        found = np.take_along_axis(scores, top, axis=1) > 0
+        out[start : start + len(block), :take] = np.where(found, rows[top], -1)
+    return out
+
+
+def fits_worse(
+    candidates: np.ndarray, answers: np.ndarray, drafts: list[Draft], pool: Pool, step_texts: Embeddings
+) -> np.ndarray:
+    """``candidates`` with those nearer the answer's own step text than the answer is set to -1 (and packed left).
+
+    The context shows that text: a negative that fits it better than the answer would make the question
+    ambiguous for a reader, not hard. Drafts whose answer step has no text embedding keep every candidate.
+    """
+    row_of = {k: i for i, k in enumerate(step_texts.keys.to_pylist())}
+    texts = np.asarray(step_texts.vectors)
+    vectors = pool.embeddings.vectors
+    out = candidates.copy()
+    for i, d in enumerate(drafts):
+        row = row_of.get(d.answer_key)
+        if row is None:
+            continue
+        text = np.asarray(texts[row], dtype=np.float32)
+        fit = float(np.asarray(vectors[answers[i]], dtype=np.float32) @ text)
+        live = candidates[i] >= 0
+        sims = np.asarray(vectors[np.maximum(candidates[i], 0)], dtype=np.float32) @ text
+        keep = live & (sims < fit)
+        out[i] = -1
+        out[i, : int(keep.sum())] = candidates[i][keep]
+    return out
