@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from procbench import __version__
 from procbench.card.citations import BIBTEX, citations_for
 from procbench.card.licenses import hub_license, spdx_license
+from procbench.card.models import models_section
 from procbench.tasks import TASKS as ALL_TASKS
 from procbench.tasks import TEXTUAL_ITEMS
 
@@ -103,6 +104,8 @@ class CardSet:
     totals: dict[str, int] = field(default_factory=dict)
     #: Textual cloze's ``--items`` the set was made with (None: not given, step titles).
     items: str | None = None
+    #: Model rows ``procbench evaluate`` recorded for the set (:func:`procbench.card.models.read_model_rows`).
+    models: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def questions(self) -> int:
@@ -592,6 +595,7 @@ def dataset_card(card: DatasetCard) -> str:
     lines.append("")
     lines += _build_section(card)
     lines += _audit_section(card)
+    lines += models_section(card.sets)
     lines += _licenses_section(card)
     lines += ["## Limitations", ""]
     lines += [f"- {text}" for text in [*card.limitations, *_LIMITATIONS]]

@@ -16,7 +16,13 @@ def command(
         typer.Argument(help="Question sets: TASK (every setting), TASK/SETTING, or set folders.", show_default=False),
     ],
     to: Annotated[Path, typer.Option("--to", help="The folder to write the dataset repository into.")],
-    fmt: Annotated[str, typer.Option("--format", help="Output format: 'hf' (Hugging Face dataset layout).")] = "hf",
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="Output format: 'hf' (Hugging Face dataset layout) or 'lm-eval' (lm-evaluation-harness tasks).",
+        ),
+    ] = "hf",
     push_to_hub: Annotated[
         str | None,
         typer.Option(
@@ -32,8 +38,14 @@ def command(
     images embedded, a dataset card (README.md) and Croissant metadata (croissant.json).
 
     Load it with `datasets.load_dataset(DIR, SETTING)`; --push-to-hub OWNER/NAME uploads it.
+    --format lm-eval writes lm-evaluation-harness tasks instead, with and without the context (DIR/README.md:
+    how to run them; `procbench evaluate --lm-eval RESULTS.json` reads the results back).
     """
     from procbench.cli._console import console, print_json, progress_bar
+
+    if fmt == "lm-eval":
+        _export_lm_eval(qsets, to, store=store, overwrite=overwrite, push_to_hub=push_to_hub, json=json)
+        return
     from procbench.export import export_sets
     from procbench.export import push_to_hub as push
 
@@ -50,4 +62,31 @@ def command(
         f"[bold green]exported[/] {len(result.configs)} configs, {result.images} images to {result.out}"
         + (f" and {result.url}" if result.url else ""),
         highlight=False,
+    )
+
+
+def _export_lm_eval(
+    qsets: list[str], to: Path, *, store: Path, overwrite: bool, push_to_hub: str | None, json: bool
+) -> None:
+    from procbench.cli._console import console, print_json, progress_bar
+    from procbench.errors import BadInput
+    from procbench.export.lmeval import export_lm_eval
+
+    if push_to_hub:
+        raise BadInput("--push-to-hub uploads Hugging Face datasets: use it with --format hf")
+    with progress_bar() as progress:
+        result = export_lm_eval(qsets, to, store=store, overwrite=overwrite, progress=progress)
+    if json:
+        print_json(result.to_dict())
+        return
+    for group, tasks in result.groups.items():
+        console.print(f"[bold]{group}[/]: " + ", ".join(tasks), highlight=False)
+    for name, why in result.skipped.items():
+        console.print(f"[yellow]skipped[/] {name}: {why}", highlight=False)
+    console.print(
+        f"[bold green]exported[/] {len(result.tasks)} lm-eval tasks to {result.out} "
+        f"(run: lm_eval --model hf --model_args pretrained=MODEL --tasks {','.join(result.groups)} "
+        f"--include_path {result.out.resolve()}; see {result.out / 'README.md'})",
+        highlight=False,
+        soft_wrap=True,
     )

@@ -29,6 +29,7 @@ from procbench.card import (
     setting_counts,
     summarise_set,
 )
+from procbench.card.models import read_model_rows
 from procbench.errors import BadInput, MissingDependency
 from procbench.export.inline import Inliner
 from procbench.export.sets import find_audit, resolve_sets
@@ -215,6 +216,7 @@ def export_sets(
         summary.config_name = config
         summary.items = qset.items
         summary.audit = find_audit(qset)
+        summary.models = read_model_rows(qset.path)
         summary.data_files = {}
         result.configs[config] = {}
         for split, hub in HUB_SPLITS.items():
