@@ -362,9 +362,7 @@ def _export_set(qset: QuestionSet, inliner: Inliner, out: Path, result: LmEvalEx
 
 
 def _readme(result: LmEvalExport) -> str:
-    tasks = list(result.tasks)
     groups = list(result.groups)
-    first = tasks[0]
     lines = [
         "# procbench question sets as lm-evaluation-harness tasks",
         "",
@@ -375,8 +373,8 @@ def _readme(result: LmEvalExport) -> str:
         "## Run",
         "",
         "```bash",
-        "pip install 'lm-eval>=0.4'",
-        f"lm_eval --model hf --model_args pretrained=MODEL --tasks {first} --include_path {result.out.resolve()} "
+        "pip install 'lm-eval[hf]>=0.4'",
+        f"lm_eval --model hf --model_args pretrained=MODEL --tasks {groups[0]} --include_path {result.out.resolve()} "
         "--output_path results --log_samples",
         "```",
         "",

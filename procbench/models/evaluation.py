@@ -270,7 +270,7 @@ def evaluate(
                 )
     notes: list[str] = []
     if read is not None:
-        results += read.results
+        results += [EvalResult(**vars(score)) for score in read.results]
         notes += read.notes
     report = EvalReport(results, summarise(results), skipped, warnings, notes)
     if record:

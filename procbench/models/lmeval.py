@@ -26,7 +26,7 @@ from procbench.errors import BadInput
 from procbench.models.metrics import bootstrap_ci
 from procbench.models.registry import task_family
 
-__all__ = ["LM_EVAL_METRICS", "Z95", "LmEvalRead", "model_label", "read_lm_eval"]
+__all__ = ["LM_EVAL_METRICS", "Z95", "LmEvalRead", "LmEvalScore", "model_label", "read_lm_eval"]
 
 #: lm-eval's metrics that ``--lm-eval-metric`` takes (``acc_norm``: likelihood per byte of the choice).
 LM_EVAL_METRICS = ("acc", "acc_norm")
@@ -39,10 +39,29 @@ _METRIC_OF_FAMILY = {"mc": "accuracy", "pair-order": "accuracy", "sequencing": "
 
 
 @dataclass
-class LmEvalRead:
-    """What :func:`read_lm_eval` found: the results, and one line per results file on how it was read."""
+class LmEvalScore:
+    """One lm-eval result as procbench scores it: the fields of :class:`procbench.models.evaluation.EvalResult`
+    (which builds one from it)."""
 
-    results: list[Any] = field(default_factory=list)
+    model: str
+    qset: str
+    split: str
+    metric: str
+    value: float
+    ci: tuple[float, float] | None
+    n: int
+    task: str
+    setting: str
+    ci_method: str
+    source: str
+    qset_path: str | None
+
+
+@dataclass
+class LmEvalRead:
+    """What :func:`read_lm_eval` found: the scores, and one line per results file on how it was read."""
+
+    results: list[LmEvalScore] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
 
@@ -100,13 +119,11 @@ def read_lm_eval(
     bootstrap: int = 1000,
     seed: int = 0,
 ) -> LmEvalRead:
-    """Read lm-eval results files (or folders holding them) into :class:`EvalResult` rows (test split).
+    """Read lm-eval results files (or folders holding them) into scores of exported sets' test splits.
 
     Raises:
         BadInput: a path that is no results file, a metric lm-eval did not report, no task exported by procbench.
     """
-    from procbench.models.evaluation import EvalResult
-
     if metric not in LM_EVAL_METRICS:
         raise BadInput(f"--lm-eval-metric takes {', '.join(LM_EVAL_METRICS)}, not {metric!r}")
     out = LmEvalRead()
@@ -148,7 +165,7 @@ def read_lm_eval(
                 method = "stderr"
                 stderr += 1
             out.results.append(
-                EvalResult(
+                LmEvalScore(
                     model=label if info.get("context", True) else f"{label} (no context)",
                     qset=f"{info['task']}/{info['setting']}",
                     split="test",
