@@ -183,7 +183,7 @@ def export_sets(
             (without ``overwrite``).
     """
     if fmt != "hf":
-        raise BadInput(f"--format takes 'hf', not {fmt!r}")
+        raise BadInput(f"--format takes 'hf' or 'lm-eval', not {fmt!r}")
     resolved = resolve_sets(targets, store)
     out = Path(out)
     if out.exists() and any(out.iterdir()):
