@@ -48,6 +48,7 @@ def record_model_rows(folder: str | Path, rows: dict[str, dict[str, dict[str, An
     handle, tmp = tempfile.mkstemp(dir=folder, prefix=".models-", suffix=".json")
     with os.fdopen(handle, "w", encoding="utf-8") as out:
         json.dump({"models": models}, out, indent=2, sort_keys=True)
+    os.chmod(tmp, 0o644)  # as the set's other files (mkstemp makes it private)
     os.replace(tmp, path)
     return path
 
