@@ -23,6 +23,7 @@ from procbench import __version__
 from procbench.card.citations import BIBTEX, citations_for, methods_of
 from procbench.card.escape import md_code, md_text, yaml_safe
 from procbench.card.licenses import hub_license, spdx_license
+from procbench.card.models import models_section
 from procbench.readers.views import readers_card_lines
 from procbench.tasks import TASKS as ALL_TASKS
 from procbench.tasks import TEXTUAL_ITEMS
@@ -107,6 +108,8 @@ class CardSet:
     items: str | None = None
     #: Scored reader packets recorded with the set (``procbench score-packet``; ``readers.json``).
     readers: list[dict[str, Any]] = field(default_factory=list)
+    #: Model rows ``procbench evaluate`` recorded for the set (:func:`procbench.card.models.read_model_rows`).
+    models: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def questions(self) -> int:
@@ -608,6 +611,7 @@ def dataset_card(card: DatasetCard) -> str:
     lines += _build_section(card)
     lines += _audit_section(card)
     lines += readers_card_lines((f"{s.config_name or s.setting}", s.readers) for s in card.sets)
+    lines += models_section(card.sets)
     lines += _licenses_section(card)
     lines += ["## Limitations", ""]
     lines += [f"- {text}" for text in [*card.limitations, *_LIMITATIONS]]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -33,6 +34,24 @@ def command(
             help="Score a run on its own question set even when the set changed since training (warns).",
         ),
     ] = False,
+    lm_eval: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--lm-eval",
+            help="lm-evaluation-harness results (results_*.json, or a folder of them) of tasks `procbench export "
+            "--format lm-eval` wrote: rows 'lm-eval MODEL' and '... (no context)' (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    lm_eval_metric: Annotated[
+        str, typer.Option("--lm-eval-metric", help="lm-eval's metric to read: acc, or acc_norm (per byte).")
+    ] = "acc",
+    record: Annotated[
+        bool,
+        typer.Option(
+            "--record/--no-record", help="Keep the test scores beside each set (models.json) for the dataset card."
+        ),
+    ] = True,
     store: StoreOption = DEFAULT_STORE,
     seed: SeedOption = 0,
     json: JsonOption = False,
@@ -43,6 +62,9 @@ def command(
     --allow-changed-sets), or on every question set given of its task. Over the settings
     of a sweep the table has models as rows, settings as columns and the mean ± std across settings.
     Sequencing reports Acc, PMR, L_q, L_r, Kendall's tau and Dist against every reference order.
+    --lm-eval RESULTS.json adds language models run with lm-eval on `procbench export --format lm-eval` tasks,
+    with and without the context; intervals resample procedures from lm-eval's per-question log
+    (--log_samples), else come from its standard error (said so). Test scores are kept for the dataset card.
     """
     from procbench.cli._console import console, err_console, print_json, progress_bar
     from procbench.models import evaluate, resolve_inputs
@@ -57,6 +79,9 @@ def command(
             bootstrap=bootstrap,
             seed=seed,
             allow_changed_sets=allow_changed_sets,
+            lm_eval=lm_eval or [],
+            lm_eval_metric=lm_eval_metric,
+            record=record,
             progress=progress,
         )
     for warning in report.warnings:
@@ -66,10 +91,18 @@ def command(
         print_json(data)
         return
     _render(console, data["summary"])
+    for note in report.notes:
+        console.print(f"[dim]intervals:[/] {note}", highlight=False, soft_wrap=True)
 
 
 def _cell(value: float, percent: bool) -> str:
     return f"{100 * value:.1f}" if percent else f"{value:.2f}"
+
+
+def _with_ci(row: dict[str, Any], setting: str, percent: bool, with_ci: bool) -> str:
+    ci = row["ci"].get(setting) if with_ci else None
+    interval = f" ({_cell(ci[0], percent)}-{_cell(ci[1], percent)})" if ci else ""
+    return _cell(row["values"][setting], percent) + interval
 
 
 def _print_wide(console: Any, table: Any) -> None:
@@ -125,9 +158,11 @@ def _render(console: Any, summary: dict[str, Any]) -> None:
             many = len(t["settings"]) > 1
             unit = " %" if t["percent"] else ""
             knobs = any(s.startswith("knobs-") for s in t["settings"])
+            with_ci = len(t["settings"]) <= 4  # a few settings: each value with its 95% interval
             out = Table(
                 title=f"{task} · {split} · {t['label']}{unit}" + (" · knobs K1K2K3" if knobs else ""),
                 title_justify="left",
+                caption=None if with_ci else "95% bootstrap intervals: --json",
                 box=box.SIMPLE_HEAD,
                 padding=(0, 1),
             )
@@ -137,7 +172,7 @@ def _render(console: Any, summary: dict[str, Any]) -> None:
             if many:
                 out.add_column("mean ± std", justify="right", no_wrap=True)
             for row in t["rows"]:
-                cells = [_cell(row["values"][s], t["percent"]) if s in row["values"] else "-" for s in t["settings"]]
+                cells = [_with_ci(row, s, t["percent"], with_ci) if s in row["values"] else "-" for s in t["settings"]]
                 if many:
                     cells.append(f"{_cell(row['mean'], t['percent'])}±{_cell(row['std'], t['percent'])}")
                 out.add_row(row["model"], *cells)

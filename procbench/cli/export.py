@@ -20,8 +20,9 @@ def command(
         str,
         typer.Option(
             "--format",
-            help="Output format: 'hf' (Hugging Face dataset layout), 'label-studio' (a blinded sample as a Label"
-            " Studio import and labeling config, with key.json for score-packet).",
+            help="Output format: 'hf' (Hugging Face dataset layout), 'lm-eval' (lm-evaluation-harness tasks) or"
+            " 'label-studio' (a blinded sample as a Label Studio import and labeling config, with key.json for"
+            " score-packet).",
         ),
     ] = "hf",
     push_to_hub: Annotated[
@@ -47,8 +48,14 @@ def command(
     images embedded, a dataset card (README.md) and Croissant metadata (croissant.json).
 
     Load it with `datasets.load_dataset(DIR, SETTING)`; --push-to-hub OWNER/NAME uploads it.
+    --format lm-eval writes lm-evaluation-harness tasks instead, with and without the context (DIR/README.md:
+    how to run them; `procbench evaluate --lm-eval RESULTS.json` reads the results back).
     """
     from procbench.cli._console import console, print_json, progress_bar
+
+    if fmt == "lm-eval":
+        _export_lm_eval(qsets, to, store=store, overwrite=overwrite, push_to_hub=push_to_hub, json=json)
+        return
     from procbench.export import export_sets
     from procbench.export import push_to_hub as push
 
@@ -107,4 +114,31 @@ def _label_studio(
         f"[bold green]label-studio[/]: {sample.questions} questions -> {sample.main} and "
         f"{to / 'labeling_config.xml'} (key: {to / 'key.json'}, keep it from annotators)",
         highlight=False,
+    )
+
+
+def _export_lm_eval(
+    qsets: list[str], to: Path, *, store: Path, overwrite: bool, push_to_hub: str | None, json: bool
+) -> None:
+    from procbench.cli._console import console, print_json, progress_bar
+    from procbench.errors import BadInput
+    from procbench.export.lmeval import export_lm_eval
+
+    if push_to_hub:
+        raise BadInput("--push-to-hub uploads Hugging Face datasets: use it with --format hf")
+    with progress_bar() as progress:
+        result = export_lm_eval(qsets, to, store=store, overwrite=overwrite, progress=progress)
+    if json:
+        print_json(result.to_dict())
+        return
+    for group, tasks in result.groups.items():
+        console.print(f"[bold]{group}[/]: " + ", ".join(tasks), highlight=False)
+    for name, why in result.skipped.items():
+        console.print(f"[yellow]skipped[/] {name}: {why}", highlight=False)
+    console.print(
+        f"[bold green]exported[/] {len(result.tasks)} lm-eval tasks to {result.out} "
+        f"(run: lm_eval --model hf --model_args pretrained=MODEL --tasks {','.join(result.groups)} "
+        f"--include_path {result.out.resolve()}; see {result.out / 'README.md'})",
+        highlight=False,
+        soft_wrap=True,
     )

@@ -30,6 +30,7 @@ from procbench.card import (
     setting_counts,
     summarise_set,
 )
+from procbench.card.models import read_model_rows
 from procbench.errors import BadInput, MissingDependency
 from procbench.export.inline import Inliner
 from procbench.export.sets import find_audit, resolve_sets
@@ -190,7 +191,7 @@ def export_sets(
             (without ``overwrite``).
     """
     if fmt != "hf":
-        raise BadInput(f"--format takes 'hf', not {fmt!r}")
+        raise BadInput(f"--format takes 'hf' or 'lm-eval', not {fmt!r}")
     resolved = resolve_sets(targets, store)
     out = Path(out)
     tasks = {q.task for q in resolved.sets}
@@ -222,6 +223,7 @@ def export_sets(
         summary.items = qset.items
         summary.audit = find_audit(qset)
         summary.readers = recorded_readers(qset.path)
+        summary.models = read_model_rows(qset.path)
         summary.data_files = {}
         result.configs[config] = {}
         for split, hub in HUB_SPLITS.items():

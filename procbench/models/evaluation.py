@@ -45,10 +45,17 @@ class EvalResult:
     task: str = ""
     setting: str = ""
     run: str | None = None
+    #: How ``ci`` was made when not resampled from per-question scores here: lm-eval results read back
+    #: (:mod:`procbench.models.lmeval`) say ``bootstrap`` (from its per-question log) or ``stderr``.
+    ci_method: str | None = None
+    #: The file the result was read from (lm-eval results).
+    source: str | None = None
+    #: The question set's folder, when known (where ``evaluate`` records test scores for the card).
+    qset_path: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view (``ci`` is ``[lo, hi]`` or null)."""
-        return {
+        out = {
             "model": self.model,
             "qset": self.qset,
             "split": self.split,
@@ -58,6 +65,9 @@ class EvalResult:
             "n": self.n,
             "run": self.run,
         }
+        if self.ci_method is not None:
+            out.update({"ci_method": self.ci_method, "source": self.source})
+        return out
 
 
 @dataclass
@@ -68,13 +78,19 @@ class EvalReport:
     summary: dict[str, Any]
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: How results read from elsewhere were read (lm-eval: where their intervals come from).
+    notes: list[str] = field(default_factory=list)
+    #: The ``models.json`` files the test scores were recorded in (for the dataset card).
+    recorded: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"results": [...], "summary": {...}, "warnings": [...]}``."""
+        """``{"results": [...], "summary": {...}, "warnings": [...], "notes": [...], "recorded": [...]}``."""
         return {
             "results": [r.to_dict() for r in self.results],
             "summary": {**self.summary, "skipped": self.skipped},
             "warnings": self.warnings,
+            "notes": self.notes,
+            "recorded": self.recorded,
         }
 
 
@@ -127,12 +143,21 @@ def evaluate(
     bootstrap: int = 1000,
     seed: int = 0,
     allow_changed_sets: bool = False,
+    lm_eval: Sequence[str | Path] = (),
+    lm_eval_metric: str = "acc",
+    record: bool = False,
     progress: Progress = SILENT,
 ) -> EvalReport:
     """Score ``runs`` and reference ``models`` on ``qsets`` (see the module docstring) for each of ``splits``.
 
     Values are means over the split's questions; ``ci`` is a percentile bootstrap 95% interval over
     questions (``bootstrap`` resamples; 0 for none).
+
+    ``lm_eval``: lm-evaluation-harness results files (or folders of them) of tasks that
+    ``procbench export --format lm-eval`` wrote; their test scores join the tables as models
+    ``lm-eval NAME`` and ``lm-eval NAME (no context)`` (:mod:`procbench.models.lmeval`; ``lm_eval_metric``
+    ``acc`` or ``acc_norm``). ``record``: keep every test score beside its set (``models.json``) for the
+    dataset card (:mod:`procbench.card.models`).
 
     A run scored on the set it was trained on must find that set as it was: when the set's files changed
     since (regenerated with other options or on another store state) the run's scores would be stale,
@@ -145,6 +170,13 @@ def evaluate(
     for split in splits:
         if split not in SPLITS:
             raise BadInput(f"--split takes train, val, test or all, not {split!r}")
+    read = None
+    if lm_eval:
+        from procbench.models.lmeval import read_lm_eval
+
+        read = read_lm_eval(list(lm_eval), metric=lm_eval_metric, bootstrap=bootstrap, seed=seed)
+        if "test" not in splits and read.results:
+            raise BadInput("lm-eval scores the test split: pass --split test (the default) with --lm-eval")
     for name in models:
         if get_model(name).trained:
             raise BadInput(
@@ -184,6 +216,10 @@ def evaluate(
     reference_sets = sets or _dedupe(own_sets)
     if models and not reference_sets:
         raise BadInput(f"--model {models[0]} needs a question set to score: pass QSET (or a sweep folder)")
+    if read is not None:
+        skipped += read.skipped
+        if not read.results:
+            raise BadInput("nothing to evaluate: " + ("; ".join(read.skipped) or "no lm-eval results"))
     for name in models:
         spec = MODELS.get(name)
         for q in reference_sets:
@@ -191,7 +227,7 @@ def evaluate(
                 jobs.append(_Job(name, q, name))
             else:
                 skipped.append(f"{name}: does not answer {q.task} questions ({q.name})")
-    if not jobs:
+    if not jobs and read is None:
         why = "; ".join(skipped) or "pass a run, or --model chance|distance-svm with a question set"
         raise BadInput(f"nothing to evaluate: {why}")
     _disambiguate(jobs)
@@ -229,9 +265,43 @@ def evaluate(
                         task=job.qset.task,
                         setting=labels[job.qset.path.resolve()],
                         run=str(job.run.path) if job.run is not None else None,
+                        qset_path=str(job.qset.path),
                     )
                 )
-    return EvalReport(results, summarise(results), skipped, warnings)
+    notes: list[str] = []
+    if read is not None:
+        results += [EvalResult(**vars(score)) for score in read.results]
+        notes += read.notes
+    report = EvalReport(results, summarise(results), skipped, warnings, notes)
+    if record:
+        report.recorded = record_results(results, warnings)
+    return report
+
+
+def record_results(results: Sequence[EvalResult], warnings: list[str]) -> list[str]:
+    """Keep the test scores beside each set (``SET/models.json``, read by the dataset card); returns the files
+    written. A set folder that is gone or cannot be written is a warning."""
+    from procbench.card.models import record_model_rows
+
+    by_set: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for r in results:
+        if r.split != "test" or r.qset_path is None:
+            continue
+        entry: dict[str, Any] = {"value": r.value, "ci": list(r.ci) if r.ci else None, "n": r.n}
+        entry["interval"] = r.ci_method or "bootstrap"
+        if r.source:
+            entry["source"] = r.source
+        by_set.setdefault(r.qset_path, {}).setdefault(r.model, {})[r.metric] = entry
+    written = []
+    for folder, rows in by_set.items():
+        if not is_question_set(Path(folder)):
+            warnings.append(f"not recorded for the card: no question set at {folder} any more")
+            continue
+        try:
+            written.append(str(record_model_rows(folder, rows)))
+        except OSError as exc:
+            warnings.append(f"not recorded for the card: {folder}: {exc}")
+    return written
 
 
 def _stale_set_message(run: Any, own: QuestionSet) -> str | None:
