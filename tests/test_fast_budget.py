@@ -1,4 +1,5 @@
-"""The fast-suite guard (tests/fast_budget.py): a fast test over the budget fails, a slow-marked one does not."""
+"""The fast-suite guard (tests/fast_budget.py): a fast test over the budget fails, a slow-marked one does not;
+a shared fixture is checked on its own, not charged to the test that set it up."""
 
 from __future__ import annotations
 
@@ -34,6 +35,28 @@ def test_within_budget():
 
 def test_sleeping_is_not_counted():
     time.sleep(1.0)
+
+
+@pytest.fixture(scope="module")
+def shared():
+    burn(1.0)
+
+
+@pytest.fixture(scope="module")
+def cheap_shared():
+    burn(0.3)
+
+
+def test_a_cheap_fixture_shared_is_not_charged_to_the_test(cheap_shared):
+    burn(0.3)  # 0.6 s with the fixture, 0.3 s without
+
+
+def test_first_of_an_expensive_shared_fixture(shared):
+    pass
+
+
+def test_second_of_an_expensive_shared_fixture(shared):
+    pass
 """
 
 
@@ -45,8 +68,9 @@ def test_a_fast_test_over_the_budget_fails_and_a_slow_one_passes(
     pytester.makeini("[pytest]\nmarkers = slow: slow\n")
     pytester.makepyfile(test_burn=BURN)
     result = pytester.runpytest_subprocess("-p", "fast_budget", "-q")
-    result.assert_outcomes(passed=3, failed=1)
+    result.assert_outcomes(passed=5, failed=2)
     result.stdout.fnmatch_lines(["*test_over_budget took *over the 0.5 s budget of a fast test*"])
+    result.stdout.fnmatch_lines(["*the shared fixture 'shared' (set up for *test_first_of_an_expensive_* took*"])
     assert "test_over_budget_but_slow took" not in result.stdout.str()
 
 
