@@ -18,7 +18,14 @@ def command(
             show_default=False,
         ),
     ] = None,
-    out: Annotated[Path, typer.Option("--out", help="The folder to write the report into.")] = Path("report"),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="The folder to write the report into (default: STORE/report, inside the store the sets come from).",
+            show_default=False,
+        ),
+    ] = None,
     runs: Annotated[
         list[Path] | None,
         typer.Option("--runs", help="Trained runs for the sweep table (default: every run under STORE/runs)."),
@@ -31,7 +38,8 @@ def command(
     """Write a static HTML report that works offline: browse each set's questions as a person sees them,
     the audit's probes side by side with their intervals, distance histograms and the sweep table.
 
-    Open OUT/index.html in a browser; nothing is loaded from the network.
+    Open OUT/index.html in a browser (OUT: STORE/report unless --out says otherwise); nothing is loaded from
+    the network. The run is recorded in the store's provenance log.
     """
     from procbench.cli._console import console, print_json, progress_bar
     from procbench.report import write_report
@@ -45,4 +53,5 @@ def command(
         f"[bold green]report[/]: {len(result.pages)} sets, {sum(result.questions.values())} questions, "
         f"{result.images} images -> {result.index}",
         highlight=False,
+        soft_wrap=True,  # the path stays whole, to be copied
     )
