@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,17 +12,16 @@ import pytest
 from typer.testing import CliRunner
 
 from procbench.cli import app
-from procbench.demo import run_demo
 from procbench.embed import load_index, neighbors_of
 from procbench.ingest import ingest_file
+from procbench.progress import SILENT
+from procbench.store import Store
 
 runner = CliRunner()
 
 
 @pytest.fixture
 def store_path(ingested_sample: Path, tmp_path: Path) -> str:
-    import shutil
-
     shutil.copytree(ingested_sample, tmp_path / "store")
     return str(tmp_path / "store")
 
@@ -124,15 +124,20 @@ def test_list_encoders(tmp_path: Path) -> None:
     assert names["hashed"]["available"] is True and names["colour-layout"]["modality"] == "image"
 
 
-def test_demo_embeds_the_sample_offline(tmp_path: Path) -> None:
-    result = run_demo(tmp_path / "demo")
-    embed = result["stages"]["embed"]
+def test_demo_embeds_the_sample_offline(ingested_sample: Path, tmp_path: Path) -> None:
+    # The demo's embed stage on the sample (the whole demo runs in the slow tests/test_demo.py).
+    from procbench.demo import _embed_offline
+
+    shutil.copytree(ingested_sample, tmp_path / "demo")
+    store = Store.open(tmp_path / "demo")
+    embed = _embed_offline(store, seed=0, progress=SILENT)
+    summary = store.summary()
     assert embed["image_encoder"] == "colour-layout" and embed["text_encoder"] in ("minilm-offline", "hashed")
-    assert embed["step_title"] == result["steps"] and embed["image"] == result["images"]
+    assert embed["step_title"] == summary["steps"] and embed["image"] == summary["images"]
     index = load_index(tmp_path / "demo", "image")
     hits = neighbors_of(index, index.keys[:2].to_pylist(), 3)
     assert (hits.indices >= 0).all()
-    assert run_demo(tmp_path / "demo")["stages"]["embed"]["embedded"] == 0
+    assert _embed_offline(Store.open(tmp_path / "demo"), seed=0, progress=SILENT)["embedded"] == 0
 
 
 def test_embed_help_imports_nothing_heavy() -> None:
