@@ -67,6 +67,7 @@ def filtered() -> tuple[Arena, object]:
     return arena, filter_negatives(arena, AdversarialOptions(rounds=8, n_folds=3), seed=0)
 
 
+@pytest.mark.slow  # with the `filtered` fixture: ~36 s of CPU (measured)
 def test_filtering_brings_a_planted_distance_shortcut_to_chance(filtered: tuple) -> None:
     arena, result = filtered
     assert _accuracy(arena, arena.negatives) > 0.8  # the start: negatives off topic
@@ -79,6 +80,7 @@ def test_filtering_brings_a_planted_distance_shortcut_to_chance(filtered: tuple)
     assert start[DISTANCE_MODEL] > 0.8 and best[DISTANCE_MODEL] < 0.4
 
 
+@pytest.mark.slow  # with the `filtered` fixture: ~36 s of CPU (measured)
 def test_filtering_keeps_every_constraint(filtered: tuple) -> None:
     arena, result = filtered
     final = result.negatives
