@@ -124,14 +124,20 @@ def test_list_encoders(tmp_path: Path) -> None:
     assert names["hashed"]["available"] is True and names["colour-layout"]["modality"] == "image"
 
 
-def test_demo_embeds_the_sample_offline(ingested_sample: Path, tmp_path: Path) -> None:
-    # The demo's embed stage on the sample (the whole demo runs in the slow tests/test_demo.py).
+def test_demo_embeds_the_sample_offline(tmp_path: Path) -> None:
+    # The demo's embed stage (MiniLM when procbench[offline] is installed) on six of the sample's procedures; the
+    # whole demo runs in the slow tests/test_demo.py.
+    from procbench.corpus import write_sample
     from procbench.demo import _embed_offline
 
-    shutil.copytree(ingested_sample, tmp_path / "demo")
+    sample = write_sample(tmp_path / "src")
+    six = sample.with_name("six.jsonl")
+    six.write_text("".join(sample.read_text(encoding="utf-8").splitlines(keepends=True)[:6]), encoding="utf-8")
+    ingest_file(tmp_path / "demo", six)
     store = Store.open(tmp_path / "demo")
     embed = _embed_offline(store, seed=0, progress=SILENT)
     summary = store.summary()
+    assert summary["procedures"] == 6 and summary["images_stored"] == summary["steps"]
     assert embed["image_encoder"] == "colour-layout" and embed["text_encoder"] in ("minilm-offline", "hashed")
     assert embed["step_title"] == summary["steps"] and embed["image"] == summary["images"]
     index = load_index(tmp_path / "demo", "image")
