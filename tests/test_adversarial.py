@@ -181,6 +181,7 @@ def test_usable_candidates_exclude_paraphrases_and_shown_items() -> None:
     assert not usable[:, :2].any() and usable[:, 2:].any()
 
 
+@pytest.mark.slow  # ~51 s of CPU (measured)
 def test_pruning_drops_the_questions_the_probes_still_solve() -> None:
     # the first half already has on-topic negatives (at chance), the second half off-topic ones (solved)
     arena = _arena(240, seed=4)
@@ -202,6 +203,7 @@ def test_filtering_prunes_only_below_min_yield() -> None:
     assert summary["min_yield"] == 0.9
 
 
+@pytest.mark.slow  # ~30 s of CPU (measured)
 def test_prune_never_goes_below_the_floor() -> None:
     arena = _arena(100, seed=6, on_topic=0)
     kept, log, best = prune_predictable(arena, AdversarialOptions(), floor=90, seed=0)
