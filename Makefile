@@ -18,8 +18,13 @@ $(BIN)/.procbench-installed: pyproject.toml
 
 install: $(BIN)/.procbench-installed
 
+# The demo ends by saying how to run procbench from here: it lives in $(VENV), not on PATH.
 demo: install
 	$(BIN)/procbench demo
+	@echo
+	@echo "procbench is installed in $(VENV). To run it, activate the environment:"
+	@echo "    . $(BIN)/activate        (then: procbench --help)"
+	@echo "or call it by its path:  $(BIN)/procbench --help"
 
 # `test` skips the tests marked slow (> ~20 s each); `test-slow` runs only those. CI runs both.
 test: install

@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 
+# A fast test over 20 s fails (tests/fast_budget.py); pytester runs that guard on a test file of its own.
+pytest_plugins = ["fast_budget", "pytester"]
+
 
 @pytest.fixture(autouse=True)
 def _offline_and_isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -16,6 +19,8 @@ def _offline_and_isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     monkeypatch.setenv("PROCBENCH_STORE", str(tmp_path / "default-store"))
+    # No progress lines on the captured stderr that tests assert on (tests of the lines set it themselves).
+    monkeypatch.setenv("PROCBENCH_PROGRESS", "off")
     real_connect = socket.socket.connect
 
     def guarded_connect(self: socket.socket, address: Any) -> Any:

@@ -67,6 +67,7 @@ def filtered() -> tuple[Arena, object]:
     return arena, filter_negatives(arena, AdversarialPolicy(rounds=8, n_folds=3), seed=0)
 
 
+@pytest.mark.slow  # with the `filtered` fixture: ~36 s of CPU (measured)
 def test_filtering_brings_a_planted_distance_shortcut_to_chance(filtered: tuple) -> None:
     arena, result = filtered
     assert _accuracy(arena, arena.negatives) > 0.8  # the start: negatives off topic
@@ -79,6 +80,7 @@ def test_filtering_brings_a_planted_distance_shortcut_to_chance(filtered: tuple)
     assert start[DISTANCE_MODEL] > 0.8 and best[DISTANCE_MODEL] < 0.4
 
 
+@pytest.mark.slow  # with the `filtered` fixture: ~36 s of CPU (measured)
 def test_filtering_keeps_every_constraint(filtered: tuple) -> None:
     arena, result = filtered
     final = result.negatives
@@ -179,6 +181,7 @@ def test_usable_candidates_exclude_paraphrases_and_shown_items() -> None:
     assert not usable[:, :2].any() and usable[:, 2:].any()
 
 
+@pytest.mark.slow  # ~51 s of CPU (measured)
 def test_pruning_drops_the_questions_the_probes_still_solve() -> None:
     # the first half already has on-topic negatives (at chance), the second half off-topic ones (solved)
     arena = _arena(240, seed=4)
@@ -200,6 +203,7 @@ def test_filtering_prunes_only_below_min_yield() -> None:
     assert summary["min_yield"] == 0.9
 
 
+@pytest.mark.slow  # ~30 s of CPU (measured)
 def test_prune_never_goes_below_the_floor() -> None:
     arena = _arena(100, seed=6, on_topic=0)
     kept, log, best = prune_predictable(arena, AdversarialPolicy(), floor=90, seed=0)

@@ -433,3 +433,20 @@ def test_outputs_that_cannot_be_written_are_bad_input_before_the_audit(store: Pa
         assert result.exit_code == 2, result.output
         assert "cannot write in" in result.output and len(result.output.strip().splitlines()) == 1
     assert not (folder / "audit.json").exists()
+
+
+def test_a_verdict_line_per_set_and_the_bias_marker_read_without_colour(store: Path) -> None:
+    folders = [str(store / "questions" / t) for t in ("textual-cloze/planted", "textual-cloze/none")]
+    result = _invoke(*folders, "--n-boot", "100", "--probes", "length,answer_position")
+    assert result.exit_code == 0, result.output
+    assert "\x1b[" not in result.output  # piped: no colour, so the words carry the verdict
+    lines = result.stdout.splitlines()
+    planted = [line for line in lines if line.startswith("textual-cloze/planted: ")]
+    none = [line for line in lines if line.startswith("textual-cloze/none: ")]
+    assert len(planted) == len(none) == 1
+    # the planted length shortcut (70% of answers longest): flagged in words, with its value and chance
+    assert planted[0].startswith("textual-cloze/planted: BIASED (") and "length " in planted[0]
+    assert "BIAS+ (chance 25.0%)" in planted[0]
+    assert none[0] == "textual-cloze/none: no bias found (2 shortcut probes at chance)"
+    assert "red and BIAS+ = a bias" in " ".join(result.output.split())  # the table's title, wrapped
+    assert sum("BIAS+" in line for line in lines if line.startswith("│ length")) == 1  # the table's cell too

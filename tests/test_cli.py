@@ -109,6 +109,29 @@ def test_help_shows_every_option_name_whole_at_80_columns() -> None:
                     assert opt in out, (name, opt)
 
 
+def test_help_keeps_every_word_whole_and_every_bracket_at_80_columns() -> None:
+    """No help word is broken across lines (``step_first_sentenc e``), no ``[auto]`` default is eaten as Rich
+    markup, docstring paragraphs reflow; generate's --task lists every registered task."""
+    import typer.main
+    from rich.text import Text
+
+    from procbench.cli._help import escape_brackets, reflow
+    from procbench.tasks import TASKS
+
+    group = typer.main.get_command(app)
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        out = runner.invoke(app, [name, "--help"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"}).stdout
+        words = set(out.split())
+        texts = [reflow(command.help) or ""] + [getattr(p, "help", None) or "" for p in command.params]
+        for text in texts:
+            for word in Text.from_markup(escape_brackets(text) or "").plain.split():
+                assert word in words, (name, word)
+    generate = runner.invoke(app, ["generate", "--help"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"}).stdout
+    task_help = " ".join(generate.split("--task", 1)[1].split("--knobs", 1)[0].split())
+    assert all(f" {task}," in task_help or f" {task}." in task_help for task in TASKS.names())
+    assert "question) [auto]." in " ".join(generate.split())
+
+
 def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     """Bad option values (--seed -1), unknown options and commands: one line on stderr, exit 2, no usage box."""
     for args, message in (

@@ -3,30 +3,48 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from procbench.cli import app
 from procbench.corpus import load_sample
+from procbench.demo import DEMO_VISUAL_SETTINGS
 from procbench.store import Store
 
 
+@pytest.mark.slow  # the whole pipeline on the sample: about a minute on two idle cores
 def test_demo_builds_the_sample_store_and_is_rerunnable(tmp_path: Path) -> None:
     runner = CliRunner()
     store = tmp_path / "demo"
-    first = runner.invoke(app, ["demo", "--store", str(store), "--json"])
+    first = runner.invoke(app, ["demo", "--store", str(store)])
     assert first.exit_code == 0, first.output
-    result = json.loads(first.stdout)
+    # it ends with where the store and the report are, and a command to try next (which works)
+    store_line, report_line, next_line = first.stdout.rstrip("\n").splitlines()[-3:]
+    assert store_line.startswith(f"store:  {store} (45 procedures, ")
+    assert report_line == f"report: {store / 'report' / 'index.html'} (open it in a browser)"
+    assert next_line.startswith("next:   ") and next_line.endswith(f"--store {store}")
+    assert "[" not in first.stdout  # no list repr of the plots' paths
+    command = next_line.removeprefix("next:   ").split()
+    tried = runner.invoke(app, [*command[command.index("audit") :], "--n-boot", "50"])
+    assert tried.exit_code == 0, tried.output
+
+    second = runner.invoke(app, ["demo", "--store", str(store), "--json"])  # stages skip what is done
+    assert second.exit_code == 0, second.output
+    result = json.loads(second.stdout)
     sample = load_sample()
     assert result["procedures"] == len(sample)
     assert result["steps"] == sum(len(r["steps"]) for r in sample)
     opened = Store.open(store)
+    assert opened.table("procedures").num_rows == len(sample)
     images = opened.table("images")
     assert images.num_rows == result["steps"] and all(images["stored"].to_pylist())
     assert all(opened.image_path(i).is_file() for i in images["id"].to_pylist())
     report = Path(result["report"])
     assert report == store / "report" / "index.html" and report.is_file()
     assert "hasty-choice-only" in report.read_text()  # the sweep table of the demo's runs
-    assert len(list((store / "report" / "sets").glob("*.html"))) == len(result["stages"]["generate"])
+    generated = result["stages"]["generate"]
+    assert len(list((store / "report" / "sets").glob("*.html"))) == len(generated)
+    assert {f"{task}/{s.name}" for task, settings in DEMO_VISUAL_SETTINGS.items() for s in settings} <= set(generated)
     plots = result["stages"]["audit"]["plots"]
     assert plots and all((store / p).is_file() and p.startswith("audit-plots/") and p.endswith(".png") for p in plots)
     # audit --per-question's scores: the report's shortcut-score filter is there for the multiple-choice sets
@@ -34,6 +52,38 @@ def test_demo_builds_the_sample_store_and_is_rerunnable(tmp_path: Path) -> None:
     page = (store / "report" / "sets" / "textual-cloze--default.html").read_text()
     assert (store / "questions" / "textual-cloze" / "default" / "shortcut_scores.parquet").is_file()
     assert '"has_scores":true' in page and 'id="score"' in page
-    second = runner.invoke(app, ["demo", "--store", str(store), "--json"])
-    assert second.exit_code == 0, second.output
-    assert Store.open(store).table("procedures").num_rows == len(sample)
+    commands = [e["command"] for e in opened.provenance]
+    assert {"scrape", "clean", "embed", "generate", "audit", "train", "report"} <= set(commands)
+
+
+def test_the_next_command_runs_procbench_as_this_shell_can(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import shutil
+    import sys
+
+    from procbench.cli.demo import launcher
+
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/procbench")
+    assert launcher() == "procbench"
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    script = tmp_path / ".venv" / "bin" / "procbench"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [".venv/bin/procbench", "demo"])
+    assert launcher() == ".venv/bin/procbench"
+    monkeypatch.setattr(sys, "argv", ["-c"])
+    assert launcher() == f"{sys.executable} -m procbench"
+
+
+def test_make_demo_ends_by_saying_how_to_run_procbench() -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    root = Path(__file__).resolve().parents[1]
+    planned = subprocess.run(
+        ["make", "-n", "-C", str(root), "demo", "VENV=.venv"], capture_output=True, text=True, check=True
+    ).stdout
+    after = planned.split(".venv/bin/procbench demo", 1)[1]
+    assert ". .venv/bin/activate" in after and ".venv/bin/procbench --help" in after

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,17 +12,16 @@ import pytest
 from typer.testing import CliRunner
 
 from procbench.cli import app
-from procbench.demo import run_demo
 from procbench.embed import load_index, neighbors_of
 from procbench.ingest import ingest_file
+from procbench.progress import SILENT
+from procbench.store import Store
 
 runner = CliRunner()
 
 
 @pytest.fixture
 def store_path(ingested_sample: Path, tmp_path: Path) -> str:
-    import shutil
-
     shutil.copytree(ingested_sample, tmp_path / "store")
     return str(tmp_path / "store")
 
@@ -125,14 +125,25 @@ def test_list_encoders(tmp_path: Path) -> None:
 
 
 def test_demo_embeds_the_sample_offline(tmp_path: Path) -> None:
-    result = run_demo(tmp_path / "demo")
-    embed = result["stages"]["embed"]
+    # The demo's embed stage (MiniLM when procbench[offline] is installed) on six of the sample's procedures; the
+    # whole demo runs in the slow tests/test_demo.py.
+    from procbench.corpus import write_sample
+    from procbench.demo import _embed_offline
+
+    sample = write_sample(tmp_path / "src")
+    six = sample.with_name("six.jsonl")
+    six.write_text("".join(sample.read_text(encoding="utf-8").splitlines(keepends=True)[:6]), encoding="utf-8")
+    ingest_file(tmp_path / "demo", six)
+    store = Store.open(tmp_path / "demo")
+    embed = _embed_offline(store, seed=0, progress=SILENT)
+    summary = store.summary()
+    assert summary["procedures"] == 6 and summary["images_stored"] == summary["steps"]
     assert embed["image_encoder"] == "colour-layout" and embed["text_encoder"] in ("minilm-offline", "hashed")
-    assert embed["step_title"] == result["steps"] and embed["image"] == result["images"]
+    assert embed["step_title"] == summary["steps"] and embed["image"] == summary["images"]
     index = load_index(tmp_path / "demo", "image")
     hits = neighbors_of(index, index.keys[:2].to_pylist(), 3)
     assert (hits.indices >= 0).all()
-    assert run_demo(tmp_path / "demo")["stages"]["embed"]["embedded"] == 0
+    assert _embed_offline(Store.open(tmp_path / "demo"), seed=0, progress=SILENT)["embedded"] == 0
 
 
 def test_embed_help_imports_nothing_heavy() -> None:

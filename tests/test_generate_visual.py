@@ -554,6 +554,7 @@ def test_distance_probe_recipeqa_is_biased_and_k3_removes_it(sample_sweeps: tupl
     assert recipeqa > 0.9 and hardest < recipeqa - 0.2
 
 
+@pytest.mark.slow  # every visual sweep twice, adversarial included: minutes
 def test_same_seed_gives_identical_files_and_a_setting_alone_matches_the_sweep(
     sample_template: Path, tmp_path: Path
 ) -> None:

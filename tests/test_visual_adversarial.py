@@ -89,6 +89,7 @@ def test_within_question_is_the_layout_of_choice_features() -> None:
     assert np.allclose(choice_features(batch)[:, :, columns], within_question(np.log1p(counts), batch.valid))
 
 
+@pytest.mark.slow  # ~29 s of CPU (measured)
 def test_coherence_filter_moves_the_probes_to_chance_and_keeps_the_rank(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -195,4 +195,27 @@ def run_audit(
                 run.scores_notes[name] = "the set has no folder to write shortcut_scores.parquet to"
             else:
                 run.scores[name] = write_scores(audit.scores, scores_path)
+    chosen = probes if probes is None or isinstance(probes, str) else list(probes)
+    options = {"format": format, "probes": chosen, "n_boot": n_boot, "n_folds": n_folds, "per_question": per_question}
+    _record_run(run, sets, options, seed=seed)
     return run
+
+
+def _flagged(audit: SetAudit) -> int:
+    return sum(r.flagged for r in audit.probes.values())
+
+
+def _record_run(run: AuditRun, sets: Sequence[AuditSet], options: dict[str, Any], *, seed: int) -> None:
+    """An ``audit`` entry in the provenance log of each store the audited sets live in (RecipeQA JSON files and
+    folders outside a store are in none): which sets, the options, the counts and what was written."""
+    from procbench.audit.loaders import set_store
+
+    by_store: dict[Path, tuple[Store, list[str]]] = {}
+    for aset, name in zip(sets, run.report.sets, strict=True):
+        home = set_store(aset.source) if aset.source is not None and aset.source.is_dir() else None
+        if home is not None:
+            by_store.setdefault(home.root.resolve(), (home, []))[1].append(name)
+    outputs: list[Path] = [run.report_path, *run.plots, *run.scores.values()]
+    for home, names in by_store.values():
+        counts = {**run.report.counts(), "flagged_by_set": {n: _flagged(run.report.sets[n]) for n in names}}
+        home.record_run("audit", args={"sets": names, **options}, seed=seed, counts=counts, outputs=outputs)

@@ -1,11 +1,19 @@
-"""The only place that renders output: consoles, progress bars, JSON printing, one-line errors."""
+"""The only place that renders output: consoles, progress bars, JSON printing, one-line errors.
+
+Progress goes to stderr: a Rich bar on a terminal, a plain line per stage otherwise (a log file or a pipe then
+shows what a long command is doing). ``PROCBENCH_PROGRESS`` overrides the choice: ``bar``, ``lines`` or ``off``
+(``auto``, the default, picks by whether stderr is a terminal).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import logging
+import os
+import re
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -53,6 +61,14 @@ def error(message: str) -> None:
     err_console.print(f"[bold red]error:[/] {escape(plain(message))}", highlight=False, soft_wrap=True)
 
 
+#: How progress is shown: ``auto`` (bar on a terminal, lines otherwise), ``bar``, ``lines`` or ``off``.
+PROGRESS_ENV = "PROCBENCH_PROGRESS"
+_PROGRESS_MODES = ("auto", "bar", "lines", "off")
+#: A stage that repeats with other numbers (training epochs: ``hasty epoch 3/20 · loss ...``) prints at most one
+#: line per this many seconds; every other stage prints its line.
+REPEAT_INTERVAL = 10.0
+
+
 class RichProgress:
     """A :class:`procbench.progress.Progress` drawn as a Rich bar; silent when stderr is not a terminal."""
 
@@ -70,9 +86,68 @@ class RichProgress:
             self._bar.advance(self._task, n)
 
 
+class LineProgress:
+    """A :class:`procbench.progress.Progress` printed as one plain line per stage on stderr, with the seconds
+    since the command started: what a log file of a long command shows (no bar, no colour, no cursor moves).
+
+    A stage that only differs from the last printed one by its numbers (an epoch counter) prints at most once per
+    :data:`REPEAT_INTERVAL` seconds, so a long training run does not fill the log.
+    """
+
+    def __init__(self, write: Any = None, clock: Any = time.monotonic) -> None:
+        self._write = write if write is not None else _stderr_line
+        self._clock = clock
+        self._started = clock()
+        self._last_family: str | None = None
+        self._last_time = float("-inf")
+
+    def start(self, description: str, total: int | None = None) -> None:
+        now = self._clock()
+        family = re.sub(r"\d+", "#", description.split(" · ")[0])
+        if family == self._last_family and now - self._last_time < REPEAT_INTERVAL:
+            return
+        self._last_family, self._last_time = family, now
+        size = f" ({total})" if total is not None else ""
+        self._write(f"[{now - self._started:7.1f}s] {description}{size}")
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+
+def _stderr_line(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+class _NoProgress:
+    def start(self, description: str, total: int | None = None) -> None:
+        pass
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+
+def progress_mode() -> str:
+    """``bar``, ``lines`` or ``off``: :data:`PROGRESS_ENV` when set to one of them, else by whether stderr is a
+    terminal."""
+    mode = os.environ.get(PROGRESS_ENV, "auto").strip().lower() or "auto"
+    if mode not in _PROGRESS_MODES:
+        mode = "auto"
+    if mode == "auto":
+        return "bar" if err_console.is_terminal else "lines"
+    return mode
+
+
 @contextlib.contextmanager
-def progress_bar() -> Iterator[RichProgress]:
-    """A progress sink for library calls, shown only on a terminal."""
+def progress_bar() -> Iterator[RichProgress | LineProgress | _NoProgress]:
+    """A progress sink for library calls: a bar on a terminal, a line per stage otherwise (see the module doc)."""
+    mode = progress_mode()
+    if mode == "lines":
+        yield LineProgress()
+        return
+    if mode == "off":
+        yield _NoProgress()
+        return
     bar = Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -81,7 +156,6 @@ def progress_bar() -> Iterator[RichProgress]:
         TimeRemainingColumn(),
         console=err_console,
         transient=True,
-        disable=not err_console.is_terminal,
     )
     with bar:
         yield RichProgress(bar)

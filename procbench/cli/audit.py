@@ -10,6 +10,8 @@ from procbench.cli._options import DEFAULT_STORE, JsonOption, SeedOption, StoreO
 NAME = "audit"
 
 _VERDICT_STYLE = {"above": "bold red", "below": "bold red", "chance": "green"}
+#: Marks a flagged value in words as well as in red, so piped output (no colour) still shows the bias.
+_BIAS_MARK = {"above": " BIAS+", "below": " BIAS-"}
 
 
 def command(
@@ -92,20 +94,28 @@ def command(
     _render(console, run, {name: spec.kind for name, spec in PROBES.items()})
 
 
+def _fmt(kind: str, x: float, unit: bool = True) -> str:
+    """A probe's number: a percentage for accuracies, shares and rates, else three decimals."""
+    if kind in ("accuracy", "share", "rate"):
+        return f"{x:.1%}" if unit else f"{100 * x:.1f}"
+    return f"{x:.3f}"
+
+
 def _cell(result: Any, kind: str) -> str:
-    """``value [lo-hi]`` (coloured by verdict) over ``chance c``; ``n/a`` when the probe does not apply."""
+    """``value [lo-hi]`` (coloured by verdict, and ``BIAS+``/``BIAS-`` when flagged) over ``chance c``; ``n/a``
+    when the probe does not apply."""
     if result.value is None:
         return "[dim]n/a[/]"
-    percent = kind in ("accuracy", "share", "rate")
 
     def fmt(x: float, unit: bool = True) -> str:
-        return (f"{x:.1%}" if unit else f"{100 * x:.1f}") if percent else f"{x:.3f}"
+        return _fmt(kind, x, unit)
 
     if result.reference:
         style = "bold blue" if result.verdict == "above" else ""
     else:
         style = _VERDICT_STYLE.get(result.verdict or "", "")
-    text = f"[{style}]{fmt(result.value)}[/]" if style else fmt(result.value)
+    value = fmt(result.value) + (_BIAS_MARK.get(result.verdict or "", "") if result.flagged else "")
+    text = f"[{style}]{value}[/]" if style else value
     if result.ci is not None:
         text += f" [{fmt(result.ci[0], False)}-{fmt(result.ci[1], False)}]"
     text += f"\n[dim]chance {fmt(result.chance)}[/]" if result.chance is not None else "\n[dim]no chance level[/]"
@@ -119,8 +129,8 @@ def _render(console: Any, run: Any, kinds: dict[str, str]) -> None:
     report = run.report
     table = Table(
         title=(
-            "Bias audit: value \\[95% interval] and chance level; red = a bias (interval above chance, or below it:"
-            " a shortcut with the sign flipped); blue = what the context gives (reference)"
+            "Bias audit: value \\[95% interval] and chance level; red and BIAS+ = a bias (interval above chance;"
+            " BIAS-: below it, a shortcut with the sign flipped); blue = what the context gives (reference)"
         ),
         title_justify="left",
         show_lines=True,
@@ -145,6 +155,8 @@ def _render(console: Any, run: Any, kinds: dict[str, str]) -> None:
     console.print(table)
     for reason, number in reasons.items():
         console.print(f"[dim]({number}) {escape(reason)}[/]", highlight=False)
+    for name, audit in report.sets.items():
+        console.print(verdict_line(name, audit, kinds), highlight=False, soft_wrap=True)
     console.print(f"audit.json -> {run.report_path}", highlight=False)
     if run.plots:
         console.print(f"{len(run.plots)} plots -> {run.plots[0].parent}", highlight=False)
@@ -152,3 +164,26 @@ def _render(console: Any, run: Any, kinds: dict[str, str]) -> None:
         console.print(f"shortcut scores of {escape(name)} -> {path}", highlight=False)
     for name, note in run.scores_notes.items():
         console.print(f"[yellow]no shortcut scores for {escape(name)}:[/] {escape(note)}", highlight=False)
+
+
+def verdict_line(name: str, audit: Any, kinds: dict[str, str]) -> str:
+    """One line per set: ``NAME: BIASED (2 of 9 shortcut probes off chance): length 61.0% BIAS+ (chance 25.0%),
+    ...`` or ``NAME: no bias found (9 shortcut probes at chance)``; readable without colour."""
+    from rich.markup import escape
+
+    shortcuts = {p: r for p, r in audit.probes.items() if not r.reference and r.verdict is not None}
+    flagged = {p: r for p, r in shortcuts.items() if r.flagged}
+    skipped = sum(1 for r in audit.probes.values() if r.value is None)
+    tail = f"; {skipped} did not apply" if skipped else ""
+    if not shortcuts:
+        return f"[bold]{escape(name)}[/]: no verdict (no shortcut probe with a chance level applies{tail})"
+    if not flagged:
+        return f"[bold]{escape(name)}[/]: [green]no bias found[/] ({len(shortcuts)} shortcut probes at chance{tail})"
+    found = ", ".join(
+        f"{p} {_fmt(kinds.get(p, ''), r.value)}{_BIAS_MARK[r.verdict]} (chance {_fmt(kinds.get(p, ''), r.chance)})"
+        for p, r in flagged.items()
+    )
+    return (
+        f"[bold]{escape(name)}[/]: [bold red]BIASED[/] ({len(flagged)} of {len(shortcuts)} shortcut probes off "
+        f"chance{tail}): {found}"
+    )

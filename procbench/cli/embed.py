@@ -45,7 +45,7 @@ def command(
         typer.Option(
             "--fields",
             "-f",
-            help="Comma-separated: step_title,step_text,step_first_sentence,procedure_title,image,action "
+            help="Comma-separated, of step_title, step_text, step_first_sentence, procedure_title, image, action "
             "(step_first_sentence: each step text's first sentence, for textual-cloze --items first-sentence; "
             "action: the step action tuples `procbench extract` wrote; default: all but these two, and these "
             "once the store has embeddings of them).",

@@ -14,14 +14,13 @@ from procbench.cli._options import (
     SeedOption,
     StoreOption,
 )
+from procbench.tasks import TASKS  # names only: nothing heavy is imported
 
 NAME = "generate"
 
 
 def command(
-    task: Annotated[
-        str, typer.Option("--task", "-t", help="Task to generate, e.g. textual-cloze, sequencing, pair-order.")
-    ],
+    task: Annotated[str, typer.Option("--task", "-t", help=f"Task to generate: {', '.join(TASKS.names())}.")],
     knobs: Annotated[
         str | None,
         typer.Option(

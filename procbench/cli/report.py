@@ -18,7 +18,14 @@ def command(
             show_default=False,
         ),
     ] = None,
-    out: Annotated[Path, typer.Option("--out", help="The folder to write the report into.")] = Path("report"),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="The folder to write the report into (default: STORE/report, inside the store the sets come from).",
+            show_default=False,
+        ),
+    ] = None,
     runs: Annotated[
         list[Path] | None,
         typer.Option("--runs", help="Trained runs for the sweep table (default: every run under STORE/runs)."),
@@ -50,7 +57,8 @@ def command(
     """Write a static HTML report that works offline: browse each set's questions as a person sees them,
     the audit's probes side by side with their intervals, distance histograms and the sweep table.
 
-    Open OUT/index.html in a browser; nothing is loaded from the network. With --answer-sheet N, the report
+    Open OUT/index.html in a browser (OUT: STORE/report unless --out says otherwise); nothing is loaded from
+    the network. The run is recorded in the store's provenance log. With --answer-sheet N, the report
     is an answer sheet instead: people answer blinded questions offline and download a JSON of answers that
     `procbench score-packet OUT ANSWERS.json` scores (keep OUT/key.json from them).
     """
@@ -58,6 +66,10 @@ def command(
     from procbench.report import write_report
 
     if answer_sheet is not None:
+        if out is None:
+            from procbench.errors import BadInput
+
+            raise BadInput("--answer-sheet needs --out: the answer page and its key.json are written there")
         _answer_mode(qsets or [], out, store, answer_sheet, context, split, seed, overwrite, json)
         return
     with progress_bar() as progress:
@@ -69,6 +81,7 @@ def command(
         f"[bold green]report[/]: {len(result.pages)} sets, {sum(result.questions.values())} questions, "
         f"{result.images} images -> {result.index}",
         highlight=False,
+        soft_wrap=True,  # the path stays whole, to be copied
     )
 
 

@@ -289,6 +289,7 @@ def train(
     net.load_state_dict(load_file(str(run / WEIGHTS)))
     metrics = _split_metrics(net, batches, feats)
     write_json(run / METRICS, metrics)
+    _record_run(store, qset, run_config, run, epoch=epoch, best_epoch=best_epoch, stopped=stopped, metrics=metrics)
     return TrainResult(
         run=run,
         model=config.model,
@@ -305,6 +306,32 @@ def train(
         missing=feats.missing,
         history=log,
     )
+
+
+def _record_run(
+    store: Store | None,
+    qset: QuestionSet,
+    run_config: dict[str, Any],
+    run: Path,
+    *,
+    epoch: int,
+    best_epoch: int,
+    stopped: str,
+    metrics: dict[str, dict[str, float]],
+) -> None:
+    """A ``train`` entry in the provenance log of the store the features came from: the model, the set (and its
+    fingerprint), the hyperparameters, where the run is, how it ended and its scores per split."""
+    from procbench.models.featurisation import store_of
+
+    home = store or store_of(qset)
+    args = {
+        "model": run_config["model"],
+        "qset": qset.name,
+        "fingerprint": run_config["qset"]["fingerprint"],
+        "hyperparameters": run_config["hyperparameters"],
+    }
+    counts = {"epochs": epoch, "best_epoch": best_epoch, "stopped": stopped, "metrics": metrics}
+    home.record_run("train", args=args, seed=run_config["hyperparameters"].get("seed"), counts=counts, outputs=[run])
 
 
 def train_many(

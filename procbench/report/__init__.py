@@ -52,7 +52,7 @@ class ReportResult:
 
 def write_report(
     targets: list[str] | None,
-    out: str | Path,
+    out: str | Path | None = None,
     *,
     store: str | Path = "procbench-store",
     runs: Sequence[str | Path] | None = None,
@@ -64,13 +64,15 @@ def write_report(
     """Write the report of ``targets`` (TASK, TASK/SETTING or set folders; all sets of ``store`` when empty).
 
     ``runs``: run folders for the sweep table (default: every run under ``STORE/runs``); ``sweeps``: sweep
-    tables already computed (``evaluate(...).summary["tables"]``), used instead of evaluating runs.
+    tables already computed (``evaluate(...).summary["tables"]``), used instead of evaluating runs. ``out``
+    defaults to ``STORE/report`` inside the store the sets come from. The run is recorded in that store's
+    provenance log.
     """
     if not targets:
         base = Path(store) / "questions"
         targets = sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
     resolved = resolve_sets(list(targets), store)
-    out = Path(out)
+    out = Path(out) if out is not None else resolved.store.root / "report"
     (out / "sets").mkdir(parents=True, exist_ok=True)
     (out / "assets").mkdir(parents=True, exist_ok=True)
     for name in ("report.css", "report.js"):
@@ -101,4 +103,7 @@ def write_report(
     result.sweep_tables = len(sweeps)
     title = "procbench report: " + ", ".join(dict.fromkeys(q.task for q in resolved.sets))
     result.index.write_text(index_page(views, sweeps, title=title), encoding="utf-8")
+    counts = {"sets": len(result.pages), "questions": sum(result.questions.values()), "images": result.images}
+    args = {"sets": list(result.pages), "limit": limit, "sweep_tables": result.sweep_tables}
+    resolved.store.record_run("report", args=args, seed=seed, counts=counts, outputs=[out])
     return result

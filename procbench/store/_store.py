@@ -8,7 +8,7 @@ import fcntl
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from procbench.errors import StoreChanged, StoreDamaged, StoreError, StoreLocked, StoreNotFound, StoreReadOnly
 from procbench.store.atomic import atomic_write_bytes
 from procbench.store.images import NormalisedImage
-from procbench.store.provenance import utc_now
+from procbench.store.provenance import RUN, provenance_entry, transactions, utc_now
 from procbench.store.schema import SCHEMA_VERSION, TABLES
 from procbench.store.tables import (
     FILE,
@@ -114,7 +114,7 @@ class Store:
             with contextlib.suppress(StoreLocked, StoreReadOnly), store._write_lock():
                 recover(root)
                 _remove_partial_images(root)  # what a killed writer left half-written
-        store._read_version = len(store.read_meta().get("provenance", []))
+        store._read_version = transactions(store.read_meta().get("provenance", []))
         return store
 
     def read_meta(self) -> dict[str, Any]:
@@ -126,8 +126,9 @@ class Store:
 
     @property
     def version(self) -> int:
-        """How many transactions have been committed (grows by one with each)."""
-        return len(self.read_meta()["provenance"])
+        """How many transactions have been committed (grows by one with each; a recorded run that changed no
+        table, :meth:`record_run`, leaves it alone)."""
+        return transactions(self.read_meta()["provenance"])
 
     def _note_read(self) -> None:
         if self._read_version is None and not self._in_transaction:
@@ -286,8 +287,9 @@ class Store:
         with self._write_lock():
             read, self._read_version = self._read_version, None
             meta = self.read_meta()
-            if read is not None and read != len(meta["provenance"]):
-                last = meta["provenance"][-1].get("command", "?") if meta["provenance"] else "?"
+            if read is not None and read != transactions(meta["provenance"]):
+                changed = [e for e in meta["provenance"] if e.get("kind") != RUN]
+                last = changed[-1].get("command", "?") if changed else "?"
                 raise StoreChanged(
                     f"{self.root} changed while {command} was working (another process ran {last}); "
                     f"nothing was written: run {command} again"
@@ -304,6 +306,53 @@ class Store:
                 txn.commit()
             finally:
                 self._in_transaction = False
+
+    def record_run(
+        self,
+        command: str,
+        *,
+        args: dict[str, Any],
+        seed: int | None,
+        counts: dict[str, Any],
+        outputs: Sequence[str | os.PathLike[str]] = (),
+        packages: tuple[str, ...] = (),
+        wait: float = 10.0,
+    ) -> bool:
+        """Append a provenance entry for a run that read the store and wrote files of its own (an audit, a
+        training run, a report) rather than tables: ``kind: "run"``, with its ``outputs`` (store-relative
+        when inside the store). It changes no table, so :attr:`version` stays and no writer that read the
+        store before is refused for it.
+
+        Waits up to ``wait`` seconds for another process's transaction to finish. Returns False (nothing
+        recorded; the run's outputs stand) when the store stays locked or cannot be written here.
+        """
+        import time
+
+        entry = provenance_entry(command, args=args, seed=seed, counts=counts, packages=packages)
+        entry["kind"] = RUN
+        entry["outputs"] = [self._relative(Path(p)) for p in outputs]
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                with self._write_lock():
+                    meta = self.read_meta()
+                    meta["provenance"].append(entry)
+                    text = json.dumps(meta, indent=2) + "\n"
+                    atomic_write_bytes(self.root / _META, text.encode("utf-8"))
+                return True
+            except StoreLocked:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.2)
+            except (StoreError, OSError):  # read-only here, or the lock cannot be taken at all
+                return False
+
+    def _relative(self, path: Path) -> str:
+        """``path`` relative to the store when it lies inside it, else absolute."""
+        resolved = path.resolve()
+        if resolved.is_relative_to(self.root.resolve()):
+            return resolved.relative_to(self.root.resolve()).as_posix()
+        return str(resolved)
 
     # -- summary -----------------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:

@@ -7,9 +7,11 @@ from datetime import datetime, timezone
 from importlib import metadata
 from typing import Any
 
-__all__ = ["package_versions", "provenance_entry", "utc_now"]
+__all__ = ["RUN", "package_versions", "provenance_entry", "transactions", "utc_now"]
 
 _ALWAYS = ("procbench", "pyarrow", "numpy", "pillow")
+#: ``kind`` of a log entry for a run that changed no table (audit, train, report): see ``Store.record_run``.
+RUN = "run"
 
 
 def utc_now() -> str:
@@ -45,3 +47,8 @@ def provenance_entry(
         "versions": package_versions(*packages),
         "time": utc_now(),
     }
+
+
+def transactions(provenance: list[dict[str, Any]]) -> int:
+    """How many entries of a provenance log are committed transactions (recorded runs left out)."""
+    return sum(1 for entry in provenance if entry.get("kind") != RUN)

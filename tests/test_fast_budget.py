@@ -1,0 +1,83 @@
+"""The fast-suite guard (tests/fast_budget.py): a fast test over the budget fails, a slow-marked one does not;
+a shared fixture is checked on its own, not charged to the test that set it up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+BURN = """
+import os
+import time
+
+import pytest
+
+
+def burn(seconds):
+    start = os.times()
+    while sum(os.times()[:2]) - sum(start[:2]) < seconds:
+        sum(i * i for i in range(10_000))
+
+
+def test_over_budget():
+    burn(1.0)
+
+
+@pytest.mark.slow
+def test_over_budget_but_slow():
+    burn(1.0)
+
+
+def test_within_budget():
+    burn(0.05)
+
+
+def test_sleeping_is_not_counted():
+    time.sleep(1.0)
+
+
+@pytest.fixture(scope="module")
+def shared():
+    burn(1.0)
+
+
+@pytest.fixture(scope="module")
+def cheap_shared():
+    burn(0.3)
+
+
+def test_a_cheap_fixture_shared_is_not_charged_to_the_test(cheap_shared):
+    burn(0.3)  # 0.6 s with the fixture, 0.3 s without
+
+
+def test_first_of_an_expensive_shared_fixture(shared):
+    pass
+
+
+def test_second_of_an_expensive_shared_fixture(shared):
+    pass
+"""
+
+
+def test_a_fast_test_over_the_budget_fails_and_a_slow_one_passes(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROCBENCH_FAST_TEST_SECONDS", "0.5")
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    pytester.makeini("[pytest]\nmarkers = slow: slow\n")
+    pytester.makepyfile(test_burn=BURN)
+    result = pytester.runpytest_subprocess("-p", "fast_budget", "-q")
+    result.assert_outcomes(passed=5, failed=2)
+    result.stdout.fnmatch_lines(["*test_over_budget took *over the 0.5 s budget of a fast test*"])
+    result.stdout.fnmatch_lines(["*the shared fixture 'shared' (set up for *test_first_of_an_expensive_* took*"])
+    assert "test_over_budget_but_slow took" not in result.stdout.str()
+
+
+def test_the_budget_is_twenty_seconds_unless_overridden(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fast_budget import LIMIT_SECONDS, limit_seconds
+
+    monkeypatch.delenv("PROCBENCH_FAST_TEST_SECONDS", raising=False)
+    assert LIMIT_SECONDS == 20.0 and limit_seconds() == 20.0
+    monkeypatch.setenv("PROCBENCH_FAST_TEST_SECONDS", "0")
+    assert limit_seconds() == 0.0
