@@ -146,6 +146,7 @@ _COMMANDS = [
     "info",
     "layout",
     "demo",
+    "sample-site",
 ]
 
 
