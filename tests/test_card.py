@@ -277,10 +277,14 @@ def test_instructions_are_worded_per_domain_and_recipeqa_json_keeps_its_words() 
     assert domain_noun(["Food and Entertaining", "Recipes"]) == "recipe"
     assert domain_noun(["dessert"], "recipeqa") == "recipe" and domain_noun(None) == "procedure"
     cloze = get_task("textual-cloze")
-    assert cloze.instruction_for() == "Choose the best title for the missing blank to correctly complete the procedure."
+    assert (
+        cloze.instruction_for() == "Choose the best title for the missing blank to correctly complete the procedure."
+    )
     assert cloze.instruction_for(noun="recipe").endswith("complete the recipe.")
     # recipeqa.json: RecipeQA's own words for its tasks, as before
-    assert cloze.recipeqa_instruction() == "Choose the best title for the missing blank to correctly complete the recipe."
+    assert (
+        cloze.recipeqa_instruction() == "Choose the best title for the missing blank to correctly complete the recipe."
+    )
     assert cloze.recipeqa_instruction("text").endswith("complete the procedure.")
     ordering = get_task("visual-ordering")
     assert ordering.recipeqa_instruction() == "Choose the correct order of the images to make a complete recipe."
