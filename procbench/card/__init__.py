@@ -673,10 +673,19 @@ def _purpose_section(card: DatasetCard) -> list[str]:
     chosen = default_set([s for s in card.sets if s.data_files] or card.sets)
     if chosen is not None and len(card.sets) > 1:
         name = chosen.config_name or chosen.setting
+        names = [s.config_name or s.setting for s in card.sets if s.data_files]
+        is_default = bool(chosen.data_files) and (name == "default" or "default" not in names)
         lines += [
             f"**Recommended configuration: `{name}`**"
-            + (" (the default when no configuration is named)." if chosen.data_files else ".")
+            + (" (the default when no configuration is named)." if is_default else ".")
             + " The others are there to measure what the choice of negatives does: see Settings and Audit.",
+            "",
+        ]
+    elif len(card.sets) == 1 and card.sets[0].setting != recommended_setting(card.sets[0].task):
+        only = card.sets[0]
+        lines += [
+            f"This is the setting `{only.setting}`; the recommended setting of {only.task} is "
+            f"`{recommended_setting(only.task)}` (see Settings).",
             "",
         ]
     return lines
