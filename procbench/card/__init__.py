@@ -829,7 +829,7 @@ def _contact_section(card: DatasetCard) -> list[str]:
     if not card.contact and not card.repo_id:
         lines.append(
             "None given: this copy was exported without `--contact` and not pushed to the Hub; ask whoever "
-            "gave it to you. The procedures' authors are credited on the pages in the `url` field."
+            "gave it to you. Each procedure's own page, where it has one, is in the `url` field."
         )
     lines.append("")
     return lines
