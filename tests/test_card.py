@@ -290,3 +290,13 @@ def test_instructions_are_worded_per_domain_and_recipeqa_json_keeps_its_words() 
     assert ordering.recipeqa_instruction() == "Choose the correct order of the images to make a complete recipe."
     assert get_task("next-action").recipeqa_instruction() == "Choose the action that comes next in the procedure."
     assert cloze.recommended == "adversarial" and get_task("sequencing").recommended == "default"
+
+
+def test_knob_values_spell_out_the_digits() -> None:
+    from procbench.card.glossary import knob_values
+
+    assert knob_values("knobs-011") == (
+        "K1=0: at most n/2 questions per procedure; K2=1: negatives from the band (m−s, m+s); "
+        "K3=1: one negative nearer the question than the answer."
+    )
+    assert knob_values("knobs-102-aflite") is not None and knob_values("adversarial") is None

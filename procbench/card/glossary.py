@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["GLOSSARY", "Term", "explain", "glossary_for"]
+__all__ = ["GLOSSARY", "Term", "explain", "glossary_for", "knob_values"]
 
 
 @dataclass(frozen=True)
@@ -123,3 +123,22 @@ def glossary_for(settings: list[str]) -> list[Term]:
     """The terms that explain ``settings``, in :data:`GLOSSARY` order, each once."""
     used = {term.name for setting in settings for term in explain(setting)}
     return [term for term in [*GLOSSARY, *SUFFIXES] if term.name in used]
+
+
+_K1 = {"0": "at most n/2 questions per procedure", "1": "at most n/3 questions per procedure"}
+_K2 = {"0": "negatives from the nearer band (0, m−s)", "1": "negatives from the band (m−s, m+s)"}
+_K3 = {
+    "0": "no closeness constraint",
+    "1": "one negative nearer the question than the answer",
+    "2": "rank-uniform answer distances",
+}
+
+
+def knob_values(setting: str) -> str | None:
+    """What the digits of a ``knobs-K1K2K3`` setting (or a setting derived from one) choose, in words; None for
+    other settings."""
+    match = re.match(r"knobs-([01])([01])([012])(?:$|-)", setting)
+    if match is None:
+        return None
+    k1, k2, k3 = match.groups()
+    return f"K1={k1}: {_K1[k1]}; K2={k2}: {_K2[k2]}; K3={k3}: {_K3[k3]}."

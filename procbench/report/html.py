@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from procbench import __version__
-from procbench.card.glossary import explain, glossary_for
+from procbench.card.glossary import explain, glossary_for, knob_values
 from procbench.report.data import SetView
 
 __all__ = ["histogram_svg", "index_page", "interval_svg", "set_page"]
@@ -169,8 +169,8 @@ def _audit_table(views: list[SetView], probes: list[str]) -> str:
 
 
 def _meaning(setting: str) -> str:
-    """What ``setting`` means, in one line (the glossary's terms; empty when it has none)."""
-    return " ".join(term.meaning for term in explain(setting))
+    """What ``setting`` means, in one line (its knob values, then the glossary's terms; empty when it has none)."""
+    return " ".join([*filter(None, [knob_values(setting)]), *(term.meaning for term in explain(setting))])
 
 
 def _glossary(views: list[SetView]) -> str:
@@ -183,8 +183,8 @@ def _glossary(views: list[SetView]) -> str:
         for t in terms
     )
     return (
-        '<h2>Settings</h2>\n<p class="muted">A setting is one way of choosing a question\'s wrong choices; '
-        "each set is a task under one setting.</p>\n"
+        '<h2 id="settings">Settings</h2>\n<p class="muted">A setting is one way of choosing a question\'s '
+        "wrong choices; each set is a task under one setting.</p>\n"
         f'<table class="glossary"><tr><th>setting</th><th>tasks</th><th>what it means</th></tr>{rows}</table>'
     )
 
@@ -271,14 +271,14 @@ def index_page(views: list[SetView], tables: list[dict[str, Any]], *, title: str
     body = "\n".join(
         [
             _SYNTHETIC if any(v.synthetic_images for v in views) else "",
-            "<h2>Question sets</h2>",
+            '<h2 id="sets">Question sets</h2>',
             _sets_table(views),
             _glossary(views),
-            "<h2>Audit: shortcut probes side by side</h2>",
+            '<h2 id="audit">Audit: shortcut probes side by side</h2>',
             _audit_tables(views),
-            "<h2>Distances of choices to the question</h2>",
+            '<h2 id="distances">Distances of choices to the question</h2>',
             _histograms(views),
-            "<h2>Baselines (evaluate's sweep table, accuracy %)</h2>",
+            '<h2 id="baselines">Baselines (evaluate\'s sweep table, accuracy %)</h2>',
             _sweeps(tables),
         ]
     )
