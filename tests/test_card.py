@@ -6,7 +6,15 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from procbench.card import SET_FIELDS, DatasetCard, dataset_card, set_parameters, spdx_license, summarise_set
+from procbench.card import (
+    SET_FIELDS,
+    CardSet,
+    DatasetCard,
+    dataset_card,
+    set_parameters,
+    spdx_license,
+    summarise_set,
+)
 
 
 @pytest.mark.parametrize(
@@ -166,7 +174,7 @@ def test_a_config_named_default_is_the_only_default() -> None:
 # -- a card a stranger understands (issue 38) -----------------------------------------------------------------
 
 
-def _sets(task: str, names: list[str], audit: bool = False) -> list[object]:
+def _sets(task: str, names: list[str], audit: bool = False) -> list[CardSet]:
     out = []
     for name in names:
         s = summarise_set(task, name, _table(name, [{"setting": name}] * 4))
@@ -199,10 +207,10 @@ _EXAMPLE = {
 }
 
 
-def _card(sets: list[object], **extra: object) -> str:
+def _card(sets: list[CardSet], **extra: object) -> str:
     card = DatasetCard(
         title="t",
-        sets=sets,  # type: ignore[arg-type]
+        sets=sets,
         fields=SET_FIELDS,
         procedures={"sources": Counter({"x": 4}), "licenses": Counter({"CC0-1.0": 4}), "languages": Counter()},
         generation={},
@@ -221,7 +229,7 @@ def test_huggingface_hub_reads_the_card_and_its_default_is_the_recommended_setti
     hub = HubCard(text)
     assert isinstance(hub.data, DatasetCardData)
     assert hub.data.license == "cc0-1.0" and hub.data.pretty_name == "t"
-    configs = {c["config_name"]: c for c in hub.data.configs}
+    configs = {c["config_name"]: c for c in hub.data.to_dict()["configs"]}
     assert [name for name, c in configs.items() if c.get("default")] == ["adversarial"]  # the recommended one
     body = hub.text
     for heading in ("## Usage", "## Intended uses", "## Out-of-scope uses", "## Example", "## Settings", "## Contact"):

@@ -465,7 +465,7 @@ def test_the_cards_usage_snippet_loads_the_export_and_hub_parses_the_card(
     result = export_sets(["visual-cloze"], "hf/visual-cloze", store=store, contact="procbench@example.org")
     text = (tmp_path / "hf" / "visual-cloze" / "README.md").read_text(encoding="utf-8")
     card = HubCard(text)
-    defaults = [c["config_name"] for c in card.data.configs if c.get("default")]
+    defaults = [c["config_name"] for c in card.data.to_dict()["configs"] if c.get("default")]
     assert defaults == ["adversarial"] and "adversarial" in result.configs
     snippet = text.split("## Usage\n\n```python\n", 1)[1].split("```", 1)[0]
     assert 'load_dataset("hf/visual-cloze", "adversarial")' in snippet.replace("'", '"')

@@ -26,7 +26,8 @@ def _scrape(url: str, store: Path, limit: int = 3) -> dict[str, object]:
     args = ["scrape", "wikihow", "--base-url", url, "-c", "Woodworking", "--limit", str(limit), "--delay", "0"]
     result = runner.invoke(app, [*args, "--store", str(store), "--json"])
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
+    out: dict[str, object] = json.loads(result.stdout)
+    return out
 
 
 def _check_store(store: Path, limit: int = 3) -> None:

@@ -28,8 +28,8 @@ def command(
         procbench scrape wikihow --base-url http://127.0.0.1:8765 -c Woodworking --limit 3 --delay 0
 
     The scraper takes the mirror for wikiHow, so the procedures it stores carry wikihow: ids and www.wikihow.com
-    URLs that do not exist there: scrape into a store of its own (--store). Only this machine can reach the site. Stop it
-    with Ctrl-C (or --for SECONDS).
+    URLs that do not exist there: scrape into a store of its own (--store). Only this machine can reach the
+    site. Stop it with Ctrl-C (or --for SECONDS).
     """
     import time
 
