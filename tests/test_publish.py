@@ -270,7 +270,7 @@ def test_report_pages_are_offline_and_complete(store: Path, tmp_path: Path) -> N
     assert "Synthetic images." in index and "Synthetic images." in result.pages["visual-cloze/knobs-011"].read_text()
     assert all(q["url"] is None for q in data["questions"])
     # settings explained: a glossary on the index, the setting's meaning on its page
-    assert "<h2>Settings</h2>" in index and "<code>knobs-K1K2K3</code>" in index
+    assert '<h2 id="settings">Settings</h2>' in index and "<code>knobs-K1K2K3</code>" in index
     assert "Control-Knobs" in result.pages["visual-cloze/knobs-011"].read_text()
     # 13 visual-cloze settings audited? only two here: one table; each table has at most 7 settings
     assert all(t.count("<th><span title=") <= 7 for t in index.split('<table class="audit">')[1:])
