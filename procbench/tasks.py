@@ -17,10 +17,44 @@ from procbench.registry import Registry, load_object
 if TYPE_CHECKING:
     from procbench.generate.settings import Setting
 
-__all__ = ["FAMILIES", "TASKS", "TEXTUAL_ITEMS", "ItemChoice", "TaskKind", "TaskSpec", "get_task", "items_of"]
+__all__ = [
+    "COOKING_CATEGORIES",
+    "FAMILIES",
+    "TASKS",
+    "TEXTUAL_ITEMS",
+    "ItemChoice",
+    "TaskKind",
+    "TaskSpec",
+    "domain_noun",
+    "get_task",
+    "items_of",
+]
 
 #: How models featurise, train on and score a task's questions.
 FAMILIES = ("mc", "sequencing", "pair-order")
+
+#: Category names (any level of a procedure's category path, compared lower-cased) whose procedures are recipes;
+#: every other procedure is a "procedure" in the instructions people read (exports, the report).
+COOKING_CATEGORIES = frozenset(
+    {"food and entertaining", "recipes", "recipe", "cooking", "food", "baking", "cooking and recipes"}
+)
+#: Sources whose procedures are all recipes.
+COOKING_SOURCES = frozenset({"recipeqa"})
+
+
+def domain_noun(category: list[str] | tuple[str, ...] | None = None, source: str | None = None) -> str:
+    """What an instruction calls a procedure: ``recipe`` for cooking (:data:`COOKING_CATEGORIES`,
+    :data:`COOKING_SOURCES`), else ``procedure``."""
+    if (source or "").lower() in COOKING_SOURCES:
+        return "recipe"
+    if any(str(name).strip().lower() in COOKING_CATEGORIES for name in category or ()):
+        return "recipe"
+    return "procedure"
+
+
+#: RecipeQA's own wording, kept in ``recipeqa.json`` (the format its readers expect) for its own tasks.
+RECIPEQA_NOUN = "recipe"
+RECIPEQA_TASKS = frozenset({"textual-cloze", "visual-cloze", "visual-coherence", "visual-ordering"})
 
 
 @dataclass(frozen=True)
@@ -56,7 +90,10 @@ class TaskSpec:
         family: how models treat its questions (one of :data:`FAMILIES`).
         summary: one line for people (dataset cards).
         hub_category: the Hugging Face Hub task category.
-        instruction: the question's instruction (RecipeQA JSON's ``question``, the report, exports).
+        instruction: the question's instruction, ``{procedure}`` standing for what the procedure is
+            (:func:`domain_noun`; RecipeQA JSON's ``question`` says ``recipe``, as RecipeQA does).
+        recommended: the setting to use when in doubt: the default config of an export and the setting the
+            card and the report point to (one place to change it).
     """
 
     name: str
@@ -66,6 +103,7 @@ class TaskSpec:
     summary: str
     hub_category: str = "multiple-choice"
     instruction: str = ""
+    recommended: str = "default"
 
     @property
     def items(self) -> str:
@@ -77,10 +115,18 @@ class TaskSpec:
         chosen = TEXTUAL_ITEMS.get(items or "") if self.name == "textual-cloze" else None
         return chosen.field if chosen is not None else self.kind.field
 
-    def instruction_for(self, items: str | None = None) -> str:
-        """The instruction of a set made with ``--items items`` (None: the task's own)."""
+    def instruction_for(self, items: str | None = None, *, noun: str = "procedure") -> str:
+        """The instruction of a set made with ``--items items`` (None: the task's own), for a procedure that
+        is a ``noun`` (:func:`domain_noun`: ``recipe`` for cooking, else ``procedure``)."""
         chosen = TEXTUAL_ITEMS.get(items or "") if self.name == "textual-cloze" else None
-        return chosen.instruction if chosen is not None else self.instruction
+        template = chosen.instruction if chosen is not None else self.instruction
+        return template.replace("{procedure}", noun)
+
+    def recipeqa_instruction(self, items: str | None = None) -> str:
+        """``question_text`` in ``recipeqa.json``: RecipeQA's own words (``recipe``) for its four tasks (textual
+        cloze over titles, the three visual tasks), ``procedure`` for the others."""
+        own = self.name in RECIPEQA_TASKS and (self.name != "textual-cloze" or items in (None, "title"))
+        return self.instruction_for(items, noun=RECIPEQA_NOUN if own else "procedure")
 
     def builder(self) -> Callable[..., tuple[dict[str, Any], dict[str, Any]]]:
         """The task's ``build`` function (imports its module)."""
@@ -98,7 +144,7 @@ class ItemChoice:
     Attributes:
         field: the store embedding field holding the items' vectors.
         what: what the items are, for people (dataset cards).
-        instruction: the question's instruction (RecipeQA JSON's ``question``, the report, exports).
+        instruction: the question's instruction (``{procedure}``: see :attr:`TaskSpec.instruction`).
     """
 
     field: str
@@ -111,22 +157,22 @@ TEXTUAL_ITEMS: dict[str, ItemChoice] = {
     "title": ItemChoice(
         "step_title",
         "step titles (headlines)",
-        "Choose the best title for the missing blank to correctly complete the recipe.",
+        "Choose the best title for the missing blank to correctly complete the {procedure}.",
     ),
     "text": ItemChoice(
         "step_text",
         "step texts (the context leaves out the question's own steps)",
-        "Choose the best step text for the missing blank to correctly complete the procedure.",
+        "Choose the best step text for the missing blank to correctly complete the {procedure}.",
     ),
     "first-sentence": ItemChoice(
         "step_first_sentence",
         "the first sentence of each step text (the context leaves out the question's own steps)",
-        "Choose the best first sentence of a step for the missing blank to correctly complete the procedure.",
+        "Choose the best first sentence of a step for the missing blank to correctly complete the {procedure}.",
     ),
     "action": ItemChoice(
         "action",
         "step action tuples (`procbench extract`)",
-        "Choose the best action for the missing blank to correctly complete the procedure.",
+        "Choose the best action for the missing blank to correctly complete the {procedure}.",
     ),
 }
 
@@ -168,6 +214,7 @@ for _spec in (
         "four consecutive step titles with one blanked (`@placeholder`); pick the missing title among four "
         "(paper 004)",
         instruction=TEXTUAL_ITEMS["title"].instruction,
+        recommended="adversarial",
     ),
     TaskSpec(
         "next-action",
@@ -176,7 +223,8 @@ for _spec in (
         "mc",
         "the action tuples of up to three consecutive steps, then `@placeholder`; pick the next step's action "
         "among four (verb-argument tuples of paper 002, negatives as paper 004)",
-        instruction="Choose the action that comes next in the procedure.",
+        instruction="Choose the action that comes next in the {procedure}.",
+        recommended="adversarial",
     ),
     TaskSpec(
         "visual-cloze",
@@ -184,7 +232,8 @@ for _spec in (
         TaskKind("image", "image"),
         "mc",
         "four step images in authored order with one blanked; pick the missing image among four (paper 001)",
-        instruction="Choose the best image for the missing blank to correctly complete the recipe.",
+        instruction="Choose the best image for the missing blank to correctly complete the {procedure}.",
+        recommended="adversarial",
     ),
     TaskSpec(
         "visual-coherence",
@@ -194,6 +243,7 @@ for _spec in (
         "four images, three from the procedure in authored order and one from elsewhere; pick the incoherent "
         "one (paper 001)",
         instruction="Select the incoherent image in the following sequence of images.",
+        recommended="adversarial",
     ),
     TaskSpec(
         "visual-ordering",
@@ -201,7 +251,8 @@ for _spec in (
         TaskKind("image", "image", ordering=True),
         "mc",
         "four orders of a procedure's images; pick the authored one (paper 001)",
-        instruction="Choose the correct order of the images to make a complete recipe.",
+        instruction="Choose the correct order of the images to make a complete {procedure}.",
+        recommended="adversarial",
     ),
 ):
     TASKS.add(_spec.name, _spec)

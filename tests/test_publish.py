@@ -114,7 +114,8 @@ def test_a_textual_sweep_loads_in_a_fresh_offline_process(store: Path, tmp_path:
 
     out = tmp_path / "hf"
     result = export_sets(["textual-cloze"], out, store=store)
-    assert sorted(result.configs) == ["adversarial", "debias-auto", "default", "recipeqa"]
+    # the recommended setting is the default config: the setting `default` gets another config name
+    assert sorted(result.configs) == ["adversarial", "debias-auto", "default-sampler", "recipeqa"]
     shutil.rmtree(store)
     env = {
         "PATH": os.environ.get("PATH", ""),
@@ -149,8 +150,18 @@ def test_order_and_text_tasks_inline_their_items(store: Path, tmp_path: Path) ->
     pair = datasets.load_dataset(str(out), "pair-order-default", cache_dir=cache)["test"][0]
     assert [c["text"] for c in pair["choices"]] == ["inverted", "in order"]
     cloze = datasets.load_dataset(str(out), "textual-cloze-default", cache_dir=cache)["test"][0]
-    assert {c["title"] for c in cloze["choices"]} and all(s["title"] is None for s in cloze["context"])
-    assert cloze["choices"][cloze["answer"]]["text"] not in {s["text"] for s in cloze["context"]}
+    # step titles are titles: in `title`, with `text` null; the context leaves titles out
+    assert all(c["title"] and c["text"] is None for c in cloze["choices"])
+    assert all(i["title"] and i["text"] is None for i in cloze["question"] if i["key"] != "@placeholder")
+    assert all(s["title"] is None for s in cloze["context"])
+    assert cloze["choices"][cloze["answer"]]["title"] not in {s["text"] for s in cloze["context"]}
+    # the sample's woodworking and decoration procedures are procedures; its cooking ones recipes
+    words = {
+        row["category"][0]: row["instruction"]
+        for row in datasets.load_dataset(str(out), "textual-cloze-default", cache_dir=cache)["train"]
+    }
+    assert words["Hobbies and Crafts"].endswith("complete the procedure.")
+    assert words["Food and Entertaining"].endswith("complete the recipe.")
 
 
 def test_the_card_is_what_the_hub_reads(store: Path, tmp_path: Path) -> None:
@@ -255,6 +266,35 @@ def test_report_pages_are_offline_and_complete(store: Path, tmp_path: Path) -> N
     assert [q["split"] for q in data["questions"]][0] == "test"
     images = {i["img"] for q in data["questions"] for i in [*q["question"], *q["choices"]] if "img" in i}
     assert images and all((out / p).is_file() for p in images)
+    # the sample's images are drawn by procbench: said on every page that shows them; its URLs are reserved hosts
+    assert "Synthetic images." in index and "Synthetic images." in result.pages["visual-cloze/knobs-011"].read_text()
+    assert all(q["url"] is None for q in data["questions"])
+    # settings explained: a glossary on the index, the setting's meaning on its page
+    assert '<h2 id="settings">Settings</h2>' in index and "<code>knobs-K1K2K3</code>" in index
+    assert "Control-Knobs" in result.pages["visual-cloze/knobs-011"].read_text()
+    # 13 visual-cloze settings audited? only two here: one table; each table has at most 7 settings
+    assert all(t.count("<th><span title=") <= 7 for t in index.split('<table class="audit">')[1:])
+
+
+def test_report_links_only_urls_that_can_exist() -> None:
+    from procbench.report.data import real_url
+
+    assert real_url("https://www.wikihow.com/Make-Tea") == "https://www.wikihow.com/Make-Tea"
+    assert real_url("http://www.instructables.com/x/") == "http://www.instructables.com/x/"
+    for url in (
+        "https://sample.procbench.invalid/Make-Tea",
+        "https://example.org/sample/Make-Tea",
+        "https://www.example.com/a",
+        "http://localhost:8000/x",
+        "http://shop.test/",
+        "javascript:alert(1)",
+        "file:///etc/passwd",
+        "data:text/html,x",
+        "not a url",
+        "",
+        None,
+    ):
+        assert real_url(url) is None, url
 
 
 class _Chromium:
@@ -413,3 +453,31 @@ def test_report_in_headless_chromium(store: Path, tmp_path: Path) -> None:
         assert {u.split(":", 1)[0] for u in browser.requested()} == {"file"}
     finally:
         browser.close()
+
+
+def test_the_cards_usage_snippet_loads_the_export_and_hub_parses_the_card(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("datasets")
+    from huggingface_hub import DatasetCard as HubCard
+
+    monkeypatch.chdir(tmp_path)
+    result = export_sets(["visual-cloze"], "hf/visual-cloze", store=store, contact="procbench@example.org")
+    text = (tmp_path / "hf" / "visual-cloze" / "README.md").read_text(encoding="utf-8")
+    card = HubCard(text)
+    defaults = [c["config_name"] for c in card.data.to_dict()["configs"] if c.get("default")]
+    assert defaults == ["adversarial"] and "adversarial" in result.configs
+    snippet = text.split("## Usage\n\n```python\n", 1)[1].split("```", 1)[0]
+    assert 'load_dataset("hf/visual-cloze", "adversarial")' in snippet.replace("'", '"')
+    scope: dict[str, Any] = {}
+    exec(compile(snippet, "card-usage", "exec"), scope)  # noqa: S102 - the card's own snippet, as a reader runs it
+    assert scope["q"]["setting"] == "adversarial" and scope["q"]["instruction"]
+    # the example is the first test question of the default config, images by id
+    first = pq.read_table(store / "questions" / "visual-cloze" / "adversarial" / "test.parquet")["qid"][0].as_py()
+    assert f"`qid` `{first}`" in text and "🖼 image `" in text and "✅ (answer)" in text
+    assert "Questions, corrections and takedown requests: procbench@example.org" in text
+    assert "PATH_OR_REPO" not in text and "answer positions:" not in text
+    # wide audit tables are split: no table row names more than 5 settings
+    assert all(
+        line.count("`knobs-") + line.count("`adversarial`") <= 5 for line in text.splitlines() if "| probe |" in line
+    )

@@ -20,8 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procbench import __version__
-from procbench.card.citations import BIBTEX, citations_for, methods_of
+from procbench.card.citations import BIBTEX, PAPERS, citations_for, methods_of
 from procbench.card.escape import md_code, md_text, yaml_safe
+from procbench.card.glossary import glossary_for
 from procbench.card.licenses import hub_license, spdx_license
 from procbench.card.models import models_section
 from procbench.readers.views import readers_card_lines
@@ -35,10 +36,12 @@ __all__ = [
     "CardSet",
     "DatasetCard",
     "dataset_card",
+    "default_set",
     "hub_license",
     "meta_totals",
     "procedure_facts",
     "provenance_facts",
+    "recommended_setting",
     "set_parameters",
     "setting_counts",
     "spdx_license",
@@ -46,6 +49,9 @@ __all__ = [
 ]
 
 SPLITS = ("train", "val", "test")
+#: Settings per audit table: a task with more settings gets several tables (a 14-column table does not fit a
+#: page or the Hub's card view).
+AUDIT_COLUMNS = 5
 #: procbench's split names as the Hub names them.
 HUB_SPLITS = {"train": "train", "val": "validation", "test": "test"}
 
@@ -135,6 +141,14 @@ class DatasetCard:
     limitations: list[str] = field(default_factory=list)
     #: When the sets were generated (ISO date of the last ``generate`` run among them), if known.
     published: str | None = None
+    #: One question as a person reads it (an inlined record of :mod:`procbench.export.inline`, images as ids),
+    #: shown under "Example"; None: no example (a ``card.md`` beside a set holds store keys only).
+    example: dict[str, Any] | None = None
+    #: Who answers questions about the dataset: a person or address (``export --contact``), else the Hub
+    #: repository's discussions when it was pushed (``repo_id``); None and no repo: the card says neither was given.
+    contact: str | None = None
+    #: The Hub dataset repository the export was pushed to (``OWNER/NAME``), if any.
+    repo_id: str | None = None
 
 
 def _value_counts(column: pa.ChunkedArray | pa.Array) -> Counter[Any]:
@@ -249,6 +263,25 @@ def generation_of(build: dict[str, Any], task: str, setting: str) -> dict[str, A
     return None
 
 
+def recommended_setting(task: str) -> str:
+    """The setting to use when in doubt for ``task`` (:attr:`procbench.tasks.TaskSpec.recommended`)."""
+    spec = ALL_TASKS.find(task)
+    return spec.recommended if spec is not None else "default"
+
+
+def default_set(sets: list[CardSet]) -> CardSet | None:
+    """The set that is the default config: the first task's recommended setting when exported, else its
+    ``default`` setting, else the first set."""
+    if not sets:
+        return None
+    task = sets[0].task
+    for wanted in (recommended_setting(task), "default"):
+        for s in sets:
+            if s.task == task and s.setting == wanted:
+                return s
+    return sets[0]
+
+
 def _size_category(n: int) -> str:
     for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
         if n < limit:
@@ -279,8 +312,10 @@ def _header(card: DatasetCard) -> dict[str, Any]:
     configs = [s for s in card.sets if s.data_files]
     if configs:
         names = [s.config_name or s.setting for s in configs]
-        # `datasets` takes a config named "default" as the default one: then no other may say so
-        first = names.index("default") if "default" in names else 0
+        # `datasets` takes a config named "default" as the default one: then no other may say so (an export
+        # renames the setting `default` when another config is its default, see procbench.export.hf)
+        chosen = default_set(configs)
+        first = names.index("default") if "default" in names else configs.index(chosen) if chosen else 0
         header["configs"] = [
             {
                 "config_name": name,
@@ -343,11 +378,21 @@ def _configurations(card: DatasetCard) -> list[str]:
         "Splits are by procedure (or by whole categories, see the generation arguments): no procedure appears in "
         "two splits. `parameters` are the `meta` values shared by every question of the configuration."
     )
-    for s in card.sets:
-        info = TASKS.get(s.task)
-        if info and info.multiple_choice and s.answer_positions:
-            positions = ", ".join(f"{k}: {v}" for k, v in s.answer_positions.items())
-            lines.append(f"- `{md_code(s.config_name or s.setting)}` answer positions: {positions}.")
+    shares = [
+        (max(s.answer_positions.values()) / sum(s.answer_positions.values()), len(s.answer_positions))
+        for s in card.sets
+        if TASKS.get(s.task) and TASKS[s.task].multiple_choice and sum(s.answer_positions.values())
+    ]
+    if shares:
+        lo, hi = min(x for x, _ in shares), max(x for x, _ in shares)
+        positions = max(n for _, n in shares)
+        held = f"{lo:.0%}" if f"{lo:.0%}" == f"{hi:.0%}" else f"{lo:.0%}–{hi:.0%}"
+        lines += [
+            "",
+            f"Answer positions: the most common position holds {held} of a configuration's answers "
+            f"({1 / positions:.0%} would be uniform over {positions} positions); the audit's `answer_position` "
+            "probe tests each configuration.",
+        ]
     lines.append("")
     return lines
 
@@ -525,25 +570,30 @@ def _audit_section(card: DatasetCard) -> list[str]:
         "",
     ]
     for task in dict.fromkeys(s.task for s in audited):
-        sets = [s for s in audited if s.task == task]
-        probes = list(dict.fromkeys(p for s in sets for p in (s.audit or {})["probes"]))
-        lines += [
-            f"### {task}",
-            "",
-            "| probe | " + " | ".join(f"`{md_code(s.config_name or s.setting)}`" for s in sets) + " |",
-            "|---|" + "---|" * len(sets),
-        ]
-        absent = []
-        for probe in probes:
-            results = [(s.audit or {})["probes"].get(probe) for s in sets]
-            if all(not r or r.get("value") is None for r in results):
-                reasons = sorted({md_text(r["reason"]) for r in results if r and r.get("reason")})
-                absent.append(md_text(probe) + (f" ({'; '.join(reasons)})" if reasons else ""))
-                continue
-            reference = any(r and r.get("reference") for r in results)
-            name = f"{md_text(probe)} (*reference*)" if reference else md_text(probe)
-            lines.append(f"| {name} | " + " | ".join(_audit_cell(r) for r in results) + " |")
-        lines.append("")
+        task_sets = [s for s in audited if s.task == task]
+        probes = list(dict.fromkeys(p for s in task_sets for p in (s.audit or {})["probes"]))
+        chunks = [task_sets[i : i + AUDIT_COLUMNS] for i in range(0, len(task_sets), AUDIT_COLUMNS)]
+        absent: list[str] = []
+        for number, sets in enumerate(chunks):
+            part = f" ({number * AUDIT_COLUMNS + 1}–{number * AUDIT_COLUMNS + len(sets)} of {len(task_sets)})"
+            lines += [
+                f"### {task}" + (part if len(chunks) > 1 else ""),
+                "",
+                "| probe | " + " | ".join(f"`{md_code(s.config_name or s.setting)}`" for s in sets) + " |",
+                "|---|" + "---|" * len(sets),
+            ]
+            for probe in probes:
+                every = [(s.audit or {})["probes"].get(probe) for s in task_sets]
+                if all(not r or r.get("value") is None for r in every):
+                    if number == 0:
+                        reasons = sorted({md_text(r["reason"]) for r in every if r and r.get("reason")})
+                        absent.append(md_text(probe) + (f" ({'; '.join(reasons)})" if reasons else ""))
+                    continue
+                results = [(s.audit or {})["probes"].get(probe) for s in sets]
+                reference = any(r and r.get("reference") for r in every)
+                name = f"{md_text(probe)} (*reference*)" if reference else md_text(probe)
+                lines.append(f"| {name} | " + " | ".join(_audit_cell(r) for r in results) + " |")
+            lines.append("")
         if absent:
             lines += [f"Not applicable to any {task} set: " + "; ".join(absent) + ".", ""]
     missing = [
@@ -587,23 +637,21 @@ def _licenses_section(card: DatasetCard) -> list[str]:
 
 
 def dataset_card(card: DatasetCard) -> str:
-    """The card as Markdown with the YAML header the Hub reads."""
-    tasks = list(dict.fromkeys(s.task for s in card.sets))
-    total = sum(s.questions for s in card.sets)
+    """The card as Markdown with the YAML header the Hub reads.
+
+    Sections, each rendered by one function (stable names other features hook into): the header
+    (:func:`_header`), purpose and tasks (:func:`_purpose_section`), usage (:func:`_usage_section`), intended
+    and out-of-scope uses (:func:`_uses_section`), an example (:func:`_example_section`), settings
+    (:func:`_glossary_section`), configurations (:func:`_configurations`), fields, how it was built
+    (:func:`_build_section`), the audit (:func:`_audit_section`), licenses (:func:`_licenses_section`),
+    limitations, contact (:func:`_contact_section`) and citations (:func:`_citation_section`).
+    """
     lines = ["---", _yaml(_header(card)).rstrip("\n"), "---", "", f"# {md_text(card.title)}", ""]
-    lines.append(
-        f"{total} questions in {len(card.sets)} configuration(s) over "
-        f"{sum(card.procedures['sources'].values())} procedures, made with procbench {__version__}."
-    )
-    lines.append("")
-    for task in tasks:
-        info = TASKS.get(task)
-        if info:
-            lines.append(f"- **{task}**: {info.summary}.")
-        lines += _items_lines(task, [s for s in card.sets if s.task == task])
-    lines.append("")
-    if card.usage:
-        lines += [card.usage, ""]
+    lines += _purpose_section(card)
+    lines += _usage_section(card)
+    lines += _uses_section(card)
+    lines += _example_section(card)
+    lines += _glossary_section(card)
     lines += _configurations(card)
     lines += ["## Fields", "", "| field | type | description |", "|---|---|---|"]
     lines += [f"| `{name}` | {kind} | {text} |" for name, kind, text in card.fields]
@@ -616,12 +664,215 @@ def dataset_card(card: DatasetCard) -> str:
     lines += ["## Limitations", ""]
     lines += [f"- {text}" for text in [*card.limitations, *_LIMITATIONS]]
     lines.append("")
+    lines += _contact_section(card)
+    lines += _citation_section(card)
+    return "\n".join(lines)
+
+
+def _purpose_section(card: DatasetCard) -> list[str]:
+    """What the dataset is for, in plain words, and its tasks."""
+    tasks = list(dict.fromkeys(s.task for s in card.sets))
+    total = sum(s.questions for s in card.sets)
+    lines = [
+        "Questions that test whether a model understands How-To procedures (recipes, crafts, home projects): "
+        "each question is about the steps of one procedure, written by people and published with their "
+        "texts and images, and asks for something only someone who followed the procedure can tell (a "
+        "missing step, the step that does not belong, the right order). The wrong choices are picked so that "
+        "the answer cannot be found from the choices alone; the Audit section measures how far that holds.",
+        "",
+        f"{total} questions in {len(card.sets)} configuration(s) over "
+        f"{sum(card.procedures['sources'].values())} procedures, made with procbench {__version__}.",
+        "",
+    ]
+    for task in tasks:
+        info = TASKS.get(task)
+        if info:
+            lines.append(f"- **{task}**: {info.summary}.")
+        lines += _items_lines(task, [s for s in card.sets if s.task == task])
+    lines.append("")
+    chosen = default_set([s for s in card.sets if s.data_files] or card.sets)
+    if chosen is not None and len(card.sets) > 1:
+        name = chosen.config_name or chosen.setting
+        names = [s.config_name or s.setting for s in card.sets if s.data_files]
+        is_default = bool(chosen.data_files) and (name == "default" or "default" not in names)
+        lines += [
+            f"**Recommended configuration: `{name}`**"
+            + (" (the default when no configuration is named)." if is_default else ".")
+            + " The others are there to measure what the choice of negatives does: see Settings and Audit.",
+            "",
+        ]
+    elif len(card.sets) == 1 and card.sets[0].setting != recommended_setting(card.sets[0].task):
+        only = card.sets[0]
+        lines += [
+            f"This is the setting `{only.setting}`; the recommended setting of {only.task} is "
+            f"`{recommended_setting(only.task)}` (see Settings).",
+            "",
+        ]
+    return lines
+
+
+def _usage_section(card: DatasetCard) -> list[str]:
+    """How to load it (``card.usage``: a snippet with the real path or Hub id)."""
+    return ["## Usage", "", card.usage, ""] if card.usage else []
+
+
+_INTENDED = [
+    "Evaluating models (text-only or multimodal) on procedural comprehension: the test split of the "
+    "recommended configuration, scored by accuracy (sequencing: the metrics of Wu et al. 2022).",
+    "Measuring how much a model relies on shortcuts: score it on several configurations (e.g. `recipeqa` "
+    "against `adversarial`) and compare with the audit's context-free probes.",
+    "Training or fine-tuning on the train split, choosing models on the validation split; research on "
+    "dataset bias and its removal.",
+]
+_OUT_OF_SCOPE = [
+    "Following the procedures: their texts are as published by their authors and were not checked for "
+    "safety or correctness (tools, food handling, electricity).",
+    "Claims about general language or vision ability, or about people: the questions cover a few How-To "
+    "domains in English, and no human baseline is part of this card unless listed below.",
+    "Uses the procedures' licenses do not allow (many are non-commercial, see Licenses).",
+    "Comparing scores across configurations as if they were one benchmark: each configuration samples its "
+    "negatives differently, so report which one you used.",
+]
+
+
+def _uses_section(card: DatasetCard) -> list[str]:
+    """Intended and out-of-scope uses."""
+    lines = ["## Intended uses", ""]
+    lines += [f"- {text}" for text in _INTENDED]
+    lines += ["", "## Out-of-scope uses", ""]
+    lines += [f"- {text}" for text in _OUT_OF_SCOPE]
+    lines.append("")
+    return lines
+
+
+#: Characters of a step text or title shown in the example before it is cut.
+_EXAMPLE_CHARS = 160
+
+
+def _brief(text: Any, limit: int = _EXAMPLE_CHARS) -> str:
+    words = " ".join(str(text).split())
+    return words if len(words) <= limit else words[: limit - 1].rstrip() + "…"
+
+
+def _example_item(item: dict[str, Any]) -> str:
+    if item.get("key") == "@placeholder":
+        return "**[the blank]**"
+    parts = []
+    if item.get("image"):
+        parts.append(f"🖼 image `{item['image']}`")
+    if item.get("title"):
+        parts.append(f"**{_brief(item['title'])}**")
+    if item.get("text"):
+        parts.append(_brief(item["text"]))
+    return " — ".join(parts) or f"`{item.get('key')}`"
+
+
+def _example_section(card: DatasetCard) -> list[str]:
+    """One question of the dataset as a person reads it (``card.example``)."""
+    record = card.example
+    if not record:
+        return []
+    answer = int(record.get("answer", -1))
+    lines = [
+        "## Example",
+        "",
+        f"A question of configuration `{record.get('setting')}` (task {record.get('task')}, `qid` "
+        f"`{record.get('qid')}`), as `load_dataset` returns it; images are shown by id here and load as PIL "
+        "images.",
+        "",
+        f"> **{_brief(record.get('instruction') or '', 300)}**",
+        ">",
+        f"> Procedure: *{_brief(record.get('procedure_title') or record.get('procedure_id'), 200)}*"
+        + (f" ({' › '.join(record['category'])})" if record.get("category") else ""),
+        ">",
+    ]
+    question = record.get("question") or []
+    orders = record.get("choice_orders") or []
+    if question:
+        lines.append("> Question" + (" (the items to order, as shown):" if orders else ":"))
+        lines += [f"> {i + 1}. {_example_item(item)}" for i, item in enumerate(question)]
+        lines.append(">")
+    lines.append("> Choices:")
+    if orders:
+        for i, order in enumerate(orders):
+            mark = " ✅ (answer)" if i == answer else ""
+            lines.append(f"> - {chr(65 + i)}. items in the order {', '.join(str(p + 1) for p in order)}{mark}")
+    else:
+        for i, item in enumerate(record.get("choices") or []):
+            mark = " ✅ (answer)" if i == answer else ""
+            lines.append(f"> - {chr(65 + i)}. {_example_item(item)}{mark}")
+    context = record.get("context") or []
+    if context:
+        lines += [">", f"> Context: {len(context)} steps of the procedure, the first two:"]
+        for step in context[:2]:
+            words = " — ".join(_brief(v) for v in (step.get("title"), step.get("text")) if v)
+            lines.append(f"> - step {int(step.get('index', 0)) + 1}: {words or '(no text)'}")
+    lines.append("")
+    return lines
+
+
+def _glossary_section(card: DatasetCard) -> list[str]:
+    """What each setting (configuration) name means (:mod:`procbench.card.glossary`)."""
+    terms = glossary_for(list(dict.fromkeys(s.setting for s in card.sets)))
+    if not terms:
+        return []
+    lines = [
+        "## Settings",
+        "",
+        "Each configuration is one *setting*: one way of choosing the wrong choices (negatives).",
+        "",
+        "| setting | tasks | what it means |",
+        "|---|---|---|",
+    ]
+    lines += [f"| `{t.name}` | {t.tasks} | {t.meaning} |" for t in terms]
+    renamed = [s for s in card.sets if s.setting == "default" and (s.config_name or "default") != "default"]
+    if renamed and len({s.task for s in card.sets}) == 1:
+        lines += [
+            "",
+            f"The setting `default` is the configuration `{renamed[0].config_name}` here: the Hub would load a "
+            "configuration named `default` when none is named, and the recommended one is the default.",
+        ]
+    lines.append("")
+    return lines
+
+
+def _contact_section(card: DatasetCard) -> list[str]:
+    """Who to ask: ``card.contact``, else the Hub repository's discussions, else that neither was given."""
+    lines = ["## Contact", ""]
+    if card.contact:
+        lines.append(f"Questions, corrections and takedown requests: {card.contact} (given by whoever exported it).")
+    if card.repo_id:
+        lines.append(
+            f"Discussions: https://huggingface.co/datasets/{card.repo_id}/discussions (the Community tab of the "
+            "dataset's Hub repository; anyone with a Hub account can open one)."
+        )
+    if not card.contact and not card.repo_id:
+        lines.append(
+            "None given: this copy was exported without `--contact` and not pushed to the Hub; ask whoever "
+            "gave it to you. Each procedure's own page, where it has one, is in the `url` field."
+        )
+    lines.append("")
+    return lines
+
+
+def _citation_section(card: DatasetCard) -> list[str]:
+    """The papers (numbered as procbench's docs number them) and their BibTeX."""
+    tasks = list(dict.fromkeys(s.task for s in card.sets))
     own, other = citations_for(tasks, methods_of([s.setting for s in card.sets]))
-    lines += ["## Citation", "", "The papers whose methods made these questions:", "", "```bibtex"]
+    lines = [
+        "## Citation",
+        "",
+        'The papers procbench implements, by the number this card uses ("paper 004"):',
+        "",
+        "| paper | reference | what procbench takes from it |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {p.number} | {p.citation} | {p.takes} |" for p in PAPERS]
+    lines += ["", "The papers whose methods made these questions:", "", "```bibtex"]
     lines += ["\n\n".join(own), "```", ""]
     if other:
         lines += ["The other papers procbench implements:", "", "```bibtex", "\n\n".join(other), "```", ""]
-    return "\n".join(lines)
+    return lines
 
 
 _LIMITATIONS = [

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["BIBTEX", "citations_for", "methods_of"]
+from dataclasses import dataclass
+
+__all__ = ["BIBTEX", "PAPERS", "Paper", "citations_for", "methods_of", "papers_for"]
 
 #: Key -> BibTeX entry. Paper 003 was read as an anonymous submission, so it is cited as such.
 BIBTEX: dict[str, str] = {
@@ -61,6 +63,72 @@ BIBTEX: dict[str, str] = {
   year      = {2020}
 }""",
 }
+
+
+@dataclass(frozen=True)
+class Paper:
+    """A paper procbench implements, as the docs refer to it (``paper 004``)."""
+
+    number: str
+    key: str  # its BibTeX key in :data:`BIBTEX`
+    short: str  # authors and year, for running text
+    citation: str  # the full reference in one line
+    takes: str  # what procbench takes from it
+
+
+#: The papers by the number the docs and cards use ("paper 004").
+PAPERS: list[Paper] = [
+    Paper(
+        "000",
+        "wu2022sequencing",
+        "Wu et al. 2022",
+        "Te-Lin Wu, Alex Spangher, Pegah Alipoormolabashi, Marjorie Freedman, Ralph Weischedel, Nanyun Peng. "
+        "Understanding Multimodal Procedural Knowledge by Sequencing Multimodal Instructional Manuals. "
+        "ACL 2022 (arXiv:2110.08486).",
+        "the sequencing task and its metrics (Acc, PMR, Dist, L_q, L_r, Kendall's tau), wikiHow scraping",
+    ),
+    Paper(
+        "001",
+        "sahu2022challenges",
+        "Sahu et al. 2022",
+        "Pritish Sahu, Karan Sikka, Ajay Divakaran. Challenges in Procedural Multimodal Machine Comprehension: "
+        "A Novel Way To Benchmark. WACV 2022 (Meta-RecipeQA).",
+        "the Control-Knobs of the visual tasks, cleaning, the distance-SVM bias probe, GM3C / HTRN baselines",
+    ),
+    Paper(
+        "002",
+        "xu2020procedural",
+        "Xu et al. 2020",
+        "Frank F. Xu, Lei Ji, Botian Shi, Junyi Du, Graham Neubig, Yonatan Bisk, Nan Duan. A Benchmark for "
+        "Structured Procedural Knowledge Extraction from Cooking Videos. NLP Beyond Text workshop 2020 "
+        "(arXiv:2005.00706).",
+        "verb-argument tuples of steps (`procbench extract`), their metrics, the next-action task's items",
+    ),
+    Paper(
+        "003",
+        "wikiorder",
+        "WikiOrder (anonymous)",
+        "Anonymous. WikiOrder: A Dataset and Benchmark for Vision-Text Logical Reasoning. Anonymous ACL "
+        "submission (under review; no authors or year published).",
+        "the pair-order task",
+    ),
+    Paper(
+        "004",
+        "sahu2021towards",
+        "Sahu et al. 2021",
+        "Pritish Sahu, Karan Sikka, Ajay Divakaran. Towards Solving Multimodal Comprehension. "
+        "arXiv:2104.10139, 2021 (WoodworkQA and DecorationQA).",
+        "Instructables scraping, textual cloze, the choice-only bias, Algorithm 1 (budgeted debiasing), "
+        "hasty student and impatient reader baselines",
+    ),
+]
+
+
+def papers_for(keys: list[str]) -> list[Paper]:
+    """The :class:`Paper` of each BibTeX key in ``keys`` that is one of :data:`PAPERS`, in that order."""
+    by_key = {p.key: p for p in PAPERS}
+    return [by_key[k] for k in keys if k in by_key]
+
 
 _BY_TASK = {
     "sequencing": ["wu2022sequencing"],

@@ -148,6 +148,7 @@ _COMMANDS = [
     "info",
     "layout",
     "demo",
+    "sample-site",
 ]
 
 

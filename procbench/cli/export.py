@@ -32,6 +32,16 @@ def command(
         ),
     ] = None,
     private: Annotated[bool, typer.Option("--private", help="With --push-to-hub: create a private repo.")] = False,
+    contact: Annotated[
+        str | None,
+        typer.Option(
+            "--contact",
+            envvar="PROCBENCH_CONTACT",
+            help="Who answers questions about the dataset (e-mail or URL), written into the card's Contact section "
+            "(default: env PROCBENCH_CONTACT). With --push-to-hub the card also points to the repository's "
+            "discussions.",
+        ),
+    ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an earlier export in --to.")] = False,
     n: Annotated[int, typer.Option("--n", help="label-studio: questions drawn from each set.", min=1)] = 40,
     context: Annotated[
@@ -65,7 +75,16 @@ def command(
         )
         return
     with progress_bar() as progress:
-        result = export_sets(qsets, to, store=store, fmt=fmt, overwrite=overwrite, progress=progress)
+        result = export_sets(
+            qsets,
+            to,
+            store=store,
+            fmt=fmt,
+            overwrite=overwrite,
+            progress=progress,
+            repo_id=push_to_hub,
+            contact=contact,
+        )
     if push_to_hub:
         result.url = push(to, push_to_hub, private=private)
     if json:

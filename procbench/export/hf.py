@@ -24,9 +24,11 @@ from procbench.card import (
     HUB_SPLITS,
     DatasetCard,
     dataset_card,
+    default_set,
     generation_of,
     procedure_facts,
     provenance_facts,
+    recommended_setting,
     setting_counts,
     summarise_set,
 )
@@ -38,7 +40,20 @@ from procbench.generate.columns import procedure_ids
 from procbench.progress import SILENT, Progress
 from procbench.readers.views import recorded_readers
 
-__all__ = ["EXPORT_FIELDS", "EXPORT_MARKER", "ExportResult", "export_sets", "features", "push_to_hub"]
+__all__ = [
+    "DEFAULT_RENAMED",
+    "EXPORT_FIELDS",
+    "EXPORT_MARKER",
+    "ExportResult",
+    "config_names",
+    "export_sets",
+    "features",
+    "push_to_hub",
+]
+
+#: The config name of the setting ``default`` when another setting is the export's default config: ``datasets``
+#: loads a config named ``default`` when none is named and refuses a second default.
+DEFAULT_RENAMED = "default-sampler"
 
 #: The file an export leaves in its folder, listing the files it wrote: ``--overwrite`` replaces only a folder
 #: holding it, and only those files (it is not uploaded by ``--push-to-hub``).
@@ -183,8 +198,14 @@ def export_sets(
     fmt: str = "hf",
     overwrite: bool = False,
     progress: Progress = SILENT,
+    repo_id: str | None = None,
+    contact: str | None = None,
 ) -> ExportResult:
     """Export question sets (``TASK``, ``TASK/SETTING`` or set folders) as a Hugging Face dataset folder.
+
+    ``repo_id``: the Hub repository it will be pushed to (``OWNER/NAME``): the card's usage snippet loads it
+    from there and its contact is the repository's discussions. ``contact``: who answers questions about it
+    (an e-mail or URL), written into the card.
 
     Raises:
         BadInput: an unknown format, a set that does not exist, or an ``out`` folder that is not empty
@@ -194,11 +215,11 @@ def export_sets(
         raise BadInput(f"--format takes 'hf' or 'lm-eval', not {fmt!r}")
     resolved = resolve_sets(targets, store)
     out = Path(out)
-    tasks = {q.task for q in resolved.sets}
+    names = config_names([(q.task, q.setting) for q in resolved.sets])
     tables = {q.name: _summary_columns(q) for q in resolved.sets}
     planned = ["README.md", "croissant.json"]
     for qset in resolved.sets:
-        config = qset.setting if len(tasks) == 1 else f"{qset.task}-{qset.setting}"
+        config = names[(qset.task, qset.setting)]
         present = set(tables[qset.name]["split"].to_pylist()) if tables[qset.name].num_rows else set()
         planned += [
             f"data/{config}/{hub}-00000-of-00001.parquet" for split, hub in HUB_SPLITS.items() if split in present
@@ -217,7 +238,7 @@ def export_sets(
     total = sum(t.num_rows for t in tables.values())
     progress.start("export", total=total)
     for qset in resolved.sets:
-        config = qset.setting if len(tasks) == 1 else f"{qset.task}-{qset.setting}"
+        config = names[(qset.task, qset.setting)]
         summary = summarise_set(qset.task, qset.setting, tables[qset.name])
         summary.config_name = config
         summary.items = qset.items
@@ -245,6 +266,7 @@ def export_sets(
     result.images = len(images.seen)
     result.missing_images = len(images.missing_ids)
     procs = _procedures_table(inliner)
+    chosen = default_set([c for c in card_sets if c.data_files])
     card = DatasetCard(
         title=_title(resolved.sets),
         sets=card_sets,
@@ -252,7 +274,10 @@ def export_sets(
         procedures=procedure_facts(procs),
         generation=generation,
         build=build,
-        usage=_usage(card_sets),
+        usage=_usage(chosen, repo_id or str(out), hub=repo_id is not None),
+        example=_example(resolved.sets, chosen, inliner),
+        contact=contact,
+        repo_id=repo_id,
         published=max((str(g["time"])[:10] for g in generation.values() if g.get("time")), default=None),
         limitations=(
             [f"{len(images.missing_ids)} images recorded in the store had no file and are exported as null."]
@@ -400,15 +425,51 @@ def _title(sets: list[Any]) -> str:
     return "procbench " + ", ".join(tasks)
 
 
-def _usage(sets: list[Any]) -> str:
-    first = sets[0].config_name if sets else "CONFIG"
+def config_names(sets: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The config name of each ``(task, setting)``: the setting (``TASK-SETTING`` when several tasks are
+    exported), and :data:`DEFAULT_RENAMED` for a single task's setting ``default`` when the task's recommended
+    setting is exported too (it is then the default config, and a config named ``default`` would be a second
+    one)."""
+    tasks = {task for task, _ in sets}
+    settings = {setting for _, setting in sets}
+    out = {}
+    for task, setting in sets:
+        if len(tasks) > 1:
+            out[(task, setting)] = f"{task}-{setting}"
+        elif setting == "default" and recommended_setting(task) != "default" and recommended_setting(task) in settings:
+            out[(task, setting)] = DEFAULT_RENAMED
+        else:
+            out[(task, setting)] = setting
+    return out
+
+
+def _usage(chosen: Any, where: str, *, hub: bool) -> str:
+    """A snippet that loads the default config from ``where`` (the Hub repository, else the export folder)."""
+    config = chosen.config_name if chosen is not None else None
+    origin = "from the Hub" if hub else "the folder this card is in, as exported"
     return (
         "```python\n"
         "from datasets import load_dataset\n\n"
-        f'ds = load_dataset("PATH_OR_REPO", "{first}")   # one config per setting\n'
-        'ds["test"][0]["question"]   # items with their title, text and image (a PIL image)\n'
+        f"ds = load_dataset({where!r}"
+        + (f", {config!r})   # {origin}; one config per setting\n" if config else f")   # {origin}\n")
+        + 'q = ds["test"][0]\n'
+        'q["instruction"], [c["title"] or c["text"] for c in q["choices"]], q["answer"]\n'
+        "# items are {key, title, text, image}: image is a PIL image for visual tasks, else None\n"
         "```"
     )
+
+
+def _example(sets: list[Any], chosen: Any, inliner: Inliner) -> dict[str, Any] | None:
+    """The first question of the default config's test split (else its first split), images as ids."""
+    if chosen is None:
+        return None
+    qset = next((q for q in sets if q.task == chosen.task and q.setting == chosen.setting), None)
+    if qset is None:
+        return None
+    for split in ("test", "val", "train"):
+        if chosen.splits.get(split):
+            return next(inliner.records(qset, split), None)
+    return None
 
 
 def push_to_hub(out: str | Path, repo_id: str, *, private: bool = False, token: str | None = None) -> str:

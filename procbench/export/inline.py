@@ -8,6 +8,10 @@ image id of the store, the placeholder, or free text (a title or a label).
 Record layout (one schema for every task and setting):
 
 - ``question``/``choices``: lists of items ``{key, title, text, image}`` (``image`` an image id or None);
+  free-text items are a ``title`` when the set's items are step titles (textual cloze's default ``--items``),
+  else a ``text`` (step texts, first sentences, actions, pair order's labels);
+- ``instruction``: the task's instruction worded for the procedure's domain (``recipe`` for cooking categories,
+  ``procedure`` otherwise: :func:`procbench.tasks.domain_noun`);
 - ``choice_orders``: for tasks whose choices are orders (sequencing, visual ordering), each choice as
   positions into ``question``; ``choices`` is then empty. Visual ordering has no question items in the set:
   the images to order become the question, sorted by id (which says nothing about their order);
@@ -32,6 +36,7 @@ from procbench.generate.qset import QuestionSet
 from procbench.generate.questions import PLACEHOLDER
 from procbench.store import Store, is_image_id
 from procbench.store.views import kept_procedures, kept_steps
+from procbench.tasks import TASKS, domain_noun
 
 __all__ = ["Inliner", "meta_json"]
 
@@ -88,8 +93,9 @@ class Inliner:
         stored = table.filter(pc.fill_null(table["stored"], False))
         return {i for i in stored["id"].to_pylist() if is_image_id(i)}  # an id is a file name: nothing else
 
-    def item(self, key: str) -> dict[str, Any]:
-        """One item ``{key, title, text, image}``."""
+    def item(self, key: str, *, titles: bool = False) -> dict[str, Any]:
+        """One item ``{key, title, text, image}``; free text (not a step key, an image id or the placeholder) is
+        the item's ``title`` when ``titles`` (the set's items are step titles), else its ``text``."""
         if key == PLACEHOLDER:
             return {"key": key, "title": None, "text": None, "image": None}
         step = self.steps.get(key)
@@ -97,7 +103,12 @@ class Inliner:
             return {"key": key, "title": step.title, "text": step.text, "image": self._image(step.image)}
         if key in self.images:
             return {"key": key, "title": None, "text": None, "image": key}
+        if titles:
+            return {"key": key, "title": key, "text": None, "image": None}
         return {"key": key, "title": None, "text": key, "image": None}
+
+    def _free_text(self, key: str) -> bool:
+        return key != PLACEHOLDER and key not in self.steps and key not in self.images
 
     def _image(self, image_id: str | None) -> str | None:
         return image_id if image_id is not None and image_id in self.images else None
@@ -108,12 +119,19 @@ class Inliner:
         if not path.is_file():
             return
         table = qset.split(split)
-        instruction = qset.instruction
+        spec = TASKS.find(qset.task)
+        items = qset.items
+        titles = qset.task == "textual-cloze" and items in (None, "title")
+        instructions: dict[str, str] = {}
         for batch in table.to_batches(max_chunksize=batch_size):
             for row in batch.to_pylist():
-                yield self._record(row, qset.setting, instruction)
+                procedure = self.procedures.get(row["procedure_id"], {})
+                noun = domain_noun(procedure.get("category"), procedure.get("source"))
+                if noun not in instructions:
+                    instructions[noun] = spec.instruction_for(items, noun=noun) if spec is not None else ""
+                yield self._record(row, qset.setting, instructions[noun], titles=titles)
 
-    def _record(self, row: dict[str, Any], setting: str, instruction: str) -> dict[str, Any]:
+    def _record(self, row: dict[str, Any], setting: str, instruction: str, *, titles: bool = False) -> dict[str, Any]:
         procedure = self.procedures.get(row["procedure_id"], {})
         question_keys: list[str] = list(row.get("question") or [])
         raw_choices: list[Any] = list(row.get("choices") or [])
@@ -126,9 +144,10 @@ class Inliner:
             choice_orders = [[position[key] for key in order] for order in raw_choices]
             choices: list[dict[str, Any]] = []
         else:
-            choices = [self.item(str(c)) for c in raw_choices]
-        question = [self.item(k) for k in question_keys]
-        titles_are_items = any(i["text"] is not None and i["title"] is None and i["image"] is None for i in question)
+            choices = [self.item(str(c), titles=titles) for c in raw_choices]
+        question = [self.item(k, titles=titles) for k in question_keys]
+        # free-text items (titles, texts, actions): the context leaves step titles out, so it never holds the answer
+        titles_are_items = any(self._free_text(k) for k in question_keys)
         context = []
         for index in row.get("context") or []:
             step = self.steps.get(f"{row['procedure_id']}#{index}")

@@ -49,7 +49,7 @@ PLACEHOLDER = "@placeholder"
 #: Tasks whose items are images (RecipeQA JSON names them by file).
 VISUAL_TASKS = frozenset(spec.name for spec in TASKS.values() if spec.items == "image")
 #: Task -> its question's instruction (RecipeQA JSON's ``question``).
-QUESTION_TEXT = {spec.name: spec.instruction for spec in TASKS.values()}
+QUESTION_TEXT = {spec.name: spec.recipeqa_instruction() for spec in TASKS.values()}
 #: Questions rendered at once (small enough that a batch of long contexts stays far below 2 GB of text).
 _BATCH = 16_384
 #: JSON escapes Arrow can apply with plain substring replacement (backslash first).

@@ -285,7 +285,7 @@ def write_question_sets(
 def _recipeqa_writer(store: Store, task: str, used: pa.Array, items: str | None) -> RecipeQAWriter:
     steps = kept_steps(store)
     spec = TASKS.find(task)
-    instruction = spec.instruction_for(items) if spec is not None else ""
+    instruction = spec.recipeqa_instruction(items) if spec is not None else ""
     return RecipeQAWriter(task, steps.filter(pc.is_in(steps["procedure_id"], value_set=used)), instruction=instruction)
 
 

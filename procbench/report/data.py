@@ -7,6 +7,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -17,12 +18,38 @@ from procbench.generate.qset import QuestionSet
 from procbench.readers.views import recorded_readers
 from procbench.store import Store, is_image_id
 
-__all__ = ["SetView", "choice_distances_of", "set_view", "sweep_tables"]
+__all__ = ["SYNTHETIC_SOURCES", "SetView", "choice_distances_of", "real_url", "set_view", "sweep_tables"]
 
 log = logging.getLogger(__name__)
 
 #: Splits in the order the report shows them (test first: what models are scored on).
 ORDER = ("test", "val", "train")
+
+#: Sources whose step images procbench draws itself (the bundled sample corpus, :mod:`procbench.corpus`): the
+#: report says its images are synthetic.
+SYNTHETIC_SOURCES = frozenset({"sample"})
+
+#: Host names reserved by RFC 2606 / RFC 6761 that never lead to a real page (the demo's
+#: ``sample.procbench.invalid``, the sample corpus's ``example.org``).
+_RESERVED_TLDS = (".invalid", ".test", ".example", ".localhost")
+_RESERVED_HOSTS = frozenset({"example.com", "example.org", "example.net", "localhost"})
+
+
+def real_url(url: str | None) -> str | None:
+    """``url`` when it can lead to a real page: ``http(s)`` with a host that is not reserved (RFC 2606:
+    ``.invalid``, ``.test``, ``.example``, ``.localhost``, ``example.com/.org/.net``); else None."""
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    host = (parts.hostname or "").rstrip(".").lower()
+    if parts.scheme not in ("http", "https") or not host:
+        return None
+    if host.endswith(_RESERVED_TLDS) or any(host == h or host.endswith("." + h) for h in _RESERVED_HOSTS):
+        return None
+    return url
 
 
 @dataclass
@@ -42,6 +69,8 @@ class SetView:
     images: set[str] = field(default_factory=set)
     #: Scored reader packets recorded with the set (``procbench score-packet``).
     readers: list[dict[str, Any]] = field(default_factory=list)
+    #: Some images shown are drawn by procbench (:data:`SYNTHETIC_SOURCES`), not photographs.
+    synthetic_images: bool = False
 
 
 def _slug(name: str) -> str:
@@ -71,6 +100,7 @@ def set_view(qset: QuestionSet, inliner: Inliner, *, limit: int) -> SetView:
     splits = {s: int(qset.split(s).num_rows) for s in ORDER if (qset.path / f"{s}.parquet").is_file()}
     questions: list[dict[str, Any]] = []
     images: set[str] = set()
+    synthetic = False
     for split in ORDER:
         if split not in splits:
             continue
@@ -80,13 +110,15 @@ def set_view(qset: QuestionSet, inliner: Inliner, *, limit: int) -> SetView:
             for item in (*record["question"], *record["choices"]):
                 if item["image"]:
                     images.add(item["image"])
+                    synthetic = synthetic or record["source"] in SYNTHETIC_SOURCES
             questions.append(
                 {
                     "qid": record["qid"],
                     "split": split,
                     "score": None if scores is None else scores.get(record["qid"]),
                     "procedure": record["procedure_title"] or record["procedure_id"],
-                    "url": record["url"],
+                    "url": real_url(record["url"]),
+                    "instruction": record["instruction"],
                     "question": [_compact(i) for i in record["question"]],
                     "choices": [_compact(i) for i in record["choices"]],
                     "orders": record["choice_orders"],
@@ -106,6 +138,7 @@ def set_view(qset: QuestionSet, inliner: Inliner, *, limit: int) -> SetView:
         has_scores=scores is not None,
         images=images,
         readers=recorded_readers(qset.path),
+        synthetic_images=synthetic,
     )
 
 

@@ -13,10 +13,20 @@ from typing import Any
 import numpy as np
 
 from procbench import __version__
+from procbench.card.glossary import explain, glossary_for, knob_values
 from procbench.readers.views import readers_html
 from procbench.report.data import SetView
 
 __all__ = ["histogram_svg", "index_page", "interval_svg", "script_json", "set_page"]
+
+#: Settings per audit table: a task with more gets several tables, so every table fits a 1400 px window.
+AUDIT_COLUMNS = 7
+
+_SYNTHETIC = (
+    '<div class="banner" role="note"><strong>Synthetic images.</strong> The images in this report are shapes '
+    "procbench draws for its bundled sample corpus (a palette and motif per procedure and step), not photographs: "
+    "visual questions and scores here show how the pipeline works, not how models do on real images.</div>"
+)
 
 _CSP = (
     "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src 'self' data:; "
@@ -139,6 +149,61 @@ def _sets_table(views: list[SetView]) -> str:
     return "\n".join(rows)
 
 
+def _audit_table(views: list[SetView], probes: list[str]) -> str:
+    """One table of ``probes`` (rows) by the settings of ``views`` (columns)."""
+    out = [
+        '<div class="scroll"><table class="audit"><tr><th>probe</th>'
+        + "".join(
+            f'<th><span title="{escape(_meaning(v.setting))}">{escape(v.setting)}</span>'
+            f"<div class=muted>{v.total} questions</div></th>"
+            for v in views
+        )
+        + "</tr>"
+    ]
+    for probe in probes:
+        results = [(v.audit or {})["probes"].get(probe) or {} for v in views]
+        values = [
+            x
+            for r in results
+            for x in [r.get("value"), r.get("chance"), *(r.get("ci") or [])]
+            if isinstance(x, (int, float))
+        ]
+        peak = max(values, default=1.0)
+        upper = 1.0 if 0.3 < peak <= 1.0 else max(peak * 1.15, 1e-6)
+        cells = "".join(f"<td>{interval_svg(r, upper)}</td>" for r in results)
+        label = escape(probe)
+        if any(r.get("reference") for r in results):
+            label += '<div class="muted">reference: reads the context</div>'
+        chances = {r.get("chance") for r in results if r.get("value") is not None}
+        chance = chances.pop() if len(chances) == 1 else None
+        if chance is not None:
+            label += f'<div class="muted">chance {float(chance):.3f}</div>'
+        out.append(f"<tr><th>{label}</th>{cells}</tr>")
+    out.append("</table></div>")
+    return "\n".join(out)
+
+
+def _meaning(setting: str) -> str:
+    """What ``setting`` means, in one line (its knob values, then the glossary's terms; empty when it has none)."""
+    return " ".join([*filter(None, [knob_values(setting)]), *(term.meaning for term in explain(setting))])
+
+
+def _glossary(views: list[SetView]) -> str:
+    """The settings of the report's sets, explained (:mod:`procbench.card.glossary`)."""
+    terms = glossary_for(list(dict.fromkeys(v.setting for v in views)))
+    if not terms:
+        return ""
+    rows = "".join(
+        f"<tr><th><code>{escape(t.name)}</code></th><td>{escape(t.tasks)}</td><td>{escape(t.meaning)}</td></tr>"
+        for t in terms
+    )
+    return (
+        '<h2 id="settings">Settings</h2>\n<p class="muted">A setting is one way of choosing a question\'s '
+        "wrong choices; each set is a task under one setting.</p>\n"
+        f'<table class="glossary"><tr><th>setting</th><th>tasks</th><th>what it means</th></tr>{rows}</table>'
+    )
+
+
 def _audit_tables(views: list[SetView]) -> str:
     out: list[str] = []
     for task in dict.fromkeys(v.task for v in views):
@@ -147,36 +212,15 @@ def _audit_tables(views: list[SetView]) -> str:
             continue
         probes = list(dict.fromkeys(p for v in audited for p in (v.audit or {})["probes"]))
         out.append(f"<h3>{escape(task)}</h3>")
-        out.append(
-            '<div class="scroll"><table><tr><th>probe</th>'
-            + "".join(f"<th>{escape(v.setting)}<div class=muted>{v.total} questions</div></th>" for v in audited)
-            + "</tr>"
-        )
-        absent: dict[str, list[str]] = {}  # reason -> probes that apply to none of the sets
+        absent: dict[str, list[str]] = {}  # reason -> probes that apply to none of the sets: listed, not n/a rows
         for probe in probes:
             results = [(v.audit or {})["probes"].get(probe) or {} for v in audited]
-            if all(r.get("value") is None for r in results):  # listed below the table, not a row of n/a
+            if all(r.get("value") is None for r in results):
                 reason = "; ".join(sorted({str(r["reason"]) for r in results if r.get("reason")}))
                 absent.setdefault(reason, []).append(probe)
-                continue
-            values = [
-                x
-                for r in results
-                for x in [r.get("value"), r.get("chance"), *(r.get("ci") or [])]
-                if isinstance(x, (int, float))
-            ]
-            peak = max(values, default=1.0)
-            upper = 1.0 if 0.3 < peak <= 1.0 else max(peak * 1.15, 1e-6)
-            cells = "".join(f"<td>{interval_svg(r, upper)}</td>" for r in results)
-            label = escape(probe)
-            if any(r.get("reference") for r in results):
-                label += '<div class="muted">reference: reads the context</div>'
-            chances = {r.get("chance") for r in results if r.get("value") is not None}
-            chance = chances.pop() if len(chances) == 1 else None
-            if chance is not None:
-                label += f'<div class="muted">chance {float(chance):.3f}</div>'
-            out.append(f"<tr><th>{label}</th>{cells}</tr>")
-        out.append("</table></div>")
+        shown = [p for p in probes if not any(p in names for names in absent.values())]
+        for start in range(0, len(audited), AUDIT_COLUMNS):
+            out.append(_audit_table(audited[start : start + AUDIT_COLUMNS], shown))
         for reason, names in absent.items():
             listed = ", ".join(f"<b>{escape(n)}</b>" for n in names)
             why = f": {escape(reason)}" if reason else ""
@@ -241,14 +285,16 @@ def index_page(views: list[SetView], tables: list[dict[str, Any]], *, title: str
     """The overview page."""
     body = "\n".join(
         [
-            "<h2>Question sets</h2>",
+            _SYNTHETIC if any(v.synthetic_images for v in views) else "",
+            '<h2 id="sets">Question sets</h2>',
             _sets_table(views),
-            "<h2>Audit: shortcut probes side by side</h2>",
+            _glossary(views),
+            '<h2 id="audit">Audit: shortcut probes side by side</h2>',
             _audit_tables(views),
             readers_html((v.name, v.readers) for v in views),
-            "<h2>Distances of choices to the question</h2>",
+            '<h2 id="distances">Distances of choices to the question</h2>',
             _histograms(views),
-            "<h2>Baselines (evaluate's sweep table, accuracy %)</h2>",
+            '<h2 id="baselines">Baselines (evaluate\'s sweep table, accuracy %)</h2>',
             _sweeps(tables),
         ]
     )
@@ -282,7 +328,12 @@ def set_page(view: SetView, *, instruction: str) -> str:
         f'<p class="muted">{len(view.questions)} of {view.total} questions shown (test first). The answer is '
         "marked in green; the context is folded under each question.</p>"
     )
-    body = f'{note}\n{controls}\n<div id="questions"></div>\n'
+    meaning = _meaning(view.setting)
+    about = ""
+    if meaning:
+        about = f"<p><strong>Setting <code>{escape(view.setting)}</code>:</strong> {escape(meaning)}</p>"
+    banner = _SYNTHETIC if view.synthetic_images else ""
+    body = f'{banner}\n{about}\n{note}\n{controls}\n<div id="questions"></div>\n'
     script = (
         f'<script id="qset-data" type="application/json">{payload}</script>\n'
         '<script src="../assets/report.js"></script>\n'

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from procbench.corpus import load_sample, step_image
+from procbench.errors import BadInput
 
 __all__ = ["CANONICAL_BASE", "SampleSite", "render_article", "serve_sample_site"]
 
@@ -265,10 +266,16 @@ class SampleSite:
 
 
 @contextmanager
-def serve_sample_site(records: list[dict[str, Any]] | None = None, *, seed: int = 0) -> Iterator[SampleSite]:
-    """Serve the sample site on 127.0.0.1 (a free port) for the duration of the block."""
+def serve_sample_site(
+    records: list[dict[str, Any]] | None = None, *, seed: int = 0, port: int = 0
+) -> Iterator[SampleSite]:
+    """Serve the sample site on 127.0.0.1 (``port``; 0: a free one) for the duration of the block
+    (``procbench sample-site`` serves it until stopped)."""
     site = SampleSite(records, seed=seed)
-    server = _Server(("127.0.0.1", 0), _Handler)
+    try:
+        server = _Server(("127.0.0.1", port), _Handler)
+    except OSError as exc:
+        raise BadInput(f"cannot listen on 127.0.0.1:{port} ({exc.strerror}); pass another --port, or 0") from None
     server.site = site
     site.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="procbench-sample-site", daemon=True)

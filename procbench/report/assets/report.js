@@ -51,7 +51,7 @@
     else right.appendChild(el("span", null, q.procedure));
     head.appendChild(right);
     box.appendChild(head);
-    box.appendChild(el("p", null, data.instruction));
+    box.appendChild(el("p", null, q.instruction || data.instruction));
     if (q.question.length) {
       // order tasks: the items as the question shows them (shuffled), then the orders to choose from
       if (q.orders.length) box.appendChild(el("div", "label", "as shown"));
