@@ -36,6 +36,10 @@ DEMO_VISUAL_SETTINGS: dict[str, tuple[Setting, ...]] = {
 }
 
 
+#: The adversarial filter's size in the demo (4 rounds of one 3-fold ensemble; the cards say so).
+DEMO_POLICY = "demo"
+
+
 def _scrape_sample_site(store: Store, *, seed: int, progress: Progress) -> dict[str, Any]:
     """Serve the sample corpus as a wikiHow-like site on 127.0.0.1 and scrape it, as a real site is scraped."""
     from procbench.scrape import HttpConfig, ScrapeOptions, scrape
@@ -153,13 +157,14 @@ def run_demo(store_path: str | Path, *, seed: int = 0, progress: Progress = SILE
         for task in ("sequencing", "pair-order")
         for name, count in generate(store, task, seed=seed, progress=progress).questions.items()
     }
-    # Textual cloze in all three styles (recipeqa, default, debias-b10): one sweep.
-    cloze = generate(store, "textual-cloze", sweep=True, seed=seed, progress=progress)
+    # Textual cloze, every setting: one sweep; adversarial filtering at the demo's size (docs/adversarial.md).
+    cloze = generate(store, "textual-cloze", sweep=True, seed=seed, progress=progress, policy=DEMO_POLICY)
     stages["generate"].update({f"textual-cloze/{name}": count for name, count in cloze.questions.items()})
     # Visual tasks (paper 001): the RecipeQA-style reference, the knobs' two ends and adversarial filtering.
     for task, settings in DEMO_VISUAL_SETTINGS.items():
         for setting in settings:
-            result = generate(store, task, setting, seed=seed, progress=progress)
+            sized = {"policy": DEMO_POLICY} if setting.style == "adversarial" else {}
+            result = generate(store, task, setting, seed=seed, progress=progress, **sized)
             stages["generate"].update({f"{task}/{name}": count for name, count in result.questions.items()})
     stages["audit"] = _audit_sets(store, seed=seed, progress=progress)
     stages["train"], stages["evaluate"], sweeps = _train_and_evaluate(store, seed=seed, progress=progress)

@@ -29,6 +29,7 @@ SETTINGS = {
     "default": Setting("default"),
     "debias": Setting("debias", budget="auto"),
     "adversarial": Setting("adversarial"),
+    "needs-context": Setting("needs-context"),
 }
 
 
@@ -51,7 +52,9 @@ def _titles(store: Store) -> dict[str, str | None]:
     return {f"{r['procedure_id']}#{r['index']}": r["title"] and strip_step_indicator(r["title"]) for r in rows}
 
 
-def _check_question(q: Question, name: str, titles: dict[str, str | None], splits: dict[str, str]) -> None:
+def _check_question(
+    q: Question, name: str, titles: dict[str, str | None], splits: dict[str, str], own_allowed: int = 0
+) -> None:
     meta = q.meta
     assert meta["setting"] == name and len(q.choices) == 4 and 0 <= q.answer < 4
     assert q.question.count(PLACEHOLDER) == 1 and q.question.index(PLACEHOLDER) == meta["placeholder"]
@@ -62,29 +65,33 @@ def _check_question(q: Question, name: str, titles: dict[str, str | None], split
     norms = [normalise_title(c) for c in q.choices]
     assert len(set(norms)) == 4, q.choices  # no choice repeats a title
     shown = {normalise_title(t) for t in q.question if t != PLACEHOLDER}
+    own = 0
     for n, key in enumerate(keys):
         if n == q.answer:
             continue
         other = key.rsplit("#", 1)[0]
-        assert other != q.procedure_id and splits[other] == splits[q.procedure_id]
-        assert norms[n] not in shown
+        own += other == q.procedure_id
+        assert splits[other] == splits[q.procedure_id]
+        assert norms[n] not in shown and key not in meta["question_keys"]
+    assert own <= own_allowed, (name, keys)
     for name_ in ("choice_distances", "choice_keys"):
         assert len(meta[name_]) == 4
 
 
 @pytest.mark.parametrize("style", SAMPLERS.names())
 def test_every_registered_sampler_keeps_the_contract(store: Store, style: str) -> None:
-    """Questions well formed, negatives from other procedures of the split, every draft made or counted
-    under a skip reason, same seed same questions."""
+    """Questions well formed, negatives from the split (from other procedures but the sampler's allowance),
+    every draft made or counted under a skip reason, same seed same questions."""
     assert style in SETTINGS, f"add a setting of the new sampler {style!r} to SETTINGS"
     setting, splits = SETTINGS[style], _splits(store)
     titles = _titles(store)
-    options: dict[str, Any] = {"splits": splits, "rounds": 2} if style == "adversarial" else {"splits": splits}
+    filtered = style in ("adversarial", "needs-context")
+    options: dict[str, Any] = {"splits": splits, "rounds": 2} if filtered else {"splits": splits}
     sets, counts = textual_build(store, [setting], seed=5, **options)
     questions, entry = sets[setting.name], counts[setting.name]
     assert questions and entry["questions"] == len(questions)
     for q in questions:
-        _check_question(q, setting.name, titles, splits)
+        _check_question(q, setting.name, titles, splits, SAMPLERS.get(style).own_procedure_negatives)
     if "drafted" in entry:
         assert entry["drafted"] == len(questions) + sum(entry["skipped_questions"].values())
     again, _ = textual_build(store, [setting], seed=5, **options)

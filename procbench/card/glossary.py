@@ -35,6 +35,14 @@ class Term:
         return re.fullmatch(self.pattern, setting) is not None
 
 
+_NEEDS_CONTEXT = (
+    "negatives a reader without the step texts cannot rule out: the blank at the edge of a window of 2-4 titles "
+    "(never a procedure's first or last step, never a generic title), one step of the same procedure as a decoy "
+    "and titles of the nearest procedures at the same position as lookalikes, none nearer the answer's own step "
+    "text than the answer; adversarially filtered on top. Blinded readers on real recipes: 55% without the "
+    "context (recipeqa 90%), 97.5% with it; partial-input probes still read above chance "
+    "(benchmarks/reader_checks.md)."
+)
 _KNOBS = (
     "The Control-Knobs of Sahu et al. 2022 (paper 001). K1, overlap between a procedure's questions: 0 = at most "
     "n/2 questions per procedure (the answer's step leaves the pool after each), 1 = at most n/3 (the answer's "
@@ -87,6 +95,12 @@ GLOSSARY: list[Term] = [
         "an ensemble of context-free probes (choice-only, partial-input, question-distance models) tells them "
         "from the answer; questions they still solve are dropped while 85% of the drafted ones stay. "
         "Recommended: the audit's shortcut probes read it nearest chance.",
+    ),
+    Term(
+        "needs-context",
+        r"needs-context",
+        "textual cloze",
+        _NEEDS_CONTEXT,
     ),
 ]
 

@@ -458,6 +458,7 @@ class NeedsContext(Sampler):
 
     style = "needs-context"
     reports_yield = True
+    own_procedure_negatives = DECOYS
 
     def sample(self, drafts: list[Draft], rng: np.random.Generator) -> dict[int, Question]:
         context, pool = self.context, self.context.pool

@@ -279,6 +279,8 @@ class Sampler:
     style: ClassVar[str] = ""
     #: whether the counts report ``drafted`` and ``yield`` (settings that may skip many drafts)
     reports_yield: ClassVar[bool] = False
+    #: how many negatives of a question may be steps of its own procedure (never a step the question shows)
+    own_procedure_negatives: ClassVar[int] = 0
 
     def __init__(self, setting: Setting, context: TextualContext) -> None:
         self.setting = setting
