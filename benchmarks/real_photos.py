@@ -50,12 +50,15 @@ PROBES = ("choice_only", "partial_input", "question_distance", "colour_layout", 
 TARGET = 0.30
 
 
-def _generate(store: Path, task: str, seed: int) -> None:
+def _generate(store: Path, task: str, seed: int, knobs: list[str]) -> None:
+    """``generate --sweep`` (no ``knobs``), else one ``generate --knobs K`` per knob setting."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "procbench", "generate", "--task", task, "--sweep", "--seed", str(seed)]
-    done = subprocess.run([*cmd, "--store", str(store), "--json"], env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        print(f"generate {task} seed {seed} failed: {done.stderr.strip()[-400:]}", file=sys.stderr)
+    how = [["--sweep"]] if not knobs else [["--knobs", k] for k in knobs]
+    for way in how:
+        cmd = [sys.executable, "-m", "procbench", "generate", "--task", task, *way, "--seed", str(seed)]
+        done = subprocess.run([*cmd, "--store", str(store), "--json"], env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"generate {task} {way} seed {seed} failed: {done.stderr.strip()[-400:]}", file=sys.stderr)
 
 
 def _audit(folder: Path) -> dict[str, Any]:
@@ -145,6 +148,9 @@ def main() -> None:
     parser.add_argument("--store", type=Path, required=True)
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--tasks", default="visual-cloze,visual-coherence,visual-ordering")
+    parser.add_argument(
+        "--knobs", default="", help="knob settings to generate instead of the sweep, e.g. '0,1,2;0,1,1' (faster)"
+    )
     parser.add_argument("--out", type=Path, default=None, help="JSON file for the raw numbers")
     parser.add_argument("--keep", type=Path, default=None, help="keep the per-seed stores under this folder")
     args = parser.parse_args()
@@ -158,7 +164,7 @@ def main() -> None:
             shutil.copytree(args.store, store, ignore=shutil.ignore_patterns("questions"))
         for task in args.tasks.split(","):
             if not (store / "questions" / task).is_dir():
-                _generate(store, task, seed)
+                _generate(store, task, seed, [k for k in args.knobs.split(";") if k])
             for folder in sorted((store / "questions" / task).glob("*")):
                 if not folder.is_dir() or folder.name.endswith("-aflite"):
                     continue
