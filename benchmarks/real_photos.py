@@ -171,7 +171,8 @@ def main() -> None:
                 key = f"{task}/{folder.name}"
                 results[task][folder.name].append(_audit(folder))
                 knobs[task][folder.name].append(_knob_check(store, folder))
-                print(key, seed, json.dumps(results[task][folder.name][-1]["n"]), file=sys.stderr)
+                done = {"audit": results[task][folder.name][-1], "knobs": knobs[task][folder.name][-1]}
+                print(key, seed, json.dumps(done, default=float), file=sys.stderr, flush=True)
     table = summarise(results)
     for line in table:
         print(line)
