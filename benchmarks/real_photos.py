@@ -24,7 +24,8 @@ audit's vector lookup, not the generator's code), for every question of a knob s
 - ``other_procedures``: every negative image belongs to another procedure than the question's;
 - ``k3_1``: K3 = 1 cloze, a negative is closer to the question mean (mean of the question's images) than the
   answer; coherence, the intruder's distance to the coherent images' mean is below their smallest pairwise
-  distance. Questions whose ``meta`` records a widened fallback are counted apart;
+  distance. Violations the generator recorded in ``meta.fallbacks`` (no candidate closer than the answer) are
+  counted apart from silent ones;
 - ``k3_2``: K3 = 2, the share of answers at each closeness rank (should be about uniform);
 - ``k1``: at most floor(#steps / 2) (K1 = 0) or floor(#steps / 3) (K1 = 1) questions per procedure.
 """
@@ -118,7 +119,12 @@ def _knob_check(store_root: Path, folder: Path) -> dict[str, Any]:
             continue
         answer = r["answer"]
         negs = [c for j, c in enumerate(choices) if j != answer]
-        counts["other_procedures_ok"] += all(owner.get(c) != pid for c in negs)
+        if any(q in owner for q in r["question"]):  # cloze: every negative from another procedure
+            counts["other_procedures_ok"] += all(owner.get(c) != pid for c in negs)
+        else:  # coherence: the intruder (the answer) from another procedure, the coherent images from this one
+            counts["other_procedures_ok"] += owner.get(choices[answer]) != pid and all(
+                owner.get(c) == pid for c in negs
+            )
         vec = lookup.get(choices)
         shown = [q for q in r["question"] if q in owner]
         if shown:  # cloze: distance to the question mean
@@ -133,8 +139,9 @@ def _knob_check(store_root: Path, folder: Path) -> dict[str, Any]:
         ranks.append(int(np.argsort(np.argsort(d, kind="stable"), kind="stable")[answer]))
         if k3 == 1:
             counts["k3_1_ok"] += bool(closer)
-            widened = str((r["meta"] or {}).get("band_level", "")) not in ("", "band", "None")
-            counts["k3_1_violations_with_fallback"] += (not closer) and widened
+            recorded = any(f.startswith("k3") for f in (r["meta"] or {}).get("fallbacks") or [])
+            counts["k3_1_violated_with_recorded_fallback"] += (not closer) and recorded
+            counts["k3_1_violated_silently"] += (not closer) and not recorded
     limit = 2 if k1 == 0 else 3
     counts["k1_ok_procedures"] = sum(v <= n_steps[p] // limit for p, v in per_proc.items())
     out: dict[str, Any] = {"n": len(rows), "procedures": len(per_proc), **counts}
