@@ -321,12 +321,13 @@ def set_page(view: SetView, *, instruction: str) -> str:
     controls = (
         '<div class="controls"><label>split <select id="split"><option value="all">all</option>'
         f"{splits}</select></label>{score}"
+        '<label><input type="checkbox" id="reveal"> show answers</label>'
         '<span class="pager"><button id="prev">previous</button><button id="next">next</button></span>'
         '<span id="status" class="muted"></span></div>'
     )
     note = (
-        f'<p class="muted">{len(view.questions)} of {view.total} questions shown (test first). The answer is '
-        "marked in green; the context is folded under each question.</p>"
+        f'<p class="muted">{len(view.questions)} of {view.total} questions shown (test first). Click a choice '
+        "to see the answer marked in green (or tick show answers); the context is folded under each question.</p>"
     )
     meaning = _meaning(view.setting)
     about = ""

@@ -78,6 +78,13 @@
         choices.appendChild(c);
       });
     }
+    // the answer is marked once the reader picks a choice (a click), or for every question with "show answers"
+    choices.addEventListener("click", function (e) {
+      var picked = e.target.closest(".choice");
+      if (!picked) return;
+      picked.classList.add("picked");
+      box.classList.add("revealed");
+    });
     box.appendChild(choices);
     if (q.context.length) {
       var details = el("details");
@@ -118,6 +125,9 @@
     document.getElementById("score-value").textContent = state.minScore.toFixed(2);
     state.page = 0; render();
   });
+  var reveal = document.getElementById("reveal");
+  if (reveal) document.body.classList.toggle("hide-answers", !reveal.checked);
+  if (reveal) reveal.addEventListener("change", function (e) { document.body.classList.toggle("hide-answers", !e.target.checked); });
   document.getElementById("prev").addEventListener("click", function () { state.page -= 1; render(); window.scrollTo(0, 0); });
   document.getElementById("next").addEventListener("click", function () { state.page += 1; render(); window.scrollTo(0, 0); });
   render();

@@ -1,0 +1,163 @@
+"""Low-level image statistics a shortcut can read off photos without understanding them.
+
+Two families, computed from the image files themselves (not from an encoder's embedding):
+
+* **Colour and layout statistics** (:func:`colour_layout_stats`): per-channel mean and standard deviation of
+  the RGB pixels, a per-channel intensity histogram (:data:`HIST_BINS` bins) and the mean of each channel in a
+  coarse :data:`GRID` x :data:`GRID` layout grid. Two photos taken under the same light or on the same desk
+  share these even when they show different things (Swain & Ballard 1991, "Color indexing", for the
+  histogram; the grid means are the "tiny image" layout of Torralba et al. 2008, "80 million tiny images").
+* **Near-duplicate signatures** (:func:`near_duplicate_signature`): a difference hash (dHash: the sign of
+  horizontal gradients of an ``(HASH_SIDE) x (HASH_SIDE + 1)`` greyscale thumbnail, Krawetz 2013, "Kind of
+  like that") and a mean-centred, unit-norm :data:`THUMB_SIDE` x :data:`THUMB_SIDE` greyscale thumbnail.
+  A re-crop or re-encode of a photo keeps a small dHash Hamming distance and a high thumbnail correlation.
+
+:class:`ImageStats` reads a set of image files once and serves both, by key; :func:`near_duplicate_similarity`
+compares signatures. The audit's ``colour_layout`` and ``near_duplicate`` probes use these features, and the
+adversarial filter can use the same ones. Constants live here, in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "GRID",
+    "HASH_SIDE",
+    "HIST_BINS",
+    "STATS_SIDE",
+    "THUMB_SIDE",
+    "ImageStats",
+    "colour_layout_stats",
+    "near_duplicate_signature",
+    "near_duplicate_similarity",
+    "stats_names",
+]
+
+#: Side (pixels) an image is resized to before its colour and layout statistics are taken.
+STATS_SIDE = 64
+#: Bins of each channel's intensity histogram.
+HIST_BINS = 8
+#: Cells per side of the coarse layout grid (each cell: the mean of each channel).
+GRID = 3
+#: dHash thumbnail height; its width is one more (HASH_SIDE**2 bits).
+HASH_SIDE = 8
+#: Side of the greyscale thumbnail compared by correlation.
+THUMB_SIDE = 16
+
+
+def stats_names() -> list[str]:
+    """Names of the :func:`colour_layout_stats` features, in order."""
+    channels = "rgb"
+    names = [f"mean_{c}" for c in channels] + [f"std_{c}" for c in channels]
+    names += [f"hist_{c}_{b}" for c in channels for b in range(HIST_BINS)]
+    names += [f"grid_{r}{q}_{c}" for r in range(GRID) for q in range(GRID) for c in channels]
+    return names
+
+
+def _rgb(image: object) -> np.ndarray:
+    from PIL import Image
+
+    assert isinstance(image, Image.Image)
+    small = image.convert("RGB").resize((STATS_SIDE, STATS_SIDE), Image.Resampling.BILINEAR)
+    return np.asarray(small, dtype=np.float64) / 255.0
+
+
+def colour_layout_stats(image: object) -> np.ndarray:
+    """``(6 + 3*HIST_BINS + 3*GRID**2,)`` float64 colour and layout statistics of a PIL image, in [0, 1]:
+    channel means, channel standard deviations, per-channel histograms (shares) and the grid's channel means
+    (see :func:`stats_names`)."""
+    pixels = _rgb(image)  # (S, S, 3)
+    flat = pixels.reshape(-1, 3)
+    hist = [np.histogram(flat[:, c], bins=HIST_BINS, range=(0.0, 1.0))[0] / len(flat) for c in range(3)]
+    edges = np.linspace(0, STATS_SIDE, GRID + 1).astype(int)
+    grid = [
+        pixels[edges[r] : edges[r + 1], edges[q] : edges[q + 1]].reshape(-1, 3).mean(axis=0)
+        for r in range(GRID)
+        for q in range(GRID)
+    ]
+    return np.concatenate([flat.mean(axis=0), flat.std(axis=0), *hist, *grid])
+
+
+def near_duplicate_signature(image: object) -> tuple[np.ndarray, np.ndarray]:
+    """``(bits (HASH_SIDE**2,) bool, thumb (THUMB_SIDE**2,) float64)``: the dHash bits and the mean-centred
+    unit-norm greyscale thumbnail of a PIL image."""
+    from PIL import Image
+
+    assert isinstance(image, Image.Image)
+    grey = image.convert("L")
+    small = np.asarray(grey.resize((HASH_SIDE + 1, HASH_SIDE), Image.Resampling.BILINEAR), dtype=np.float64)
+    bits = (small[:, 1:] > small[:, :-1]).reshape(-1)
+    thumb = np.asarray(grey.resize((THUMB_SIDE, THUMB_SIDE), Image.Resampling.BILINEAR), dtype=np.float64)
+    thumb = thumb.reshape(-1) - thumb.mean()
+    norm = float(np.linalg.norm(thumb))
+    return bits, thumb / norm if norm > 1e-9 else thumb
+
+
+def near_duplicate_similarity(
+    bits_a: np.ndarray, thumb_a: np.ndarray, bits_b: np.ndarray, thumb_b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pairwise similarities of two signature batches ``(a, ...)`` and ``(b, ...)``: ``(a, b)`` dHash
+    agreement (1 - Hamming distance / bits: 1 for identical hashes, ~0.5 for unrelated photos) and ``(a, b)``
+    thumbnail correlation (in [-1, 1])."""
+    a = bits_a.astype(np.float64)
+    b = bits_b.astype(np.float64)
+    agree = (a @ b.T + (1 - a) @ (1 - b).T) / max(a.shape[1], 1)
+    return agree, thumb_a @ thumb_b.T
+
+
+@dataclass
+class ImageStats:
+    """Statistics of the images of ``keys`` (``(u, ...)`` arrays in key order; ``found[i]`` False where the
+    file could not be read, with zero rows).
+
+    Attributes:
+        keys: image keys (store image ids or file paths).
+        stats: ``(u, F)`` :func:`colour_layout_stats`.
+        bits: ``(u, HASH_SIDE**2)`` dHash bits.
+        thumbs: ``(u, THUMB_SIDE**2)`` normalised thumbnails.
+        found: ``(u,)`` which images were read.
+    """
+
+    keys: list[str]
+    stats: np.ndarray
+    bits: np.ndarray
+    thumbs: np.ndarray
+    found: np.ndarray
+
+    @classmethod
+    def read(cls, keys: Sequence[str], locate: Callable[[str], Path | None]) -> ImageStats:
+        """Read every image ``locate(key)`` points at (None, a missing or an unreadable file: not found)."""
+        from PIL import Image, UnidentifiedImageError
+
+        n_stats = len(stats_names())
+        stats = np.zeros((len(keys), n_stats))
+        bits = np.zeros((len(keys), HASH_SIDE * HASH_SIDE), dtype=bool)
+        thumbs = np.zeros((len(keys), THUMB_SIDE * THUMB_SIDE))
+        found = np.zeros(len(keys), dtype=bool)
+        for i, key in enumerate(keys):
+            path = locate(key)
+            if path is None or not path.is_file():
+                continue
+            try:
+                with Image.open(path) as image:
+                    image.load()
+                    stats[i] = colour_layout_stats(image)
+                    bits[i], thumbs[i] = near_duplicate_signature(image)
+            except (OSError, UnidentifiedImageError, ValueError):
+                continue
+            found[i] = True
+        return cls(list(keys), stats, bits, thumbs, found)
+
+    def standardised(self) -> np.ndarray:
+        """``(u, F)`` :attr:`stats` standardised over the found images (unit variance per feature), so no
+        feature family dominates a Euclidean distance by its scale."""
+        out = np.zeros_like(self.stats)
+        if self.found.any():
+            rows = self.stats[self.found]
+            out[self.found] = (rows - rows.mean(axis=0)) / (rows.std(axis=0) + 1e-6)
+        return out
