@@ -751,7 +751,7 @@ _EXAMPLE_CHARS = 160
 
 def _brief(text: Any, limit: int = _EXAMPLE_CHARS) -> str:
     words = " ".join(str(text).split())
-    return words if len(words) <= limit else words[: limit - 1].rstrip() + "…"
+    return md_text(words if len(words) <= limit else words[: limit - 1].rstrip() + "…")
 
 
 def _example_item(item: dict[str, Any]) -> str:
@@ -759,12 +759,12 @@ def _example_item(item: dict[str, Any]) -> str:
         return "**[the blank]**"
     parts = []
     if item.get("image"):
-        parts.append(f"🖼 image `{item['image']}`")
+        parts.append(f"🖼 image `{md_code(item['image'])}`")
     if item.get("title"):
         parts.append(f"**{_brief(item['title'])}**")
     if item.get("text"):
         parts.append(_brief(item["text"]))
-    return " — ".join(parts) or f"`{item.get('key')}`"
+    return " — ".join(parts) or f"`{md_code(item.get('key'))}`"
 
 
 def _example_section(card: DatasetCard) -> list[str]:
@@ -776,14 +776,14 @@ def _example_section(card: DatasetCard) -> list[str]:
     lines = [
         "## Example",
         "",
-        f"A question of configuration `{record.get('setting')}` (task {record.get('task')}, `qid` "
-        f"`{record.get('qid')}`), as `load_dataset` returns it; images are shown by id here and load as PIL "
+        f"A question of configuration `{md_code(record.get('setting'))}` (task {md_text(record.get('task'))}, `qid` "
+        f"`{md_code(record.get('qid'))}`), as `load_dataset` returns it; images are shown by id here and load as PIL "
         "images.",
         "",
         f"> **{_brief(record.get('instruction') or '', 300)}**",
         ">",
         f"> Procedure: *{_brief(record.get('procedure_title') or record.get('procedure_id'), 200)}*"
-        + (f" ({' › '.join(record['category'])})" if record.get("category") else ""),
+        + (f" ({' › '.join(md_text(c) for c in record['category'])})" if record.get("category") else ""),
         ">",
     ]
     question = record.get("question") or []
