@@ -163,7 +163,7 @@ def run_demo(store_path: str | Path, *, seed: int = 0, progress: Progress = SILE
     # Visual tasks (paper 001): the RecipeQA-style reference, the knobs' two ends and adversarial filtering.
     for task, settings in DEMO_VISUAL_SETTINGS.items():
         for setting in settings:
-            sized = {"policy": DEMO_POLICY} if setting.style == "adversarial" else {}
+            sized: dict[str, Any] = {"policy": DEMO_POLICY} if setting.style == "adversarial" else {}
             result = generate(store, task, setting, seed=seed, progress=progress, **sized)
             stages["generate"].update({f"{task}/{name}": count for name, count in result.questions.items()})
     stages["audit"] = _audit_sets(store, seed=seed, progress=progress)
