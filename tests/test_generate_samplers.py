@@ -78,14 +78,20 @@ def _check_question(
         assert len(meta[name_]) == 4
 
 
-@pytest.mark.parametrize("style", SAMPLERS.names())
+#: samplers that run the adversarial filter: minutes of CPU, so `make test-slow`
+FILTERED = ("adversarial", "needs-context")
+
+
+@pytest.mark.parametrize(
+    "style", [pytest.param(s, marks=pytest.mark.slow) if s in FILTERED else s for s in SAMPLERS.names()]
+)
 def test_every_registered_sampler_keeps_the_contract(store: Store, style: str) -> None:
     """Questions well formed, negatives from the split (from other procedures but the sampler's allowance),
     every draft made or counted under a skip reason, same seed same questions."""
     assert style in SETTINGS, f"add a setting of the new sampler {style!r} to SETTINGS"
     setting, splits = SETTINGS[style], _splits(store)
     titles = _titles(store)
-    filtered = style in ("adversarial", "needs-context")
+    filtered = style in FILTERED
     options: dict[str, Any] = {"splits": splits, "rounds": 2} if filtered else {"splits": splits}
     sets, counts = textual_build(store, [setting], seed=5, **options)
     questions, entry = sets[setting.name], counts[setting.name]
