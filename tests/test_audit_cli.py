@@ -26,6 +26,8 @@ from procbench.store.views import kept_steps
 PROBE_NAMES = [
     "choice_only",
     "question_distance",
+    "colour_layout",
+    "near_duplicate",
     "partial_input",
     "answer_position",
     "length",

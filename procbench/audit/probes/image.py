@@ -46,14 +46,16 @@ NEAR_DUPLICATE_AGREEMENT = 0.875
 
 def _locator(aset: AuditSet) -> Any:
     from procbench.audit.loaders import set_store
+    from procbench.store import is_image_id
 
     store = set_store(aset.source) if aset.source is not None else None
 
     def locate(key: str) -> Path | None:
-        if store is not None:
+        if store is not None:  # a store's items are image ids; anything else is not one of its files
+            if not is_image_id(key):
+                return None
             path = store.image_path(key)
-            if path.is_file():
-                return path
+            return path if path.is_file() else None
         path = Path(key)
         return path if path.suffix and path.is_file() else None
 
