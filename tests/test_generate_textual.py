@@ -438,7 +438,7 @@ def test_negatives_stay_in_their_split(awkward_store: Path, style: str) -> None:
 def test_no_leakage_across_splits(awkward_store: Path, tmp_path: Path) -> None:
     for split_by in ("procedure", "category:2"):
         store = _copy(awkward_store, tmp_path / split_by.replace(":", "-"))
-        result = generate(store, "textual-cloze", sweep=True, seed=3, split_by=split_by)
+        result = generate(store, "textual-cloze", sweep=True, seed=3, split_by=split_by, policy="demo")
         kept = set(kept_procedures(store, ["id"])["id"].to_pylist())
         expected = assign_splits(store, kept, split_by=split_by, ratios=(0.8, 0.1, 0.1), seed=3)
         oracle = Oracle(store)
@@ -459,13 +459,13 @@ def test_same_seed_gives_byte_identical_files(sample_store: Path, tmp_path: Path
     snapshots = []
     for name, seed in (("a", 7), ("b", 7), ("c", 8)):
         store = _copy(sample_store, tmp_path / name)
-        result = generate(store, "textual-cloze", sweep=True, seed=seed)
+        result = generate(store, "textual-cloze", sweep=True, seed=seed, policy="demo")
         snapshots.append(
             {f"{s}/{p.name}": p.read_bytes() for s, folder in result.paths.items() for p in sorted(folder.iterdir())}
         )
     assert set(snapshots[0]) == {
         f"{s}/{f}"
-        for s in ("recipeqa", "default", "debias-auto", "adversarial")
+        for s in ("recipeqa", "default", "debias-auto", "adversarial", "needs-context")
         for f in ("card.md", "options.json", "recipeqa.json", "test.parquet", "train.parquet", "val.parquet")
     }
     assert snapshots[0] == snapshots[1]

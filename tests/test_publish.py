@@ -40,7 +40,7 @@ def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     generate(store, "visual-cloze", sweep=True, seed=0)
     generate(store, "sequencing", seed=0)
     generate(store, "pair-order", seed=0)
-    generate(store, "textual-cloze", sweep=True, seed=0)  # recipeqa, default, debias-auto, adversarial
+    generate(store, "textual-cloze", sweep=True, seed=0, policy="demo")  # every textual setting, filters demo-sized
     sets = [store.root / "questions" / s for s in ("visual-cloze/knobs-000", "visual-cloze/knobs-011")]
     out = store.root / "questions" / "audit.json"
     # per_question: shortcut_scores.parquet in each set folder, as `procbench audit --per-question` writes it
@@ -115,7 +115,7 @@ def test_a_textual_sweep_loads_in_a_fresh_offline_process(store: Path, tmp_path:
     out = tmp_path / "hf"
     result = export_sets(["textual-cloze"], out, store=store)
     # the recommended setting is the default config: the setting `default` gets another config name
-    assert sorted(result.configs) == ["adversarial", "debias-auto", "default-sampler", "recipeqa"]
+    assert sorted(result.configs) == ["adversarial", "debias-auto", "default-sampler", "needs-context", "recipeqa"]
     shutil.rmtree(store)
     env = {
         "PATH": os.environ.get("PATH", ""),
@@ -130,7 +130,7 @@ def test_a_textual_sweep_loads_in_a_fresh_offline_process(store: Path, tmp_path:
     assert run.returncode == 0, run.stderr[-2000:]
     assert json.loads(run.stdout.strip().splitlines()[-1]) == result.configs
     card = (out / "README.md").read_text()
-    assert "adversarial filtering: at most 15 rounds" in card and "negatives replaced in" in card
+    assert "adversarial filtering: at most 4 rounds" in card and "negatives replaced in" in card
     assert "budget auto:" in card and "yield " in card
 
 
