@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch==2.13.0
 PIP_TORCH_ARGS ?=
 BIN := $(VENV)/bin
 
-.PHONY: install demo test test-slow lint bench clean
+.PHONY: install demo test test-slow test-budget lint bench clean
 
 $(BIN)/.procbench-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ demo: install
 # `test` skips the tests marked slow (> ~20 s each); `test-slow` runs only those. CI runs both.
 test: install
 	$(BIN)/python -m pytest -q
+
+# the fast suite with its 20 s per-test budget binding (`make test` reports the tests over it at the end)
+test-budget: install
+	PROCBENCH_FAST_TEST_SECONDS=20 $(BIN)/python -m pytest -q
 
 test-slow: install
 	$(BIN)/python -m pytest -q -m slow
