@@ -20,6 +20,7 @@ from procbench.generate import textual as tc
 from procbench.generate.debias import ClusterBudget, cluster_titles, default_n_clusters, draw_negatives
 from procbench.generate.textual import candidates as textual_candidates
 from procbench.generate.textual import pool as textual_pool
+from procbench.generate.textual.needs_context import DECOYS, window_length
 from procbench.ingest import ingest_file
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps
@@ -124,7 +125,8 @@ def _check(
         assert n >= tc.MIN_STEPS_DEBIAS
     assert q["context"] == list(range(n))
     # question: consecutive titles of the procedure, one placeholder
-    assert len(q["question"]) == min(4, n) and q["question"].count(tc.PLACEHOLDER) == 1
+    length = window_length(n) if style == "needs" else min(4, n)  # needs-context shows fewer in short procedures
+    assert len(q["question"]) == length and q["question"].count(tc.PLACEHOLDER) == 1
     position = q["question"].index(tc.PLACEHOLDER)
     assert meta["placeholder"] == position and meta["question_keys"][position] is None
     keys = [k if k is not None else meta["answer_key"] for k in meta["question_keys"]]
@@ -141,7 +143,8 @@ def _check(
     assert len(set(normalised)) == 4
     shown = {tc.normalise_title(t) for t in q["question"] if t != tc.PLACEHOLDER}
     negatives = [k for i, k in enumerate(meta["choice_keys"]) if i != answer]
-    assert all(k.rsplit("#", 1)[0] != pid for k in negatives)
+    own = sum(k.rsplit("#", 1)[0] == pid for k in negatives)
+    assert own <= (DECOYS if style == "needs" else 0)  # needs-context's decoy is a step of the same procedure
     if splits is not None:
         assert {splits[k.rsplit("#", 1)[0]] for k in negatives} == {splits[pid]}
     assert not shown & {tc.normalise_title(oracle.titles[k]) for k in negatives}
@@ -161,6 +164,8 @@ def _check(
             assert float(vec @ answer_vec) < meta["ceiling"]
             assert all(float(vec @ oracle.vectors[oracle.row[k]]) < meta["ceiling"] for k in shown_keys)
         assert meta["knn_mean"] is None and meta["replacements"] >= 0
+    elif style == "needs":  # its own rules: tests/test_generate_needs_context.py
+        assert meta["window_side"] in ("lead", "trail") and meta["replacements"] >= 0
     else:  # far kNN candidates: among the k nearest of other procedures, beyond their mean distance
         mean, nearest = oracle.knn_mean(meta["answer_key"], k, splits)
         assert meta["knn_mean"] == pytest.approx(mean, abs=1e-4)
@@ -382,12 +387,13 @@ def test_cleaned_store_uses_title_clean(tmp_path: Path) -> None:
 
 def test_settings_are_paired_and_answer_positions_uniform(sample_store: Path) -> None:
     store = Store.open(sample_store)
-    sets, _ = tc.build(store, list(tc.SWEEP), seed=4, questions_per_procedure=3)
+    sets, _ = tc.build(store, list(tc.SWEEP), seed=4, questions_per_procedure=3, policy="demo")
     # the first question of each procedure is the same in every setting: only the negatives differ
-    single, _ = tc.build(store, list(tc.SWEEP), seed=4)
-    # (the adversarial setting chooses its own windows: see the next tests)
-    paired = {k: v for k, v in single.items() if k != "adversarial"}
-    for group in (paired, {k: v for k, v in sets.items() if k not in ("debias-auto", "adversarial")}):
+    single, _ = tc.build(store, list(tc.SWEEP), seed=4, policy="demo")
+    # (the adversarial and needs-context settings choose their own windows: see their tests)
+    own_windows = ("adversarial", "needs-context")
+    paired = {k: v for k, v in single.items() if k not in own_windows}
+    for group in (paired, {k: v for k, v in sets.items() if k not in ("debias-auto", *own_windows)}):
         first: dict[str, dict[str, tuple[str, int]]] = {}
         for name, questions in group.items():
             for q in questions:
@@ -455,6 +461,7 @@ def test_no_leakage_across_splits(awkward_store: Path, tmp_path: Path) -> None:
             assert len(set(table["qid"].to_pylist())) == table.num_rows
 
 
+@pytest.mark.slow  # three sweeps with two adversarial filters each: `make test-slow`
 def test_same_seed_gives_byte_identical_files(sample_store: Path, tmp_path: Path) -> None:
     snapshots = []
     for name, seed in (("a", 7), ("b", 7), ("c", 8)):

@@ -61,7 +61,7 @@ def test_cli_three_styles_and_sweep(embedded: Path, tmp_path: Path) -> None:
     assert sweep.exit_code == 0, sweep.output
     assert "textual-cloze/debias-auto" in sweep.output and "title_source" in sweep.output
     written = sorted(p.name for p in (Path(store) / "questions" / "textual-cloze").iterdir())
-    assert written == ["adversarial", "debias-auto", "debias-b6", "default", "recipeqa"]
+    assert written == ["adversarial", "debias-auto", "debias-b6", "default", "needs-context", "recipeqa"]
     provenance = Store.open(store).provenance[-1]
     assert provenance["command"] == "generate" and "debias-auto" in provenance["counts"]
     auto = provenance["counts"]["debias-auto"]

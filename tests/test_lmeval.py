@@ -161,7 +161,7 @@ def test_lm_eval_renders_the_question_as_the_report_shows_it(store: Path, tmp_pa
     assert context_text and all(t in shown for t in context_text) and not any(t in bare for t in context_text)
     items = [i["text"] or i["title"] for i in record["question"] if i["key"] != "@placeholder"]
     assert all(f". {item}\n" in bare for item in items) and "___" in bare
-    answer = record["choices"][record["answer"]]["text"]
+    answer = record["choices"][record["answer"]]["text"] or record["choices"][record["answer"]]["title"]
     choices = with_context.doc_to_choice(doc)
     assert choices[with_context.doc_to_target(doc)] == answer and all(f"- {c}\n" in bare for c in choices)
     # sequencing: every order of the shown steps is a choice, the acceptable ones the targets

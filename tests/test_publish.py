@@ -188,7 +188,7 @@ def test_an_audit_older_than_its_set_is_not_reported(store: Path, tmp_path: Path
     os.utime(audit, (written - 60, written - 60))  # the set was regenerated after the audit
     export_sets(["visual-cloze/knobs-011"], tmp_path / "hf", store=store)
     text = (tmp_path / "hf" / "README.md").read_text()
-    assert "Not audited yet" in text and "answer_position" not in text
+    assert "Not audited yet" in text and "| answer_position |" not in text
 
 
 def test_croissant_validates_and_reads(store: Path, tmp_path: Path) -> None:
