@@ -20,6 +20,7 @@ A new setting is one class (a :class:`PerDraft` sampler that draws one question'
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -268,7 +269,7 @@ def make_question(draft: Draft, setting: Setting, pool: Pool, drawn: Drawn, clus
     return Question(draft.procedure_id, draft.context, question, choices, 0, meta)
 
 
-class Sampler:
+class Sampler(ABC):
     """One setting's negatives for its drafts.
 
     A subclass sets :attr:`style` and implements :meth:`sample`; it may change :meth:`plan` (which drafts),
@@ -290,7 +291,8 @@ class Sampler:
 
     @classmethod
     def check(cls, setting: Setting) -> None:
-        """Raise :class:`BadInput` when ``setting`` does not apply to this sampler."""
+        """Raise :class:`BadInput` when ``setting`` does not apply to this sampler (every setting, by default)."""
+        return None
 
     def min_steps(self) -> int:
         """Procedures with fewer steps are skipped (``step_count``)."""
@@ -309,9 +311,9 @@ class Sampler:
         if n:
             self.skipped[reason] += n
 
+    @abstractmethod
     def sample(self, drafts: list[Draft], rng: np.random.Generator) -> dict[int, Question]:
         """``{draft index: question}`` for the drafts that got negatives (correct choice first)."""
-        raise NotImplementedError
 
     def report(self) -> dict[str, Any]:
         """Counts of this setting that follow the common ones."""
@@ -327,9 +329,9 @@ class PerDraft(Sampler):
         """The order the drafts are visited in."""
         return np.arange(n)
 
+    @abstractmethod
     def draw(self, draft: Draft, rng: np.random.Generator) -> Drawn | str:
         """The negatives of ``draft``, or the reason it has none."""
-        raise NotImplementedError
 
     def sample(self, drafts: list[Draft], rng: np.random.Generator) -> dict[int, Question]:
         pool = self.context.pool
