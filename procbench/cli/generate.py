@@ -149,8 +149,10 @@ def command(
 
     textual-cloze: --style recipeqa (the biased original), the default paper-004 sampler (far kNN negatives),
     --debias --budget B|auto [--clusters C] (Algorithm 1), or --adversarial [--rounds R] [--ceiling S]
-    [--min-yield Y] (negatives the context-free probes cannot tell from the answer); --sweep writes recipeqa,
-    default, debias-auto and adversarial. Corpora without step headlines: --items text or --items first-sentence.
+    [--min-yield Y] (negatives the context-free probes cannot tell from the answer), or --style needs-context
+    (negatives only the step texts rule out: a decoy of the same procedure and lookalikes of similar ones);
+    --sweep writes recipeqa, default, debias-auto, adversarial and needs-context. Corpora without step
+    headlines: --items text or --items first-sentence (no needs-context there).
 
     next-action: the same samplers over step action tuples (run `procbench extract`, then
     `procbench embed --fields action` first): the actions of up to three steps, then pick the next one.
