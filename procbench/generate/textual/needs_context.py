@@ -265,13 +265,11 @@ def _lookalikes(
     if not len(rows):
         return []
     rows = rows[_readers_check(corpus, answer, np.concatenate([shown, np.asarray(taken, dtype=np.int64)]), rows)]
-    fit = vectors[rows] @ mean
-    close = np.abs(fit - fit_answer) <= TOPIC_SLACK
-    rows, fit = rows[close], fit[close]
-    rows = rows[_fits_order(corpus, side, edge, rows, answer)] if len(rows) else rows
-    fit = vectors[rows] @ mean
-    order = np.argsort(np.abs(fit - fit_answer), kind="stable")
-    rows = rows[order]
+    gap = np.abs(vectors[rows] @ mean - fit_answer)  # how much more or less on-topic than the answer
+    keep = gap <= TOPIC_SLACK
+    if keep.any():
+        keep[keep] = _fits_order(corpus, side, edge, rows[keep], answer)
+    rows = rows[keep][np.argsort(gap[keep], kind="stable")]
     # a lookalike pair: two titles of one near procedure as alike as the answer and its decoy are, so that
     # "the answer is in the tightest pair of choices" tells nothing
     pair: list[int] = []
@@ -359,7 +357,7 @@ def choose_questions(
     drafts: list[NeedsContextDraft] = []
     used: set[int] = set()
     decoy_counts = np.zeros(DECOYS + 1, dtype=np.int64)
-    notes_pairs = [0]
+    paired_questions = 0
     for pid in sorted(steps):
         rows = steps[pid]
         options = _draft_options(pid, rows, positions, corpus)
@@ -390,7 +388,7 @@ def choose_questions(
                 continue
             used.update(int(norm_codes[r]) for r in looks[: 3 - len(chosen_decoys)])
             pair = len(looks) >= 2 and bool(procedure_of_row[looks[0]] == procedure_of_row[looks[1]])
-            notes_pairs[0] += int(bool(chosen_decoys) and pair)
+            paired_questions += int(bool(chosen_decoys) and pair)
             decoy_counts[len(chosen_decoys)] += 1
             drafts.append(
                 NeedsContextDraft(
@@ -412,7 +410,7 @@ def choose_questions(
             skipped["few_candidates"] = skipped.get("few_candidates", 0) + 1
     notes = {
         "decoys_per_question": {str(k): int(v) for k, v in enumerate(decoy_counts.tolist())},
-        "lookalike_pairs": notes_pairs[0],
+        "lookalike_pairs": paired_questions,
     }
     return drafts, skipped, notes
 
