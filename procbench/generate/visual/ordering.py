@@ -284,9 +284,11 @@ def build(
     rounds: int | None = None,
     ceiling: float | None = None,
     min_yield: float | None = None,
+    policy: str | None = None,
 ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
     """Visual ordering questions (a question table per setting; no neighbour search: only the question's
-    own images); ``rounds``, ``ceiling`` and ``min_yield`` tune the ``adversarial`` setting."""
+    own images); ``rounds``, ``ceiling``, ``min_yield`` and ``policy`` tune the ``adversarial`` setting."""
     return run(
-        ORDERING, store, settings, seed=seed, progress=progress, rounds=rounds, ceiling=ceiling, min_yield=min_yield
-    )
+        ORDERING, store, settings, seed=seed, progress=progress,
+        rounds=rounds, ceiling=ceiling, min_yield=min_yield, policy=policy,
+    )  # fmt: skip
