@@ -88,6 +88,12 @@ def test_a_packet_reveals_no_set_procedure_or_answer(store: Path, tmp_path: Path
     shown = {c["image"] for q in data["questions"] for c in [*q["question"], *q["choices"]] if "image" in c}
     assert shown and all((out / name).is_file() for name in shown)
     assert {p.name for p in (out / "images").iterdir()} == {Path(s).name for s in shown}
+    # re-encoded as PNG (every viewer opens it) without the stored file's metadata
+    from PIL import Image
+
+    for name in shown:
+        with Image.open(out / name) as image:
+            assert image.format == "PNG" and not image.getexif() and "exif" not in image.info
 
 
 def test_one_question_per_procedure_and_the_answer_kept(store: Path) -> None:

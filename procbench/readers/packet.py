@@ -5,8 +5,9 @@ A packet is a folder:
 - ``packet.md``: the answer sheet for people and language-model readers (instructions, how to answer, the
   questions under neutral ids ``Q01``, ``Q02``, ... with their choices lettered A, B, ...);
 - ``packet.json``: the same sheet as JSON (no answers);
-- ``images/``: the images of visual questions under neutral names (``Q03-1.jpg`` for the question's first
-  item, ``Q03-B.jpg`` for choice B);
+- ``images/``: the images of visual questions under neutral names (``Q03-1.png`` for the question's first
+  item, ``Q03-B.png`` for choice B), re-encoded as PNG: one format every viewer opens, and no metadata (an
+  EXIF time stamp would give the steps' order away);
 - ``key.json``: each neutral id -> the set, its qid and the answer letter. Keep it away from readers;
   ``procbench score-packet`` reads it.
 
@@ -109,7 +110,7 @@ class Packet:
     context: str
     questions: list[dict[str, Any]]
     key: dict[str, Any]
-    #: neutral file name (``images/Q03-B.jpg``) -> the stored image's path
+    #: neutral file name (``images/Q03-B.png``) -> the stored image's path
     images: dict[str, Path] = field(default_factory=dict)
 
     def sheet(self) -> dict[str, Any]:
@@ -283,7 +284,7 @@ def _sheet_question(
     images: dict[str, Path],
 ) -> dict[str, Any]:
     question = [
-        _sheet_item(item, f"images/{neutral}-{i + 1}.jpg", images, store) for i, item in enumerate(record["question"])
+        _sheet_item(item, f"images/{neutral}-{i + 1}.png", images, store) for i, item in enumerate(record["question"])
     ]
     choices: list[dict[str, Any]] = []
     for position, original in enumerate(order):
@@ -291,7 +292,7 @@ def _sheet_question(
         if record["choice_orders"]:
             choice: dict[str, Any] = {"order": [p + 1 for p in record["choice_orders"][original]]}
         else:
-            choice = _sheet_item(record["choices"][original], f"images/{neutral}-{letter}.jpg", images, store)
+            choice = _sheet_item(record["choices"][original], f"images/{neutral}-{letter}.png", images, store)
         choices.append({"letter": letter, **choice})
     out: dict[str, Any] = {"id": neutral, "instruction": record["instruction"]}
     if context == "with" and record["context"]:
@@ -500,11 +501,20 @@ def write_packet(packet: Packet, out: str | Path, *, overwrite: bool = False) ->
     for name, source in sorted(packet.images.items()):
         target = out / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        _write_png(source, target)
     (out / SHEET_FILE).write_text(packet_markdown(packet), encoding="utf-8")
     (out / PACKET_FILE).write_text(_dump(packet.sheet()), encoding="utf-8")
     (out / KEY_FILE).write_text(_dump(packet.key), encoding="utf-8")
     return out
+
+
+def _write_png(source: Path, target: Path) -> None:
+    """``source`` re-encoded as a PNG at ``target``, turned upright by its EXIF orientation, with no metadata."""
+    from PIL import Image, ImageOps
+
+    with Image.open(source) as image:
+        upright = ImageOps.exif_transpose(image)
+        upright.convert("RGBA" if "A" in upright.getbands() else "RGB").save(target, format="PNG")
 
 
 def make_packet(
