@@ -159,7 +159,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--tasks", default="visual-cloze,visual-coherence,visual-ordering")
     parser.add_argument(
-        "--knobs", default="", help="settings to generate instead of the sweep, e.g. '0,1,2;0,1,1;adversarial' (faster)"
+        "--knobs", default="", help="settings instead of the sweep, e.g. '0,1,2;0,1,1;adversarial' (faster)"
     )
     parser.add_argument("--out", type=Path, default=None, help="JSON file for the raw numbers")
     parser.add_argument("--keep", type=Path, default=None, help="keep the per-seed stores under this folder")
