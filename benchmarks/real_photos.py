@@ -54,10 +54,13 @@ TARGET = 0.30
 def _generate(store: Path, task: str, seed: int, knobs: list[str]) -> None:
     """``generate --sweep`` (no ``knobs``), else one ``generate --knobs K`` per knob setting."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    how = [["--sweep"]] if not knobs else [["--knobs", k] for k in knobs]
+    how = [["--sweep"]] if not knobs else [["--adversarial"] if k == "adversarial" else ["--knobs", k] for k in knobs]
     for way in how:
         cmd = [sys.executable, "-m", "procbench", "generate", "--task", task, *way, "--seed", str(seed)]
-        done = subprocess.run([*cmd, "--store", str(store), "--json"], env=env, capture_output=True, text=True)
+        env["PROCBENCH_PROGRESS"] = "lines"
+        done = subprocess.run([*cmd, "--store", str(store), "--json"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+        print(f"generate {task} {' '.join(way)} seed {seed}: exit {done.returncode}", file=sys.stderr, flush=True)
         if done.returncode != 0:
             print(f"generate {task} {way} seed {seed} failed: {done.stderr.strip()[-400:]}", file=sys.stderr)
 
@@ -156,7 +159,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--tasks", default="visual-cloze,visual-coherence,visual-ordering")
     parser.add_argument(
-        "--knobs", default="", help="knob settings to generate instead of the sweep, e.g. '0,1,2;0,1,1' (faster)"
+        "--knobs", default="", help="settings instead of the sweep, e.g. '0,1,2;0,1,1;adversarial' (faster)"
     )
     parser.add_argument("--out", type=Path, default=None, help="JSON file for the raw numbers")
     parser.add_argument("--keep", type=Path, default=None, help="keep the per-seed stores under this folder")

@@ -58,3 +58,18 @@ def test_the_mode_follows_the_environment_then_the_terminal(monkeypatch: pytest.
     for value in ("auto", "", "nonsense"):
         monkeypatch.setenv("PROCBENCH_PROGRESS", value)
         assert progress_mode() == "lines"  # the test's stderr is not a terminal
+
+
+def test_a_long_stage_prints_its_steps_at_most_once_per_interval() -> None:
+    printed: list[str] = []
+    now = [0.0]
+    progress = LineProgress(write=printed.append, clock=lambda: now[0])
+    progress.start("adversarial filtering", total=15)
+    for _ in range(4):
+        now[0] += REPEAT_INTERVAL / 2
+        progress.advance()
+    assert printed == [
+        "[    0.0s] adversarial filtering (15)",
+        "[   10.0s] adversarial filtering 2/15",
+        "[   20.0s] adversarial filtering 4/15",
+    ]

@@ -100,18 +100,30 @@ class LineProgress:
         self._started = clock()
         self._last_family: str | None = None
         self._last_time = float("-inf")
+        self._stage: tuple[str, int, int | None] = ("", 0, None)  # description, steps done, total
+        self._last_line = float("-inf")
 
     def start(self, description: str, total: int | None = None) -> None:
         now = self._clock()
+        self._stage = (description, 0, total)
         family = re.sub(r"\d+", "#", description.split(" · ")[0])
         if family == self._last_family and now - self._last_time < REPEAT_INTERVAL:
             return
         self._last_family, self._last_time = family, now
         size = f" ({total})" if total is not None else ""
         self._write(f"[{now - self._started:7.1f}s] {description}{size}")
+        self._last_line = now
 
     def advance(self, n: int = 1) -> None:
-        pass
+        """A stage's steps: a ``description done/total`` line once :data:`REPEAT_INTERVAL` seconds have passed since
+        the last line (a long stage, e.g. adversarial filtering's rounds, shows it is moving)."""
+        description, done, total = self._stage
+        self._stage = (description, done + n, total)
+        now = self._clock()
+        if description and now - self._last_line >= REPEAT_INTERVAL:
+            of = f"/{total}" if total is not None else ""
+            self._write(f"[{now - self._started:7.1f}s] {description} {done + n}{of}")
+            self._last_line = now
 
 
 def _stderr_line(line: str) -> None:

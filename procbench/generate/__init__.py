@@ -177,6 +177,9 @@ def generate(
         splits = assign_splits(store, used, split_by=split_by, ratios=split_ratios, seed=seed)
     sizes = {name: _split_sizes(questions, splits) for name, questions in sets.items()}
     warnings = _empty_split_warnings(task, sizes, split_by=split_by, ratios=split_ratios)
+    for name, per_setting in (counts.get("per_setting") or {}).items():  # a setting that drew nothing says why
+        if isinstance(per_setting, dict) and per_setting.get("empty"):
+            warnings.append(f"{task}/{name}: no questions: {per_setting['empty']}")
     if strict and warnings:
         raise BadInput(f"{warnings[0]} (--strict: nothing written)")
     paths = write_question_sets(store, task, sets, splits=splits, seed=seed, args=args, counts=counts)

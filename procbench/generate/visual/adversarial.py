@@ -49,11 +49,16 @@ from procbench.shortcuts import ChoiceBatch, choice_features, within_question
 
 __all__ = [
     "CANDIDATES",
+    "IMAGE_FAMILIES",
+    "IMAGE_RELATIONS",
+    "IMAGE_WEIGHT",
     "IMAGE_POLICY",
     "INTRUDER_CANDIDATES",
     "ORDERS",
+    "ImageRelations",
     "filter_image_negatives",
     "filter_intruders",
+    "image_gaps",
     "filter_orders",
     "order_ceiling",
     "order_features",
@@ -65,6 +70,125 @@ __all__ = [
 #: answer, which is then the choice nearest the others; near each other too, they need not (measurements:
 #: benchmarks/adversarial_constants.md).
 CANDIDATES = 48
+
+
+#: The image-statistics relations of a choice to its reference images (the question's, or for a question that
+#: shows none the other choices) the filter's partial-input probe sees beside the embedding features: the ones
+#: the audit's ``colour_layout`` and ``near_duplicate`` probes read (:mod:`procbench.audit.probes.image`). On the
+#: build guides the answer photo shares its neighbours' desk and light (measurements: benchmarks/real_photos.md).
+IMAGE_RELATIONS = ("colour_mean_distance", "colour_nearest_distance", "hash_agreement", "thumb_correlation")
+
+
+class ImageRelations:
+    """Image statistics (:mod:`procbench.image_stats`) of a filter's images, read from their files once, and each
+    choice's :data:`IMAGE_RELATIONS` to its reference images as probe features.
+
+    The colour and layout statistics are standardised over the images read (as the audit standardises over a
+    set's). Images whose file cannot be read have no relations (their features are 0).
+    """
+
+    def __init__(self, data: VisualData, rows: np.ndarray) -> None:
+        stats, self.position = data.image_stats(rows)
+        self.found = stats.found
+        self.z = stats.standardised()
+        self.bits = stats.bits.astype(np.float64)
+        self.thumbs = stats.thumbs
+
+    @property
+    def any(self) -> bool:
+        """Whether any image file was read (else the relations add nothing)."""
+        return bool(self.found.any())
+
+    def relations(self, choices: np.ndarray, refs: np.ndarray | None) -> np.ndarray:
+        """``(Q, C, len(IMAGE_RELATIONS))`` relations of image rows ``choices (Q, C)`` to ``refs (Q, L)`` (-1: none),
+        or (``refs`` None) to the other choices; NaN where a choice or every reference image is unread."""
+        at = self.position[np.maximum(choices, 0)]
+        ok_c = (choices >= 0) & (at >= 0)
+        ok_c &= self.found[np.maximum(at, 0)]
+        if refs is None:
+            ref_at, ok_r = at, ok_c
+        else:
+            ref_at = self.position[np.maximum(refs, 0)]
+            ok_r = (refs >= 0) & (ref_at >= 0)
+            ok_r &= self.found[np.maximum(ref_at, 0)]
+        ci, ri = np.maximum(at, 0), np.maximum(ref_at, 0)
+        pair = ok_c[:, :, None] & ok_r[:, None, :]  # (Q, C, L)
+        if refs is None:
+            pair &= ~np.eye(choices.shape[1], dtype=bool)[None]
+        zc, zr = self.z[ci], self.z[ri]  # (Q, C, F), (Q, L, F)
+        dist = np.linalg.norm(zc[:, :, None, :] - zr[:, None, :, :], axis=3)
+        n_ref = pair.sum(axis=2)
+        ref_mean = np.einsum("qcl,qlf->qcf", pair.astype(np.float64), zr) / np.maximum(n_ref, 1)[:, :, None]
+        bc, br = self.bits[ci], self.bits[ri]
+        agree = (np.einsum("qcb,qlb->qcl", bc, br) + np.einsum("qcb,qlb->qcl", 1 - bc, 1 - br)) / bc.shape[2]
+        corr = np.einsum("qcb,qlb->qcl", self.thumbs[ci], self.thumbs[ri])
+        out = np.stack(
+            [
+                np.linalg.norm(zc - ref_mean, axis=2),
+                np.where(pair, dist, np.inf).min(axis=2, initial=np.inf),
+                np.where(pair, agree, -np.inf).max(axis=2, initial=-np.inf),
+                np.where(pair, corr, -np.inf).max(axis=2, initial=-np.inf),
+            ],
+            axis=2,
+        )
+        return np.where((n_ref > 0)[:, :, None], out, np.nan)
+
+    def features(self, choices: np.ndarray, refs: np.ndarray | None, valid: np.ndarray) -> np.ndarray:
+        """``(Q, C, 4 * len(IMAGE_RELATIONS))``: each relation :func:`~procbench.shortcuts.within_question` over
+        the choices it is defined for (0 elsewhere)."""
+        rel = self.relations(choices, refs)
+        parts = []
+        for i in range(rel.shape[2]):
+            value = rel[:, :, i]
+            defined = valid & np.isfinite(value)
+            parts.append(within_question(np.where(defined, value, 0.0), defined))
+        return np.concatenate(parts, axis=2)
+
+
+#: Families of :data:`IMAGE_RELATIONS` (colour and layout; near-duplicate), each weighing one in
+#: :meth:`ImageRelations.gaps`.
+IMAGE_FAMILIES = ((0, 1), (2, 3))
+#: K3=2's draw orders the candidates of a class by their distance gap plus this weight times each family's image
+#: gap (:func:`image_gaps`), both in units of the question's spread (tuned on the build guides:
+#: benchmarks/real_photos.md).
+IMAGE_WEIGHT = 1.0
+
+
+def image_gaps(relations: ImageRelations, rows: np.ndarray, refs: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """``(B, K)`` how far each image ``rows (B, K)``'s :data:`IMAGE_RELATIONS` to ``refs (B, L)`` lie from
+    ``target (B, len(IMAGE_RELATIONS))`` (the answer's own, so a negative drawn with a small gap relates to the
+    question's photos as the answer does: same light, same desk, as near a copy): per family
+    (:data:`IMAGE_FAMILIES`) the mean absolute difference in units of the relation's spread over the question's
+    candidates; 0 where undefined (no file read), so it never rules a candidate out."""
+    rel = relations.relations(rows, refs)  # (B, K, R)
+    gap = np.abs(rel - target[:, None, :])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        spread = np.nanstd(np.where(np.isfinite(rel), rel, np.nan), axis=1, keepdims=True)
+    scaled = np.nan_to_num(gap / np.where(spread > 1e-12, spread, np.nan), nan=0.0, posinf=0.0)
+    return sum((scaled[:, :, list(family)].mean(axis=2) for family in IMAGE_FAMILIES), np.zeros(rows.shape))
+
+
+def _rows_of_vectors(vectors: np.ndarray) -> dict[bytes, int]:
+    """Each item vector's bytes -> its row (the engine's batches copy item vectors exactly)."""
+    return {vectors[r].tobytes(): r for r in range(len(vectors))}
+
+
+def _cloze_features(arena_vectors: np.ndarray, relations: ImageRelations) -> Any:
+    """The cloze arena's probe features: :func:`choice_features`, then the choices' image-statistics relations to
+    the question's images (:class:`ImageRelations`); a batch's question images are found by their vectors."""
+    lookup = _rows_of_vectors(arena_vectors)
+
+    def features(batch: ChoiceBatch) -> np.ndarray:
+        base = choice_features(batch)
+        if batch.choice_ids is None:  # pragma: no cover - the arena's batches carry the choices' rows
+            return base
+        q, length = batch.question_mask.shape
+        refs = np.full((q, length), -1, dtype=np.int64)
+        for i, j in zip(*np.nonzero(batch.question_mask), strict=True):
+            refs[i, j] = lookup.get(batch.question_vectors[i, j].tobytes(), -1)
+        return np.concatenate([base, relations.features(batch.choice_ids, refs, batch.valid)], axis=2)
+
+    return features
 
 
 def _unfiltered(options: AdversarialPolicy) -> dict[str, Any]:
@@ -117,8 +241,11 @@ def filter_image_negatives(
     per_image = max(1, int(np.ceil(negatives.shape[1] * n_q / max(1, n_rows))))
     copies = np.full(n_rows, per_image + 1, dtype=np.int64)
     copies[answers] = per_image
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    # the probes also see how each choice's photo relates to the question's photos (same desk, same light, re-crop)
+    relations = ImageRelations(data, np.concatenate([answers[:, None], shown, negatives, candidates], axis=1))
     arena = Arena(
-        vectors=vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12),
+        vectors=unit,
         identity=np.arange(n_rows, dtype=np.int64),
         answers=answers,
         question_items=shown,
@@ -130,6 +257,7 @@ def filter_image_negatives(
         candidate_class=closer.astype(np.int64),
         negative_class=slot_closer.astype(np.int64),
         placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),  # the only slot without an image
+        features=_cloze_features(unit, relations) if relations.any else None,
     )
     # the start: on each side of the answer's distance to the question mean as many negatives as were drawn (the
     # rank stays), the usable candidates nearest an even spacing of the choices' distances around the answer's
@@ -190,6 +318,19 @@ def _cosine_below(data: VisualData, candidates: np.ndarray, others: np.ndarray, 
     return ok
 
 
+def _coherence_features(relations: ImageRelations) -> Any:
+    """A coherence arena's probe features: :func:`choice_features`, then each choice's image-statistics relations
+    to the other choices."""
+
+    def features(batch: ChoiceBatch) -> np.ndarray:
+        base = choice_features(batch)
+        if batch.choice_ids is None:  # pragma: no cover - the arena's batches carry the choices' rows
+            return base
+        return np.concatenate([base, relations.features(batch.choice_ids, None, batch.valid)], axis=2)
+
+    return features
+
+
 def _procedure_images(data: VisualData, proc: np.ndarray) -> np.ndarray:
     """``(Q, L)`` the image rows of each question's procedure sequence, -1 padded."""
     offsets = data.seqs.offsets
@@ -207,12 +348,14 @@ def _coherence_batch(
     clusters: np.ndarray,
     on_show: np.ndarray | None = None,
     replaced: np.ndarray | None = None,
+    relations: ImageRelations | None = None,
 ) -> tuple[ChoiceBatch, np.ndarray]:
     """The probes' view of coherence questions ``rows (Q, 4)`` (the intruder first) and their features.
 
     ``clusters``: ``(N,)`` each image's cluster. ``on_show``: ``(N,)`` how often each image is a choice in the whole
     set, for variants of its questions: ``rows[:, 0]`` has replaced the intruder ``replaced (Q,)`` (the item- and
     cluster-frequency features count the set after the swap); None: ``rows`` is the whole set, counted within.
+    ``relations``: each choice's image-statistics relations to the other choices are features too.
     """
     n = len(rows)
     batch = ChoiceBatch(
@@ -234,6 +377,8 @@ def _coherence_batch(
         cluster_counts = per_cluster[cluster] + (cluster == cluster[:, :1]) - (cluster == clusters[replaced][:, None])
         for columns, values in ((ITEM_COUNT_COLUMNS, counts), (CLUSTER_COUNT_COLUMNS, cluster_counts)):
             features[:, :, columns] = within_question(np.log1p(values.astype(np.float64)), batch.valid)
+    if relations is not None and relations.any:
+        features = np.concatenate([features, relations.features(rows, None, batch.valid)], axis=2)
     return batch, features
 
 
@@ -255,12 +400,13 @@ class _IntruderGame:
     policy: AdversarialPolicy
     seed: int
     rng: np.random.Generator
+    relations: ImageRelations | None = None
 
     def _rows(self) -> np.ndarray:
         return np.concatenate([self.current[:, None], self.coherent], axis=1)
 
     def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
-        batch, features = _coherence_batch(self.data, self._rows(), self.proc, self.clusters)
+        batch, features = _coherence_batch(self.data, self._rows(), self.proc, self.clusters, relations=self.relations)
         ensemble, probs = probe(batch, features, self.policy, self.seed + round_number)
         return ensemble, probs, batch
 
@@ -277,7 +423,7 @@ class _IntruderGame:
         rows = self._rows()
         changed = _replace_intruders(
             self.data, told, rows, self.proc, self.candidates, self.allowed, judge, probs, self.on_show, self.uses,
-            self.capacity, self.clusters, self.rng, lagging,
+            self.capacity, self.clusters, self.rng, lagging, self.relations,
         )  # fmt: skip
         self.current[changed] = rows[changed, 0]
         self.replacements[changed] += 1
@@ -365,8 +511,9 @@ def filter_intruders(
     policy = dataclasses.replace(
         options, probe_repeats=COHERENCE_POLICY.probe_repeats, replace_share=COHERENCE_POLICY.replace_share
     )
+    relations = ImageRelations(data, np.concatenate([coherent, current[:, None], candidates], axis=1))
     game = _IntruderGame(data, proc, coherent, current, replacements, candidates, allowed, on_show, uses, capacity,
-                         clusters, policy, seed, rng)  # fmt: skip
+                         clusters, policy, seed, rng, relations)  # fmt: skip
     result = AdversarialResult(*game.snapshot(), options=options)
     run_rounds(game, policy, result, chance=0.25, n_q=n_q, progress=progress)
     result.kept = np.ones(n_q, dtype=bool)
@@ -380,6 +527,7 @@ def filter_intruders(
             candidates=np.full((n_q, 1), -1, dtype=np.int64),
             groups=proc,
             clusters=clusters,
+            features=_coherence_features(relations) if relations.any else None,
         )
         floor = math.ceil(options.min_yield * n_q)
         result.kept, result.pruning, result.best_step = prune_predictable(final, options, floor, seed=seed)
@@ -409,6 +557,7 @@ def _replace_intruders(
     clusters: np.ndarray,
     rng: np.random.Generator,
     lagging: tuple[str, ...] = (),
+    relations: ImageRelations | None = None,
 ) -> np.ndarray:
     """Give each target question the usable candidate that brings every probe's probability of its intruder
     nearest chance (:func:`~procbench.generate.adversarial.probe_costs`; and nearer than now); ``rows[:, 0]``,
@@ -426,7 +575,7 @@ def _replace_intruders(
         variant = rows[part][t].copy()
         variant[:, 0] = candidates[part][t, m]
         replaced = rows[part][t, 0]
-        batch, features = _coherence_batch(data, variant, proc[part][t], clusters, on_show, replaced)
+        batch, features = _coherence_batch(data, variant, proc[part][t], clusters, on_show, replaced, relations)
         gap[start + t, m] = probe_costs(ensemble.predict(batch, features), chance, lagging)
     current = probe_costs({name: p[targets] for name, p in probs.items()}, chance, lagging)
     changed = []

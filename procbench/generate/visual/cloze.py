@@ -39,7 +39,13 @@ from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.columns import dictionary, fixed_lists, struct
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
-from procbench.generate.visual.adversarial import IMAGE_POLICY, filter_image_negatives
+from procbench.generate.visual.adversarial import (
+    IMAGE_POLICY,
+    IMAGE_WEIGHT,
+    ImageRelations,
+    filter_image_negatives,
+    image_gaps,
+)
 from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, RANDOM, SOURCES, Candidates, fmt_band
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, band_columns
@@ -211,10 +217,74 @@ def _rank_rule(
         drawn = np.where(picked >= 0, np.take_along_axis(values, np.maximum(picked, 0), axis=1), np.nan)
         return np.concatenate([w.radius[:, None], drawn], axis=1)
 
+    secondary, extra_secondary = _image_secondary(data, w, cands.rows, extra, gap)
     return RankRule(
         classes, CLOZE_WANTS, extra_rows=extra, extra_classes=extra_classes, preference=gap,
-        extra_preference=extra_gap, layout=layout,
+        extra_preference=extra_gap, layout=layout, secondary=secondary, extra_secondary=extra_secondary,
     )  # fmt: skip
+
+
+def _image_secondary(
+    data: VisualData, w: _Window, rows: np.ndarray, extra: np.ndarray, gap: np.ndarray
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """K3=2's ordering within a class beside the distance gap: :func:`.adversarial.image_gaps` of the candidates'
+    photos to the question's photos against the answer's, in units of the question's spread of distance gaps
+    (:data:`.adversarial.IMAGE_WEIGHT` each family); None when no image file can be read."""
+    shown = w.columns["items"]
+    shown = np.where(shown >= data.n_rows, -1, shown)
+    answer = w.columns["answer_row"][:, None]
+    relations = ImageRelations(data, np.concatenate([answer, shown, rows, extra], axis=1))
+    if not relations.any:
+        return None, None
+    target = relations.relations(answer, shown)[:, 0, :]
+    with np.errstate(invalid="ignore"):
+        unit = np.nan_to_num(np.nanstd(np.where(rows >= 0, gap, np.nan), axis=1), nan=0.0)[:, None]
+    weight = IMAGE_WEIGHT * unit
+    own = _neighbour_distances(data, answer, shown)  # (B, 1, 2)
+    with np.errstate(invalid="ignore"):
+        spread = np.nanstd(np.abs(_neighbour_distances(data, rows, shown) - own), axis=1)[:, None, :]  # (B, 1, 2)
+    spread = np.where(spread > 1e-12, spread, np.nan)
+
+    answer_vec = data.gather(answer[:, 0])
+    with np.errstate(invalid="ignore"):
+        to_answer = np.nanstd(distances_to(data, rows, answer_vec), axis=1)[:, None]
+    to_answer = np.where(to_answer > 1e-12, to_answer, np.nan)
+
+    def gaps(candidates: np.ndarray) -> np.ndarray:
+        near = np.nan_to_num(np.abs(_neighbour_distances(data, candidates, shown) - own) / spread, nan=0.0)
+        closeness = np.nan_to_num(distances_to(data, candidates, answer_vec) / to_answer, nan=0.0)
+        return (
+            image_gaps(relations, candidates, shown, target)
+            + NEIGHBOUR_WEIGHT * near.mean(axis=2)
+            + ANSWER_WEIGHT * closeness
+        )
+
+    return weight * gaps(rows), weight * gaps(extra)
+
+
+#: K3=2 cloze also orders a class's candidates by how far their distance to the nearest question image and to the
+#: images beside the placeholder lies from the answer's (in units of the question's spread), with this weight: the
+#: answer is a step of the same procedure, nearest its neighbours (benchmarks/real_photos.md).
+NEIGHBOUR_WEIGHT = 1.0
+#: ... and nearest the answer first, with this weight (in units of the question's spread of distances to the
+#: answer): negatives drawn apart from the answer leave it the choice farthest from the other choices.
+ANSWER_WEIGHT = 1.0
+
+
+def _neighbour_distances(data: VisualData, rows: np.ndarray, shown: np.ndarray) -> np.ndarray:
+    """``(B, K, 2)`` each image's distance to the nearest shown image and its mean distance to the images beside
+    the placeholder (``shown (B, L)``, -1 at the placeholder); NaN where ``rows`` is -1."""
+    if not rows.shape[1]:
+        return np.zeros((*rows.shape, 2))
+    d = np.stack([distances_to(data, rows, data.gather(shown[:, j])) for j in range(shown.shape[1])], axis=2)
+    present = (shown >= 0)[:, None, :]
+    nearest = np.where(present, d, np.inf).min(axis=2)
+    slot = np.argmin(shown >= 0, axis=1)  # the placeholder's slot
+    col = np.arange(shown.shape[1])[None, :]
+    beside = (np.abs(col - slot[:, None]) == 1) & (shown >= 0)
+    adjacent = np.where(beside[:, None, :], d, 0.0).sum(axis=2) / np.maximum(beside.sum(axis=1), 1)[:, None]
+    out = np.stack([nearest, adjacent], axis=2)
+    return np.where((rows >= 0)[:, :, None], out, np.nan)
 
 
 def _adversarial(

@@ -38,7 +38,13 @@ from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, struct
 from procbench.generate.questions import answer_orders, place_answers
 from procbench.generate.settings import Setting
-from procbench.generate.visual.adversarial import IMAGE_POLICY, filter_intruders
+from procbench.generate.visual.adversarial import (
+    IMAGE_POLICY,
+    IMAGE_WEIGHT,
+    ImageRelations,
+    filter_intruders,
+    image_gaps,
+)
 from procbench.generate.visual.bands import (
     ADVERSARIAL,
     DUPLICATE_DISTANCE,
@@ -192,6 +198,7 @@ def _rank_rule(
         out = odd[:, np.arange(len(at)), at].T
         return np.where(picked[:, :1] >= 0, out, np.nan)
 
+    secondary, extra_secondary = _image_secondary(data, w.anchors, cands.rows, far, misfits)
     return RankRule(
         classes,
         np.eye(_SIZE + 1, dtype=np.int64),
@@ -201,7 +208,29 @@ def _rank_rule(
         extra_preference=extra_misfits,
         tolerance=np.full(len(w), FIT_TOLERANCE),
         layout=layout,
+        secondary=secondary,
+        extra_secondary=extra_secondary,
     )
+
+
+def _image_secondary(
+    data: VisualData, coherent: np.ndarray, rows: np.ndarray, far: np.ndarray | None, misfits: np.ndarray
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """K3=2's ordering within a rank beside the misfit (not for the tolerance): :func:`.adversarial.image_gaps` of
+    each candidate's photo to the coherent photos against how the coherent photos relate to each other (so the
+    intruder was not taken on another desk or under another light, nor is it a re-crop), in units of the
+    question's spread of misfits (:data:`.adversarial.IMAGE_WEIGHT` each family); None when no file is read."""
+    extra = far if far is not None else np.zeros((len(rows), 0), dtype=np.int64)
+    relations = ImageRelations(data, np.concatenate([coherent, rows, extra], axis=1))
+    if not relations.any:
+        return None, None
+    among = relations.relations(coherent, None)  # each coherent photo to the other two
+    with np.errstate(invalid="ignore"):
+        target = np.nan_to_num(np.nanmean(among, axis=1), nan=0.0)
+        unit = np.nan_to_num(np.nanstd(np.where(rows >= 0, misfits, np.nan), axis=1), nan=0.0)[:, None]
+    weight = IMAGE_WEIGHT * unit
+    secondary = weight * image_gaps(relations, rows, coherent, target)
+    return secondary, (weight * image_gaps(relations, far, coherent, target) if far is not None else None)
 
 
 def _adversarial(

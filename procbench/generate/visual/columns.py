@@ -221,8 +221,11 @@ def build_counts(
     questions, unused budget and every tally, and the RecipeQA style's fixed distance."""
     counts: dict[str, Any] = {} if kc is None else {"k_c": kc}
     counts["procedures"] = procedures
+    # every plan's eligible procedures (a K3=2 plan of its own is labelled ``ranked``): an empty dict would hide
+    # that a knob setting had no procedure to draw from
     counts["eligible"] = {
-        ("recipeqa" if k.k1 is None else f"k1={k.k1}"): p.eligible for k, p in plans.items() if not k.ranked
+        ("recipeqa" if k.k1 is None else f"k1={k.k1}") + (",ranked" if k.ranked else ""): p.eligible
+        for k, p in plans.items()
     }
     if queries is not None:
         counts["queries"] = dict(queries)

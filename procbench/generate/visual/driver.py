@@ -43,7 +43,7 @@ from procbench.generate.visual.adversarial import IMAGE_POLICY
 from procbench.generate.visual.bands import DEFAULT_KC, Candidates
 from procbench.generate.visual.closeness import Closeness, hideability
 from procbench.generate.visual.columns import QuestionColumns, build_counts, meta_head, planned_columns, question_table
-from procbench.generate.visual.plans import Plan, plans_by_k1
+from procbench.generate.visual.plans import MIN_STEPS_KNOBS, Plan, plans_by_k1
 from procbench.generate.visual.ranks import RankRule, balanced_ranks, select_ranked
 from procbench.generate.visual.recipeqa_style import random_far_images, resolve_min_distance
 from procbench.generate.visual.selection import Selection, select
@@ -402,7 +402,22 @@ def run(
     )
     for name, summary in filtered.items():
         counts["per_setting"][name]["adversarial"] = summary
+    for s in resolved:  # a setting without questions says why (never a silent empty set)
+        if not out[s.name].num_rows:
+            counts["per_setting"][s.name]["empty"] = _empty_reason(s, plans[s.plan_key].eligible, tally[s.name])
     return out, counts
+
+
+def _empty_reason(s: VisualSetting, eligible: int, tally: Counter[str]) -> str:
+    """Why setting ``s`` drew no question: no procedure its plan takes, else what skipped its questions."""
+    if not eligible:
+        need = "enough image steps" if s.knobs is None else f"at least {MIN_STEPS_KNOBS} image steps (K1)"
+        return f"no procedure has {need}: ingest procedures with one image per step, or more of them"
+    skipped = ", ".join(f"{k} {v}" for k, v in sorted(tally.items()) if k.startswith("skipped") and v)
+    return (
+        f"every drafted question was skipped ({skipped or 'pruned by adversarial filtering'}); too few images of "
+        "other procedures for this knob setting: add procedures or use another setting"
+    )
 
 
 def _resolve(task: VisualTask[Any], settings: list[Setting]) -> list[VisualSetting]:

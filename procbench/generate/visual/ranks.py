@@ -62,6 +62,10 @@ class RankRule:
             odd-one-out distance is from a drawn target; so no gap tells the rank); None: uniformly at random.
         tolerance: ``(B,)`` a band level holds a candidate toward its class only where its preference is at most
             this (the last pool, the kNN set with the extras, takes any); None: every candidate counts.
+        secondary, extra_secondary: ``(B, K)`` and ``(B, Kq)`` added to the preference when the picks are
+            ordered, not when ``tolerance`` is applied (the image-statistics gaps, :func:`.adversarial.image_gaps`:
+            within its class a negative that relates to the question's photos as the answer does is taken first);
+            None: nothing.
         layout: ``layout(picked)``: ``(B, 1 + need)`` each choice's distance (the answer's first) were the pool
             columns ``picked (B, need)`` (into the candidates, then the extras; -1: none) drawn; with it the ranks
             are dealt so that these distances are alike at every rank (:func:`layout_ranks`). None: at random.
@@ -75,6 +79,8 @@ class RankRule:
     extra_preference: np.ndarray | None = None
     tolerance: np.ndarray | None = None
     layout: Callable[[np.ndarray], np.ndarray] | None = None
+    secondary: np.ndarray | None = None
+    extra_secondary: np.ndarray | None = None
 
     def extras(self, n_q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(rows, classes, preference)`` of the extras, each ``(B, Kq)`` (``Kq = 0`` without extras)."""
@@ -175,6 +181,9 @@ def select_ranked(
     preference = None
     if rule.preference is not None:
         preference = np.concatenate([rule.preference, extra_preference], axis=1)
+    if preference is not None and rule.secondary is not None:
+        extra_secondary = rule.extra_secondary if rule.extra_secondary is not None else np.zeros(extra_rows.shape)
+        preference = preference + np.concatenate([rule.secondary, extra_secondary], axis=1)
 
     def draw(rank: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(picked, pick_class, level)``: the pool columns that put each answer at ``rank (B,)`` (-1: none)."""

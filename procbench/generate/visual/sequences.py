@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,11 +20,12 @@ import pyarrow.compute as pc
 
 from procbench.generate.questions import PLACEHOLDER
 from procbench.generate.search import search_until_k
-from procbench.store import Store
+from procbench.store import Store, is_image_id
 from procbench.store.views import kept_steps
 
 if TYPE_CHECKING:
     from procbench.embed import Embeddings, NeighborIndex
+    from procbench.image_stats import ImageStats
 
 __all__ = ["GATHER_BATCH", "SEARCH_BATCH", "Sequences", "VisualData", "distances_to", "load_sequences", "member"]
 
@@ -137,6 +139,37 @@ class VisualData:
             owner = pc.index_in(pc.fill_null(self.embeddings.procedure_ids, ""), value_set=pa.array(self.seqs.names))
             self.owner = pc.fill_null(owner, -1).to_numpy(zero_copy_only=False).astype(np.int64)
             self.index: NeighborIndex | None = index.result() if index else None
+        self._store = store
+        self._image_stats: dict[int, int] = {}
+        self._stats: ImageStats | None = None
+
+    def image_stats(self, rows: np.ndarray) -> tuple[ImageStats, np.ndarray]:
+        """The :class:`~procbench.image_stats.ImageStats` of the image files of embedding ``rows`` (any shape; -1
+        ignored), read once per image and kept, and ``(n_rows,)`` each row's position in them (-1: not read)."""
+        from procbench.image_stats import ImageStats
+
+        wanted = [int(r) for r in np.unique(rows[rows >= 0]).tolist() if int(r) not in self._image_stats]
+        if wanted:
+            keys = self.embeddings.keys.take(pa.array(wanted)).cast(pa.string()).to_pylist()
+
+            def locate(key: str) -> Path | None:
+                return self._store.image_path(key) if is_image_id(key) else None
+
+            new = ImageStats.read(keys, locate)
+            old = self._stats
+            base = 0 if old is None else len(old.keys)
+            self._stats = new if old is None else ImageStats(
+                old.keys + new.keys, np.vstack([old.stats, new.stats]), np.vstack([old.bits, new.bits]),
+                np.vstack([old.thumbs, new.thumbs]), np.concatenate([old.found, new.found]),
+            )  # fmt: skip
+            self._image_stats.update({r: base + i for i, r in enumerate(wanted)})
+        position = np.full(self.n_rows, -1, dtype=np.int64)
+        if self._image_stats:
+            at = np.fromiter(self._image_stats.keys(), dtype=np.int64)
+            position[at] = np.fromiter(self._image_stats.values(), dtype=np.int64)
+        if self._stats is None:  # nothing asked for yet
+            return ImageStats.read([], lambda _: None), position
+        return self._stats, position
 
     def _shared_images(self, store: Store) -> tuple[np.ndarray, int]:
         """Codes ``procedure * N + row`` of images a procedure uses but the embedding files under another one."""
