@@ -507,6 +507,9 @@ class ShortcutEnsemble:
     n_folds: int = 5
     seed: int = 0
     models: tuple[str, ...] = MODELS
+    #: boosting iterations of the partial-input trees (adversarial filtering's demo policy fits fewer:
+    #: :data:`procbench.generate.adversarial.policy.DEMO_SIZE`)
+    tree_iterations: int = 150
     fold_of: dict[int, int] = field(default_factory=dict)
     _fitted: list[_FoldModels] = field(default_factory=list, repr=False)
 
@@ -548,7 +551,7 @@ class ShortcutEnsemble:
                         linear.fit(view[train].astype(np.float64), y)
                     if "partial_input" in self.models:
                         trees = HistGradientBoostingClassifier(
-                            max_iter=150,
+                            max_iter=self.tree_iterations,
                             learning_rate=0.08,
                             max_leaf_nodes=15,
                             min_samples_leaf=20,

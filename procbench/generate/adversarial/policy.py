@@ -21,6 +21,7 @@ __all__ = [
     "PROBE_REPEATS",
     "PRUNE_PARTITIONS",
     "PRUNE_STEP",
+    "TREE_ITERATIONS",
     "TEXTUAL_POLICY",
     "POLICY_SIZES",
     "AdversarialPolicy",
@@ -39,6 +40,8 @@ PROBE_REPEATS = 2
 PRUNE_PARTITIONS = 3
 #: Each pruning step drops this share of the questions.
 PRUNE_STEP = 0.03
+#: Boosting iterations of the partial-input probe (the audit's, :class:`procbench.shortcuts.ShortcutEnsemble`).
+TREE_ITERATIONS = 150
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ class AdversarialPolicy:
         prune_repeats: cross-fitted ensembles averaged per partition of the pruning.
         prune_partitions: partitions (fresh procedure folds) per pruning step (:data:`PRUNE_PARTITIONS`).
         prune_step: share of the questions one pruning step drops (:data:`PRUNE_STEP`).
+        tree_iterations: boosting iterations of the partial-input probe's trees (:data:`TREE_ITERATIONS`).
         size: ``standard``, or ``demo`` (:data:`DEMO_SIZE`, :func:`sized`).
     """
 
@@ -76,6 +80,7 @@ class AdversarialPolicy:
     prune_repeats: int = PROBE_REPEATS
     prune_partitions: int = PRUNE_PARTITIONS
     prune_step: float = PRUNE_STEP
+    tree_iterations: int = TREE_ITERATIONS
     size: str = "standard"
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,7 +99,14 @@ class AdversarialPolicy:
             out.update(
                 {
                     name: getattr(self, name)
-                    for name in ("probe_repeats", "judge_rounds", "prune_repeats", "prune_partitions", "prune_step")
+                    for name in (
+                        "probe_repeats",
+                        "judge_rounds",
+                        "prune_repeats",
+                        "prune_partitions",
+                        "prune_step",
+                        "tree_iterations",
+                    )
                 }
             )
         return out
@@ -112,10 +124,11 @@ IMAGE_POLICY = AdversarialPolicy(ceiling=0.95, min_yield=0.85)
 COHERENCE_POLICY = AdversarialPolicy(ceiling=0.95, min_yield=0.85, probe_repeats=1, replace_share=0.5)
 
 #: ``--policy demo``: a demo-sized filter for a small sample in seconds rather than minutes: 4 rounds of one
-#: 3-fold ensemble judged alone; pruning scores each step with one cross-fitting (one partition of one ensemble)
-#: and drops a tenth of the questions per step. Weaker than the standard policy (the probes are noisier, so sets
-#: end further from chance); the card names the policy. Pruning was most of the demo's filtering time (3
-#: partitions per step, one question dropped per step on the 45-procedure sample: 7-8 steps per set).
+#: 3-fold ensemble judged alone, whose partial-input trees have 50 boosting iterations (150 standard); pruning
+#: scores each step with one cross-fitting (one partition of one ensemble) and drops a tenth of the questions per
+#: step. Weaker than the standard policy (the probes are noisier, so sets end further from chance); the card names
+#: the policy. Pruning was most of the demo's filtering time (3 partitions per step, one question dropped per step
+#: on the 45-procedure sample: 7-8 steps per set).
 DEMO_SIZE: dict[str, Any] = {
     "rounds": 4,
     "n_folds": 3,
@@ -124,6 +137,7 @@ DEMO_SIZE: dict[str, Any] = {
     "prune_repeats": 1,
     "prune_partitions": 1,
     "prune_step": 0.1,
+    "tree_iterations": 50,
 }
 #: ``--policy``: the sizes a task's preset comes in.
 POLICY_SIZES = {"standard": {}, "demo": DEMO_SIZE}
