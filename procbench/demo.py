@@ -38,6 +38,9 @@ DEMO_VISUAL_SETTINGS: dict[str, tuple[Setting, ...]] = {
 
 #: The adversarial filter's size in the demo (4 rounds of one 3-fold ensemble; the cards say so).
 DEMO_POLICY = "demo"
+#: Bootstrap replicates per audit interval in the demo (``procbench audit`` draws 1000): a first look at 19 sets of
+#: about 45 questions each, where the intervals are wide whatever the replicates.
+DEMO_BOOTSTRAP = 200
 
 
 def _scrape_sample_site(store: Store, *, seed: int, progress: Progress) -> dict[str, Any]:
@@ -98,6 +101,7 @@ def _audit_sets(store: Store, *, seed: int, progress: Progress) -> dict[str, Any
         out=questions / "audit.json",
         plots=store.root / "audit-plots",
         seed=seed,
+        n_boot=DEMO_BOOTSTRAP,
         per_question=True,
         progress=progress,
     )

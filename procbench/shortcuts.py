@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -430,6 +431,32 @@ class ChoiceDiscriminant:
         return self.project(vectors) @ self.direction
 
 
+#: The last few :meth:`ChoiceDiscriminant.basis` results by content: adversarial pruning fits several ensembles on
+#: one batch (one per partition and repeat) and the basis (an eigendecomposition of the choices' scatter, most of an
+#: ensemble's linear-algebra time) needs no labels, so it is computed once per distinct batch.
+_BASES: OrderedDict[bytes, ChoiceDiscriminant] = OrderedDict()
+_BASES_KEPT = 4
+
+
+def _shared_basis(vectors: np.ndarray, valid: np.ndarray) -> ChoiceDiscriminant:
+    """:meth:`ChoiceDiscriminant.basis` of ``vectors`` and ``valid``, reused when the same arrays come again."""
+    import hashlib
+
+    digest = hashlib.blake2b(digest_size=20)
+    for array in (np.ascontiguousarray(vectors), np.ascontiguousarray(valid)):
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(array.data)
+    key = digest.digest()
+    basis = _BASES.get(key)
+    if basis is None:
+        basis = _BASES[key] = ChoiceDiscriminant.basis(vectors, valid)
+        while len(_BASES) > _BASES_KEPT:
+            _BASES.popitem(last=False)
+    else:
+        _BASES.move_to_end(key)
+    return basis
+
+
 def group_folds(groups: np.ndarray, n_folds: int, seed: int) -> dict[int, int]:
     """A seeded fold for every group: shuffled groups dealt round-robin (fold sizes differ by at most one)."""
     unique = np.unique(np.asarray(groups, dtype=np.int64))
@@ -485,6 +512,9 @@ class ShortcutEnsemble:
     n_folds: int = 5
     seed: int = 0
     models: tuple[str, ...] = MODELS
+    #: boosting iterations of the partial-input trees (adversarial filtering's demo policy fits fewer:
+    #: :data:`procbench.generate.adversarial.policy.DEMO_SIZE`)
+    tree_iterations: int = 150
     fold_of: dict[int, int] = field(default_factory=dict)
     _fitted: list[_FoldModels] = field(default_factory=list, repr=False)
 
@@ -510,7 +540,7 @@ class ShortcutEnsemble:
         distance = distance_view(feats, batch.valid) if DISTANCE_MODEL in self.models else None
         self._fitted = []
         wants_contrast = "choice_contrast" in self.models
-        basis = ChoiceDiscriminant.basis(batch.choice_vectors, batch.valid) if wants_contrast else None
+        basis = _shared_basis(batch.choice_vectors, batch.valid) if wants_contrast else None
         with threadpool_limits(limits=1):
             for fold in range(n_folds):
                 train = (folds != fold)[:, None] & batch.valid
@@ -526,7 +556,7 @@ class ShortcutEnsemble:
                         linear.fit(view[train].astype(np.float64), y)
                     if "partial_input" in self.models:
                         trees = HistGradientBoostingClassifier(
-                            max_iter=150,
+                            max_iter=self.tree_iterations,
                             learning_rate=0.08,
                             max_leaf_nodes=15,
                             min_samples_leaf=20,

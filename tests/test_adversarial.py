@@ -334,3 +334,23 @@ def test_every_task_preset_is_a_frozen_policy_that_states_the_users_options() ->
     assert COHERENCE_POLICY.probe_repeats == 1 and COHERENCE_POLICY.replace_share == 0.5
     # the loop's own constants are the preset's: a set's counts state the options a user can change
     assert set(COHERENCE_POLICY.to_dict()) == {"rounds", "ceiling", "max_uses", "n_folds", "z", "min_yield"}
+
+
+def test_the_demo_policy_states_what_it_shrinks_and_the_standard_one_states_none_of_it() -> None:
+    from procbench.generate.adversarial import (
+        DEMO_SIZE,
+        PRUNE_PARTITIONS,
+        PRUNE_STEP,
+        TEXTUAL_POLICY,
+        TREE_ITERATIONS,
+        sized,
+    )
+
+    demo = sized(TEXTUAL_POLICY, "demo")
+    stated = demo.to_dict()
+    assert stated["policy"] == "demo" and {k: stated[k] for k in DEMO_SIZE} == DEMO_SIZE
+    assert demo.prune_partitions < PRUNE_PARTITIONS and demo.prune_step > PRUNE_STEP
+    assert demo.tree_iterations < TREE_ITERATIONS
+    standard = sized(TEXTUAL_POLICY, "standard")
+    assert (standard.prune_partitions, standard.prune_step, standard.tree_iterations) == (3, 0.03, 150)
+    assert not {"policy", "prune_partitions", "prune_step", "tree_iterations"} & set(standard.to_dict())

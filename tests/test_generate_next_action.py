@@ -32,7 +32,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     for args in (
         ["extract", *at, "--json"],
         ["embed", *at, "-t", "hashed", "-i", "colour-layout", "--fields", "step_text,procedure_title,action"],
-        ["generate", "--task", "next-action", "--sweep", "--seed", "3", *at, "--json"],
+        ["generate", "--task", "next-action", "--sweep", "--seed", "3", "--policy", "demo", *at, "--json"],
     ):
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output

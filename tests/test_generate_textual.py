@@ -385,6 +385,7 @@ def test_cleaned_store_uses_title_clean(tmp_path: Path) -> None:
         _check(q, oracle, style="default")
 
 
+@pytest.mark.slow  # two sweeps with two adversarial filters each: ~38 s of CPU (measured)
 def test_settings_are_paired_and_answer_positions_uniform(sample_store: Path) -> None:
     store = Store.open(sample_store)
     sets, _ = tc.build(store, list(tc.SWEEP), seed=4, questions_per_procedure=3, policy="demo")
@@ -441,6 +442,7 @@ def test_negatives_stay_in_their_split(awkward_store: Path, style: str) -> None:
         _check(q, oracle, style=style, splits=splits)
 
 
+@pytest.mark.slow  # two sweeps with two adversarial filters each: ~40 s of CPU (measured)
 def test_no_leakage_across_splits(awkward_store: Path, tmp_path: Path) -> None:
     for split_by in ("procedure", "category:2"):
         store = _copy(awkward_store, tmp_path / split_by.replace(":", "-"))

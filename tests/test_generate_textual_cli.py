@@ -57,7 +57,9 @@ def test_cli_three_styles_and_sweep(embedded: Path, tmp_path: Path) -> None:
     # the sweep (seed 0) rewrites recipeqa and default made above with seed 2: refused without --overwrite
     refused = runner.invoke(app, ["generate", "--task", "textual-cloze", "--sweep", "--store", store])
     assert refused.exit_code == 2 and "--overwrite" in refused.output
-    sweep = runner.invoke(app, ["generate", "--task", "textual-cloze", "--sweep", "--overwrite", "--store", store])
+    sweep = runner.invoke(
+        app, ["generate", "--task", "textual-cloze", "--sweep", "--overwrite", "--policy", "demo", "--store", store]
+    )
     assert sweep.exit_code == 0, sweep.output
     assert "textual-cloze/debias-auto" in sweep.output and "title_source" in sweep.output
     written = sorted(p.name for p in (Path(store) / "questions" / "textual-cloze").iterdir())

@@ -445,7 +445,7 @@ def sample_sweeps(sample_template: Path, tmp_path_factory: pytest.TempPathFactor
     store = Store.open(root)
     results = {}
     for task in VISUAL:
-        results[task] = generate(store, task, sweep=True, seed=3)
+        results[task] = generate(store, task, sweep=True, seed=3, policy="demo")  # adversarial filters demo-sized
         results[f"{task}/recipeqa"] = generate(store, task, Setting("recipeqa"), seed=3)
     return store, results
 
@@ -614,7 +614,7 @@ def test_cli_generates_visual_sets(sample_store: Store) -> None:
     ok = runner.invoke(app, [*base, "--task", "visual-coherence", "--style", "recipeqa", "--min-distance", "0.9"])
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.stdout)["counts"]["min_distance"] == 0.9
-    ok = runner.invoke(app, [*base, "--task", "visual-ordering", "--sweep"])
+    ok = runner.invoke(app, [*base, "--task", "visual-ordering", "--sweep", "--policy", "demo"])
     assert ok.exit_code == 0, ok.output
     assert list(json.loads(ok.stdout)["paths"]) == [
         *("knobs-000", "knobs-010", "knobs-100", "knobs-110"),

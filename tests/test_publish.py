@@ -37,7 +37,7 @@ def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = Store.open(root / "store", create=True)
     ingest_file(store, write_sample(root / "sample"))
     embed_store(store, text_encoder="hashed", image_encoder="colour-layout", fields="step_title,image")
-    generate(store, "visual-cloze", sweep=True, seed=0)
+    generate(store, "visual-cloze", sweep=True, seed=0, policy="demo")
     generate(store, "sequencing", seed=0)
     generate(store, "pair-order", seed=0)
     generate(store, "textual-cloze", sweep=True, seed=0, policy="demo")  # every textual setting, filters demo-sized

@@ -256,3 +256,22 @@ def test_tfidf_overlap_weighs_every_token_by_its_rarity() -> None:
     heavy = ChoiceBatch(**{**batch.__dict__, "word_weights": {"the": 50.0}})
     again = choice_features(heavy)[0, :, FEATURE_NAMES.index("tfidf_overlap_value")]
     assert again[2] > tfidf[2]
+
+
+def test_the_trees_take_their_iterations_and_a_batch_seen_again_reuses_its_basis() -> None:
+    from procbench import shortcuts
+
+    batch = _batch(60, shortcut="look")
+    few = ShortcutEnsemble(n_folds=3, seed=0, tree_iterations=7).fit(batch)
+    assert all(f.partial_input.n_iter_ == 7 for f in few._fitted)
+    first = ShortcutEnsemble(n_folds=3, seed=1).fit(batch)
+    assert all(f.partial_input.n_iter_ == 150 for f in first._fitted)
+    shortcuts._BASES.clear()
+    fresh = ShortcutEnsemble(n_folds=3, seed=1).fit(batch)
+    again = ShortcutEnsemble(n_folds=3, seed=1).fit(batch)  # the basis from the cache: the same probabilities
+    assert len(shortcuts._BASES) == 1
+    for name, probs in fresh.predict(batch).items():
+        assert np.array_equal(probs, again.predict(batch)[name]) and np.array_equal(probs, first.predict(batch)[name])
+    other = _batch(60, shortcut="look", seed=5)
+    ShortcutEnsemble(n_folds=3, seed=1).fit(other)
+    assert len(shortcuts._BASES) == 2  # another batch: its own basis

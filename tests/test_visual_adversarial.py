@@ -169,7 +169,7 @@ def test_order_ceiling_keeps_near_copies_in_place() -> None:
 
 
 def test_ordering_filter_removes_the_path_rank_shortcut(drifting_store: Store) -> None:
-    result = generate(drifting_store, "visual-ordering", Setting("adversarial"), seed=0)
+    result = generate(drifting_store, "visual-ordering", Setting("adversarial"), seed=0, policy="demo")
     rows = _rows(drifting_store, result.paths["adversarial"])
     summary = result.counts["per_setting"]["adversarial"]["adversarial"]
     assert summary["ceiling"] == 0.95 and "authored order" in summary["ceiling_rule"]
@@ -180,7 +180,7 @@ def test_ordering_filter_removes_the_path_rank_shortcut(drifting_store: Store) -
     assert len(rows) == result.counts["per_setting"]["adversarial"]["questions"]
     assert summary["pruned"] <= 0.15 * (len(rows) + summary["pruned"]) + 1  # min_yield 0.85 of the drafted
     card = (result.paths["adversarial"] / "card.md").read_text()
-    assert "adversarial filtering: at most 15 rounds" in card and "wrong orders replaced in" in card
+    assert "adversarial filtering: at most 4 rounds" in card and "wrong orders replaced in" in card  # demo-sized
     # the knob setting of the same questions: the authored order is the shortest far more often than 1 in 4
     knobs = generate(drifting_store, "visual-ordering", Setting("knobs", (0, 0, 0)), seed=0).paths["knobs-000"]
     shortest = [
@@ -222,7 +222,7 @@ def test_cli_generates_adversarial_coherence_and_ordering(tmp_path: Path) -> Non
     store = write_synthetic_store(tmp_path / "s", n_procedures=14, dim=16, seed=2)
     runner = CliRunner()
     for task in ("visual-coherence", "visual-ordering"):
-        args = ["--task", task, "--adversarial", "--rounds", "2", "--json"]
+        args = ["--task", task, "--adversarial", "--rounds", "2", "--policy", "demo", "--json"]
         ok = runner.invoke(app, ["generate", "--store", str(store.root), *args])
         assert ok.exit_code == 0, ok.output
         summary = json.loads(ok.stdout)

@@ -44,6 +44,7 @@ from procbench.generate.adversarial.policy import (
     POLICY_SIZES,
     PROBE_REPEATS,
     TEXTUAL_POLICY,
+    TREE_ITERATIONS,
     AdversarialPolicy,
     sized,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "PRUNE_PARTITIONS",
     "PRUNE_STEP",
     "TEXTUAL_POLICY",
+    "TREE_ITERATIONS",
     "AdversarialPolicy",
     "AdversarialResult",
     "Arena",

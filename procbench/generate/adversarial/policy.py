@@ -19,6 +19,9 @@ __all__ = [
     "IMAGE_POLICY",
     "JUDGE_ROUNDS",
     "PROBE_REPEATS",
+    "PRUNE_PARTITIONS",
+    "PRUNE_STEP",
+    "TREE_ITERATIONS",
     "TEXTUAL_POLICY",
     "POLICY_SIZES",
     "AdversarialPolicy",
@@ -32,6 +35,13 @@ JUDGE_ROUNDS = 3
 #: A round's probes are the mean of this many cross-fitted ensembles, each on its own procedure folds, so which
 #: questions a round targets does not hinge on how the procedures fell into folds.
 PROBE_REPEATS = 2
+#: Pruning scores each question with this many cross-fittings (fresh procedure folds each), as AFLite averages
+#: over random partitions: a question one fold assignment happens to solve is not dropped for that alone.
+PRUNE_PARTITIONS = 3
+#: Each pruning step drops this share of the questions.
+PRUNE_STEP = 0.03
+#: Boosting iterations of the partial-input probe (the audit's, :class:`procbench.shortcuts.ShortcutEnsemble`).
+TREE_ITERATIONS = 150
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,9 @@ class AdversarialPolicy:
         judge_rounds: rounds whose ensembles judge a replacement (:data:`JUDGE_ROUNDS`).
         replace_share: share of the questions the probes tell that a round changes (drawn at random).
         prune_repeats: cross-fitted ensembles averaged per partition of the pruning.
+        prune_partitions: partitions (fresh procedure folds) per pruning step (:data:`PRUNE_PARTITIONS`).
+        prune_step: share of the questions one pruning step drops (:data:`PRUNE_STEP`).
+        tree_iterations: boosting iterations of the partial-input probe's trees (:data:`TREE_ITERATIONS`).
         size: ``standard``, or ``demo`` (:data:`DEMO_SIZE`, :func:`sized`).
     """
 
@@ -65,6 +78,9 @@ class AdversarialPolicy:
     judge_rounds: int = JUDGE_ROUNDS
     replace_share: float = 1.0
     prune_repeats: int = PROBE_REPEATS
+    prune_partitions: int = PRUNE_PARTITIONS
+    prune_step: float = PRUNE_STEP
+    tree_iterations: int = TREE_ITERATIONS
     size: str = "standard"
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,7 +96,19 @@ class AdversarialPolicy:
         }
         if self.size != "standard":
             out["policy"] = self.size
-            out.update({name: getattr(self, name) for name in ("probe_repeats", "judge_rounds", "prune_repeats")})
+            out.update(
+                {
+                    name: getattr(self, name)
+                    for name in (
+                        "probe_repeats",
+                        "judge_rounds",
+                        "prune_repeats",
+                        "prune_partitions",
+                        "prune_step",
+                        "tree_iterations",
+                    )
+                }
+            )
         return out
 
 
@@ -96,9 +124,21 @@ IMAGE_POLICY = AdversarialPolicy(ceiling=0.95, min_yield=0.85)
 COHERENCE_POLICY = AdversarialPolicy(ceiling=0.95, min_yield=0.85, probe_repeats=1, replace_share=0.5)
 
 #: ``--policy demo``: a demo-sized filter for a small sample in seconds rather than minutes: 4 rounds of one
-#: 3-fold ensemble judged alone, one cross-fitting per pruning partition. Weaker than the standard policy (the
-#: probes are noisier, so sets end further from chance); the card names the policy.
-DEMO_SIZE: dict[str, Any] = {"rounds": 4, "n_folds": 3, "probe_repeats": 1, "judge_rounds": 1, "prune_repeats": 1}
+#: 3-fold ensemble judged alone, whose partial-input trees have 50 boosting iterations (150 standard); pruning
+#: scores each step with one cross-fitting (one partition of one ensemble) and drops a tenth of the questions per
+#: step. Weaker than the standard policy (the probes are noisier, so sets end further from chance); the card names
+#: the policy. Pruning was most of the demo's filtering time (3 partitions per step, one question dropped per step
+#: on the 45-procedure sample: 7-8 steps per set).
+DEMO_SIZE: dict[str, Any] = {
+    "rounds": 4,
+    "n_folds": 3,
+    "probe_repeats": 1,
+    "judge_rounds": 1,
+    "prune_repeats": 1,
+    "prune_partitions": 1,
+    "prune_step": 0.1,
+    "tree_iterations": 50,
+}
 #: ``--policy``: the sizes a task's preset comes in.
 POLICY_SIZES = {"standard": {}, "demo": DEMO_SIZE}
 

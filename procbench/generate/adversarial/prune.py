@@ -13,7 +13,7 @@ import numpy as np
 
 from procbench.generate.adversarial.aflite import aflite_rounds
 from procbench.generate.adversarial.arena import Arena
-from procbench.generate.adversarial.policy import AdversarialPolicy
+from procbench.generate.adversarial.policy import PRUNE_PARTITIONS, PRUNE_STEP, AdversarialPolicy
 from procbench.generate.adversarial.rounds import (
     FILTER_MODELS,
     _accuracies,
@@ -27,27 +27,19 @@ from procbench.shortcuts import hits
 
 __all__ = ["PRUNE_PARTITIONS", "PRUNE_STEP", "prune_predictable"]
 
-#: Each pruning step drops this share of the questions.
-PRUNE_STEP = 0.03
-
-
-#: Pruning scores each question with this many cross-fittings (fresh procedure folds each), as AFLite averages
-#: over random partitions: a question one fold assignment happens to solve is not dropped for that alone.
-PRUNE_PARTITIONS = 3
-
 
 def prune_predictable(
     arena: Arena, options: AdversarialPolicy, floor: int, *, seed: int = 0
 ) -> tuple[np.ndarray, list[dict[str, Any]], int]:
     """Drop the questions context-free probes still solve, most predictable first (AFLite-style).
 
-    Each step fits :data:`PRUNE_PARTITIONS` fresh cross-fitted ensembles on the questions left; a question's
-    predictability is how often their probes above chance solve it, and their probes below chance rate its
-    answer lowest (ties: the probabilities of its answer; the ensemble's when no probe is off chance). The
-    ``PRUNE_STEP`` share of most predictable questions is dropped, until every probe's mean accuracy is
-    within ``options.z`` standard errors of chance or ``floor`` questions are left. Returns ``(kept (Q,),
-    log, best)``: the questions of step ``best``, the one whose worst probe was nearest chance, and one log
-    entry per step.
+    Each step fits ``options.prune_partitions`` (:data:`PRUNE_PARTITIONS`) fresh cross-fitted ensembles on the
+    questions left; a question's predictability is how often their probes above chance solve it, and their probes
+    below chance rate its answer lowest (ties: the probabilities of its answer; the ensemble's when no probe is off
+    chance). The ``options.prune_step`` share (:data:`PRUNE_STEP`) of most predictable questions is dropped, until
+    every probe's mean accuracy is within ``options.z`` standard errors of chance or ``floor`` questions are left.
+    Returns ``(kept (Q,), log, best)``: the questions of step ``best``, the one whose worst probe was nearest chance,
+    and one log entry per step.
     """
     n_q, n_neg = arena.negatives.shape
     chance = 1.0 / (n_neg + 1)
@@ -57,7 +49,7 @@ def prune_predictable(
     def rank(kept: np.ndarray) -> tuple[np.ndarray, bool]:
         rows = np.flatnonzero(kept)
         solved, answer_prob, accuracy, margin = _predictability(
-            arena, kept, options, seed + 0x9E + PRUNE_PARTITIONS * len(log)
+            arena, kept, options, seed + 0x9E + options.prune_partitions * len(log)
         )
         gap = chance_gap(accuracy, chance)
         log.append({"questions": len(rows), "accuracy": accuracy, "bound": round(chance + margin, 4)})
@@ -65,14 +57,14 @@ def prune_predictable(
             best.update(kept=kept.copy(), step=len(log) - 1, gap=gap)
         return rows[np.lexsort((-answer_prob, -solved))], gap <= margin  # most often solved, then most confidently
 
-    aflite_rounds(rank, n_q, step=max(1, round(PRUNE_STEP * n_q)), floor=floor)
+    aflite_rounds(rank, n_q, step=max(1, round(options.prune_step * n_q)), floor=floor)
     return best["kept"], log, best["step"]
 
 
 def _predictability(
     arena: Arena, kept: np.ndarray, options: AdversarialPolicy, seed: int
 ) -> tuple[np.ndarray, np.ndarray, dict[str, float], float]:
-    """``(solved, answer_prob, accuracy, margin)`` of the ``kept`` questions over :data:`PRUNE_PARTITIONS`
+    """``(solved, answer_prob, accuracy, margin)`` of the ``kept`` questions over ``options.prune_partitions``
     cross-fittings: how often the telling probes solve each, how surely, their mean accuracies, the stop margin."""
     n_neg = arena.negatives.shape[1]
     chance = 1.0 / (n_neg + 1)
@@ -84,7 +76,7 @@ def _predictability(
     accuracies: list[dict[str, float]] = []
     margin = chance_margin(options, chance, n)
     repeats = dataclasses.replace(options, probe_repeats=options.prune_repeats)
-    for partition in range(PRUNE_PARTITIONS):
+    for partition in range(options.prune_partitions):
         batch = current.batch()
         _, probs = probe(batch, current.choice_features(batch), repeats, seed + partition)
         accuracy = _accuracies(probs, valid)

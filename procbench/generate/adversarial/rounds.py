@@ -97,9 +97,12 @@ def probe(
     """``policy.probe_repeats`` fresh cross-fitted ensembles on ``batch`` and their mean held-out probabilities."""
     ensemble = RepeatedEnsemble(
         [
-            ShortcutEnsemble(n_folds=policy.n_folds, seed=seed + 7919 * repeat, models=FILTER_MODELS).fit(
-                batch, features
-            )
+            ShortcutEnsemble(
+                n_folds=policy.n_folds,
+                seed=seed + 7919 * repeat,
+                models=FILTER_MODELS,
+                tree_iterations=policy.tree_iterations,
+            ).fit(batch, features)
             for repeat in range(policy.probe_repeats)
         ]
     )
