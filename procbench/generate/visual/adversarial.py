@@ -149,8 +149,8 @@ class ImageRelations:
 #: :meth:`ImageRelations.gaps`.
 IMAGE_FAMILIES = ((0, 1), (2, 3))
 #: K3=2's draw orders the candidates of a class by their distance gap plus this weight times each family's image
-#: gap (:func:`image_gaps`), both in units of the question's spread (tuned on the build guides:
-#: benchmarks/real_photos.md).
+#: gap (:func:`image_gaps`), both in units of the question's spread (set to 1, not tuned: one try on the build
+#: guides, benchmarks/real_photos.md).
 IMAGE_WEIGHT = 1.0
 
 
