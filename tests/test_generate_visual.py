@@ -664,6 +664,8 @@ def test_ordering_k2_draws_wrong_orders_in_proportion_to_their_scores() -> None:
 )
 # found: K3=2 coherence took a duplicate-vector copy of a coherent image among its random far intruders
 @example(n_procedures=6, dim=8, kc=2, spread=0.6, irregular=(0.0, 0.0, 0.0, 0.1, 0.0), seed=0)
+# found: a store with fewer distinct image vectors than the filter's 16 clusters stopped coherence's filter
+@example(n_procedures=6, dim=8, kc=2, spread=0.5025081952244064, irregular=(0.3, 0.0, 0.3, 0.3, 0.0), seed=615)
 def test_generated_stores_satisfy_the_knob_rules(
     tmp_path_factory: pytest.TempPathFactory,
     n_procedures: int,
