@@ -110,6 +110,11 @@ def near_duplicate_similarity(
     return agree, thumb_a @ thumb_b.T
 
 
+#: Per image file (path, modification time, size): its row of :class:`ImageStats` (:meth:`ImageStats.read_cached`).
+_ROWS: dict[tuple[str, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+_ROWS_KEPT = 50_000
+
+
 @dataclass
 class ImageStats:
     """Statistics of the images of ``keys`` (``(u, ...)`` arrays in key order; ``found[i]`` False where the
@@ -152,6 +157,43 @@ class ImageStats:
                 continue
             found[i] = True
         return cls(list(keys), stats, bits, thumbs, found)
+
+    @classmethod
+    def read_cached(cls, keys: Sequence[str], locate: Callable[[str], Path | None]) -> ImageStats:
+        """:meth:`read`, reading only the image files not read before in this process (unchanged since: same
+        path, modification time and size). An audit of a sweep, or a sweep's settings, read the same photos."""
+        paths = [locate(key) for key in keys]
+        ids: list[tuple[str, int, int] | None] = []
+        for path in paths:
+            try:
+                info = path.stat() if path is not None else None
+            except OSError:
+                info = None
+            ids.append((str(path), info.st_mtime_ns, info.st_size) if info is not None else None)
+        todo = [i for i, key in enumerate(ids) if key is None or key not in _ROWS]
+        fresh = cls.read([str(i) for i in todo], lambda i: paths[int(i)])
+        out = cls(
+            list(keys),
+            np.zeros((len(keys), fresh.stats.shape[1])),
+            np.zeros((len(keys), fresh.bits.shape[1]), dtype=bool),
+            np.zeros((len(keys), fresh.thumbs.shape[1])),
+            np.zeros(len(keys), dtype=bool),
+        )
+        out.stats[todo], out.bits[todo], out.thumbs[todo], out.found[todo] = (
+            fresh.stats, fresh.bits, fresh.thumbs, fresh.found,
+        )  # fmt: skip
+        fresh_rows = set(todo)
+        for i, key in enumerate(ids):
+            if i not in fresh_rows and key is not None:
+                out.stats[i], out.bits[i], out.thumbs[i] = _ROWS[key]
+                out.found[i] = True
+        if len(_ROWS) + len(todo) > _ROWS_KEPT:
+            _ROWS.clear()
+        for j, i in enumerate(todo):
+            key = ids[i]
+            if key is not None and fresh.found[j]:
+                _ROWS[key] = (fresh.stats[j].copy(), fresh.bits[j].copy(), fresh.thumbs[j].copy())
+        return out
 
     def standardised(self) -> np.ndarray:
         """``(u, F)`` :attr:`stats` standardised over the found images (unit variance per feature), so no

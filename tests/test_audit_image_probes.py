@@ -137,7 +137,6 @@ def test_image_probes_explain_when_they_do_not_apply(tmp_path: Path) -> None:
 def test_image_stats_are_read_once_per_unchanged_file(tmp_path: Path) -> None:
     from PIL import Image
 
-    from procbench.audit.probes import image as image_probes
     from procbench.image_stats import ImageStats
 
     paths = []
@@ -151,13 +150,13 @@ def test_image_stats_are_read_once_per_unchanged_file(tmp_path: Path) -> None:
 
     fields = ("stats", "bits", "thumbs", "found")
     reference = ImageStats.read(keys, locate)
-    first = image_probes._read_stats(keys, locate)
-    cached = image_probes._read_stats(keys[::-1], locate)  # every file from the cache, in another order
+    first = ImageStats.read_cached(keys, locate)
+    cached = ImageStats.read_cached(keys[::-1], locate)  # every file from the cache, in another order
     for name in fields:
         assert np.array_equal(getattr(first, name), getattr(reference, name))
         assert np.array_equal(getattr(cached, name), getattr(reference, name)[::-1])
     assert first.found.tolist() == [True, True, True, False]
     Image.new("RGB", (40, 24), (250, 250, 250)).save(paths[0])  # a changed file is read again
-    changed = image_probes._read_stats(keys, locate)
+    changed = ImageStats.read_cached(keys, locate)
     assert np.array_equal(changed.stats, ImageStats.read(keys, locate).stats)
     assert not np.array_equal(changed.stats[0], reference.stats[0])

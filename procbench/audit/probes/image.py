@@ -62,43 +62,6 @@ def _locator(aset: AuditSet) -> Any:
     return locate
 
 
-#: Per image file (path, modification time, size): its row of :class:`ImageStats`. The sets of one store share
-#: their images (an audit of a sweep reads the same photos once per setting); a file changed since is read again.
-_ROWS: dict[tuple[str, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-_ROWS_KEPT = 50_000
-
-
-def _read_stats(keys: list[str], locate: Any) -> ImageStats:
-    """:meth:`ImageStats.read` of ``keys``, reading only the image files not read (unchanged) before."""
-    paths: list[Path | None] = [locate(key) for key in keys]
-    ids: list[tuple[str, int, int] | None] = []
-    for path in paths:
-        try:
-            info = path.stat() if path is not None else None
-        except OSError:
-            info = None
-        ids.append((str(path), info.st_mtime_ns, info.st_size) if info is not None else None)
-    todo = [i for i, key in enumerate(ids) if key is None or key not in _ROWS]
-    fresh = ImageStats.read([str(i) for i in todo], lambda i: paths[int(i)])
-    stats = np.zeros((len(keys), fresh.stats.shape[1]))
-    bits = np.zeros((len(keys), fresh.bits.shape[1]), dtype=bool)
-    thumbs = np.zeros((len(keys), fresh.thumbs.shape[1]))
-    found = np.zeros(len(keys), dtype=bool)
-    stats[todo], bits[todo], thumbs[todo], found[todo] = fresh.stats, fresh.bits, fresh.thumbs, fresh.found
-    fresh_rows = set(todo)
-    for i, key in enumerate(ids):
-        if i not in fresh_rows and key is not None:
-            stats[i], bits[i], thumbs[i] = _ROWS[key]
-            found[i] = True
-    if len(_ROWS) + len(todo) > _ROWS_KEPT:
-        _ROWS.clear()
-    for j, i in enumerate(todo):
-        key = ids[i]
-        if key is not None and fresh.found[j]:
-            _ROWS[key] = (fresh.stats[j].copy(), fresh.bits[j].copy(), fresh.thumbs[j].copy())
-    return ImageStats(list(keys), stats, bits, thumbs, found)
-
-
 def image_stats_of(aset: AuditSet, ctx: ProbeContext | None = None) -> ImageStats:
     """The :class:`ImageStats` of the set's items (cached in ``ctx``).
 
@@ -114,7 +77,7 @@ def image_stats_of(aset: AuditSet, ctx: ProbeContext | None = None) -> ImageStat
     if ctx is not None and "image_stats" in ctx.cache:
         return ctx.cache["image_stats"]
     keys = aset.index().keys
-    stats = _read_stats(keys, _locator(aset))
+    stats = ImageStats.read_cached(keys, _locator(aset))
     if not stats.found.any():
         raise NotApplicable(
             "no image file found for the set's items (they are neither image ids of the set's store nor image "

@@ -155,7 +155,7 @@ class VisualData:
             def locate(key: str) -> Path | None:
                 return self._store.image_path(key) if is_image_id(key) else None
 
-            new = ImageStats.read(keys, locate)
+            new = ImageStats.read_cached(keys, locate)
             old = self._stats
             base = 0 if old is None else len(old.keys)
             self._stats = new if old is None else ImageStats(
