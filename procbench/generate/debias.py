@@ -30,6 +30,7 @@ __all__ = [
     "cluster_titles",
     "default_n_clusters",
     "draw_negatives",
+    "row_hashes",
 ]
 
 #: The default number of clusters is ``round(sqrt(distinct titles))`` capped at this.
@@ -64,6 +65,12 @@ class Clustering:
         return np.bincount(self.labels, minlength=self.n_clusters)
 
 
+def row_hashes(vectors: np.ndarray) -> np.ndarray:
+    """``(N,)`` each row of float32 ``vectors (N, D)`` as one opaque value: equal rows, equal values."""
+    data = np.ascontiguousarray(vectors, dtype=np.float32)
+    return data.view(np.dtype((np.void, data.dtype.itemsize * data.shape[1]))).reshape(-1)
+
+
 def cluster_titles(
     vectors: np.ndarray,
     *,
@@ -88,7 +95,7 @@ def cluster_titles(
 
     data = np.ascontiguousarray(vectors, dtype=np.float32)
     if hashes is None:
-        hashes = data.view(np.dtype((np.void, data.dtype.itemsize * data.shape[1]))).reshape(-1)
+        hashes = row_hashes(data)
     _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
     distinct = np.sort(first)
     rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")

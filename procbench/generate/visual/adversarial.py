@@ -277,12 +277,12 @@ def filter_image_negatives(
 
 def image_clusters(vectors: np.ndarray, seed: int) -> np.ndarray:
     """``(N,)`` KMeans cluster of every image row ``vectors (N, D)`` (the probes' cluster-frequency feature)."""
-    from procbench.generate.debias import cluster_titles
+    from procbench.generate.debias import cluster_titles, row_hashes
 
-    data = np.ascontiguousarray(vectors, dtype=np.float32)
-    distinct = len(np.unique(data.view(np.dtype((np.void, data.dtype.itemsize * data.shape[1]))).reshape(-1)))
+    hashes = row_hashes(vectors)
     # at most as many clusters as distinct vectors: a store whose images repeat one vector has fewer
-    return cluster_titles(data, n_clusters=int(min(ADVERSARIAL_CLUSTERS, distinct)), seed=seed).labels
+    n_clusters = int(min(ADVERSARIAL_CLUSTERS, len(np.unique(hashes))))
+    return cluster_titles(vectors, n_clusters=n_clusters, seed=seed, hashes=hashes).labels
 
 
 def _kept(result: AdversarialResult, n_q: int) -> np.ndarray:
