@@ -214,7 +214,7 @@ for _spec in (
         "four consecutive step titles with one blanked (`@placeholder`); pick the missing title among four "
         "(paper 004)",
         instruction=TEXTUAL_ITEMS["title"].instruction,
-        recommended="adversarial",
+        recommended="needs-context",
     ),
     TaskSpec(
         "next-action",

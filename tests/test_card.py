@@ -297,7 +297,7 @@ def test_instructions_are_worded_per_domain_and_recipeqa_json_keeps_its_words() 
     ordering = get_task("visual-ordering")
     assert ordering.recipeqa_instruction() == "Choose the correct order of the images to make a complete recipe."
     assert get_task("next-action").recipeqa_instruction() == "Choose the action that comes next in the procedure."
-    assert cloze.recommended == "adversarial" and get_task("sequencing").recommended == "default"
+    assert cloze.recommended == "needs-context" and get_task("sequencing").recommended == "default"
 
 
 def test_knob_values_spell_out_the_digits() -> None:

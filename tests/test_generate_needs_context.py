@@ -1,28 +1,24 @@
-"""The needs-context textual setting: decoys and lookalikes that only the step texts rule out."""
+"""The needs-context textual setting: four steps of one procedure, exchangeable without the context."""
 
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from procbench.corpus import load_sample
 from procbench.embed import embed_store, load_embeddings
 from procbench.errors import BadInput
 from procbench.generate import Setting, generate, read_question_set
 from procbench.generate import textual as tc
-from procbench.generate.textual.needs_context import (
-    DECOYS,
-    PARAPHRASE,
-    TEXT_MARGIN,
-    order_prior,
-    window_length,
-)
+from procbench.generate.textual.needs_context import PARAPHRASE, TEXT_SLACK, readable_sets
 from procbench.ingest import ingest_file
 from procbench.store import Store
-from procbench.store.views import kept_steps
 
 from helpers import write_jsonl
 
@@ -36,76 +32,86 @@ def titled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return store
 
 
-def test_window_length_leaves_steps_outside_the_window() -> None:
-    assert [window_length(n) for n in (3, 5, 6, 7, 8, 20)] == [2, 2, 3, 3, 4, 4]
-    assert all(n - window_length(n) >= 1 for n in range(3, 26))
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
-def test_order_prior_learns_an_order_it_never_saw_a_procedure_of() -> None:
-    """Steps drift along one direction over a procedure: the cross-fitted earliness ranks held-out steps."""
-    rng = np.random.default_rng(0)
-    direction = rng.normal(size=16)
-    direction /= np.linalg.norm(direction)
-    vectors, procedures, order = [], [], []
-    for p in range(40):
-        topic = rng.normal(size=16)
-        for i in range(6):
-            v = topic + 1.5 * i * direction + 0.3 * rng.normal(size=16)
-            vectors.append(v / np.linalg.norm(v))
-            procedures.append(p)
-            order.append(i)
-    scores = order_prior(np.array(vectors, dtype=np.float32), np.array(procedures), np.array(order), seed=0)
-    earlier_scores_higher = [scores[p * 6 + i] > scores[p * 6 + i + 1] for p in range(40) for i in range(5)]
-    assert np.mean(earlier_scores_higher) > 0.9
-    # the same seed gives the same scores
-    again = order_prior(np.array(vectors, dtype=np.float32), np.array(procedures), np.array(order), seed=0)
-    assert np.array_equal(scores, again)
+def test_readable_sets_keep_what_the_text_tells_and_drop_paraphrases() -> None:
+    """Five steps: each text on its own title's axis; step 4's title is a paraphrase of step 0's."""
+    titles = np.eye(6, dtype=np.float64)[:5]
+    titles[4] = _unit(titles[0] + 0.3 * np.eye(6)[5])  # cosine 0.96 to title 0
+    texts = titles.copy()
+    norms = np.arange(5)
+    sets = {tuple(s) for s in readable_sets(titles, texts, norms).tolist()}
+    assert sets == {(0, 1, 2, 3), (1, 2, 3, 4)}  # every 4-set but those holding both 0 and 4
+    # a text nearer another choice's title than its own by more than the slack: no set holds both
+    texts[1] = _unit(0.2 * titles[1] + titles[2])
+    sets = {tuple(s) for s in readable_sets(titles, texts, norms).tolist()}
+    assert all(not {1, 2} <= set(s) for s in sets)
+    # two titles the same after normalising never meet in a set
+    same = readable_sets(np.eye(5), np.eye(5), np.array([0, 1, 2, 3, 0]))
+    assert all(not {0, 4} <= set(s) for s in same.tolist())
+    assert readable_sets(np.eye(3), np.eye(3), np.arange(3)).shape == (0, 4)
 
 
-def test_every_question_meets_the_readers_rules(titled_store: Path) -> None:
+@settings(max_examples=40, deadline=None)
+@given(st.integers(4, 9), st.integers(0, 2**32 - 1))
+def test_the_rule_treats_the_steps_alike(n: int, seed: int) -> None:
+    """Relabelling the steps relabels the kept sets: no step is favoured by its place (what exchangeability needs)."""
+    rng = np.random.default_rng(seed)
+    titles = _unit(rng.normal(size=(n, 8)))
+    texts = _unit(titles + rng.normal(scale=0.6, size=(n, 8)))
+    norms = rng.integers(0, n + 2, size=n)
+    kept = {tuple(sorted(s)) for s in readable_sets(titles, texts, norms).tolist()}
+    perm = rng.permutation(n)
+    moved = readable_sets(titles[perm], texts[perm], norms[perm])
+    assert {tuple(sorted(perm[s].tolist())) for s in moved} == kept
+
+
+def test_every_question_meets_the_rules(titled_store: Path) -> None:
     store = Store.open(titled_store)
-    # the rules hold before adversarial filtering and the filter only swaps in candidates that meet them
-    sets, counts = tc.build(store, [Setting("needs-context")], seed=0, rounds=0, min_yield=1.0)
+    sets, counts = tc.build(store, [Setting("needs-context")], seed=0)
     questions = sets["needs-context"]
+    entry = counts["needs-context"]
     assert len(questions) >= 20, counts
+    assert entry["drafted"] == len(questions) + sum(entry["skipped_questions"].values())
     titles, texts = load_embeddings(store, "step_title"), load_embeddings(store, "step_text")
     title_row = {k: i for i, k in enumerate(titles.keys.to_pylist())}
     text_row = {k: i for i, k in enumerate(texts.keys.to_pylist())}
-    n_steps: dict[str, int] = {}
-    for row in kept_steps(store, ["procedure_id", "index"]).to_pylist():
-        n_steps[row["procedure_id"]] = n_steps.get(row["procedure_id"], 0) + 1
+    title_vectors, text_vectors = np.asarray(titles.vectors), np.asarray(texts.vectors)
     for q in questions:
-        meta = q.meta
-        n = n_steps[q.procedure_id]
-        assert len(q.question) == window_length(n)
-        assert meta["placeholder"] in (0, len(q.question) - 1)  # the blank sits at an edge of the window
-        answer_index = int(meta["answer_key"].rsplit("#", 1)[1])
-        assert 0 < answer_index < n - 1  # never the first or last step: their role gives them away
-        assert q.context == list(range(n))
-        keys = meta["choice_keys"]
-        assert len(set(q.choices)) == 4 and keys[q.answer] == meta["answer_key"]
-        own = [k for i, k in enumerate(keys) if i != q.answer and k.rsplit("#", 1)[0] == q.procedure_id]
-        assert len(own) <= DECOYS
-        window = {k for k in meta["question_keys"] if k is not None}
-        assert not window & set(keys)
-        vectors = np.asarray(titles.vectors)
-        shown = [title_row[k] for k in window] + [title_row[meta["answer_key"]]]
-        text = np.asarray(texts.vectors[text_row[meta["answer_key"]]])
-        answer_fit = float(vectors[title_row[meta["answer_key"]]] @ text)
-        for i, key in enumerate(keys):
-            if i == q.answer:
-                continue
-            v = vectors[title_row[key]]
-            assert float((vectors[shown] @ v).max()) < PARAPHRASE
-            assert float(v @ text) <= answer_fit - TEXT_MARGIN + 1e-6
+        keys = q.meta["choice_keys"]
+        assert q.question == [tc.PLACEHOLDER] and keys[q.answer] == q.meta["answer_key"]
+        assert q.context == [int(q.meta["answer_key"].rsplit("#", 1)[1])]  # the context is the blank's step
+        assert len(set(keys)) == 4 and {k.rsplit("#", 1)[0] for k in keys} == {q.procedure_id}
+        t = title_vectors[[title_row[k] for k in keys]]
+        x = text_vectors[[text_row[k] for k in keys]]
+        alike = t @ t.T
+        assert alike[~np.eye(4, dtype=bool)].max() < PARAPHRASE
+        fit = x @ t.T  # step i's text against title j
+        assert (fit.max(axis=1) - np.diag(fit) <= TEXT_SLACK + 1e-6).all()
 
 
-@pytest.mark.slow  # three generations with adversarial filtering: `make test-slow`
+def test_the_answer_is_uniform_among_its_procedures_steps(titled_store: Path) -> None:
+    """Where the answer sits among the four steps (in step order) is uniform over many seeds: the draw of the
+    answer does not look at the steps."""
+    store = Store.open(titled_store)
+    places: Counter[int] = Counter()
+    for seed in range(12):
+        for q in tc.build(store, [Setting("needs-context")], seed=seed)[0]["needs-context"]:
+            steps = sorted(int(k.rsplit("#", 1)[1]) for k in q.meta["choice_keys"])
+            places[steps.index(q.context[0])] += 1
+    total = sum(places.values())
+    expected = total / 4
+    chi2 = sum((places[p] - expected) ** 2 / expected for p in range(4))
+    assert total >= 200 and chi2 < 16.3, places  # chi-square, 3 degrees of freedom: p = 0.001
+
+
 def test_needs_context_is_in_the_sweep_and_same_seed_same_bytes(titled_store: Path, tmp_path: Path) -> None:
     snapshots = []
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):
         store = Store.open(shutil.copytree(titled_store, tmp_path / name))
-        result = generate(store, "textual-cloze", Setting("needs-context"), seed=seed, rounds=2)
+        result = generate(store, "textual-cloze", Setting("needs-context"), seed=seed)
         folder = result.paths["needs-context"]
         snapshots.append({p.name: p.read_bytes() for p in sorted(folder.iterdir())})
         assert read_question_set(folder).table().num_rows == result.questions["needs-context"]
@@ -122,3 +128,8 @@ def test_needs_context_only_over_titles(titled_store: Path) -> None:
     embed_store(titled_store, text_encoder="hashed", fields="step_text")
     sets, _ = tc.build(store, [Setting("recipeqa"), Setting("needs-context")], seed=0, items="text")
     assert set(sets) == {"recipeqa"}
+
+
+def test_the_adversarial_options_do_not_apply(titled_store: Path) -> None:
+    with pytest.raises(BadInput, match="--adversarial"):
+        tc.build(Store.open(titled_store), [Setting("needs-context")], seed=0, rounds=2)

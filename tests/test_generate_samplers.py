@@ -79,7 +79,7 @@ def _check_question(
 
 
 #: samplers that run the adversarial filter: minutes of CPU, so `make test-slow`
-FILTERED = ("adversarial", "needs-context")
+FILTERED = ("adversarial",)
 
 
 @pytest.mark.parametrize(

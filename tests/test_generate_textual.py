@@ -20,7 +20,6 @@ from procbench.generate import textual as tc
 from procbench.generate.debias import ClusterBudget, cluster_titles, default_n_clusters, draw_negatives
 from procbench.generate.textual import candidates as textual_candidates
 from procbench.generate.textual import pool as textual_pool
-from procbench.generate.textual.needs_context import DECOYS, window_length
 from procbench.ingest import ingest_file
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps
@@ -123,10 +122,12 @@ def _check(
     assert tc.MIN_STEPS <= n <= tc.MAX_STEPS and meta["n_steps"] == n
     if style == "debias" and meta["setting"] != "debias-auto":  # --budget auto keeps short procedures
         assert n >= tc.MIN_STEPS_DEBIAS
+    if style == "needs":  # the blank alone, its step's text the context, four steps of the procedure as choices
+        _check_needs_context(q, oracle, splits)
+        return
     assert q["context"] == list(range(n))
     # question: consecutive titles of the procedure, one placeholder
-    length = window_length(n) if style == "needs" else min(4, n)  # needs-context shows fewer in short procedures
-    assert len(q["question"]) == length and q["question"].count(tc.PLACEHOLDER) == 1
+    assert len(q["question"]) == min(4, n) and q["question"].count(tc.PLACEHOLDER) == 1
     position = q["question"].index(tc.PLACEHOLDER)
     assert meta["placeholder"] == position and meta["question_keys"][position] is None
     keys = [k if k is not None else meta["answer_key"] for k in meta["question_keys"]]
@@ -144,7 +145,7 @@ def _check(
     shown = {tc.normalise_title(t) for t in q["question"] if t != tc.PLACEHOLDER}
     negatives = [k for i, k in enumerate(meta["choice_keys"]) if i != answer]
     own = sum(k.rsplit("#", 1)[0] == pid for k in negatives)
-    assert own <= (DECOYS if style == "needs" else 0)  # needs-context's decoy is a step of the same procedure
+    assert own == 0
     if splits is not None:
         assert {splits[k.rsplit("#", 1)[0]] for k in negatives} == {splits[pid]}
     assert not shown & {tc.normalise_title(oracle.titles[k]) for k in negatives}
@@ -164,8 +165,6 @@ def _check(
             assert float(vec @ answer_vec) < meta["ceiling"]
             assert all(float(vec @ oracle.vectors[oracle.row[k]]) < meta["ceiling"] for k in shown_keys)
         assert meta["knn_mean"] is None and meta["replacements"] >= 0
-    elif style == "needs":  # its own rules: tests/test_generate_needs_context.py
-        assert meta["window_side"] in ("lead", "trail") and meta["replacements"] >= 0
     else:  # far kNN candidates: among the k nearest of other procedures, beyond their mean distance
         mean, nearest = oracle.knn_mean(meta["answer_key"], k, splits)
         assert meta["knn_mean"] == pytest.approx(mean, abs=1e-4)
@@ -383,6 +382,18 @@ def test_cleaned_store_uses_title_clean(tmp_path: Path) -> None:
     oracle = Oracle(store)
     for q in rows:
         _check(q, oracle, style="default")
+
+
+def _check_needs_context(q: dict[str, Any], oracle: Oracle, splits: dict[str, str] | None) -> None:
+    """needs-context's shape (its rules: tests/test_generate_needs_context.py)."""
+    meta, pid, keys = q["meta"], q["procedure_id"], q["meta"]["choice_keys"]
+    assert q["question"] == [tc.PLACEHOLDER] and meta["question_keys"] == [None] and meta["placeholder"] == 0
+    assert q["context"] == [int(meta["answer_key"].rsplit("#", 1)[1])] and keys[q["answer"]] == meta["answer_key"]
+    assert len(set(keys)) == 4 and all(k.rsplit("#", 1)[0] == pid for k in keys)
+    assert [oracle.titles[k] for k in keys] == q["choices"]
+    assert len({tc.normalise_title(c) for c in q["choices"]}) == 4
+    if splits is not None:
+        assert all(splits[k.rsplit("#", 1)[0]] == splits[pid] for k in keys)
 
 
 @pytest.mark.slow  # two sweeps with two adversarial filters each: ~38 s of CPU (measured)

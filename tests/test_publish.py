@@ -36,7 +36,7 @@ def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("publish")
     store = Store.open(root / "store", create=True)
     ingest_file(store, write_sample(root / "sample"))
-    embed_store(store, text_encoder="hashed", image_encoder="colour-layout", fields="step_title,image")
+    embed_store(store, text_encoder="hashed", image_encoder="colour-layout", fields="step_title,step_text,image")
     generate(store, "visual-cloze", sweep=True, seed=0, policy="demo")
     generate(store, "sequencing", seed=0)
     generate(store, "pair-order", seed=0)

@@ -36,12 +36,11 @@ class Term:
 
 
 _NEEDS_CONTEXT = (
-    "negatives a reader without the step texts cannot rule out: the blank at the edge of a window of 2-4 titles "
-    "(never a procedure's first or last step, never a generic title), one step of the same procedure as a decoy "
-    "and titles of the nearest procedures at the same position as lookalikes, none nearer the answer's own step "
-    "text than the answer; adversarially filtered on top. Blinded readers on real recipes: 55% without the "
-    "context (recipeqa 90%), 97.5% with it; partial-input probes still read above chance "
-    "(benchmarks/reader_checks.md)."
+    "only reading answers it: the question is the blank alone and its context the text of the blank's step; the "
+    "choices are four titles of that procedure drawn as an unordered set, the answer uniform among them (a reader "
+    "without the context reads chance by construction), no two alike and no step text more than 0.1 (cosine) "
+    "nearer another choice's title than its own. Recommended. Blinded readers on real recipes: 29% without the "
+    "context (recipeqa 90%), 99% with it (benchmarks/reader_checks.md)."
 )
 _KNOBS = (
     "The Control-Knobs of Sahu et al. 2022 (paper 001). K1, overlap between a procedure's questions: 0 = at most "
@@ -94,7 +93,7 @@ GLOSSARY: list[Term] = [
         "adversarial filtering (SWAG / HellaSwag style): negatives are replaced, round after round, wherever "
         "an ensemble of context-free probes (choice-only, partial-input, question-distance models) tells them "
         "from the answer; questions they still solve are dropped while 85% of the drafted ones stay. "
-        "Recommended: the audit's shortcut probes read it nearest chance.",
+        "Recommended for the visual tasks and next action: the audit's shortcut probes read it nearest chance.",
     ),
     Term(
         "needs-context",

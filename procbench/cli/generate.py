@@ -33,8 +33,8 @@ def command(
         str | None,
         typer.Option(
             "--style",
-            help="'recipeqa' (the biased original), 'default', or 'needs-context' (textual cloze: negatives that only "
-            "the step texts rule out).",
+            help="'recipeqa' (the biased original), 'default', or 'needs-context' (textual cloze, recommended: "
+            "four titles of one procedure, the blank's step text the only context, so only reading it answers).",
         ),
     ] = None,
     debias: Annotated[bool, typer.Option("--debias", help="Budgeted debiasing (Algorithm 1 of paper 004).")] = False,
@@ -150,7 +150,7 @@ def command(
     textual-cloze: --style recipeqa (the biased original), the default paper-004 sampler (far kNN negatives),
     --debias --budget B|auto [--clusters C] (Algorithm 1), or --adversarial [--rounds R] [--ceiling S]
     [--min-yield Y] (negatives the context-free probes cannot tell from the answer), or --style needs-context
-    (negatives only the step texts rule out: a decoy of the same procedure and lookalikes of similar ones);
+    (recommended: four titles of one procedure, the answer uniform among them; its step text is the context);
     --sweep writes recipeqa, default, debias-auto, adversarial and needs-context. Corpora without step
     headlines: --items text or --items first-sentence (no needs-context there).
 

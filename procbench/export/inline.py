@@ -147,7 +147,8 @@ class Inliner:
             choices = [self.item(str(c), titles=titles) for c in raw_choices]
         question = [self.item(k, titles=titles) for k in question_keys]
         # free-text items (titles, texts, actions): the context leaves step titles out, so it never holds the answer
-        titles_are_items = any(self._free_text(k) for k in question_keys)
+        free = question_keys if orders else [*question_keys, *map(str, raw_choices)]
+        titles_are_items = titles or any(self._free_text(k) for k in free)
         context = []
         for index in row.get("context") or []:
             step = self.steps.get(f"{row['procedure_id']}#{index}")

@@ -30,7 +30,7 @@ from procbench.store import Store
 
 __all__ = ["SWEEP", "build"]
 
-#: textual cloze's settings but needs-context (its blank sits at a window's edge; next-action's is always last)
+#: textual cloze's settings but needs-context (its question is the blank alone; next-action's shows the steps before)
 SWEEP = [s for s in _CLOZE_SWEEP if s.style != "needs-context"]
 
 

@@ -172,7 +172,7 @@ def _adversarial_options(
     settings: list[Setting], rounds: int | None, ceiling: float | None, min_yield: float | None, policy: str | None
 ) -> AdversarialPolicy:
     given = (rounds, ceiling, min_yield, policy)
-    if any(v is not None for v in given) and not any(s.style in ("adversarial", "needs-context") for s in settings):
+    if any(v is not None for v in given) and not any(s.style == "adversarial" for s in settings):
         raise BadInput("--rounds, --ceiling, --min-yield and --policy apply only with --adversarial (or --sweep)")
     preset = sized(TEXTUAL_POLICY, policy)
     options = dataclasses.replace(

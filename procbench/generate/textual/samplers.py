@@ -12,6 +12,8 @@ every skipped draft under a reason (:meth:`Sampler.skip`, as datatrove counts dr
 - :class:`Adversarial` (``adversarial``): candidates near the question (:meth:`Adversarial.candidates`)
   filtered against the context-free probes (:mod:`procbench.generate.adversarial`). The filter runs on any
   candidate source: a subclass that overrides :meth:`~Adversarial.candidates` is a new adversarial setting.
+- :class:`~.needs_context.NeedsContext` (``needs-context``): four steps of the answer's own procedure, exchangeable
+  without the context (the blank's step text), so only reading answers.
 
 A new setting is one class (a :class:`PerDraft` sampler that draws one question's negatives, or a
 :class:`Sampler` that fills the whole set at once) and one ``SAMPLERS.add(style, Class)``.
