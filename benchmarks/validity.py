@@ -1,7 +1,8 @@
 """Are procbench's question sets solvable without their context? Every setting, every probe, on real data.
 
-For each textual-cloze setting (``recipeqa``, ``default``, ``debias-auto``, ``adversarial``) of real corpora
-and each visual setting of a store with varied images (synthetic clusters, and real neighbourhoods: each
+For each textual-cloze setting (``recipeqa``, ``default``, ``debias-auto``, ``adversarial``, and
+``needs-context`` over step titles) of real corpora and each visual setting of a store with varied images
+(synthetic clusters, and real neighbourhoods: each
 step of the two real corpora with its step text's MiniLM vector as its image, :func:`text_as_image_store`),
 this prints the question count and:
 
@@ -52,7 +53,7 @@ from procbench.shortcuts import ChoiceBatch, ShortcutEnsemble, hits
 from procbench.store import Store
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-TEXT_SETTINGS = ("recipeqa", "default", "debias-auto", "adversarial")
+TEXT_SETTINGS = ("recipeqa", "default", "debias-auto", "adversarial", "needs-context")
 
 
 def build_text_store(source: Path, work: Path) -> Store:
@@ -428,9 +429,9 @@ def text_table(store: Store, items: str) -> dict:
     field = "step_title" if items == "title" else "step_text"
     item_vectors, texts = Items(store, field), Items(store, "step_text")
     t0 = time.perf_counter()
-    generate(store, "textual-cloze", sweep=True, seed=0, items=items, overwrite=True)
+    made = generate(store, "textual-cloze", sweep=True, seed=0, items=items, overwrite=True).paths
     took = time.perf_counter() - t0
-    table = {s: probe_set(store, "textual-cloze", s, item_vectors, texts) for s in TEXT_SETTINGS}
+    table = {s: probe_set(store, "textual-cloze", s, item_vectors, texts) for s in TEXT_SETTINGS if s in made}
     table["_generate_seconds"] = round(took, 1)
     return table
 
