@@ -11,7 +11,7 @@ import pytest
 from procbench.corpus import load_sample
 from procbench.embed import embed_store, load_embeddings
 from procbench.errors import BadInput
-from procbench.generate import Setting, generate, read_question_set
+from procbench.generate import Setting, generate
 from procbench.generate import textual as tc
 from procbench.generate.textual.needs_context import (
     DECOYS,
@@ -21,6 +21,7 @@ from procbench.generate.textual.needs_context import (
     window_length,
 )
 from procbench.ingest import ingest_file
+from procbench.qsets import read_question_set
 from procbench.store import Store
 from procbench.store.views import kept_steps
 

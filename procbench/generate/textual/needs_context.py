@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from procbench.generate.adversarial import Arena, filter_negatives
-from procbench.generate.questions import Question
 from procbench.generate.textual.arena import item_clusters
 from procbench.generate.textual.pool import N_NEGATIVES, Draft
 from procbench.generate.textual.samplers import Drawn, Sampler, make_question
+from procbench.qsets.questions import Question
 
 if TYPE_CHECKING:
     from procbench.embed import Embeddings
