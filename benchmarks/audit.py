@@ -82,8 +82,7 @@ def make_store(path: Path, n_procedures: int) -> Store:
 
 def write_set(store: Store, n_questions: int, *, seed: int = 0) -> Path:
     """The 20,000-question textual-cloze set with the planted shortcuts described above."""
-    from procbench.generate import Question
-    from procbench.generate.qset import write_question_sets
+    from procbench.qsets import Question, write_question_sets
     from procbench.store.views import kept_steps
 
     rng = np.random.default_rng(seed)

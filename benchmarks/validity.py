@@ -48,7 +48,8 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from procbench.embed import load_embeddings
-from procbench.generate import generate, read_question_set
+from procbench.generate import generate
+from procbench.qsets import read_question_set
 from procbench.shortcuts import ChoiceBatch, ShortcutEnsemble, hits
 from procbench.store import Store
 

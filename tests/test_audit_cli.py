@@ -17,9 +17,9 @@ from procbench.audit import load_question_set, load_recipeqa
 from procbench.cli import app
 from procbench.corpus import write_sample
 from procbench.embed import embed_store
-from procbench.generate import Question, generate
-from procbench.generate.qset import write_question_sets
+from procbench.generate import generate
 from procbench.ingest import ingest_file
+from procbench.qsets import Question, write_question_sets
 from procbench.store import Store
 from procbench.store.views import kept_steps
 

@@ -21,8 +21,8 @@ from procbench.corpus import write_sample
 from procbench.embed import embed_store
 from procbench.errors import BadInput
 from procbench.generate import generate
-from procbench.generate.qset import QuestionSet
 from procbench.ingest import ingest_file
+from procbench.qsets import QuestionSet
 from procbench.shortcuts import choice_features
 from procbench.store import Store
 

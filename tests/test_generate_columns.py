@@ -13,11 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from procbench.formats.recipeqa import RecipeQAWriter, json_strings
-from procbench.generate.columns import dictionary, fixed_lists, procedure_ids, questions_table, ranges
-from procbench.generate.qset import _table
-from procbench.generate.questions import Question, answer_orders, place_answers
+from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.visual.bands import DUPLICATE_DISTANCE, LEVELS, Candidates, band_bounds
 from procbench.generate.visual.selection import _band_ranges, _distinct, _random_true, _running_count
+from procbench.qsets import Question, procedure_ids
+from procbench.qsets.columns import dictionary, fixed_lists, questions_table, ranges
+from procbench.qsets.files import _table
 
 TRICKY = [
     "plain",

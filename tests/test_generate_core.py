@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 
 from procbench.cli import app
 from procbench.errors import BadInput
-from procbench.generate import Question, Setting, balance_answer_positions, generate, parse_knobs, read_question_set
-from procbench.generate.splits import parse_ratios, split_by_category, split_by_procedure
+from procbench.generate import Setting, balance_answer_positions, generate, parse_knobs
+from procbench.qsets import Question, read_question_set
+from procbench.qsets.splits import parse_ratios, split_by_category, split_by_procedure
 from procbench.store import Store
 
 

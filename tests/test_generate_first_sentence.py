@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 from procbench.audit import load_question_set
 from procbench.cli import app
 from procbench.embed import load_embeddings
-from procbench.generate import read_question_set
-from procbench.generate.questions import PLACEHOLDER
+from procbench.formats.recipeqa import PLACEHOLDER
 from procbench.ingest import ingest_file
 from procbench.models.featurisation import featurise
+from procbench.qsets import read_question_set
 from procbench.store import Store
 
 from helpers import write_jsonl

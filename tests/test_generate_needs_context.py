@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 from procbench.corpus import load_sample
 from procbench.embed import embed_store, load_embeddings
 from procbench.errors import BadInput
-from procbench.generate import Setting, generate, read_question_set
+from procbench.generate import Setting, generate
 from procbench.generate import textual as tc
 from procbench.generate.textual.needs_context import PARAPHRASE, TEXT_SLACK, readable_sets
 from procbench.ingest import ingest_file
+from procbench.qsets import read_question_set
 from procbench.store import Store
 
 from helpers import write_jsonl

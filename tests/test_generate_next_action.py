@@ -13,8 +13,10 @@ from procbench.corpus import load_sample
 from procbench.embed import embed_store
 from procbench.errors import BadInput
 from procbench.extract.parser import installed_model
-from procbench.generate import PLACEHOLDER, Setting, generate, read_question_set
+from procbench.formats.recipeqa import PLACEHOLDER
+from procbench.generate import Setting, generate
 from procbench.ingest import ingest_file
+from procbench.qsets import read_question_set
 from procbench.store import Store
 
 from helpers import write_jsonl

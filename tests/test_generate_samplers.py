@@ -10,13 +10,14 @@ import pytest
 from procbench.clean import strip_step_indicator
 from procbench.corpus import load_sample
 from procbench.embed import embed_store
+from procbench.formats.recipeqa import PLACEHOLDER
 from procbench.generate import Setting, assign_splits
-from procbench.generate.questions import PLACEHOLDER, Question
 from procbench.generate.textual import build as textual_build
 from procbench.generate.textual import normalise_title
 from procbench.generate.textual.pool import Draft
 from procbench.generate.textual.samplers import SAMPLERS, Drawn, PerDraft
 from procbench.ingest import ingest_file
+from procbench.qsets import Question
 from procbench.registry import Registry
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps

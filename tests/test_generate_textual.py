@@ -15,12 +15,13 @@ from procbench.clean import clean_store, strip_step_indicator
 from procbench.corpus import load_sample
 from procbench.embed import embed_store, load_embeddings
 from procbench.errors import BadInput
-from procbench.generate import Setting, assign_splits, generate, read_question_set
+from procbench.generate import Setting, assign_splits, generate
 from procbench.generate import textual as tc
 from procbench.generate.debias import ClusterBudget, cluster_titles, default_n_clusters, draw_negatives
 from procbench.generate.textual import candidates as textual_candidates
 from procbench.generate.textual import pool as textual_pool
 from procbench.ingest import ingest_file
+from procbench.qsets import read_question_set
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps
 

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from procbench.cli import app
 from procbench.corpus import write_sample
 from procbench.embed import embed_store
-from procbench.generate import read_question_set
 from procbench.ingest import ingest_file
+from procbench.qsets import read_question_set
 from procbench.store import Store
 
 

@@ -141,7 +141,7 @@ def test_every_textual_setting_becomes_two_tasks_and_visual_sets_are_skipped(sto
 
 def test_lm_eval_renders_the_question_as_the_report_shows_it(store: Path, tmp_path: Path) -> None:
     from procbench.export.inline import Inliner
-    from procbench.generate import read_question_set
+    from procbench.qsets import read_question_set
 
     out = tmp_path / "lm"
     export_lm_eval(["textual-cloze/default", "sequencing"], out, store=store)

@@ -24,20 +24,12 @@ from procbench.cli import app
 from procbench.corpus import write_sample
 from procbench.embed import embed_store
 from procbench.errors import BadInput
-from procbench.generate import (
-    Question,
-    Setting,
-    balance_answer_positions,
-    generate,
-    pair_order,
-    read_question_set,
-    sequencing,
-)
-from procbench.generate.qset import write_question_sets
+from procbench.generate import Setting, balance_answer_positions, generate, pair_order, sequencing
 from procbench.ingest import ingest_file
 from procbench.models import FeatureConfig, TrainConfig, evaluate, featurise, load_run, train
 from procbench.models.nets import Batches
 from procbench.models.training import predict_rows
+from procbench.qsets import Question, read_question_set, write_question_sets
 from procbench.store import Store
 from procbench.store.views import kept_steps
 

@@ -10,7 +10,7 @@ predicted by a model that never saw its procedure. A question's
 predictability is the share of those held-out predictions that pick its answer; the ``step`` most
 predictable questions at or above ``threshold`` are removed, and rounds repeat until ``target_size`` is
 reached or no question is predictable enough (the loop is adversarial filtering's too:
-:func:`procbench.generate.adversarial.aflite.aflite_rounds`, docs/adversarial.md). Questions the features cannot
+:func:`procbench.aflite.aflite_rounds`, docs/adversarial.md). Questions the features cannot
 describe (a choice without a vector) are kept.
 
 >>> result = aflite_filter(aset, target_size=800, seed=0)   # doctest: +SKIP
@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from procbench.aflite import aflite_rounds
 from procbench.audit.auditset import AuditSet, NotApplicable
 from procbench.audit.context import ProbeContext
 from procbench.audit.probes.shortcut import choice_batch
 from procbench.audit.stats import mc_hits
 from procbench.errors import BadInput
-from procbench.generate.adversarial.aflite import aflite_rounds
 from procbench.progress import SILENT, Progress
 from procbench.shortcuts import ChoiceBatch, contrasts, fit_discriminant
 from procbench.store import Store
@@ -336,7 +336,7 @@ def filter_question_set(
     import pyarrow as pa
 
     from procbench.audit.loaders import load_question_set, set_store
-    from procbench.generate.qset import QuestionSet, check_overwrite, write_question_sets
+    from procbench.qsets.files import QuestionSet, check_overwrite, write_question_sets
 
     aset = load_question_set(spec, store=store, seed=seed)
     home = set_store(aset.source, store)

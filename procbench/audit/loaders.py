@@ -115,7 +115,7 @@ def load_question_set(
         InputFileNotFound: no such set.
         BadInput: the folder holds no question parquet files.
     """
-    from procbench.generate.qset import QuestionSet
+    from procbench.qsets.files import QuestionSet
 
     given = _open_store(store)
     folder = spec.path if isinstance(spec, QuestionSet) else _resolve_folder(spec, given)

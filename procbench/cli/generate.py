@@ -168,7 +168,7 @@ def command(
     from procbench.generate import Setting, generate, parse_knobs
     from procbench.generate.sequencing import read_references
     from procbench.generate.settings import parse_budget
-    from procbench.generate.splits import parse_ratios
+    from procbench.qsets.splits import parse_ratios
     from procbench.store import Store
 
     chosen = [

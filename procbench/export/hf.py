@@ -36,8 +36,8 @@ from procbench.card.models import read_model_rows
 from procbench.errors import BadInput, MissingDependency
 from procbench.export.inline import Inliner
 from procbench.export.sets import find_audit, resolve_sets
-from procbench.generate.columns import procedure_ids
 from procbench.progress import SILENT, Progress
+from procbench.qsets.columns import procedure_ids
 from procbench.readers.views import recorded_readers
 
 __all__ = [

@@ -32,8 +32,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from procbench.generate.qset import QuestionSet
-from procbench.generate.questions import PLACEHOLDER
+from procbench.formats.recipeqa import PLACEHOLDER
+from procbench.qsets.files import QuestionSet
 from procbench.store import Store, is_image_id
 from procbench.store.views import kept_procedures, kept_steps
 from procbench.tasks import TASKS, domain_noun

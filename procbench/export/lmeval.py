@@ -42,9 +42,9 @@ import yaml
 from procbench.errors import BadInput
 from procbench.export.inline import Inliner
 from procbench.export.sets import resolve_sets
-from procbench.generate.columns import procedure_ids
-from procbench.generate.qset import QuestionSet
 from procbench.progress import SILENT, Progress
+from procbench.qsets.columns import procedure_ids
+from procbench.qsets.files import QuestionSet
 from procbench.tasks import get_task
 
 __all__ = ["BLANK", "SKIPPED_TASKS", "LmEvalExport", "export_lm_eval", "lm_eval_name", "sequencing_orders"]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from procbench.errors import BadInput
-from procbench.generate.qset import QuestionSet
+from procbench.qsets.files import QuestionSet
 from procbench.store import Store
 
 __all__ = ["ResolvedSets", "find_audit", "resolve_sets", "shortcut_scores"]

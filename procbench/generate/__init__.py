@@ -2,9 +2,9 @@
 
 Each task is a :class:`~procbench.tasks.TaskSpec` in :data:`procbench.tasks.TASKS` naming a module with
 ``SWEEP`` (its settings) and ``build(store, settings, *, seed, progress, **options) -> ({setting name:
-questions}, counts)``, the questions being :class:`Question` objects or a question table
-(:mod:`procbench.generate.columns`); this package splits the procedures, writes the files and records
-provenance.
+questions}, counts)``, the questions being :class:`~procbench.qsets.Question` objects or a question table
+(:mod:`procbench.qsets.columns`); this package splits the procedures and has :mod:`procbench.qsets` write
+the files and record provenance.
 """
 
 from __future__ import annotations
@@ -22,19 +22,13 @@ import pyarrow.compute as pc
 
 from procbench.engine import LOCAL, Engine
 from procbench.errors import BadInput
-from procbench.generate.columns import as_table, count, procedure_ids
-from procbench.generate.qset import (
-    QuestionSet,
-    check_overwrite,
-    iter_settings,
-    read_question_set,
-    write_question_sets,
-)
-from procbench.generate.questions import PLACEHOLDER, Question, balance_answer_positions
+from procbench.generate.answers import balance_answer_positions
 from procbench.generate.search import searching_with
 from procbench.generate.settings import Setting, parse_knobs
-from procbench.generate.splits import SPLITS, split_by_category, split_by_procedure
 from procbench.progress import SILENT, Progress
+from procbench.qsets.columns import as_table, count, procedure_ids
+from procbench.qsets.files import check_overwrite, write_question_sets
+from procbench.qsets.splits import SPLITS, split_by_category, split_by_procedure
 from procbench.store import Store
 from procbench.store.views import kept_procedures
 from procbench.tasks import TASKS, get_task
@@ -42,17 +36,12 @@ from procbench.tasks import TASKS, get_task
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "PLACEHOLDER",
     "TASKS",
     "GenerateResult",
-    "Question",
-    "QuestionSet",
     "Setting",
     "balance_answer_positions",
     "generate",
-    "iter_settings",
     "parse_knobs",
-    "read_question_set",
 ]
 
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from procbench.generate.questions import Question
 from procbench.generate.settings import Setting
 from procbench.generate.textual import KNN_K
 from procbench.generate.textual import SWEEP as _CLOZE_SWEEP
 from procbench.generate.textual import build as build_textual
 from procbench.progress import SILENT, Progress
+from procbench.qsets.questions import Question
 from procbench.store import Store
 
 __all__ = ["SWEEP", "build"]

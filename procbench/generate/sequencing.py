@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from procbench.errors import BadInput
-from procbench.generate.questions import Question
 from procbench.generate.settings import Setting
 from procbench.progress import SILENT, Progress
+from procbench.qsets.questions import Question
 from procbench.store import Store
 from procbench.store.views import kept_steps
 

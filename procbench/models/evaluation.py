@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 
 from procbench.errors import BadInput
-from procbench.generate.qset import QuestionSet, read_question_set
 from procbench.models.featurisation import FeatureConfig, Featurised, featurise
 from procbench.models.inputs import is_question_set
 from procbench.models.metrics import METRICS, bootstrap_ci
 from procbench.models.registry import MODELS, get_model, task_family
 from procbench.models.scoring import chance_scores, question_scores
 from procbench.progress import SILENT, Progress
+from procbench.qsets.files import QuestionSet, read_question_set
 
 __all__ = ["EvalReport", "EvalResult", "evaluate", "summarise"]
 

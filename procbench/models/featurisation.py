@@ -29,9 +29,9 @@ import numpy as np
 
 from procbench.errors import BadInput
 from procbench.features import ItemVectors, step_key
-from procbench.generate.qset import QuestionSet
-from procbench.generate.questions import PLACEHOLDER
+from procbench.formats.recipeqa import PLACEHOLDER
 from procbench.models.registry import task_family
+from procbench.qsets.files import QuestionSet
 from procbench.store import Store
 from procbench.tasks import get_task
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from procbench.errors import BadInput
-from procbench.generate.qset import QuestionSet, read_question_set
 from procbench.models.runs import is_run
+from procbench.qsets.files import QuestionSet, read_question_set
 
 __all__ = ["is_question_set", "question_sets", "resolve_inputs"]
 

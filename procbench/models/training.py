@@ -20,7 +20,6 @@ from safetensors.torch import load_file, save_file
 
 from procbench import __version__
 from procbench.errors import BadInput
-from procbench.generate.qset import QuestionSet, read_question_set
 from procbench.models.config import RESUMABLE, TrainConfig
 from procbench.models.featurisation import Featurised, featurise, qset_fingerprint
 from procbench.models.nets import Batches, Net, build_net, count_parameters
@@ -28,6 +27,7 @@ from procbench.models.registry import get_model
 from procbench.models.runs import CONFIG, LOG, METRICS, STATE, WEIGHTS, read_config, read_log, write_json, write_log
 from procbench.models.scoring import primary_metric, question_scores
 from procbench.progress import SILENT, Progress
+from procbench.qsets.files import QuestionSet, read_question_set
 from procbench.store import Store
 from procbench.store.atomic import atomic_path
 

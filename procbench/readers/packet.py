@@ -35,9 +35,9 @@ import pyarrow.compute as pc
 from procbench.errors import BadInput
 from procbench.export.inline import Inliner
 from procbench.export.sets import resolve_sets
-from procbench.generate.qset import QuestionSet
-from procbench.generate.splits import SPLITS
 from procbench.progress import SILENT, Progress
+from procbench.qsets.files import QuestionSet
+from procbench.qsets.splits import SPLITS
 from procbench.store import Store
 from procbench.tasks import TASKS
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from procbench.errors import BadInput, InputFileNotFound
-from procbench.generate.qset import QuestionSet
+from procbench.qsets.files import QuestionSet
 from procbench.readers.packet import KEY_FILE, KEY_FORMAT, LETTERS, question_fingerprints
 from procbench.readers.views import READERS_FILE, read_records
 from procbench.store import Store

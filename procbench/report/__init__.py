@@ -18,8 +18,8 @@ from typing import Any
 
 from procbench.export.inline import Inliner
 from procbench.export.sets import resolve_sets
-from procbench.generate.columns import procedure_ids
 from procbench.progress import SILENT, Progress
+from procbench.qsets.columns import procedure_ids
 from procbench.report.data import choice_distances_of, copy_images, discover_runs, set_view, sweep_tables
 from procbench.report.html import index_page, set_page
 

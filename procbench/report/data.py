@@ -14,7 +14,7 @@ import numpy as np
 from procbench.errors import ProcbenchError
 from procbench.export.inline import Inliner
 from procbench.export.sets import find_audit, shortcut_scores
-from procbench.generate.qset import QuestionSet
+from procbench.qsets.files import QuestionSet
 from procbench.readers.views import recorded_readers
 from procbench.store import Store, is_image_id
 

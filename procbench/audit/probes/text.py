@@ -105,7 +105,7 @@ def lexical_overlap(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     _require_text(aset)
     valid, rows = _rows(aset)
     ctx.require_cv(rows)
-    from procbench.generate.questions import PLACEHOLDER
+    from procbench.formats.recipeqa import PLACEHOLDER
 
     pools = [set().union(*(tokens(x) for x in q if x != PLACEHOLDER)) for q in aset.questions]
     with_question = _shares(aset, pools, valid.shape[1])

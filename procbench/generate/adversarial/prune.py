@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from procbench.generate.adversarial.aflite import aflite_rounds
+from procbench.aflite import aflite_rounds
 from procbench.generate.adversarial.arena import Arena
 from procbench.generate.adversarial.policy import PRUNE_PARTITIONS, PRUNE_STEP, AdversarialPolicy
 from procbench.generate.adversarial.rounds import (

@@ -56,7 +56,7 @@ view of the pool) and :mod:`.build` (the driver, shared with next-action).
 
 from __future__ import annotations
 
-from procbench.generate.questions import PLACEHOLDER
+from procbench.formats.recipeqa import PLACEHOLDER
 from procbench.generate.textual.build import SWEEP, build
 from procbench.generate.textual.candidates import ADVERSARIAL_DRAFTS, ADVERSARIAL_NEARER
 from procbench.generate.textual.pool import MAX_STEPS, MIN_STEPS, MIN_STEPS_DEBIAS, N_QUESTION, normalise_title

@@ -12,7 +12,7 @@ from typing import Any
 
 from procbench.errors import BadInput
 from procbench.generate.adversarial import TEXTUAL_POLICY, AdversarialPolicy, sized
-from procbench.generate.questions import Question, balance_answer_positions
+from procbench.generate.answers import balance_answer_positions
 from procbench.generate.settings import Setting
 from procbench.generate.textual.pool import (
     ITEM_FIELDS,
@@ -25,6 +25,7 @@ from procbench.generate.textual.pool import (
 )
 from procbench.generate.textual.samplers import KNN_K, SAMPLERS, Sampler, TextualContext
 from procbench.progress import SILENT, Progress
+from procbench.qsets.questions import Question
 from procbench.store import Store
 
 __all__ = ["SWEEP", "build"]

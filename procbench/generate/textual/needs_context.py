@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from procbench.generate.questions import Question
 from procbench.generate.textual.pool import N_NEGATIVES, Draft
 from procbench.generate.textual.samplers import Drawn, Sampler, make_question
+from procbench.qsets.questions import Question
 
 __all__ = ["CHOICES", "NeedsContext", "PARAPHRASE", "RULES", "TEXT_SLACK", "readable_sets"]
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from procbench.errors import BadInput
+from procbench.formats.recipeqa import PLACEHOLDER
 from procbench.generate.adversarial import (
     LATTICE_SPACING,
     TEXTUAL_POLICY,
@@ -41,7 +42,6 @@ from procbench.generate.adversarial import (
     lattice_targets,
 )
 from procbench.generate.debias import ClusterBudget, Clustering, cluster_titles, default_n_clusters, draw_negatives
-from procbench.generate.questions import PLACEHOLDER, Question
 from procbench.generate.search import median_pair_distance
 from procbench.generate.settings import Setting
 from procbench.generate.textual.arena import (
@@ -73,6 +73,7 @@ from procbench.generate.textual.pool import (
     step_text_embeddings,
 )
 from procbench.progress import Progress
+from procbench.qsets.questions import Question
 from procbench.registry import Registry
 from procbench.store import Store
 

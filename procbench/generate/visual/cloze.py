@@ -36,8 +36,7 @@ from typing import Any
 import numpy as np
 
 from procbench.generate.adversarial import AdversarialPolicy
-from procbench.generate.columns import dictionary, fixed_lists, struct
-from procbench.generate.questions import answer_orders, place_answers
+from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import (
     IMAGE_POLICY,
@@ -54,6 +53,7 @@ from procbench.generate.visual.ranks import CLOZE_WANTS, RankRule, rank_notes
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
+from procbench.qsets.columns import dictionary, fixed_lists, struct
 
 __all__ = ["DEFAULT_KNOBS", "SWEEP", "TASK", "build"]
 

@@ -35,8 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from procbench.generate.adversarial import AdversarialPolicy
-from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, struct
-from procbench.generate.questions import answer_orders, place_answers
+from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import (
     IMAGE_POLICY,
@@ -68,6 +67,7 @@ from procbench.generate.visual.ranks import (
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
+from procbench.qsets.columns import dictionary, fixed_lists, ragged_lists, struct
 
 __all__ = ["DEFAULT_KNOBS", "SWEEP", "TASK", "build"]
 

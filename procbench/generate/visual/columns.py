@@ -2,7 +2,7 @@
 
 A task adds each chunk's questions to a :class:`QuestionColumns` per setting as numpy columns (one value
 or row per question of the chunk's window, and the indices of the questions kept); at the end
-:func:`meta_head` and :func:`question_table` assemble the question table (:mod:`procbench.generate.columns`)
+:func:`meta_head` and :func:`question_table` assemble the question table (:mod:`procbench.qsets.columns`)
 with the ``meta`` fields every visual task shares, in the same order for every task: ``setting``, then
 ``k1 k2 k3`` and (tasks with neighbours) ``k_c k_found m s band band_level band_used`` for knob
 settings, or ``min_distance`` (RecipeQA style with a fixed distance), then ``n_steps budget
@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, ranges, struct
 from procbench.generate.visual.bands import LEVELS, SOURCES, Candidates
 from procbench.generate.visual.plans import Plan
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import Sequences, VisualData
 from procbench.generate.visual.settings import PlanKey
+from procbench.qsets.columns import dictionary, fixed_lists, ragged_lists, ranges, struct
 
 if TYPE_CHECKING:
     from procbench.generate.visual.settings import VisualSetting

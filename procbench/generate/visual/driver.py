@@ -36,8 +36,6 @@ import pyarrow as pa
 
 from procbench.errors import BadInput
 from procbench.generate.adversarial import AdversarialPolicy, sized
-from procbench.generate.columns import questions_table
-from procbench.generate.questions import paused_gc
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import IMAGE_POLICY
 from procbench.generate.visual.bands import DEFAULT_KC, Candidates
@@ -50,6 +48,8 @@ from procbench.generate.visual.selection import Selection, select
 from procbench.generate.visual.sequences import Sequences, VisualData
 from procbench.generate.visual.settings import PlanKey, VisualSetting, resolve_settings
 from procbench.progress import SILENT, Progress
+from procbench.qsets.columns import questions_table
+from procbench.qsets.questions import paused_gc
 from procbench.store import Store
 
 __all__ = [

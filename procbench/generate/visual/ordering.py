@@ -38,8 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from procbench.generate.adversarial import AdversarialPolicy
-from procbench.generate.columns import dictionary, fixed_lists, ragged_lists, struct
-from procbench.generate.questions import answer_orders, place_answers
+from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import IMAGE_POLICY, filter_orders, order_ceiling, shorter_orders
 from procbench.generate.visual.columns import QuestionColumns
@@ -47,6 +46,7 @@ from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask
 from procbench.generate.visual.ranks import _take, balanced_ranks
 from procbench.generate.visual.sequences import VisualData
 from procbench.progress import SILENT, Progress
+from procbench.qsets.columns import dictionary, fixed_lists, ragged_lists, struct
 from procbench.store import Store
 
 __all__ = ["DEFAULT_KNOBS", "PERMUTATIONS", "SWEEP", "TASK", "build", "order_scores"]

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from procbench.generate.columns import ranges
 from procbench.generate.visual.sequences import Sequences
+from procbench.qsets.columns import ranges
 
 if TYPE_CHECKING:
     from procbench.generate.visual.settings import PlanKey, VisualSetting

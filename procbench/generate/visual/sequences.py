@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from procbench.generate.questions import PLACEHOLDER
+from procbench.formats.recipeqa import PLACEHOLDER
 from procbench.generate.search import search_until_k
 from procbench.store import Store, is_image_id
 from procbench.store.views import kept_steps

@@ -2,9 +2,10 @@
 
 Score the questions left with models that never saw them (cross-fitted over random procedure partitions),
 drop the ``step`` most predictable, repeat until the scorer says stop or ``floor`` questions are left.
-Adversarial filtering's pruning (:func:`~.prune.prune_predictable`: the context-free probes, stop at chance)
-and ``procbench filter --aflite`` (:func:`procbench.audit.aflite.aflite_filter`: linear or tree models over
-precomputed features, a predictability threshold) differ only in their scorer.
+Adversarial filtering's pruning (:func:`procbench.generate.adversarial.prune.prune_predictable`: the
+context-free probes, stop at chance) and ``procbench filter --aflite`` (:func:`procbench.audit.aflite.aflite_filter`:
+linear or tree models over precomputed features, a predictability threshold) differ only in their scorer. It
+lives below both packages, so the audit imports nothing from ``generate``.
 """
 
 from __future__ import annotations

@@ -1,45 +1,14 @@
-"""Questions as generators build them, and the answer-position balancing every task shares (DESIGN §5)."""
+"""The answer-position balancing every task shares (DESIGN §5): where each question puts its correct choice."""
 
 from __future__ import annotations
 
-import contextlib
-import gc
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
-
 import numpy as np
 
-from procbench.formats.recipeqa import PLACEHOLDER
+from procbench.qsets.questions import Question
 
-__all__ = [
-    "N_CHOICES",
-    "PLACEHOLDER",
-    "Question",
-    "answer_orders",
-    "balance_answer_positions",
-    "paused_gc",
-    "place_answers",
-]
+__all__ = ["N_CHOICES", "answer_orders", "balance_answer_positions", "place_answers"]
 
 N_CHOICES = 4
-
-
-@dataclass
-class Question:
-    """One multiple-choice question.
-
-    ``context`` holds step indices of the procedure; ``question`` and ``choices`` hold items (step titles
-    for textual tasks, image ids for visual ones; for ordering tasks each choice is an order of items).
-    ``answer`` indexes ``choices``. ``meta`` records every sampling decision that made the question.
-    """
-
-    procedure_id: str
-    context: list[int]
-    question: list[str]
-    choices: list[Any]
-    answer: int
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 def answer_orders(n: int, k: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -91,20 +60,3 @@ def balance_answer_positions(
                 question.meta[name] = [question.meta[name][i] for i in moved]
         if "negatives" in question.meta and isinstance(question.meta["negatives"], list):
             question.meta["negatives"] = [question.meta["negatives"][i] for i in order]
-
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while questions are built or written (restored afterwards).
-
-    A sweep creates millions of small, acyclic containers (questions, their meta and choices); the collector
-    would re-scan all of them again and again while they are made (a quarter of the build time at 10,000
-    procedures, growing with size) and could not free any. Reference counting still frees everything.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

@@ -4,7 +4,7 @@ A **question table** has the DESIGN §5 columns a generator decides: ``procedure
 ``question``, ``choices``, ``answer`` and ``meta`` (the writer adds ``qid``, ``task`` and ``split``).
 String columns may be dictionary-encoded (image ids are indices into one shared array of ids, so a sweep
 of many settings holds each id once); :func:`decoded` turns them into plain strings for the files.
-Small tasks build :class:`~procbench.generate.questions.Question` objects; :func:`as_table` converts them.
+Small tasks build :class:`~procbench.qsets.questions.Question` objects; :func:`as_table` converts them.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procbench.arrays import ragged_lists, ranges
-from procbench.generate.questions import Question
+from procbench.qsets.questions import Question
 
 __all__ = [
     "COLUMNS",

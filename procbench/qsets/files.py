@@ -31,9 +31,9 @@ from procbench.card import (
 )
 from procbench.errors import BadInput
 from procbench.formats.recipeqa import RecipeQAWriter
-from procbench.generate.columns import COLUMNS, Questions, as_table, count, decoded, procedure_ids
-from procbench.generate.questions import paused_gc
-from procbench.generate.splits import SPLITS
+from procbench.qsets.columns import COLUMNS, Questions, as_table, count, decoded, procedure_ids
+from procbench.qsets.questions import paused_gc
+from procbench.qsets.splits import SPLITS
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps
 from procbench.tasks import TASKS, items_of
@@ -236,7 +236,7 @@ def write_question_sets(
 
     ``command`` names the provenance entry (``filter`` for sets derived from another set).
 
-    ``questions`` are :class:`Question` objects or a question table (:mod:`procbench.generate.columns`).
+    ``questions`` are :class:`Question` objects or a question table (:mod:`procbench.qsets.columns`).
     ``splits`` maps every procedure id used to its split. Returns the folder of each setting.
     """
     used = pa.array(sorted(set().union(*(procedure_ids(qs) for qs in sets.values()))), pa.string())
