@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from procbench.cli import app
 from procbench.embed import embed_store
-from procbench.generate import generate
+from procbench.generate import Setting, generate
 from procbench.readers.packet import LETTERS, balanced_letters, build_packet, make_packet
 from procbench.readers.score import read_answers, score_packet, wilson_interval
 from procbench.readers.views import readers_card_lines
@@ -33,9 +33,10 @@ def store_template(ingested_sample: Path, tmp_path_factory: pytest.TempPathFacto
     root = tmp_path_factory.mktemp("readers") / "store"
     shutil.copytree(ingested_sample, root)
     store = Store.open(root)
-    embed_store(store, text_encoder="hashed", image_encoder="colour-layout", fields="step_title,image")
+    embed_store(store, text_encoder="hashed", image_encoder="colour-layout", fields="step_title,step_text,image")
     for task in ("textual-cloze", "visual-cloze", "pair-order", "sequencing", "visual-coherence"):
         generate(store, task, seed=0)
+    generate(store, "textual-cloze", Setting("needs-context"), seed=0)
     return root
 
 
@@ -94,6 +95,22 @@ def test_a_packet_reveals_no_set_procedure_or_answer(store: Path, tmp_path: Path
     for name in shown:
         with Image.open(out / name) as image:
             assert image.format == "PNG" and not image.getexif() and "exif" not in image.info
+
+
+def test_a_lone_blank_is_not_numbered_and_its_context_is_its_step_text(store: Path, tmp_path: Path) -> None:
+    """needs-context: "1. ____" would say the blank is the procedure's first step; the context is one step's text."""
+    rows = _questions(store, "textual-cloze/needs-context")
+    make_packet(["textual-cloze/needs-context"], tmp_path / "with", store=store, n=5, context="with", split="all")
+    sheet = (tmp_path / "with" / "packet.md").read_text()
+    packet = json.loads((tmp_path / "with" / "packet.json").read_text())
+    key = json.loads((tmp_path / "with" / "key.json").read_text())["questions"]
+    assert sheet.count("**Question:** ____") == len(packet["questions"]) == 5 and "1. ____" not in sheet
+    for q in packet["questions"]:
+        row = rows[key[q["id"]]["qid"]]
+        assert [step["step"] for step in q["context"]] == [row["context"][0] + 1]
+        assert set(q["context"][0]) == {"step", "text"}  # the step's text, never its title (the answer)
+    make_packet(["textual-cloze/needs-context"], tmp_path / "without", store=store, n=5, split="all")
+    assert "Context" not in (tmp_path / "without" / "packet.md").read_text()
 
 
 def test_one_question_per_procedure_and_the_answer_kept(store: Path) -> None:

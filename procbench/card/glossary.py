@@ -38,9 +38,9 @@ class Term:
 _NEEDS_CONTEXT = (
     "only reading answers it: the question is the blank alone and its context the text of the blank's step; the "
     "choices are four titles of that procedure drawn as an unordered set, the answer uniform among them (a reader "
-    "without the context reads chance by construction), no two alike and no step text more than 0.1 (cosine) "
-    "nearer another choice's title than its own. Recommended. Blinded readers on real recipes: 29% without the "
-    "context (recipeqa 90%), 99% with it (benchmarks/reader_checks.md)."
+    "without the context reads chance by construction), no two alike and no step text more than 0.12 (cosine) "
+    "nearer another choice's title than its own. Recommended. Blinded readers on real recipes: 34% without the "
+    "context (recipeqa 90%), 97.5% with it (benchmarks/reader_checks.md)."
 )
 _KNOBS = (
     "The Control-Knobs of Sahu et al. 2022 (paper 001). K1, overlap between a procedure's questions: 0 = at most "

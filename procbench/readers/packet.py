@@ -54,6 +54,7 @@ __all__ = [
     "balanced_letters",
     "build_packet",
     "check_out",
+    "lone_blank",
     "make_packet",
     "packet_markdown",
     "question_fingerprints",
@@ -421,6 +422,11 @@ def _md_text(text: str) -> str:
     return folded
 
 
+def lone_blank(question: list[dict[str, Any]]) -> bool:
+    """Whether a sheet question is the blank alone (``needs-context``: the context says which step it is)."""
+    return len(question) == 1 and bool(question[0].get("blank"))
+
+
 def _md_item(item: dict[str, Any], alt: str) -> str:
     if item.get("blank"):
         return BLANK
@@ -447,7 +453,9 @@ def packet_markdown(packet: Packet) -> str:
             for step in q["context"]:
                 lines.append(f"{step.get('step', '-')}. {_md_item(step, 'step image')}")
             lines.append("")
-        if q["question"]:
+        if lone_blank(q["question"]):  # no number: "1." would say the blank is the procedure's first step
+            lines += [f"**Question:** {BLANK}", ""]
+        elif q["question"]:
             label = ITEMS_TO_ORDER if q.get("choices_are") else "Question"
             lines += [f"**{label}:**", ""]
             for i, item in enumerate(q["question"]):

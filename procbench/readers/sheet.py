@@ -36,6 +36,7 @@ from procbench.readers.packet import (
     build_packet,
     check_out,
     instructions,
+    lone_blank,
     write_packet,
 )
 
@@ -179,7 +180,9 @@ def question_html(question: dict[str, Any], image_src: dict[str, str]) -> str:
             for step in question["context"]
         ]
         out.append("</ol>")
-    if question["question"]:
+    if lone_blank(question["question"]):
+        out.append(f"<p><b>Question:</b> <b>{BLANK}</b></p>")
+    elif question["question"]:
         label = ITEMS_TO_ORDER if question.get("choices_are") else "Question"
         out.append(f"<p><b>{label}:</b></p><ol>")
         out += [

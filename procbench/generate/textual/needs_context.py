@@ -37,7 +37,7 @@ __all__ = ["CHOICES", "NeedsContext", "PARAPHRASE", "RULES", "TEXT_SLACK", "read
 #: Cosine at or above which two titles may say the same: no two choices that close.
 PARAPHRASE = 0.75
 #: No choice's step text is more than this nearer (cosine) another choice's title than its own title.
-TEXT_SLACK = 0.1
+TEXT_SLACK = 0.12
 #: Choices per question: the answer and its negatives.
 CHOICES = N_NEGATIVES + 1
 _TAG = 0x4EC0
