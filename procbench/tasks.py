@@ -233,7 +233,7 @@ for _spec in (
         "mc",
         "four step images in authored order with one blanked; pick the missing image among four (paper 001)",
         instruction="Choose the best image for the missing blank to correctly complete the {procedure}.",
-        recommended="adversarial",
+        recommended="needs-context",
     ),
     TaskSpec(
         "visual-coherence",

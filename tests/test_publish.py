@@ -72,7 +72,7 @@ def test_a_sweep_loads_config_by_config_without_the_store(store: Path, tmp_path:
     out = tmp_path / "hf"
     result = export_sets(["visual-cloze"], out, store=store)
     settings = _settings(store, "visual-cloze")
-    assert sorted(result.configs) == settings and len(settings) == 13  # configs named by setting, none hard-coded
+    assert sorted(result.configs) == settings and len(settings) == 14  # configs named by setting, none hard-coded
     shutil.rmtree(store)  # the export must not need the store
     schemas = set()
     for setting in settings:
@@ -87,7 +87,8 @@ def test_a_sweep_loads_config_by_config_without_the_store(store: Path, tmp_path:
         blanks = [i for i in row["question"] if i["key"] == "@placeholder"]
         assert len(blanks) == 1 and blanks[0]["image"] is None
         images = [i["image"] for i in [*row["question"], *row["choices"]] if i["key"] != "@placeholder"]
-        assert len(images) == 7 and all(im.size[0] > 0 for im in images)  # PIL images, decoded from the bytes
+        # PIL images, decoded from the bytes; needs-context's question is the blank alone
+        assert len(images) == (4 if setting == "needs-context" else 7) and all(im.size[0] > 0 for im in images)
         assert row["context"] and row["context"][0]["text"]
     assert len(schemas) == 1  # one schema across the sweep, although meta differs per setting
 
@@ -466,14 +467,14 @@ def test_the_cards_usage_snippet_loads_the_export_and_hub_parses_the_card(
     text = (tmp_path / "hf" / "visual-cloze" / "README.md").read_text(encoding="utf-8")
     card = HubCard(text)
     defaults = [c["config_name"] for c in card.data.to_dict()["configs"] if c.get("default")]
-    assert defaults == ["adversarial"] and "adversarial" in result.configs
+    assert defaults == ["needs-context"] and "needs-context" in result.configs  # the recommended setting
     snippet = text.split("## Usage\n\n```python\n", 1)[1].split("```", 1)[0]
-    assert 'load_dataset("hf/visual-cloze", "adversarial")' in snippet.replace("'", '"')
+    assert 'load_dataset("hf/visual-cloze", "needs-context")' in snippet.replace("'", '"')
     scope: dict[str, Any] = {}
     exec(compile(snippet, "card-usage", "exec"), scope)  # noqa: S102 - the card's own snippet, as a reader runs it
-    assert scope["q"]["setting"] == "adversarial" and scope["q"]["instruction"]
+    assert scope["q"]["setting"] == "needs-context" and scope["q"]["instruction"]
     # the example is the first test question of the default config, images by id
-    first = pq.read_table(store / "questions" / "visual-cloze" / "adversarial" / "test.parquet")["qid"][0].as_py()
+    first = pq.read_table(store / "questions" / "visual-cloze" / "needs-context" / "test.parquet")["qid"][0].as_py()
     assert f"`qid` `{first}`" in text and "🖼 image `" in text and "✅ (answer)" in text
     assert "Questions, corrections and takedown requests: procbench@example.org" in text
     assert "PATH_OR_REPO" not in text and "answer positions:" not in text

@@ -36,11 +36,13 @@ class Term:
 
 
 _NEEDS_CONTEXT = (
-    "only reading answers it: the question is the blank alone and its context the text of the blank's step; the "
-    "choices are four titles of that procedure drawn as an unordered set, the answer uniform among them (a reader "
-    "without the context reads chance by construction), no two alike and no step text more than 0.12 (cosine) "
-    "nearer another choice's title than its own. Recommended. Blinded readers on real recipes: 34% without the "
-    "context (recipeqa 90%), 97.5% with it (benchmarks/reader_checks.md)."
+    "only reading answers it: the question is the blank alone and its context the blank's step; the choices are "
+    "four items of that procedure (textual: step titles; visual: photos) drawn as an unordered set, the answer "
+    "uniform among them, so a reader without the context reads chance by construction; no two choices alike "
+    "(textual: no step text more than 0.12 (cosine) nearer another choice's title than its own; visual: no "
+    "near-copy photos, no two steps' texts alike). Recommended. Blinded readers: real recipes (textual) 34% without "
+    "the context (recipeqa 90%), 97.5% with it; real build-guide photos (visual) 16% without, 96% with "
+    "(benchmarks/reader_checks.md)."
 )
 _KNOBS = (
     "The Control-Knobs of Sahu et al. 2022 (paper 001). K1, overlap between a procedure's questions: 0 = at most "
@@ -93,12 +95,13 @@ GLOSSARY: list[Term] = [
         "adversarial filtering (SWAG / HellaSwag style): negatives are replaced, round after round, wherever "
         "an ensemble of context-free probes (choice-only, partial-input, question-distance models) tells them "
         "from the answer; questions they still solve are dropped while 85% of the drafted ones stay. "
-        "Recommended for the visual tasks and next action: the audit's shortcut probes read it nearest chance.",
+        "Recommended for next action, visual coherence and visual ordering: the audit's shortcut probes read it "
+        "nearest chance.",
     ),
     Term(
         "needs-context",
         r"needs-context",
-        "textual cloze",
+        "textual cloze, visual cloze",
         _NEEDS_CONTEXT,
     ),
 ]

@@ -33,8 +33,9 @@ def command(
         str | None,
         typer.Option(
             "--style",
-            help="'recipeqa' (the biased original), 'default', or 'needs-context' (textual cloze, recommended: "
-            "four titles of one procedure, the blank's step text the only context, so only reading it answers).",
+            help="'recipeqa' (the biased original), 'default', or 'needs-context' (textual and visual cloze, "
+            "recommended: four titles or photos of one procedure, the blank's step the context, so only reading "
+            "it answers).",
         ),
     ] = None,
     debias: Annotated[bool, typer.Option("--debias", help="Budgeted debiasing (Algorithm 1 of paper 004).")] = False,
@@ -104,7 +105,8 @@ def command(
         typer.Option(
             "--sweep",
             help="Write every setting of the task in one run (textual-cloze: recipeqa, default, debias-auto, "
-            "adversarial; visual tasks: the paper's knob settings, the rank-uniform K3=2 ones, adversarial).",
+            "adversarial, needs-context; visual tasks: the paper's knob settings, the rank-uniform K3=2 ones, "
+            "adversarial, and visual-cloze's needs-context).",
         ),
     ] = False,
     split_by: Annotated[
@@ -153,6 +155,9 @@ def command(
     (recommended: four titles of one procedure, the answer uniform among them; its step text is the context);
     --sweep writes recipeqa, default, debias-auto, adversarial and needs-context. Corpora without step
     headlines: --items text or --items first-sentence (no needs-context there).
+
+    visual tasks: --knobs K1,K2,K3 (paper 001), --style recipeqa, or --adversarial; visual-cloze also
+    --style needs-context (recommended: four photos of the procedure, the blank's step the context).
 
     next-action: the same samplers over step action tuples (run `procbench extract`, then
     `procbench embed --fields action` first): the actions of up to three steps, then pick the next one.

@@ -28,24 +28,24 @@ from typing import Any
 
 import numpy as np
 
+from procbench.generate.exchangeable import SIZE as CHOICES
+from procbench.generate.exchangeable import draw, symmetric_sets
 from procbench.generate.textual.pool import N_NEGATIVES, Draft
 from procbench.generate.textual.samplers import Drawn, Sampler, make_question
 from procbench.qsets.questions import Question
 
-__all__ = ["CHOICES", "NeedsContext", "PARAPHRASE", "RULES", "TEXT_SLACK", "readable_sets"]
+__all__ = ["NeedsContext", "PARAPHRASE", "RULES", "TEXT_SLACK", "readable_sets"]
 
 #: Cosine at or above which two titles may say the same: no two choices that close.
 PARAPHRASE = 0.75
 #: No choice's step text is more than this nearer (cosine) another choice's title than its own title.
 TEXT_SLACK = 0.12
-#: Choices per question: the answer and its negatives.
-CHOICES = N_NEGATIVES + 1
 _TAG = 0x4EC0
 
 
 def readable_sets(titles: np.ndarray, texts: np.ndarray, norms: np.ndarray) -> np.ndarray:
     """``(K, 4)`` every set of four of the ``n`` steps that makes a question the context answers, whichever step
-    is asked (a rule symmetric in the four), as sorted step positions.
+    is asked (a rule symmetric in the four, :func:`~procbench.generate.exchangeable.symmetric_sets`).
 
     Args:
         titles: ``(n, D)`` unit title vectors; texts: ``(n, D)`` unit step-text vectors, same order;
@@ -54,22 +54,9 @@ def readable_sets(titles: np.ndarray, texts: np.ndarray, norms: np.ndarray) -> n
     A set is kept when its titles are pairwise distinct after normalising and below :data:`PARAPHRASE` in
     cosine, and no step's text is more than :data:`TEXT_SLACK` nearer another of the three titles than its own.
     """
-    from itertools import combinations
-
-    n = len(titles)
-    if n < CHOICES:
-        return np.zeros((0, CHOICES), dtype=np.int64)
-    sets = np.array(list(combinations(range(n), CHOICES)), dtype=np.int64)
     alike = np.asarray(titles @ titles.T, dtype=np.float64)
     alike[norms[:, None] == norms[None, :]] = np.inf
-    fit = np.asarray(texts @ titles.T, dtype=np.float64)  # fit[i, j]: step i's text against title j
-    off = ~np.eye(CHOICES, dtype=bool)
-    ok = (alike[sets[:, :, None], sets[:, None, :]][:, off] < PARAPHRASE).all(axis=1)
-    within = fit[sets[:, :, None], sets[:, None, :]]  # (K, 4, 4)
-    own = within[:, np.arange(CHOICES), np.arange(CHOICES)]
-    rival = np.where(off, within, -np.inf).max(axis=2)
-    ok &= (rival - own <= TEXT_SLACK).all(axis=1)
-    return sets[ok]
+    return symmetric_sets(len(titles), apart=[(alike, PARAPHRASE)], fit=texts @ titles.T, slack=TEXT_SLACK)
 
 
 class NeedsContext(Sampler):
@@ -110,30 +97,17 @@ class NeedsContext(Sampler):
             stream = np.random.default_rng(
                 [context.seed, _TAG, zlib.crc32(draft.procedure_id.encode("utf-8")), draft.number]
             )
-            chosen = self._readable_set(steps, titles, text_vectors, pool.norm_codes, stream)
-            if chosen is None:
+            rows = [s[1] for s in steps]
+            drawn = draw(
+                readable_sets(titles[rows], text_vectors[[s[2] for s in steps]], pool.norm_codes[rows]), stream
+            )
+            if drawn is None:
                 self.skip("no_readable_set")
                 continue
-            answer = int(stream.integers(len(chosen)))
+            chosen, answer = [steps[j] for j in drawn[0]], drawn[1]
             made[i] = self._question(draft, chosen[answer], [s for j, s in enumerate(chosen) if j != answer])
         self.notes["rules"] = RULES
         return made
-
-    @staticmethod
-    def _readable_set(
-        steps: list[tuple[int, int, int]],
-        titles: np.ndarray,
-        texts: np.ndarray,
-        norm_codes: np.ndarray,
-        stream: np.random.Generator,
-    ) -> list[tuple[int, int, int]] | None:
-        """A uniform draw among the readable 4-sets of ``steps`` (:func:`readable_sets`; None: none), in step order."""
-        sets = readable_sets(
-            titles[[s[1] for s in steps]], texts[[s[2] for s in steps]], norm_codes[[s[1] for s in steps]]
-        )
-        if not len(sets):
-            return None
-        return [steps[j] for j in sets[int(stream.integers(len(sets)))].tolist()]
 
     def _question(self, draft: Draft, answer: tuple[int, int, int], negatives: list[tuple[int, int, int]]) -> Question:
         pool = self.context.pool

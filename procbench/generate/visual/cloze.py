@@ -9,7 +9,8 @@ Settings: ``--knobs K1,K2,K3`` (the sweep writes all 12; K3=2 is the rank-unifor
 :mod:`.ranks`), ``--style recipeqa`` (free resampling, negatives
 drawn at random from other procedures beyond a fixed distance, by default the median distance between
 random images of different procedures; ``--min-distance`` sets it), and ``default`` = knobs (0,1,1), the
-set paper 001 reports as hardest.
+set paper 001 reports as hardest. ``--style needs-context`` (:mod:`.needs_context`): the blank alone, four photos
+of the procedure's own sequence as choices, the answer uniform among them.
 
 ``meta`` of a knob question: ``setting``, ``k1 k2 k3 k_c``, ``k_found`` (neighbours found), ``m`` and ``s``,
 ``band`` (the K2 band), ``band_level`` and ``band_used`` (after widening), ``n_steps``, ``budget``,
@@ -28,13 +29,13 @@ a few hundred bytes per question.
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from procbench.errors import BadInput
 from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.settings import Setting
@@ -45,21 +46,32 @@ from procbench.generate.visual.adversarial import (
     filter_image_negatives,
     image_gaps,
 )
-from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, RANDOM, SOURCES, Candidates, fmt_band
+from procbench.generate.visual.bands import (
+    ADVERSARIAL,
+    DEFAULT_KC,
+    LEVELS,
+    QUESTION_KNN,
+    RANDOM,
+    SOURCES,
+    Candidates,
+    fmt_band,
+)
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, band_columns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
+from procbench.generate.visual.needs_context import STYLE, build_needs_context
 from procbench.generate.visual.ranks import CLOZE_WANTS, RankRule, rank_notes
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import dictionary, fixed_lists, struct
+from procbench.store import Store
 
 __all__ = ["DEFAULT_KNOBS", "SWEEP", "TASK", "build"]
 
 TASK = "visual-cloze"
 DEFAULT_KNOBS = (0, 1, 1)
-SWEEP = [*Setting.all_knobs(with_k3=True), Setting("adversarial")]
+SWEEP = [*Setting.all_knobs(with_k3=True), Setting("adversarial"), Setting(STYLE)]
 _SIZE = 4
 
 
@@ -380,6 +392,39 @@ CLOZE = VisualTask(
     window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial,
     ranked_adversarial=False,  # its filter ends nearer chance from the paper's K1 questions (measured, README)
 )  # fmt: skip
-#: ``build(store, settings, *, seed, progress, kc, min_distance, rounds, ceiling, min_yield)``: the visual driver
-#: run on the task.
-build = functools.partial(run, CLOZE)
+
+
+def build(
+    store: Store,
+    settings: list[Setting],
+    *,
+    seed: int = 0,
+    progress: Progress = SILENT,
+    kc: int = DEFAULT_KC,
+    min_distance: float | None = None,
+    rounds: int | None = None,
+    ceiling: float | None = None,
+    min_yield: float | None = None,
+    policy: str | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Visual cloze's sets and counts: the knob, RecipeQA-style and adversarial settings through the visual driver
+    (:func:`~.driver.run`), ``needs-context`` through :mod:`.needs_context`."""
+    exchangeable = [s for s in settings if s.style == STYLE]
+    rest = [s for s in settings if s.style != STYLE]
+    if not rest and any(v is not None for v in (rounds, ceiling, min_yield, policy)):
+        raise BadInput("--rounds, --ceiling, --min-yield and --policy apply only with --adversarial (or --sweep)")
+    sets: dict[str, Any]
+    if rest:
+        sets, counts = run(
+            CLOZE, store, rest, seed=seed, progress=progress, kc=kc, min_distance=min_distance, rounds=rounds,
+            ceiling=ceiling, min_yield=min_yield, policy=policy,
+        )  # fmt: skip
+    else:
+        sets, counts = {}, {"per_setting": {}}
+    for setting in exchangeable:
+        questions, counts["per_setting"][setting.name] = build_needs_context(
+            store, setting, seed=seed, progress=progress, alone=not rest
+        )
+        if questions is not None:
+            sets[setting.name] = questions
+    return sets, counts
