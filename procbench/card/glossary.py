@@ -40,7 +40,7 @@ _NEEDS_CONTEXT = (
     "four items of that procedure (textual: step titles; visual: photos) drawn as an unordered set, the answer "
     "uniform among them, so a reader without the context reads chance by construction; no two choices alike "
     "(textual: no step text more than 0.12 (cosine) nearer another choice's title than its own; visual: no "
-    "near-copy photos, no two steps' texts alike). Recommended. Blinded readers: real recipes (textual) 34% without "
+    "near-copy photos, no two steps' texts alike). Recommended. Blinded readers: real recipes (textual) 31% without "
     "the context (recipeqa 90%), 97.5% with it; real build-guide photos (visual) 16% without, 96% with "
     "(benchmarks/reader_checks.md)."
 )
