@@ -15,6 +15,7 @@ from procbench.errors import BadInput
 from procbench.generate.settings import Setting
 from procbench.progress import SILENT, Progress
 from procbench.qsets.questions import Question
+from procbench.rng import stream
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps
 
@@ -22,6 +23,10 @@ __all__ = ["CHOICES", "SWEEP", "build"]
 
 SWEEP = [Setting("default")]
 CHOICES = ["inverted", "in order"]
+
+
+#: Pair order's pairs and labels.
+_PAIRS = stream("pair-order")
 
 
 def build(
@@ -43,7 +48,7 @@ def build(
     for row in kept_steps(store, ["procedure_id"]).to_pylist():
         counts_per_procedure[row["procedure_id"]] = counts_per_procedure.get(row["procedure_id"], 0) + 1
     roots = {p["id"]: (p["category"] or ["(none)"])[0] for p in kept_procedures(store, ["id", "category"]).to_pylist()}
-    rng = np.random.default_rng([seed, 0x9A1])
+    rng = _PAIRS.rng(seed)
     pairs: list[tuple[str, int, int]] = []
     progress.start("pair-order", total=len(counts_per_procedure))
     for pid in sorted(counts_per_procedure):

@@ -18,6 +18,7 @@ from procbench.errors import BadInput
 from procbench.generate.settings import Setting
 from procbench.progress import SILENT, Progress
 from procbench.qsets.questions import Question
+from procbench.rng import stream
 from procbench.store import Store
 from procbench.store.views import kept_steps
 
@@ -25,6 +26,10 @@ __all__ = ["SWEEP", "build", "read_references"]
 
 SWEEP = [Setting("default")]
 MAX_STEPS = 5
+
+
+#: Sequencing's shuffles.
+_SEQUENCING = stream("sequencing")
 
 
 def read_references(path: str | Path) -> dict[str, list[list[int]]]:
@@ -64,7 +69,7 @@ def build(
     by_procedure: dict[str, list[dict[str, Any]]] = {}
     for row in steps:
         by_procedure.setdefault(row["procedure_id"], []).append(row)
-    rng = np.random.default_rng([seed, 0x5E9])
+    rng = _SEQUENCING.rng(seed)
     questions: list[Question] = []
     skipped = 0
     progress.start("sequencing", total=len(by_procedure))

@@ -34,6 +34,7 @@ from procbench.formats.recipeqa import RecipeQAWriter
 from procbench.qsets.columns import COLUMNS, Questions, as_table, count, decoded, procedure_ids
 from procbench.qsets.questions import paused_gc
 from procbench.qsets.splits import SPLITS
+from procbench.rng import RNG_VERSION
 from procbench.store import Store
 from procbench.store.views import kept_procedures, kept_steps
 from procbench.tasks import TASKS, items_of
@@ -95,11 +96,11 @@ class QuestionSet:
 
 
 def set_options(task: str, setting: str, *, seed: int, args: dict[str, Any]) -> dict[str, Any]:
-    """The options that decide the questions of ``task``/``setting``: the seed, the split and the task's own."""
+    """The options that decide the questions of ``task``/``setting``: the seed (and the seed tree's version,
+    :data:`procbench.rng.RNG_VERSION`), the split and the task's own."""
     kept = {k: v for k, v in args.items() if k not in _NOT_QUESTION_OPTIONS}
-    return json.loads(
-        json.dumps({"task": task, "setting": setting, "seed": seed, **kept}, sort_keys=True, default=str)
-    )
+    chosen = {"task": task, "setting": setting, "seed": seed, "rng_version": RNG_VERSION, **kept}
+    return json.loads(json.dumps(chosen, sort_keys=True, default=str))
 
 
 def options_fingerprint(options: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from procbench.generate.adversarial.policy import DEFAULT_POLICY, AdversarialPolicy
+from procbench.rng import stream
 from procbench.shortcuts import FEATURE_NAMES, WITHIN_KINDS, ChoiceBatch, choice_features, word_weights
 
 __all__ = [
@@ -35,6 +36,11 @@ ITEM_COUNT_COLUMNS = [FEATURE_NAMES.index(f"item_count_{kind}") for kind in WITH
 
 
 CLUSTER_COUNT_COLUMNS = [FEATURE_NAMES.index(f"cluster_count_{kind}") for kind in WITHIN_KINDS]
+
+
+#: The filter's starting negatives (uniform, and with a target offset per slot).
+_START = stream("adversarial.start")
+_SLOT_START = stream("adversarial.slot-start")
 
 
 @dataclass
@@ -199,7 +205,7 @@ def initial_negatives(
         if offsets is None or arena.candidate_class is None:
             raise ValueError("targets need offsets and arena.candidate_class")
         return _slot_negatives(arena, options, rng_seed=seed, offsets=offsets, targets=targets)
-    rng = np.random.default_rng([seed, 0x1A1])
+    rng = _START.rng(seed)
     n_q, n_neg = arena.negatives.shape
     allowed = usable_candidates(arena, options)
     capacity = arena.capacity(options.max_uses)
@@ -267,7 +273,7 @@ def _slot_negatives(
     arena: Arena, options: AdversarialPolicy, *, rng_seed: int, offsets: np.ndarray, targets: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`initial_negatives` with a target offset per slot."""
-    rng = np.random.default_rng([rng_seed, 0x1A2])
+    rng = _SLOT_START.rng(rng_seed)
     n_q, n_neg = targets.shape
     allowed = usable_candidates(arena, options) & np.isfinite(offsets)
     capacity = arena.capacity(options.max_uses)

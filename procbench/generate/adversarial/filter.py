@@ -24,16 +24,22 @@ from procbench.generate.adversarial.policy import DEFAULT_POLICY, AdversarialPol
 from procbench.generate.adversarial.prune import prune_predictable
 from procbench.generate.adversarial.rounds import AdversarialResult, RepeatedEnsemble, probe, probe_costs, run_rounds
 from procbench.progress import SILENT, Progress
+from procbench.rng import stream
 from procbench.shortcuts import ChoiceBatch, within_question
 
 __all__ = ["filter_negatives"]
+
+
+#: The order questions are told in, and each round's probe folds.
+_SWAPS = stream("adversarial.swaps")
+_ROUNDS = stream("adversarial.rounds")
 
 
 class _NegativeGame:
     """:class:`~.rounds.Game` over an arena's negatives (``work.negatives`` is replaced in place)."""
 
     def __init__(self, arena: Arena, policy: AdversarialPolicy, seed: int) -> None:
-        self.rng = np.random.default_rng([seed, 0xADF])
+        self.rng = _SWAPS.rng(seed)
         self.negatives = arena.negatives.copy()
         self.work = Arena(**{**arena.__dict__, "negatives": self.negatives})
         self.policy, self.seed = policy, seed
@@ -45,7 +51,9 @@ class _NegativeGame:
 
     def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
         batch = self.work.batch()
-        ensemble, probs = probe(batch, self.work.choice_features(batch), self.policy, self.seed + round_number)
+        ensemble, probs = probe(
+            batch, self.work.choice_features(batch), self.policy, _ROUNDS.seed(self.seed, round_number)
+        )
         return ensemble, probs, batch
 
     def replace(

@@ -23,9 +23,14 @@ from procbench.generate.adversarial.rounds import (
     lagging_probes,
     probe,
 )
+from procbench.rng import stream
 from procbench.shortcuts import hits
 
 __all__ = ["PRUNE_PARTITIONS", "PRUNE_STEP", "prune_predictable"]
+
+
+#: The partitions of each pruning step.
+_PRUNE = stream("adversarial.prune")
 
 
 def prune_predictable(
@@ -48,9 +53,7 @@ def prune_predictable(
 
     def rank(kept: np.ndarray) -> tuple[np.ndarray, bool]:
         rows = np.flatnonzero(kept)
-        solved, answer_prob, accuracy, margin = _predictability(
-            arena, kept, options, seed + 0x9E + options.prune_partitions * len(log)
-        )
+        solved, answer_prob, accuracy, margin = _predictability(arena, kept, options, _PRUNE.seed(seed, len(log)))
         gap = chance_gap(accuracy, chance)
         log.append({"questions": len(rows), "accuracy": accuracy, "bound": round(chance + margin, 4)})
         if gap < best["gap"]:
@@ -78,7 +81,7 @@ def _predictability(
     repeats = dataclasses.replace(options, probe_repeats=options.prune_repeats)
     for partition in range(options.prune_partitions):
         batch = current.batch()
-        _, probs = probe(batch, current.choice_features(batch), repeats, seed + partition)
+        _, probs = probe(batch, current.choice_features(batch), repeats, _PRUNE.seed(seed, partition))
         accuracy = _accuracies(probs, valid)
         accuracies.append(accuracy)
         # the probes above chance tell a question by solving it; one below chance, by rating its answer lowest

@@ -17,6 +17,7 @@ import numpy as np
 
 from procbench.generate.adversarial.policy import AdversarialPolicy
 from procbench.progress import Progress
+from procbench.rng import stream
 from procbench.shortcuts import DISTANCE_MODEL, MODELS, ChoiceBatch, ShortcutEnsemble, hits
 
 __all__ = [
@@ -91,6 +92,10 @@ class RepeatedEnsemble:
         return {name: np.mean([p[name] for p in predicted], axis=0) for name in predicted[0]}
 
 
+#: The procedure folds of a round's repeated ensembles.
+_REPEATS = stream("adversarial.probe-repeats")
+
+
 def probe(
     batch: ChoiceBatch, features: np.ndarray, policy: AdversarialPolicy, seed: int
 ) -> tuple[RepeatedEnsemble, dict[str, np.ndarray]]:
@@ -99,7 +104,7 @@ def probe(
         [
             ShortcutEnsemble(
                 n_folds=policy.n_folds,
-                seed=seed + 7919 * repeat,
+                seed=_REPEATS.seed(seed, repeat),
                 models=FILTER_MODELS,
                 tree_iterations=policy.tree_iterations,
             ).fit(batch, features)

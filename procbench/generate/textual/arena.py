@@ -12,6 +12,7 @@ from procbench.generate.adversarial import ADVERSARIAL_CLUSTERS, AdversarialPoli
 from procbench.generate.debias import cluster_titles
 from procbench.generate.ranks import CLOZE_WANTS, balanced_ranks
 from procbench.generate.textual.pool import N_NEGATIVES, Pool
+from procbench.rng import stream
 
 __all__ = [
     "answer_ranks",
@@ -21,6 +22,10 @@ __all__ = [
     "question_closeness",
     "question_means",
 ]
+
+
+#: The item clustering of the adversarial textual filter.
+_ITEM_CLUSTERS = stream("textual.item-clusters")
 
 
 def negative_capacity(pool: Pool, answers: np.ndarray) -> np.ndarray:
@@ -116,7 +121,7 @@ def answer_ranks(arena: Arena, options: AdversarialPolicy, splits: np.ndarray, *
     candidates can give, so "pick the choice nearest the question" (or any fixed rank) is at chance in
     every split, also for a model fitted on train and scored on test.
     """
-    rng = np.random.default_rng([seed, 0x7A4])
+    rng = _ITEM_CLUSTERS.rng(seed)
     usable = usable_candidates(arena, options)
     classes = np.asarray(arena.candidate_class)
     available = np.stack([(usable & (classes == c)).sum(axis=1) for c in (0, 1)], axis=1)

@@ -33,6 +33,7 @@ from procbench.generate.exchangeable import draw, symmetric_sets
 from procbench.generate.textual.pool import N_NEGATIVES, Draft
 from procbench.generate.textual.samplers import Drawn, Sampler, make_question
 from procbench.qsets.questions import Question
+from procbench.rng import stream
 
 __all__ = ["NeedsContext", "PARAPHRASE", "RULES", "TEXT_SLACK", "readable_sets"]
 
@@ -40,7 +41,8 @@ __all__ = ["NeedsContext", "PARAPHRASE", "RULES", "TEXT_SLACK", "readable_sets"]
 PARAPHRASE = 0.75
 #: No choice's step text is more than this nearer (cosine) another choice's title than its own title.
 TEXT_SLACK = 0.12
-_TAG = 0x4EC0
+#: Each procedure's set and answer.
+_SETS = stream("textual.needs-context.sets")
 
 
 def readable_sets(titles: np.ndarray, texts: np.ndarray, norms: np.ndarray) -> np.ndarray:
@@ -94,12 +96,10 @@ class NeedsContext(Sampler):
             if len(steps) < CHOICES:
                 self.skip("few_steps")
                 continue
-            stream = np.random.default_rng(
-                [context.seed, _TAG, zlib.crc32(draft.procedure_id.encode("utf-8")), draft.number]
-            )
+            draws = _SETS.rng(context.seed, zlib.crc32(draft.procedure_id.encode("utf-8")), draft.number)
             rows = [s[1] for s in steps]
             drawn = draw(
-                readable_sets(titles[rows], text_vectors[[s[2] for s in steps]], pool.norm_codes[rows]), stream
+                readable_sets(titles[rows], text_vectors[[s[2] for s in steps]], pool.norm_codes[rows]), draws
             )
             if drawn is None:
                 self.skip("no_readable_set")

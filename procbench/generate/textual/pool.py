@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from procbench.errors import BadInput
+from procbench.rng import stream
 from procbench.sentences import first_sentence
 from procbench.store import Store
 from procbench.store.views import kept_steps
@@ -33,7 +34,7 @@ __all__ = [
     "MIN_STEPS_DEBIAS",
     "N_NEGATIVES",
     "N_QUESTION",
-    "TAG",
+    "DRAFTS",
     "Draft",
     "Pool",
     "StepRows",
@@ -52,8 +53,8 @@ N_NEGATIVES = 3
 MIN_STEPS = 3
 MAX_STEPS = 25
 MIN_STEPS_DEBIAS = 6
-#: The textual generators' stream tag (drafts, per-setting generators, pair sampling).
-TAG = 0x7C1
+#: A procedure's drafts (its questions' windows).
+DRAFTS = stream("textual.drafts")
 _PUNCT = re.compile(r"[^\w\s]+")
 #: A procedure's steps as ``(index, display item, normalised item)``.
 StepRows = list[tuple[int, str | None, str | None]]
@@ -243,7 +244,7 @@ def make_drafts(
                 by_answer.setdefault(start + position, []).append((start, position))
     if not by_answer:
         return []
-    rng = np.random.default_rng([seed, TAG, stable_hash(pid)])
+    rng = DRAFTS.rng(seed, stable_hash(pid))
     answers = sorted(by_answer)
     order = rng.permutation(len(answers))
     count = per_procedure if replace else min(per_procedure, len(answers))

@@ -65,7 +65,6 @@ from procbench.generate.textual.pool import (
     MIN_STEPS,
     MIN_STEPS_DEBIAS,
     N_NEGATIVES,
-    TAG,
     Draft,
     Pool,
     StepRows,
@@ -75,6 +74,7 @@ from procbench.generate.textual.pool import (
 from procbench.progress import Progress
 from procbench.qsets.questions import Question
 from procbench.registry import Registry
+from procbench.rng import stream
 from procbench.store import Store
 
 if TYPE_CHECKING:
@@ -103,6 +103,11 @@ _RANDOM_TRIES = 16
 AUTO_GROWTH = 1.25
 AUTO_YIELD = 0.98
 AUTO_STEPS = 12
+
+
+#: Each setting's negatives and answer positions; the random title pairs of the RecipeQA style's distance.
+_SETTINGS = stream("textual.settings")
+_PAIRS = stream("textual.recipeqa.min-distance")
 
 
 @dataclass(frozen=True)
@@ -167,14 +172,14 @@ class TextualContext:
         """The generator of ``setting`` (its negatives and answer positions)."""
         import zlib
 
-        return np.random.default_rng([self.seed, TAG, zlib.crc32(setting.name.encode("utf-8"))])
+        return _SETTINGS.rng(self.seed, zlib.crc32(setting.name.encode("utf-8")))
 
     @cached_property
     def fixed_distance(self) -> float:
         """RecipeQA style's distance: ``min_distance``, else the median distance of random title pairs."""
         if self.min_distance is not None:
             return self.min_distance
-        pairs = np.random.default_rng([self.seed, TAG, 0xD15])
+        pairs = _PAIRS.rng(self.seed)
         return median_pair_distance(self.pool.procedures, self.pool.distance, pairs)
 
     @cached_property

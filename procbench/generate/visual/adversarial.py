@@ -45,6 +45,7 @@ from procbench.generate.adversarial import (
 from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
+from procbench.rng import stream
 from procbench.shortcuts import ChoiceBatch, choice_features, within_question
 
 __all__ = [
@@ -77,6 +78,11 @@ CANDIDATES = 48
 #: the audit's ``colour_layout`` and ``near_duplicate`` probes read (:mod:`procbench.audit.probes.image`). On the
 #: build guides the answer photo shares its neighbours' desk and light (measurements: benchmarks/real_photos.md).
 IMAGE_RELATIONS = ("colour_mean_distance", "colour_nearest_distance", "hash_agreement", "thumb_correlation")
+
+
+#: Coherence's filter: each round's probe folds, the order intruders are replaced in.
+_ROUNDS = stream("visual.coherence.rounds")
+_INTRUDERS = stream("visual.coherence.intruders")
 
 
 class ImageRelations:
@@ -409,7 +415,7 @@ class _IntruderGame:
 
     def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
         batch, features = _coherence_batch(self.data, self._rows(), self.proc, self.clusters, relations=self.relations)
-        ensemble, probs = probe(batch, features, self.policy, self.seed + round_number)
+        ensemble, probs = probe(batch, features, self.policy, _ROUNDS.seed(self.seed, round_number))
         return ensemble, probs, batch
 
     def replace(
@@ -496,7 +502,7 @@ def filter_intruders(
     current = intruders.copy()
     uses = np.bincount(current, minlength=n_rows)
     replacements = np.zeros(n_q, dtype=np.int64)
-    rng = np.random.default_rng([seed, 0xC0E])
+    rng = _INTRUDERS.rng(seed)
     # a drawn intruder that is a near-copy of an image of the procedure is replaced first, where a candidate allows
     close = np.flatnonzero(~_cosine_below(data, current[:, None], own, options.ceiling)[:, 0])
     for q in rng.permutation(close).tolist():

@@ -50,6 +50,7 @@ from procbench.generate.visual.settings import PlanKey, VisualSetting, resolve_s
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import questions_table
 from procbench.qsets.questions import paused_gc
+from procbench.rng import stream
 from procbench.store import Store
 
 __all__ = [
@@ -73,6 +74,10 @@ Searched = tuple[dict[PlanKey, Any], dict[PlanKey, Neighbours], dict[PlanKey, Ne
 
 
 # -- chunks -----------------------------------------------------------------------------------------------
+#: A K3 plan's rank rule, per chunk (its first procedure).
+_RANK_RULES = stream("visual.rank-rules")
+
+
 def chunks(n: int, size: int = CHUNK_PROCEDURES) -> Iterator[tuple[int, int]]:
     """``(start, stop)`` windows over ``range(n)`` (fixed, so random streams never depend on the data size)."""
     for start in range(0, n, size):
@@ -450,7 +455,7 @@ def _knob_selection(
     if k3 == 2 and task.rank_rule is not None:
         if key not in rules:
             assert close is not None  # K3 plans have their question points' closeness
-            rule_rng = np.random.default_rng([seed, task.code, 0x4A4E, *key_seed(key), int(w.proc[0])])
+            rule_rng = _RANK_RULES.rng(seed, task.code, *key_seed(key), int(w.proc[0]))
             rules[key] = task.rank_rule(w, cands, close, data, rule_rng)
         balanced = s.setting.style == "adversarial" and task.balanced_adversarial
         deal = balanced_ranks if balanced else None  # None: independent, then dealt by layout

@@ -29,6 +29,7 @@ from procbench.generate.settings import Setting
 from procbench.generate.visual.sequences import VisualData
 from procbench.progress import SILENT, Progress
 from procbench.qsets.questions import Question
+from procbench.rng import stream
 from procbench.store import Store
 
 __all__ = ["IMAGE_ALIKE", "RULES", "STYLE", "TEXT_ALIKE", "build_needs_context"]
@@ -38,7 +39,9 @@ STYLE = "needs-context"
 IMAGE_ALIKE = 0.95
 #: Cosine at or above which two steps' texts may say the same: their photos are never both choices.
 TEXT_ALIKE = 0.75
-_TAG = 0x7C0E
+#: Each procedure's set and answer, and the answer positions.
+_SETS = stream("visual.needs-context.sets")
+_POSITIONS = stream("visual.needs-context.positions")
 
 #: The card's account of the setting's rules.
 RULES = [
@@ -92,7 +95,7 @@ def build_needs_context(
         photos /= np.maximum(np.linalg.norm(photos, axis=1, keepdims=True), 1e-12)
         said = text_vectors[[t for _, _, t in items]]
         sets = symmetric_sets(len(items), apart=[(photos @ photos.T, IMAGE_ALIKE), (said @ said.T, TEXT_ALIKE)])
-        drawn = draw(sets, np.random.default_rng([seed, _TAG, zlib.crc32(name.encode("utf-8"))]))
+        drawn = draw(sets, _SETS.rng(seed, zlib.crc32(name.encode("utf-8"))))
         if drawn is None:
             tally["no_readable_set"] += 1
             continue
@@ -106,7 +109,7 @@ def build_needs_context(
         }
         choices = [image_ids[row] for _, row, _ in chosen]
         questions.append(Question(name, [step], [PLACEHOLDER], choices, drawn[1], meta))
-    balance_answer_positions(questions, np.random.default_rng([seed, _TAG]), per_choice=("choice_steps",))
+    balance_answer_positions(questions, _POSITIONS.rng(seed), per_choice=("choice_steps",))
     counts: dict[str, Any] = {"questions": len(questions), **{k: v for k, v in tally.items() if v}, "rules": RULES}
     if not questions:
         counts["empty"] = "no procedure has four photos whose steps have texts, no two alike"

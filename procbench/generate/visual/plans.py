@@ -24,6 +24,7 @@ import numpy as np
 
 from procbench.generate.visual.sequences import Sequences
 from procbench.qsets.columns import ranges
+from procbench.rng import stream
 
 if TYPE_CHECKING:
     from procbench.generate.visual.settings import PlanKey, VisualSetting
@@ -34,6 +35,11 @@ MIN_STEPS_KNOBS = 5
 #: A ranked plan's anchor: one that at least this many images of other procedures are nearer the procedure's
 #: mean than (three negatives closer to the question than the answer put it at the last rank).
 HIDDEN_NEEDED = 3
+
+
+#: K1 plans, and the anchors of K3=2's ranked plans.
+_PLANS = stream("visual.plans")
+_RANKED_PLANS = stream("visual.ranked-plans")
 
 
 def question_budget(n_steps: int, k1: int | None) -> int:
@@ -102,12 +108,12 @@ def plans_by_k1(
     for setting in settings:
         key = setting.plan_key
         if key not in plans:
-            rng = np.random.default_rng([seed, code, 0xB0 + (2 if key.k1 is None else key.k1)])
+            rng = _PLANS.rng(seed, code, 2 if key.k1 is None else key.k1)
             ranked = None
             if key.ranked:
                 if anchor_scores is None or offsets is None:  # pragma: no cover - a programming error in the driver
                     raise ValueError("a ranked plan needs the anchor scores")
-                ranked = (anchor_scores, offsets, np.random.default_rng([seed, code, 0xB0 + (key.k1 or 0), 0xA7]))
+                ranked = (anchor_scores, offsets, _RANKED_PLANS.rng(seed, code, key.k1 or 0))
             plans[key] = plan_questions(lengths, size=size, k1=key.k1, rng=rng, anchored=anchored, ranked=ranked)
     return plans
 

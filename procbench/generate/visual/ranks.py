@@ -30,6 +30,7 @@ import numpy as np
 from procbench.generate.ranks import CLOZE_WANTS, balanced_ranks
 from procbench.generate.visual.bands import LEVELS, QUESTION_KNN, Candidates, band_bounds, fmt_band
 from procbench.generate.visual.selection import Selection, _band_ranges
+from procbench.rng import stream
 
 __all__ = [
     "CLOZE_WANTS",
@@ -44,6 +45,10 @@ __all__ = [
     "rank_notes",
     "select_ranked",
 ]
+
+
+#: The layouts coherence's ranks are drawn from.
+_LAYOUTS = stream("visual.layouts")
 
 
 @dataclass
@@ -425,7 +430,7 @@ def own_layouts(vectors: np.ndarray, offsets: np.ndarray, rows: np.ndarray, seed
     These are how a coherence question's four choices would be spaced if the intruder were one more image of the
     procedure. With no such procedure the gaps are the spacings of four uniform draws (Dirichlet(1, 1, 1)).
     """
-    rng = np.random.default_rng([seed, 0x1A7])
+    rng = _LAYOUTS.rng(seed)
     lengths = np.diff(offsets)
     big = np.flatnonzero(lengths >= 4)
     if not len(big):

@@ -15,8 +15,13 @@ from procbench.generate.visual.bands import DUPLICATE_DISTANCE
 from procbench.generate.visual.plans import Plan
 from procbench.generate.visual.sequences import GATHER_BATCH, VisualData
 from procbench.generate.visual.settings import PlanKey
+from procbench.rng import stream
 
 __all__ = ["estimate_min_distance", "random_far_images", "resolve_min_distance"]
+
+
+#: The random image pairs of the RecipeQA style's fixed distance.
+_MIN_DISTANCE = stream("visual.recipeqa.min-distance")
 
 
 def estimate_min_distance(data: VisualData, rng: np.random.Generator) -> float:
@@ -40,7 +45,7 @@ def resolve_min_distance(
         return 0.0
     if min_distance is not None:
         return min_distance
-    return estimate_min_distance(data, np.random.default_rng([seed, code, 0x7A0]))
+    return estimate_min_distance(data, _MIN_DISTANCE.rng(seed, code))
 
 
 def random_far_images(

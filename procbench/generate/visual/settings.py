@@ -10,8 +10,13 @@ import numpy as np
 
 from procbench.errors import BadInput
 from procbench.generate.settings import Setting
+from procbench.rng import stream
 
 __all__ = ["PlanKey", "VisualSetting", "resolve_settings"]
+
+
+#: Each visual setting's own draws.
+_SETTINGS = stream("visual.settings")
 
 
 class PlanKey(NamedTuple):
@@ -51,7 +56,7 @@ class VisualSetting:
     def rng(self, seed: int, code: int, salt: int = 0) -> np.random.Generator:
         """The setting's own random stream."""
         key = [9, 9, 9] if self.knobs is None else list(self.knobs)
-        return np.random.default_rng([seed, code, *key, salt])
+        return _SETTINGS.rng(seed, code, *key, salt)
 
 
 def resolve_settings(
