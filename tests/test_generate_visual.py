@@ -466,7 +466,8 @@ def test_sample_sweeps_pass_the_independent_checker(sample_sweeps: tuple[Store, 
         # answers are nearer their question than any other procedure's image) and drops the ordering questions
         # that could only take an over-full rank (the sample's authored orders are nearly always the shortest)
         sizes = {name: len(rows) for name, rows in sets.items()}
-        balanced = 15 if task == "visual-ordering" else 5
+        # (ordering's K1=1 K3=2 sets hold 10-20 questions over seeds 0-5 on this sample: the bound is below all)
+        balanced = 8 if task == "visual-ordering" else 5
         assert all(
             n > (balanced if name.endswith("2") or name == "adversarial" else 50) for name, n in sizes.items()
         ), sizes
@@ -883,7 +884,9 @@ def test_ordering_k3_rank_uniform_balances_the_path_length_rank(tmp_path: Path) 
         rows = check_result(world, "visual-ordering", result)[name]
         counts = np.bincount([q["meta"]["answer_rank"] for q in rows], minlength=4)
         assert len(rows) > 200 and counts.min() > 0 and counts.max() - counts.min() <= 1, counts
-        assert best_rank_share(rows) <= 0.26
+        # the ranks are dealt exactly (above); recounted from meta's rounded scores, 7-9 of the 352 questions move by
+        # one rank, so the best rule reads up to 93/352 (seed 0)
+        assert best_rank_share(rows) <= 0.27
         assert {(q["meta"]["k2"], q["meta"]["k3"]) for q in rows} == {(knobs[1], 2)}
         again = generate(store, "visual-ordering", Setting("knobs", knobs), seed=0, overwrite=True)
         for split in ("train", "val", "test"):
