@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from procbench.models.registry import MODELS, get_model, task_family
 from procbench.models.scoring import chance_scores, question_scores
 from procbench.progress import SILENT, Progress
 from procbench.qsets.files import QuestionSet, read_question_set
+
+if TYPE_CHECKING:
+    from procbench.models.lmeval import LmEvalRead
 
 __all__ = ["EvalReport", "EvalResult", "evaluate", "summarise"]
 
@@ -166,29 +169,84 @@ def evaluate(
     Raises:
         BadInput: see above, and unknown splits, trained models passed as ``models``, nothing to score.
     """
-    splits = list(SPLITS) if "all" in splits else list(dict.fromkeys(splits))
-    for split in splits:
+    splits = _check_splits(splits)
+    read = _read_lm_eval(lm_eval, lm_eval_metric, bootstrap, seed, splits) if lm_eval else None
+    _check_references(models)
+    sets = _read_sets(qsets)
+    skipped: list[str] = []
+    warnings: list[str] = []
+    jobs, own_sets = _run_jobs(runs, sets, allow_changed_sets, skipped, warnings)
+    reference_sets = sets or _dedupe(own_sets)
+    if models and not reference_sets:
+        raise BadInput(f"--model {models[0]} needs a question set to score: pass QSET (or a sweep folder)")
+    if read is not None:
+        skipped += read.skipped
+        if not read.results:
+            raise BadInput("nothing to evaluate: " + ("; ".join(read.skipped) or "no lm-eval results"))
+    jobs += _reference_jobs(models, reference_sets, skipped)
+    if not jobs and read is None:
+        why = "; ".join(skipped) or "pass a run, or --model chance|distance-svm with a question set"
+        raise BadInput(f"nothing to evaluate: {why}")
+    _disambiguate(jobs)
+    results = _score_jobs(jobs, splits, bootstrap, seed, skipped, progress)
+    notes: list[str] = []
+    if read is not None:
+        results += [EvalResult(**vars(score)) for score in read.results]
+        notes += read.notes
+    report = EvalReport(results, summarise(results), skipped, warnings, notes)
+    if record:
+        report.recorded = record_results(results, warnings)
+    return report
+
+
+def _check_splits(splits: Sequence[str]) -> list[str]:
+    """The splits asked for, in order and once each (``all``: every split)."""
+    checked = list(SPLITS) if "all" in splits else list(dict.fromkeys(splits))
+    for split in checked:
         if split not in SPLITS:
             raise BadInput(f"--split takes train, val, test or all, not {split!r}")
-    read = None
-    if lm_eval:
-        from procbench.models.lmeval import read_lm_eval
+    return checked
 
-        read = read_lm_eval(list(lm_eval), metric=lm_eval_metric, bootstrap=bootstrap, seed=seed)
-        if "test" not in splits and read.results:
-            raise BadInput("lm-eval scores the test split: pass --split test (the default) with --lm-eval")
+
+def _read_lm_eval(
+    lm_eval: Sequence[str | Path], metric: str, bootstrap: int, seed: int, splits: list[str]
+) -> LmEvalRead:
+    """The lm-eval results found in ``lm_eval`` (they score the test split only)."""
+    from procbench.models.lmeval import read_lm_eval
+
+    read = read_lm_eval(list(lm_eval), metric=metric, bootstrap=bootstrap, seed=seed)
+    if "test" not in splits and read.results:
+        raise BadInput("lm-eval scores the test split: pass --split test (the default) with --lm-eval")
+    return read
+
+
+def _check_references(models: Sequence[str]) -> None:
+    """``models`` must be untrained references: a trained model is scored through its run."""
     for name in models:
         if get_model(name).trained:
             raise BadInput(
                 f"--model takes the untrained references (chance, distance-svm); {name} is trained: "
                 f"train it with `procbench train QSET --model {name} --out RUN` and pass RUN"
             )
+
+
+def _read_sets(qsets: Sequence[QuestionSet | str | Path]) -> list[QuestionSet]:
+    """The given question sets, each once; a path that holds none is a :class:`BadInput`."""
     for q in qsets:
         if not is_question_set(q.path if isinstance(q, QuestionSet) else Path(q)):
             raise BadInput(f"no question set at {q.path if isinstance(q, QuestionSet) else q}")
-    sets = _dedupe([q if isinstance(q, QuestionSet) else read_question_set(q) for q in qsets])
-    skipped: list[str] = []
-    warnings: list[str] = []
+    return _dedupe([q if isinstance(q, QuestionSet) else read_question_set(q) for q in qsets])
+
+
+def _run_jobs(
+    runs: Sequence[str | Path],
+    sets: list[QuestionSet],
+    allow_changed_sets: bool,
+    skipped: list[str],
+    warnings: list[str],
+) -> tuple[list[_Job], list[QuestionSet]]:
+    """A job per run and set of its task it is scored on (the given ``sets``, else its own set), and the runs'
+    own sets that still exist. A stale own set is refused unless ``allow_changed_sets`` (then a warning)."""
     loaded = []
     if runs:
         from procbench.models.training import load_run
@@ -213,13 +271,12 @@ def evaluate(
         if not targets:
             skipped.append(f"{run.path}: no given question set is a {run.config['task']} set")
         jobs.extend(_Job(_run_label(run), q, "run", run) for q in targets)
-    reference_sets = sets or _dedupe(own_sets)
-    if models and not reference_sets:
-        raise BadInput(f"--model {models[0]} needs a question set to score: pass QSET (or a sweep folder)")
-    if read is not None:
-        skipped += read.skipped
-        if not read.results:
-            raise BadInput("nothing to evaluate: " + ("; ".join(read.skipped) or "no lm-eval results"))
+    return jobs, own_sets
+
+
+def _reference_jobs(models: Sequence[str], reference_sets: list[QuestionSet], skipped: list[str]) -> list[_Job]:
+    """A job per reference model and set of a task it answers (the others are noted in ``skipped``)."""
+    jobs = []
     for name in models:
         spec = MODELS.get(name)
         for q in reference_sets:
@@ -227,12 +284,15 @@ def evaluate(
                 jobs.append(_Job(name, q, name))
             else:
                 skipped.append(f"{name}: does not answer {q.task} questions ({q.name})")
-    if not jobs and read is None:
-        why = "; ".join(skipped) or "pass a run, or --model chance|distance-svm with a question set"
-        raise BadInput(f"nothing to evaluate: {why}")
-    _disambiguate(jobs)
-    labels = _qset_labels([j.qset for j in jobs])
+    return jobs
 
+
+def _score_jobs(
+    jobs: list[_Job], splits: list[str], bootstrap: int, seed: int, skipped: list[str], progress: Progress
+) -> list[EvalResult]:
+    """Every job scored on every split: one result per metric with its bootstrap interval (a split without
+    questions is noted in ``skipped``). Each set is featurised once per feature config."""
+    labels = _qset_labels([j.qset for j in jobs])
     cache: dict[tuple[Path, FeatureConfig | None], Featurised] = {}
 
     def features(q: QuestionSet, config: FeatureConfig | None) -> Featurised:
@@ -268,14 +328,7 @@ def evaluate(
                         qset_path=str(job.qset.path),
                     )
                 )
-    notes: list[str] = []
-    if read is not None:
-        results += [EvalResult(**vars(score)) for score in read.results]
-        notes += read.notes
-    report = EvalReport(results, summarise(results), skipped, warnings, notes)
-    if record:
-        report.recorded = record_results(results, warnings)
-    return report
+    return results
 
 
 def record_results(results: Sequence[EvalResult], warnings: list[str]) -> list[str]:

@@ -290,6 +290,20 @@ def _query(
     return [*q_rows, choice[0]]
 
 
+@dataclass
+class _Gathered:
+    """Per question, the table rows its arrays are padded from (see :class:`Featurised`)."""
+
+    context: list[list[int]] = field(default_factory=list)
+    question: list[list[int]] = field(default_factory=list)
+    placeholder: list[list[bool]] = field(default_factory=list)
+    choices: list[list[list[int]]] = field(default_factory=list)
+    query: list[list[list[int]]] = field(default_factory=list)
+    keys: list[list[str | None]] = field(default_factory=list)
+    references: list[list[list[int]]] = field(default_factory=list)
+    order: list[list[int]] = field(default_factory=list)
+
+
 def featurise(
     qset: QuestionSet, config: FeatureConfig | None = None, *, store: Store | None = None, vectors: bool = True
 ) -> Featurised:
@@ -312,78 +326,25 @@ def featurise(
         raise BadInput(f"question set {qset.path} has no questions")
     rows = table.to_pylist()
     lookups = _Vectors(store)
-    if family == "mc":
-        spec = get_task(qset.task)  # text items: the embedding field of the set's items (step_title, action, ...)
-        item_parts: tuple[str, ...] = (str(spec.field_for(qset.items)),) if spec.kind.items == "text" else ("image",)
-    else:
-        item_parts = _ITEM_PARTS[config.features]
+    item_parts = _item_parts(qset, family, config)
     context_parts = ("step_text", "step_image") if config.context == "both" else ("step_text",)
     items = _Lookup(lookups, item_parts)
     contexts = _Lookup(lookups, context_parts)
     procedures = _Lookup(lookups, ("procedure_title",))
 
-    context_rows, question_rows, placeholder_rows, choice_rows, query_rows = [], [], [], [], []
-    keys_out: list[list[str | None]] = []
-    references: list[list[list[int]]] = []
-    order_rows: list[list[int]] = []
-    for row in rows:
-        pid = row["procedure_id"]
-        context_rows.append([contexts(step_key(pid, i)) for i in row["context"][: config.max_context]])
-        shown = list(row["question"])
-        if family == "mc":
-            q_keys, c_keys = _mc_keys(qset.task, row)
-            if not shown and c_keys and all(len(c) == 1 for c in c_keys):
-                # coherence: the choices are the question's images, as shown (RecipeQA's layout)
-                q_keys, shown = [c[0] for c in c_keys], [c[0] for c in c_keys]
-        else:
-            q_keys, c_keys = shown, []
-        is_blank = [item == PLACEHOLDER for item in shown]
-        q_idx = [0 if blank else items(k) for k, blank in zip(q_keys, is_blank, strict=True)]
-        question_rows.append(q_idx)
-        placeholder_rows.append(is_blank)
-        keys_out.append(q_keys)
-        if family == "mc":
-            c_idx = [[items(k) for k in c] for c in c_keys]
-            choice_rows.append(c_idx)
-            query_rows.append(
-                [_query(q_keys, q_idx, is_blank, c, c_k[0]) for c, c_k in zip(c_idx, c_keys, strict=True)]
-            )
-            references.append([])
-            order_rows.append([])
-        else:
-            choice_rows.append([])
-            query_rows.append([])
-            if family == "sequencing":
-                position = {k: i for i, k in enumerate(q_keys)}
-                try:
-                    refs = [[position[k] for k in order] for order in row["choices"]]
-                except (KeyError, TypeError) as exc:
-                    raise BadInput(
-                        f"sequencing question {row['qid']}: a reference order names an item the "
-                        f"question does not hold ({exc})"
-                    ) from exc
-                if any(sorted(r) != list(range(len(q_keys))) for r in refs):
-                    raise BadInput(f"sequencing question {row['qid']}: a reference is not an order of its items")
-                references.append(refs)
-                order_rows.append(refs[row["answer"]])
-            else:
-                references.append([])
-                order_rows.append([])
-    context, context_mask = _pad(context_rows)
-    question, question_mask = _pad(question_rows)
+    gathered = _gather(rows, qset.task, family, config, items, contexts)
+    context, context_mask = _pad(gathered.context)
+    question, question_mask = _pad(gathered.question)
     placeholder = np.zeros_like(question_mask)
-    for i, blanks in enumerate(placeholder_rows):
+    for i, blanks in enumerate(gathered.placeholder):
         placeholder[i, : len(blanks)] = blanks
-    choices, choice_mask, choice_valid = _pad3(choice_rows)
-    query, query_mask, _ = _pad3(query_rows)
-    order, _ = _pad(order_rows, width=question.shape[1], fill=-1)
+    choices, choice_mask, choice_valid = _pad3(gathered.choices)
+    query, query_mask, _ = _pad3(gathered.query)
+    order, _ = _pad(gathered.order, width=question.shape[1], fill=-1)
     procedure = np.array([procedures(r["procedure_id"]) for r in rows], np.int64)
     item_table = items.table(with_vectors=vectors)
     if vectors and item_table.shape[1] == 0:
-        images = any("image" in part for part in item_parts)
-        fix = "fetch its images (`procbench fetch-images`) and embed them" if images else "no step has that text"
-        other = ", or use --features text" if family != "mc" and config.features != "text" else ""
-        raise BadInput(f"{qset.name}: the store has nothing for its items ({', '.join(item_parts)}): {fix}{other}")
+        raise BadInput(_no_items_message(qset, family, config, item_parts))
     return Featurised(
         task=qset.task,
         family=family,
@@ -407,8 +368,88 @@ def featurise(
         procedure=procedure,
         answer=np.array([r["answer"] for r in rows], np.int64),
         order=order,
-        keys=keys_out,
-        references=references,
+        keys=gathered.keys,
+        references=gathered.references,
         missing=dict(lookups.missing),
         encoders=lookups.encoders(),
     )
+
+
+def _item_parts(qset: QuestionSet, family: str, config: FeatureConfig) -> tuple[str, ...]:
+    """The embedding parts an item reads: MC text items the field of the set's items (step_title, action,
+    ...), MC visual items the image; sequencing and pair-order items those ``config.features`` names."""
+    if family == "mc":
+        spec = get_task(qset.task)
+        return (str(spec.field_for(qset.items)),) if spec.kind.items == "text" else ("image",)
+    return _ITEM_PARTS[config.features]
+
+
+def _gather(
+    rows: list[dict[str, Any]], task: str, family: str, config: FeatureConfig, items: _Lookup, contexts: _Lookup
+) -> _Gathered:
+    """Every question's rows into the lookup tables: context steps, question items (0 for the blank),
+    choices and their queries (MC), and reference orders (sequencing)."""
+    out = _Gathered()
+    for row in rows:
+        pid = row["procedure_id"]
+        out.context.append([contexts(step_key(pid, i)) for i in row["context"][: config.max_context]])
+        q_keys, c_keys, shown = _question_items(task, family, row)
+        is_blank = [item == PLACEHOLDER for item in shown]
+        q_idx = [0 if blank else items(k) for k, blank in zip(q_keys, is_blank, strict=True)]
+        out.question.append(q_idx)
+        out.placeholder.append(is_blank)
+        out.keys.append(q_keys)
+        if family == "mc":
+            c_idx = [[items(k) for k in c] for c in c_keys]
+            out.choices.append(c_idx)
+            out.query.append(
+                [_query(q_keys, q_idx, is_blank, c, c_k[0]) for c, c_k in zip(c_idx, c_keys, strict=True)]
+            )
+        else:
+            out.choices.append([])
+            out.query.append([])
+        if family == "sequencing":
+            refs = _references(row, q_keys)
+            out.references.append(refs)
+            out.order.append(refs[row["answer"]])
+        else:
+            out.references.append([])
+            out.order.append([])
+    return out
+
+
+def _question_items(
+    task: str, family: str, row: dict[str, Any]
+) -> tuple[list[str | None], list[list[str | None]], list[Any]]:
+    """The question's item keys, its choices' item keys (MC) and its items as shown."""
+    shown = list(row["question"])
+    if family != "mc":
+        return shown, [], shown
+    q_keys, c_keys = _mc_keys(task, row)
+    if not shown and c_keys and all(len(c) == 1 for c in c_keys):
+        # coherence: the choices are the question's images, as shown (RecipeQA's layout)
+        q_keys, shown = [c[0] for c in c_keys], [c[0] for c in c_keys]
+    return q_keys, c_keys, shown
+
+
+def _references(row: dict[str, Any], q_keys: list[str | None]) -> list[list[int]]:
+    """A sequencing question's acceptable orders as lists of question positions, each checked to be an order
+    of its items."""
+    position = {k: i for i, k in enumerate(q_keys)}
+    try:
+        refs = [[position[k] for k in order] for order in row["choices"]]
+    except (KeyError, TypeError) as exc:
+        raise BadInput(
+            f"sequencing question {row['qid']}: a reference order names an item the question does not hold ({exc})"
+        ) from exc
+    if any(sorted(r) != list(range(len(q_keys))) for r in refs):
+        raise BadInput(f"sequencing question {row['qid']}: a reference is not an order of its items")
+    return refs
+
+
+def _no_items_message(qset: QuestionSet, family: str, config: FeatureConfig, item_parts: tuple[str, ...]) -> str:
+    """Why a set has no item features, and what to do about it."""
+    images = any("image" in part for part in item_parts)
+    fix = "fetch its images (`procbench fetch-images`) and embed them" if images else "no step has that text"
+    other = ", or use --features text" if family != "mc" and config.features != "text" else ""
+    return f"{qset.name}: the store has nothing for its items ({', '.join(item_parts)}): {fix}{other}"

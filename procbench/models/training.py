@@ -153,6 +153,35 @@ def _as_qset(qset: QuestionSet | str | Path) -> QuestionSet:
     return read_question_set(path)
 
 
+@dataclass
+class _Fit:
+    """What one training run works with: the network and its optimiser, the features and their batches, the
+    rows it trains on and the rows (and split) it selects the best epoch on, its config and directory."""
+
+    net: Net
+    optimiser: torch.optim.Optimizer
+    feats: Featurised
+    batches: Batches
+    train_rows: np.ndarray
+    select_rows: np.ndarray
+    select_split: str
+    config: TrainConfig
+    run: Path
+
+
+@dataclass
+class _Standing:
+    """Where training stands: epochs done, the best selection score and its epoch, epochs since it improved,
+    why it stopped (empty while it goes on) and the per-epoch log."""
+
+    epoch: int = 0
+    best: float = float("-inf")
+    best_epoch: int = 0
+    bad: int = 0
+    stopped: str = ""
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+
 def train(
     qset: QuestionSet | str | Path,
     config: TrainConfig,
@@ -177,12 +206,7 @@ def train(
     spec.check_task(qset.task)
     run = Path(out)
     feats = featurise(qset, config.feature_config(), store=store)
-    train_rows = feats.rows("train")
-    if len(train_rows) == 0:
-        raise BadInput(f"{qset.name} has no train questions")
-    select_rows, select_split = feats.rows("val"), "val"
-    if len(select_rows) == 0:
-        select_rows, select_split = train_rows, "train"
+    train_rows, select_rows, select_split = _train_and_select_rows(feats, qset)
     hp = config.resolved()
     if threads:
         torch.set_num_threads(threads)
@@ -190,7 +214,55 @@ def train(
     torch.manual_seed(config.seed)
     net = build_net(config.model, feats.dims, hp)
     optimiser = torch.optim.Adam(net.parameters(), lr=config.lr)
-    run_config: dict[str, Any] = {
+    run_config = _run_config(config, qset, feats, hp, net, select_split)
+    state = _open_run(run, run_config, overwrite=overwrite)
+
+    started = time.perf_counter()
+    standing = _Standing() if state is None else _resume(state, net, optimiser, run, patience=config.patience)
+    fit = _Fit(net, optimiser, feats, Batches(feats), train_rows, select_rows, select_split, config, run)
+    while not standing.stopped and standing.epoch < config.epochs:
+        _train_epoch(fit, standing, progress)
+    if not standing.stopped:
+        standing.stopped = "epochs"
+    net.load_state_dict(load_file(str(run / WEIGHTS)))
+    metrics = _split_metrics(net, fit.batches, feats)
+    write_json(run / METRICS, metrics)
+    epoch, best_epoch, stopped = standing.epoch, standing.best_epoch, standing.stopped
+    _record_run(store, qset, run_config, run, epoch=epoch, best_epoch=best_epoch, stopped=stopped, metrics=metrics)
+    return TrainResult(
+        run=run,
+        model=config.model,
+        task=qset.task,
+        qset=qset.name,
+        parameters=run_config["parameters"],
+        epochs=epoch,
+        best_epoch=best_epoch,
+        best_score=standing.best,
+        select_split=select_split,
+        stopped=stopped,
+        seconds=time.perf_counter() - started,
+        metrics=metrics,
+        missing=feats.missing,
+        history=standing.log,
+    )
+
+
+def _train_and_select_rows(feats: Featurised, qset: QuestionSet) -> tuple[np.ndarray, np.ndarray, str]:
+    """The train rows, and the rows and split the best epoch is selected on (val, else train)."""
+    train_rows = feats.rows("train")
+    if len(train_rows) == 0:
+        raise BadInput(f"{qset.name} has no train questions")
+    select_rows, select_split = feats.rows("val"), "val"
+    if len(select_rows) == 0:
+        select_rows, select_split = train_rows, "train"
+    return train_rows, select_rows, select_split
+
+
+def _run_config(
+    config: TrainConfig, qset: QuestionSet, feats: Featurised, hp: dict[str, Any], net: Net, select_split: str
+) -> dict[str, Any]:
+    """What ``config.json`` records of a run: versions, model, question set, hyperparameters and features."""
+    return {
         "procbench": __version__,
         "torch": torch.__version__,
         "model": config.model,
@@ -202,6 +274,11 @@ def train(
         "parameters": count_parameters(net),
         "select_split": select_split,
     }
+
+
+def _open_run(run: Path, run_config: dict[str, Any], *, overwrite: bool) -> dict[str, Any] | None:
+    """Make the run directory hold this run's config; returns the checkpointed state of the same run found
+    there (None to start afresh). Another run there is a :class:`BadInput` unless ``overwrite`` clears it."""
     if overwrite:
         _clear(run)
     state: dict[str, Any] | None = None
@@ -216,95 +293,91 @@ def train(
             state = torch.load(run / STATE, weights_only=True)
     run.mkdir(parents=True, exist_ok=True)
     write_json(run / CONFIG, run_config)
+    return state
 
-    started = time.perf_counter()
-    epoch, best, best_epoch, bad, stopped = 0, float("-inf"), 0, 0, ""
-    log: list[dict[str, Any]] = []
-    if state is not None:
-        net.load_state_dict(state["model"])
-        optimiser.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["rng"])
-        epoch, best, best_epoch = int(state["epoch"]), float(state["best"]), int(state["best_epoch"])
-        bad = int(state["bad_epochs"])
-        stopped = "patience" if bad >= config.patience else ""
-        log = [e for e in read_log(run) if e["epoch"] <= epoch]
-    batches = Batches(feats)
-    n_batches = -(-len(train_rows) // config.batch_size)
-    while not stopped and epoch < config.epochs:
-        tick = time.perf_counter()
-        last = log[-1] if log else None
-        note = f" · loss {last['loss']:.3f} · {select_split} {last['select_score']:.1%}" if last else ""
-        progress.start(f"{config.model} epoch {epoch + 1}/{config.epochs}{note}", total=n_batches)
-        net.train()
-        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + epoch)
-        order = train_rows[torch.randperm(len(train_rows), generator=generator).numpy()]
-        loss_sum, correct, total = 0.0, 0, 0
-        for start in range(0, len(order), config.batch_size):
-            rows = order[start : start + config.batch_size]
-            optimiser.zero_grad()
-            loss, right, count = net.loss_and_correct(batches.batch(rows))
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
-            optimiser.step()
-            loss_sum += float(loss.detach()) * len(rows)
-            correct, total = correct + right, total + count
-            progress.advance()
-        epoch += 1
-        score = _selection_score(net, batches, feats, select_rows)
-        improved = score > best
-        if improved:
-            best, best_epoch, bad = score, epoch, 0
-            _save_weights(net, run / WEIGHTS)
-        else:
-            bad += 1
-        if bad >= config.patience:
-            stopped = "patience"
-        log.append(
-            {
-                "epoch": epoch,
-                "loss": loss_sum / len(order),
-                "train_score": correct / max(total, 1),
-                "select_score": score,
-                "select_split": select_split,
-                "best": improved,
-                "seconds": round(time.perf_counter() - tick, 4),
-            }
-        )
-        write_log(run, log)
-        _save_state(
-            {
-                "model": net.state_dict(),
-                "optimizer": optimiser.state_dict(),
-                "rng": torch.get_rng_state(),
-                "epoch": epoch,
-                "best": best,
-                "best_epoch": best_epoch,
-                "bad_epochs": bad,
-                "stopped": stopped,
-            },
-            run / STATE,
-        )
-    if not stopped:
-        stopped = "epochs"
-    net.load_state_dict(load_file(str(run / WEIGHTS)))
-    metrics = _split_metrics(net, batches, feats)
-    write_json(run / METRICS, metrics)
-    _record_run(store, qset, run_config, run, epoch=epoch, best_epoch=best_epoch, stopped=stopped, metrics=metrics)
-    return TrainResult(
-        run=run,
-        model=config.model,
-        task=qset.task,
-        qset=qset.name,
-        parameters=run_config["parameters"],
-        epochs=epoch,
-        best_epoch=best_epoch,
-        best_score=best,
-        select_split=select_split,
-        stopped=stopped,
-        seconds=time.perf_counter() - started,
-        metrics=metrics,
-        missing=feats.missing,
-        history=log,
+
+def _resume(
+    state: dict[str, Any], net: Net, optimiser: torch.optim.Optimizer, run: Path, *, patience: int
+) -> _Standing:
+    """Restore the network, optimiser and torch's random state from a checkpoint; returns where it stood."""
+    net.load_state_dict(state["model"])
+    optimiser.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["rng"])
+    epoch = int(state["epoch"])
+    bad = int(state["bad_epochs"])
+    return _Standing(
+        epoch=epoch,
+        best=float(state["best"]),
+        best_epoch=int(state["best_epoch"]),
+        bad=bad,
+        stopped="patience" if bad >= patience else "",
+        log=[e for e in read_log(run) if e["epoch"] <= epoch],
+    )
+
+
+def _train_epoch(fit: _Fit, standing: _Standing, progress: Progress) -> None:
+    """One epoch: a pass over the train rows in the epoch's seeded shuffle, then selection and checkpoint."""
+    config, net, optimiser = fit.config, fit.net, fit.optimiser
+    tick = time.perf_counter()
+    last = standing.log[-1] if standing.log else None
+    note = f" · loss {last['loss']:.3f} · {fit.select_split} {last['select_score']:.1%}" if last else ""
+    progress.start(
+        f"{config.model} epoch {standing.epoch + 1}/{config.epochs}{note}",
+        total=-(-len(fit.train_rows) // config.batch_size),
+    )
+    net.train()
+    generator = torch.Generator().manual_seed(config.seed * 1_000_003 + standing.epoch)
+    order = fit.train_rows[torch.randperm(len(fit.train_rows), generator=generator).numpy()]
+    loss_sum, correct, total = 0.0, 0, 0
+    for start in range(0, len(order), config.batch_size):
+        rows = order[start : start + config.batch_size]
+        optimiser.zero_grad()
+        loss, right, count = net.loss_and_correct(fit.batches.batch(rows))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
+        optimiser.step()
+        loss_sum += float(loss.detach()) * len(rows)
+        correct, total = correct + right, total + count
+        progress.advance()
+    standing.epoch += 1
+    score = _selection_score(net, fit.batches, fit.feats, fit.select_rows)
+    improved = score > standing.best
+    if improved:
+        standing.best, standing.best_epoch, standing.bad = score, standing.epoch, 0
+        _save_weights(net, fit.run / WEIGHTS)
+    else:
+        standing.bad += 1
+    if standing.bad >= config.patience:
+        standing.stopped = "patience"
+    standing.log.append(
+        {
+            "epoch": standing.epoch,
+            "loss": loss_sum / len(order),
+            "train_score": correct / max(total, 1),
+            "select_score": score,
+            "select_split": fit.select_split,
+            "best": improved,
+            "seconds": round(time.perf_counter() - tick, 4),
+        }
+    )
+    write_log(fit.run, standing.log)
+    _checkpoint(fit, standing)
+
+
+def _checkpoint(fit: _Fit, standing: _Standing) -> None:
+    """Save the full state after an epoch (``last.pt``): what a resumed run continues from."""
+    _save_state(
+        {
+            "model": fit.net.state_dict(),
+            "optimizer": fit.optimiser.state_dict(),
+            "rng": torch.get_rng_state(),
+            "epoch": standing.epoch,
+            "best": standing.best,
+            "best_epoch": standing.best_epoch,
+            "bad_epochs": standing.bad,
+            "stopped": standing.stopped,
+        },
+        fit.run / STATE,
     )
 
 
