@@ -134,3 +134,17 @@ def test_needs_context_only_over_titles(titled_store: Path) -> None:
 def test_the_adversarial_options_do_not_apply(titled_store: Path) -> None:
     with pytest.raises(BadInput, match="--adversarial"):
         tc.build(Store.open(titled_store), [Setting("needs-context")], seed=0, rounds=2)
+
+
+def test_without_step_texts_alone_is_an_error_and_a_sweep_says_why_it_left_it_out(tmp_path: Path) -> None:
+    store_path = tmp_path / "store"
+    ingest_file(store_path, write_jsonl(tmp_path / "in.jsonl", load_sample()))
+    embed_store(store_path, text_encoder="hashed", fields="step_title")
+    store = Store.open(store_path)
+    with pytest.raises(BadInput, match="step-text embeddings"):
+        tc.build(store, [Setting("needs-context")], seed=0)
+    sets, counts = tc.build(store, [Setting("recipeqa"), Setting("needs-context")], seed=0)
+    assert set(sets) == {"recipeqa"} and "step_text" in counts["per_setting"]["needs-context"]["empty"]
+    result = generate(store, "textual-cloze", sweep=True, seed=0, policy="demo")
+    assert "needs-context" not in result.paths
+    assert any(w.startswith("textual-cloze/needs-context: no questions") for w in result.warnings)
