@@ -47,3 +47,26 @@ def ingested_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("ingested-sample")
     ingest_file(root / "store", write_sample(root / "src"))
     return root / "store"
+
+
+@pytest.fixture(scope="session")
+def sample_visual_sweeps(ingested_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """The bundled sample with hashed ``step_title`` and colour-layout ``image`` embeddings, and every visual
+    task's sweep (adversarial filtering demo-sized) and RecipeQA-style set, seed 3: ``(store, {TASK: result,
+    "TASK/recipeqa": result})``. Built once per session (``test_generate_visual``, ``test_publish``): copy the
+    store before writing to it."""
+    import shutil
+
+    from procbench.embed import embed_store
+    from procbench.generate import Setting, generate
+    from procbench.store import Store
+
+    root = tmp_path_factory.mktemp("visual-sweeps") / "store"
+    shutil.copytree(ingested_sample, root)
+    embed_store(root, text_encoder="hashed", image_encoder="colour-layout", fields="step_title,image")
+    store = Store.open(root)
+    results = {}
+    for task in ("visual-cloze", "visual-coherence", "visual-ordering"):
+        results[task] = generate(store, task, sweep=True, seed=3, policy="demo")
+        results[f"{task}/recipeqa"] = generate(store, task, Setting("recipeqa"), seed=3)
+    return root, results

@@ -388,7 +388,7 @@ def test_workers_get_transformers_only_form_with_the_same_bytes(
     )
     bare = SentenceTransformer(str(path), device="cpu")
     for seed, batch_size in ((0, 1), (1, 3), (2, 4), (3, 16), (4, 64)):
-        texts = _texts(60, seed)
+        texts = _texts(20, seed)
         vectors = shipped.encode(texts, batch_size=batch_size)
         assert vectors.dtype == np.float32 and vectors.shape == (len(texts), 32)
         assert vectors.tobytes() == encoder.encode(texts, batch_size=batch_size).tobytes()

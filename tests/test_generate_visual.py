@@ -439,15 +439,12 @@ def sample_store(sample_template: Path, tmp_path: Path) -> Store:
 
 
 @pytest.fixture(scope="module")
-def sample_sweeps(sample_template: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, dict[str, Any]]:
-    root = tmp_path_factory.mktemp("sweeps") / "store"
-    shutil.copytree(sample_template, root)
-    store = Store.open(root)
-    results = {}
-    for task in VISUAL:
-        results[task] = generate(store, task, sweep=True, seed=3, policy="demo")  # adversarial filters demo-sized
-        results[f"{task}/recipeqa"] = generate(store, task, Setting("recipeqa"), seed=3)
-    return store, results
+def sample_sweeps(sample_visual_sweeps: tuple[Path, dict[str, Any]]) -> tuple[Store, dict[str, Any]]:
+    """Every visual sweep and RecipeQA-style set on the sample, seed 3 (``conftest.py``, shared with
+    ``test_publish``: the tests here only read it)."""
+    root, results = sample_visual_sweeps
+    assert set(results) == {*VISUAL, *(f"{task}/recipeqa" for task in VISUAL)}
+    return Store.open(root), results
 
 
 # -- tests ----------------------------------------------------------------------------------------------------------
