@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,11 @@ import pytest
 
 # A fast test over 20 s fails (tests/fast_budget.py); pytester runs that guard on a test file of its own.
 pytest_plugins = ["fast_budget", "pytester"]
+
+# torch (and OpenMP) on one thread in tests, set before anything imports torch: the tests' models and batches are
+# tiny, and on a shared two-core machine two threads wait for each other (the embed workers' bytes test: 10.6 s
+# with two threads, 1.4 s with one, at load 3.3). Subprocesses the tests start inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(autouse=True)
