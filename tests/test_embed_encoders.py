@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from procbench.corpus import write_sample
 from procbench.embed import (
     EncoderUnavailable,
     embed_store,
@@ -25,7 +24,6 @@ from procbench.embed import (
 from procbench.embed.colour import DIM as COLOUR_DIM
 from procbench.embed.hashed import HashedParams, HashedTextEncoder
 from procbench.errors import BadInput
-from procbench.ingest import ingest_file
 from procbench.store import Store
 
 _WORD_LIST = """the a an and of to in on with for oven preheat heat bake cake mix flour water sugar cut wood board
@@ -322,12 +320,14 @@ def test_hashed_needs_some_text() -> None:
         HashedTextEncoder.fit(["one", "", "  "])
 
 
-def test_embed_store_with_a_local_model_matches_bare_encode(tiny_bert: Path, tmp_path: Path) -> None:
+def test_embed_store_with_a_local_model_matches_bare_encode(
+    tiny_bert: Path, ingested_sample: Path, tmp_path: Path
+) -> None:
     """What `procbench embed --text-encoder DIR` stores is what SentenceTransformer.encode computes."""
     from sentence_transformers import SentenceTransformer
 
-    store = Store.open(tmp_path / "store", create=True)
-    ingest_file(store, write_sample(tmp_path / "sample"))
+    shutil.copytree(ingested_sample, tmp_path / "store")
+    store = Store.open(tmp_path / "store")
     report = embed_store(store, text_encoder=str(tiny_bert), fields=["step_title", "procedure_title"])
     assert [f.name for f in report.fields] == ["step_title.tiny-bert", "procedure_title.tiny-bert"]
     stored = load_embeddings(store, "step_title")

@@ -26,12 +26,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from procbench.cli import app
-from procbench.corpus import write_sample
 from procbench.embed import embed_store, load_embeddings
 from procbench.errors import BadInput
 from procbench.generate import Setting, generate
 from procbench.generate.visual.synthetic import write_synthetic_store
-from procbench.ingest import ingest_file
 from procbench.store import Store
 
 TOL = 1e-4  # float32 search distances against float64 recomputation
@@ -425,9 +423,9 @@ def check_result(w: World, task: str, result: Any) -> dict[str, list[dict[str, A
 
 # -- stores ---------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def sample_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sample_template(ingested_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("visual")
-    ingest_file(root / "store", write_sample(root / "src"))
+    shutil.copytree(ingested_sample, root / "store")
     embed_store(root / "store", image_encoder="colour-layout", fields="image")
     return root / "store"
 
