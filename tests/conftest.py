@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +12,6 @@ import pytest
 
 # A fast test over 20 s fails (tests/fast_budget.py); pytester runs that guard on a test file of its own.
 pytest_plugins = ["fast_budget", "pytester"]
-
-# torch (and OpenMP) on one thread in tests, set before anything imports torch: the tests' models and batches are
-# tiny, and on a shared two-core machine two threads wait for each other (the embed workers' bytes test: 10.6 s
-# with two threads, 1.4 s with one, at load 3.3). Subprocesses the tests start inherit it.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(autouse=True)
@@ -41,6 +36,20 @@ def _offline_and_isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
         return real_connect(self, address)
 
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+
+
+@pytest.fixture
+def torch_one_thread() -> Iterator[None]:
+    """torch on one thread for the test (modules of small torch models opt in with ``pytestmark``): on a shared
+    two-core machine torch's two threads wait for each other (the embed workers' bytes test: 10.6 s with two
+    threads, 1.4 s with one, at load 3.3). Not for every test: one OpenMP thread process-wide made a textual
+    adversarial build 4x slower (13.5 -> 55.9 s, idle)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")

@@ -26,6 +26,9 @@ from procbench.embed.hashed import HashedParams, HashedTextEncoder
 from procbench.errors import BadInput
 from procbench.store import Store
 
+# small torch models: one thread is faster on a shared machine (conftest.torch_one_thread)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
 _WORD_LIST = """the a an and of to in on with for oven preheat heat bake cake mix flour water sugar cut wood board
 glue sand paint nail drill saw measure mark step spoon bowl pan soup tomato wall frame hang shelf"""
 WORDS = _WORD_LIST.split()
