@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,20 @@ def _offline_and_isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
 
 
+@pytest.fixture
+def torch_one_thread() -> Iterator[None]:
+    """torch on one thread for the test (modules of small torch models opt in with ``pytestmark``): on a shared
+    two-core machine torch's two threads wait for each other (the embed workers' bytes test: 10.6 s with two
+    threads, 1.4 s with one, at load 3.3). Not for every test: one OpenMP thread process-wide made a textual
+    adversarial build 4x slower (13.5 -> 55.9 s, idle)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def ingested_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store holding the bundled sample corpus and its images, ingested once per session: copy it before
@@ -47,3 +62,26 @@ def ingested_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("ingested-sample")
     ingest_file(root / "store", write_sample(root / "src"))
     return root / "store"
+
+
+@pytest.fixture(scope="session")
+def sample_visual_sweeps(ingested_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """The bundled sample with hashed ``step_title`` and colour-layout ``image`` embeddings, and every visual
+    task's sweep (adversarial filtering demo-sized) and RecipeQA-style set, seed 3: ``(store, {TASK: result,
+    "TASK/recipeqa": result})``. Built once per session (``test_generate_visual``, ``test_publish``): copy the
+    store before writing to it."""
+    import shutil
+
+    from procbench.embed import embed_store
+    from procbench.generate import Setting, generate
+    from procbench.store import Store
+
+    root = tmp_path_factory.mktemp("visual-sweeps") / "store"
+    shutil.copytree(ingested_sample, root)
+    embed_store(root, text_encoder="hashed", image_encoder="colour-layout", fields="step_title,image")
+    store = Store.open(root)
+    results = {}
+    for task in ("visual-cloze", "visual-coherence", "visual-ordering"):
+        results[task] = generate(store, task, sweep=True, seed=3, policy="demo")
+        results[f"{task}/recipeqa"] = generate(store, task, Setting("recipeqa"), seed=3)
+    return root, results

@@ -255,15 +255,15 @@ def test_probes_that_do_not_apply_say_why_instead_of_faking_a_value() -> None:
 
 
 def test_same_seed_same_report_and_report_shape() -> None:
-    sets = [make_cloze(n=300, seed=8, name="a"), make_cloze(n=300, seed=9, longest=0.5, name="b")]
-    first = audit_sets(sets, seed=4, n_boot=200).to_dict()
+    sets = [make_cloze(n=150, seed=8, name="a"), make_cloze(n=150, seed=9, longest=0.5, name="b")]
+    first = audit_sets(sets, seed=4, n_boot=100).to_dict()
     for s in sets:
         s._cache.clear()
-    second = audit_sets(sets, seed=4, n_boot=200).to_dict()
+    second = audit_sets(sets, seed=4, n_boot=100).to_dict()
     assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
     assert list(first) == ["sets"] and list(first["sets"]) == ["a", "b"]
     for entry in first["sets"].values():
-        assert set(entry) == {"n_questions", "probes"} and entry["n_questions"] == 300
+        assert set(entry) == {"n_questions", "probes"} and entry["n_questions"] == 150
         assert list(entry["probes"]) == list(PROBES)
         for probe in entry["probes"].values():
             assert {"value", "chance", "ci"} <= set(probe)

@@ -124,6 +124,7 @@ def test_list_encoders(tmp_path: Path) -> None:
     assert names["hashed"]["available"] is True and names["colour-layout"]["modality"] == "image"
 
 
+@pytest.mark.usefixtures("torch_one_thread")
 def test_demo_embeds_the_sample_offline(tmp_path: Path) -> None:
     # The demo's embed stage (MiniLM when procbench[offline] is installed) on six of the sample's procedures; the
     # whole demo runs in the slow tests/test_demo.py.

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from procbench.corpus import write_sample
 from procbench.embed import (
     EncoderUnavailable,
     embed_store,
@@ -25,8 +24,10 @@ from procbench.embed import (
 from procbench.embed.colour import DIM as COLOUR_DIM
 from procbench.embed.hashed import HashedParams, HashedTextEncoder
 from procbench.errors import BadInput
-from procbench.ingest import ingest_file
 from procbench.store import Store
+
+# small torch models: one thread is faster on a shared machine (conftest.torch_one_thread)
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 _WORD_LIST = """the a an and of to in on with for oven preheat heat bake cake mix flour water sugar cut wood board
 glue sand paint nail drill saw measure mark step spoon bowl pan soup tomato wall frame hang shelf"""
@@ -322,12 +323,14 @@ def test_hashed_needs_some_text() -> None:
         HashedTextEncoder.fit(["one", "", "  "])
 
 
-def test_embed_store_with_a_local_model_matches_bare_encode(tiny_bert: Path, tmp_path: Path) -> None:
+def test_embed_store_with_a_local_model_matches_bare_encode(
+    tiny_bert: Path, ingested_sample: Path, tmp_path: Path
+) -> None:
     """What `procbench embed --text-encoder DIR` stores is what SentenceTransformer.encode computes."""
     from sentence_transformers import SentenceTransformer
 
-    store = Store.open(tmp_path / "store", create=True)
-    ingest_file(store, write_sample(tmp_path / "sample"))
+    shutil.copytree(ingested_sample, tmp_path / "store")
+    store = Store.open(tmp_path / "store")
     report = embed_store(store, text_encoder=str(tiny_bert), fields=["step_title", "procedure_title"])
     assert [f.name for f in report.fields] == ["step_title.tiny-bert", "procedure_title.tiny-bert"]
     stored = load_embeddings(store, "step_title")
@@ -388,7 +391,7 @@ def test_workers_get_transformers_only_form_with_the_same_bytes(
     )
     bare = SentenceTransformer(str(path), device="cpu")
     for seed, batch_size in ((0, 1), (1, 3), (2, 4), (3, 16), (4, 64)):
-        texts = _texts(60, seed)
+        texts = _texts(20, seed)
         vectors = shipped.encode(texts, batch_size=batch_size)
         assert vectors.dtype == np.float32 and vectors.shape == (len(texts), 32)
         assert vectors.tobytes() == encoder.encode(texts, batch_size=batch_size).tobytes()

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from procbench.corpus import write_sample
 from procbench.embed import (
     IndexConfig,
     build_faiss_index,
@@ -23,7 +22,6 @@ from procbench.embed import (
 )
 from procbench.embed import index as embed_index
 from procbench.errors import BadInput, StoreError
-from procbench.ingest import ingest_file
 from procbench.store import Store
 
 OFFLINE = {"text_encoder": "hashed", "image_encoder": "colour-layout"}
@@ -47,10 +45,10 @@ def brute_force(
 
 
 @pytest.fixture(scope="module")
-def embedded_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def embedded_template(ingested_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("indexed")
-    store = Store.open(root / "store", create=True)
-    ingest_file(store, write_sample(root / "sample"))
+    shutil.copytree(ingested_sample, root / "store")
+    store = Store.open(root / "store")
     embed_store(store, index_config=IndexConfig(exact_max_rows=100, recall_k=20), **OFFLINE)
     return root / "store"
 

@@ -21,34 +21,34 @@ def burn(seconds):
 
 
 def test_over_budget():
-    burn(1.0)
+    burn(0.5)
 
 
 @pytest.mark.slow
 def test_over_budget_but_slow():
-    burn(1.0)
+    burn(0.5)
 
 
 def test_within_budget():
-    burn(0.05)
+    burn(0.02)
 
 
 def test_sleeping_is_not_counted():
-    time.sleep(1.0)
+    time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
 def shared():
-    burn(1.0)
+    burn(0.5)
 
 
 @pytest.fixture(scope="module")
 def cheap_shared():
-    burn(0.3)
+    burn(0.15)
 
 
 def test_a_cheap_fixture_shared_is_not_charged_to_the_test(cheap_shared):
-    burn(0.3)  # 0.6 s with the fixture, 0.3 s without
+    burn(0.15)  # 0.3 s with the fixture, 0.15 s without
 
 
 def test_first_of_an_expensive_shared_fixture(shared):
@@ -63,13 +63,13 @@ def test_second_of_an_expensive_shared_fixture(shared):
 def test_a_fast_test_over_the_budget_fails_and_a_slow_one_passes(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PROCBENCH_FAST_TEST_SECONDS", "0.5")
+    monkeypatch.setenv("PROCBENCH_FAST_TEST_SECONDS", "0.25")
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
     pytester.makeini("[pytest]\nmarkers = slow: slow\n")
     pytester.makepyfile(test_burn=BURN)
     result = pytester.runpytest_subprocess("-p", "fast_budget", "-q")
     result.assert_outcomes(passed=5, failed=2)
-    result.stdout.fnmatch_lines(["*test_over_budget took *over the 0.5 s budget of a fast test*"])
+    result.stdout.fnmatch_lines(["*test_over_budget took *over the 0.25 s budget of a fast test*"])
     result.stdout.fnmatch_lines(["*the shared fixture 'shared' (set up for *test_first_of_an_expensive_* took*"])
     assert "test_over_budget_but_slow took" not in result.stdout.str()
 

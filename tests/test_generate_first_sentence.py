@@ -75,8 +75,18 @@ def test_first_sentence_items_end_to_end(store: Path, tmp_path: Path) -> None:
     assert len(vectors) == 150
     assert vectors.metadata["field"] == "step_first_sentence"
 
-    made = _invoke(
-        "generate", "--store", where, "--task", "textual-cloze", "--items", "first-sentence", "--sweep", "--json"
+    made = _invoke(  # adversarial filtering demo-sized: the items, not the filter's size, are under test here
+        "generate",
+        "--store",
+        where,
+        "--task",
+        "textual-cloze",
+        "--items",
+        "first-sentence",
+        "--sweep",
+        "--policy",
+        "demo",
+        "--json",
     )
     assert made.exit_code == 0, made.output
     summary = json.loads(made.stdout)

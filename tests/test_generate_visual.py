@@ -26,12 +26,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from procbench.cli import app
-from procbench.corpus import write_sample
 from procbench.embed import embed_store, load_embeddings
 from procbench.errors import BadInput
 from procbench.generate import Setting, generate
 from procbench.generate.visual.synthetic import write_synthetic_store
-from procbench.ingest import ingest_file
 from procbench.store import Store
 
 TOL = 1e-4  # float32 search distances against float64 recomputation
@@ -425,9 +423,9 @@ def check_result(w: World, task: str, result: Any) -> dict[str, list[dict[str, A
 
 # -- stores ---------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def sample_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sample_template(ingested_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("visual")
-    ingest_file(root / "store", write_sample(root / "src"))
+    shutil.copytree(ingested_sample, root / "store")
     embed_store(root / "store", image_encoder="colour-layout", fields="image")
     return root / "store"
 
@@ -439,15 +437,12 @@ def sample_store(sample_template: Path, tmp_path: Path) -> Store:
 
 
 @pytest.fixture(scope="module")
-def sample_sweeps(sample_template: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, dict[str, Any]]:
-    root = tmp_path_factory.mktemp("sweeps") / "store"
-    shutil.copytree(sample_template, root)
-    store = Store.open(root)
-    results = {}
-    for task in VISUAL:
-        results[task] = generate(store, task, sweep=True, seed=3, policy="demo")  # adversarial filters demo-sized
-        results[f"{task}/recipeqa"] = generate(store, task, Setting("recipeqa"), seed=3)
-    return store, results
+def sample_sweeps(sample_visual_sweeps: tuple[Path, dict[str, Any]]) -> tuple[Store, dict[str, Any]]:
+    """Every visual sweep and RecipeQA-style set on the sample, seed 3 (``conftest.py``, shared with
+    ``test_publish``: the tests here only read it)."""
+    root, results = sample_visual_sweeps
+    assert set(results) == {*VISUAL, *(f"{task}/recipeqa" for task in VISUAL)}
+    return Store.open(root), results
 
 
 # -- tests ----------------------------------------------------------------------------------------------------------

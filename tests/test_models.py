@@ -21,7 +21,6 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from procbench.cli import app
-from procbench.corpus import write_sample
 from procbench.embed import embed_store
 from procbench.errors import BadInput
 from procbench.generate import Setting, balance_answer_positions, generate, pair_order, sequencing
@@ -96,9 +95,11 @@ def _write(store: Store, task: str, setting: str, questions: list[Question], spl
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
+def store(ingested_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Store:
+    import shutil
+
     root = tmp_path_factory.mktemp("models")
-    ingest_file(root / "store", write_sample(root / "sample"))
+    shutil.copytree(ingested_sample, root / "store")
     embed_store(root / "store", text_encoder="hashed", image_encoder="colour-layout")
     opened = Store.open(root / "store")
     pids = sorted(kept_steps(opened).column("procedure_id").unique().to_pylist())

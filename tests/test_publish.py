@@ -20,24 +20,27 @@ import yaml
 from typer.testing import CliRunner
 
 from procbench.cli import app
-from procbench.corpus import write_sample
 from procbench.embed import embed_store
 from procbench.export import export_sets
-from procbench.generate import generate
-from procbench.ingest import ingest_file
+from procbench.generate import Setting, generate
 from procbench.report import write_report
 from procbench.store import Store
 
 
 @pytest.fixture(scope="module")
-def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def store_template(sample_visual_sweeps: tuple[Path, Any], tmp_path_factory: pytest.TempPathFactory) -> Path:
     from procbench.audit import run_audit
 
     root = tmp_path_factory.mktemp("publish")
-    store = Store.open(root / "store", create=True)
-    ingest_file(store, write_sample(root / "sample"))
-    embed_store(store, text_encoder="hashed", image_encoder="colour-layout", fields="step_title,step_text,image")
-    generate(store, "visual-cloze", sweep=True, seed=0, policy="demo")
+    # the sample with hashed step-title and colour-layout image embeddings and the visual-cloze sweep (seed 3,
+    # demo-sized adversarial filtering), shared with test_generate_visual; the sweep's 13 settings are kept, and
+    # step texts embedded for the needs-context settings (visual-cloze's 14th; textual cloze's)
+    shutil.copytree(sample_visual_sweeps[0], root / "store")
+    for other in ("visual-cloze/recipeqa", "visual-coherence", "visual-ordering"):
+        shutil.rmtree(root / "store" / "questions" / other)
+    store = Store.open(root / "store")
+    embed_store(store, text_encoder="hashed", fields="step_text")
+    generate(store, "visual-cloze", Setting("needs-context"), seed=3)
     generate(store, "sequencing", seed=0)
     generate(store, "pair-order", seed=0)
     generate(store, "textual-cloze", sweep=True, seed=0, policy="demo")  # every textual setting, filters demo-sized

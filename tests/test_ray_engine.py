@@ -17,8 +17,6 @@ import pytest
 from typer.testing import CliRunner
 
 from procbench.cli import app
-from procbench.corpus import write_sample
-from procbench.ingest import ingest_file
 from procbench.store import Store
 
 runner = CliRunner()
@@ -53,10 +51,9 @@ def ray_runtime() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sample_store(ingested_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("ray")
-    store = Store.open(root / "store", create=True)
-    ingest_file(store, write_sample(root / "sample"))
+    shutil.copytree(ingested_sample, root / "store")
     return root / "store"
 
 

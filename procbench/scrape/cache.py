@@ -45,7 +45,9 @@ class CachedResponse:
 
 class ResponseCache:
     """One file pair per URL: ``ab/<key>.body`` then ``ab/<key>.json`` (written last: its presence marks a
-    complete entry). Writes are atomic, so a killed process never leaves a half entry behind."""
+    complete entry). Writes are atomic, so a killed process never leaves a half entry behind; an entry whose body
+    is not the size its metadata records (a power cut during a :func:`~procbench.store.atomic.batched_sync`
+    block) is a miss."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -63,6 +65,8 @@ class ResponseCache:
             body = body_path.read_bytes() if meta.get("error") is None else b""
         except (OSError, ValueError):
             return None
+        if meta.get("error") is None and len(body) != meta.get("size", len(body)):
+            return None  # a body cut short (written in a batch a power cut caught unflushed): fetch it again
         return CachedResponse(
             url=meta["url"],
             final_url=meta["final_url"],

@@ -23,6 +23,7 @@ from procbench.progress import SILENT, Progress
 from procbench.scrape.filters import Filters
 from procbench.store import Store
 from procbench.store.append import ImageLoader, add_procedures
+from procbench.store.atomic import batched_sync
 
 __all__ = ["Job", "ScrapeReport", "SiteDown", "Source", "job_args", "run_job"]
 
@@ -151,6 +152,14 @@ def run_job(store: Store, job: Job, *, progress: Progress = SILENT) -> ScrapeRep
         RateLimited, Blocked: the site asks us to stop; everything handled so far is committed first.
         FetchError: too many transient failures in a row (the site looks down); same.
     """
+    # Responses and images are flushed to disk once per batch, before the batch commits (not one file at a
+    # time: 6 fsyncs per image took ~11 of the demo's seconds); each write stays atomic, so a kill -9 leaves
+    # the last committed state and complete cache entries, as before.
+    with batched_sync() as sync:
+        return _run_job(store, job, progress, sync)
+
+
+def _run_job(store: Store, job: Job, progress: Progress, sync: Callable[[], None]) -> ScrapeReport:
     report = ScrapeReport(source=job.source, job=job.key)
     state = _load_state(store, job)
     report.resumed = state is not None
@@ -172,6 +181,7 @@ def run_job(store: Store, job: Job, *, progress: Progress = SILENT) -> ScrapeRep
             batch = add_procedures(
                 store, txn, list(pending), image_loader=job.image_loader, max_image_side=job.max_image_side
             )
+            sync()  # the images (and cached responses) this batch wrote are on disk before it commits
             done.update(pending_done)
             state["added"] += batch.added
             per_category.update(pending_categories)

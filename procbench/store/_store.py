@@ -240,9 +240,10 @@ class Store:
         return path
 
     def put_image(self, image: NormalisedImage) -> Path:
-        """Write a normalised image (once: content-addressed files are never rewritten)."""
+        """Write a normalised image (once: content-addressed files are never rewritten, unless short: one
+        written in a :func:`~procbench.store.atomic.batched_sync` block that a power cut caught unflushed)."""
         path = self.image_path(image.id)
-        if not path.exists():
+        if not path.exists() or (path.is_file() and path.stat().st_size != len(image.data)):
             atomic_write_bytes(path, image.data, scratch=self.root / "images" / _PARTIAL)
         return path
 
