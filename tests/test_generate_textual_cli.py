@@ -20,7 +20,7 @@ from procbench.store import Store
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("tc-cli")
     ingest_file(root / "store", write_sample(root / "src"))
-    embed_store(root / "store", text_encoder="hashed", image_encoder="colour-layout", fields="step_title")
+    embed_store(root / "store", text_encoder="hashed", image_encoder="colour-layout", fields="step_title,step_text")
     return root / "store"
 
 
