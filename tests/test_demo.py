@@ -25,8 +25,11 @@ def test_demo_builds_the_sample_store_and_is_rerunnable(tmp_path: Path) -> None:
     assert next_line.startswith("next:   ") and next_line.endswith(f"--store {store}")
     assert "[" not in first.stdout  # no list repr of the plots' paths
     command = next_line.removeprefix("next:   ").split()
-    tried = runner.invoke(app, [*command[command.index("audit") :], "--n-boot", "50"])
+    args = command[command.index("packet") :]
+    args[args.index("--out") + 1] = str(tmp_path / "reading-check")
+    tried = runner.invoke(app, args)
     assert tried.exit_code == 0, tried.output
+    assert (tmp_path / "reading-check" / "packet.md").read_text().count("**Question:** ____") == 10
 
     second = runner.invoke(app, ["demo", "--store", str(store), "--json"])  # stages skip what is done
     assert second.exit_code == 0, second.output

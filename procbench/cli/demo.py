@@ -59,7 +59,8 @@ def launcher() -> str:
 
 
 def closing_lines(result: dict[str, Any], command: str) -> list[str]:
-    """The demo's last three lines: the store, the report, the next command to try."""
+    """The demo's last three lines: the store, the report, the next command to try (a blinded reading check of the
+    set whose questions need their context: answer ``reading-check/packet.md``, then ``procbench score-packet``)."""
     import shlex
 
     store = shlex.quote(result["store"])
@@ -67,5 +68,6 @@ def closing_lines(result: dict[str, Any], command: str) -> list[str]:
         f"[bold green]store[/]:  {result['store']} ({result['procedures']} procedures, {result['steps']} steps, "
         f"{result['images']} images)",
         f"[bold green]report[/]: {result['report']} (open it in a browser)",
-        f"[bold green]next[/]:   {command} audit textual-cloze/recipeqa textual-cloze/adversarial --store {store}",
+        f"[bold green]next[/]:   {command} packet textual-cloze/needs-context --split all --n 10 --out reading-check "
+        f"--store {store}",
     ]
