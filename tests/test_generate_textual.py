@@ -480,6 +480,7 @@ def test_same_seed_gives_byte_identical_files(sample_store: Path, tmp_path: Path
     snapshots = []
     for name, seed in (("a", 7), ("b", 7), ("c", 8)):
         store = _copy(sample_store, tmp_path / name)
+        embed_store(store, text_encoder="hashed", fields="step_text")  # needs-context's rule reads the step texts
         result = generate(store, "textual-cloze", sweep=True, seed=seed, policy="demo")
         snapshots.append(
             {f"{s}/{p.name}": p.read_bytes() for s, folder in result.paths.items() for p in sorted(folder.iterdir())}

@@ -64,8 +64,9 @@ def readable_sets(titles: np.ndarray, texts: np.ndarray, norms: np.ndarray) -> n
 class NeedsContext(Sampler):
     """``needs-context``: four readable steps of one procedure (:func:`readable_sets`), the answer uniform among them.
 
-    One question per draft of a procedure (``--per-procedure``), each from its own random stream, so a procedure's
-    questions do not change when other procedures come or go. Title items only: the context is the step text.
+    One question per draft of a procedure (``--questions-per-procedure``), each from its own random stream, so a
+    procedure's questions do not change when other procedures come or go. Title items only: the context is the step
+    text.
     """
 
     style = "needs-context"
