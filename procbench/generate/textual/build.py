@@ -22,7 +22,6 @@ from procbench.generate.textual.pool import (
     item_embeddings,
     make_pool,
     read_items,
-    step_text_embeddings,
 )
 from procbench.generate.textual.samplers import KNN_K, SAMPLERS, Sampler, TextualContext
 from procbench.progress import SILENT, Progress
@@ -98,16 +97,6 @@ def build(
     options = _adversarial_options(settings, rounds, ceiling, min_yield, policy)
     steps, title_source = read_items(store, items)
     embeddings = item_embeddings(store, items)
-    left_out: dict[str, Any] = {}
-    if any(s.style == "needs-context" for s in settings) and step_text_embeddings(store, items, embeddings) is None:
-        reason = (
-            "no step-text embeddings in the titles' space, which its rule reads "
-            f"(run procbench embed --fields step_text with {embeddings.encoder})"
-        )
-        if len(settings) == 1:
-            raise BadInput(f"textual-cloze/needs-context: {reason}")
-        settings = [s for s in settings if s.style != "needs-context"]  # a sweep leaves it out and says why
-        left_out = {"needs-context": {"questions": 0, "empty": reason}}
     pool = make_pool(embeddings, steps, splits)
     context = TextualContext(
         store=store,
@@ -126,6 +115,16 @@ def build(
         hide_window=items != "title" and not last,
         last=last,
     )
+    left_out: dict[str, Any] = {}
+    if any(s.style == "needs-context" for s in settings) and context.step_texts is None:
+        reason = (
+            "no step-text embeddings in the titles' space, which its rule reads "
+            f"(run procbench embed --fields step_text with {embeddings.encoder})"
+        )
+        if len(settings) == 1:
+            raise BadInput(f"textual-cloze/needs-context: {reason}")
+        settings = [s for s in settings if s.style != "needs-context"]  # a sweep leaves it out and says why
+        left_out = {"needs-context": {"questions": 0, "empty": reason}}
     samplers = [SAMPLERS.get(setting.style)(setting, context) for setting in settings]
     if any(s.style == "debias" for s in settings):  # the clustering's account comes before the settings'
         _ = context.clustering
