@@ -16,13 +16,6 @@ import procbench
 MAX_LINES = 120
 _ROOT = Path(procbench.__file__).resolve().parent
 
-#: (file, function) over the limit for now. Pending: procbench/embed/ is being reworked on another branch;
-#: these go once that lands (the last test below fails when one of them is no longer needed).
-PENDING = {
-    ("procbench/embed/pipeline.py", "_embed_field"),
-    ("procbench/embed/pipeline.py", "embed_store"),
-}
-
 
 def long_functions(package: Path, max_lines: int = MAX_LINES) -> list[tuple[str, str, int, int]]:
     """``(file, function, line, lines)`` of every function of the package at ``package`` over ``max_lines``
@@ -41,7 +34,7 @@ def long_functions(package: Path, max_lines: int = MAX_LINES) -> list[tuple[str,
 
 
 def test_no_function_is_over_120_lines() -> None:
-    offenders = [f for f in long_functions(_ROOT) if (f[0], f[1]) not in PENDING]
+    offenders = long_functions(_ROOT)
     listed = "\n".join(f"  {file}:{line} {function} ({lines} lines)" for file, function, line, lines in offenders)
     assert not offenders, (
         f"functions over {MAX_LINES} lines; split each into helpers with one job (the stage it performs):\n{listed}"
@@ -71,8 +64,3 @@ def test_the_check_finds_a_long_function_and_spares_cli_commands(tmp_path: Path)
         ("procbench/cli/thing.py", "helper", MAX_LINES + 1),
         ("procbench/command.py", "command", MAX_LINES + 1),
     }
-
-
-def test_every_pending_exemption_is_still_needed() -> None:
-    over = {(file, function) for file, function, _, _ in long_functions(_ROOT)}
-    assert over >= PENDING, f"no longer over {MAX_LINES} lines, remove from PENDING: {sorted(PENDING - over)}"

@@ -163,6 +163,158 @@ def _encoded_chunks(
         yield rows, inputs, vectors, errors
 
 
+@dataclass
+class _Known:
+    """Vectors already computed for a field: the previous file's (when the encoder matches) and an interrupted
+    run's parts, looked up by content hash."""
+
+    lookup: HashLookup
+    old: Embeddings | None
+    n_old_sources: int
+    parts: PartCache
+
+
+def _known_vectors(store: Store, name: str, encoder: Encoder) -> _Known:
+    """Load the field's current file (kept only for the same encoder, revision and dimension) and the parts an
+    interrupted run left under ``STORE/cache/embed/NAME/``."""
+    lookup = HashLookup()
+    old: Embeddings | None = None
+    old_path = embedding_path(store, name)
+    if old_path.is_file():
+        candidate = read_embedding_file(old_path, name)
+        if (candidate.encoder, candidate.revision, candidate.metadata.get("dim")) == (
+            encoder.name,
+            encoder.revision,
+            str(encoder.dim),
+        ):
+            old = candidate
+            lookup.add(old.hashes, old.vectors)
+    n_old_sources = len(lookup.sources)
+    parts = PartCache(store.root / "cache" / "embed" / name, encoder.name, encoder.revision, encoder.dim)
+    for part in parts.load():
+        lookup.add(part.hashes, part.vectors)
+    return _Known(lookup, old, n_old_sources, parts)
+
+
+def _rows_to_encode(
+    known: _Known, hashes: np.ndarray, payload: pa.ChunkedArray, encoder: Encoder, report: FieldReport
+) -> np.ndarray:
+    """The rows whose content has no vector yet, one per distinct content, text longest first (batches pad
+    little); counts the reused and resumed rows into ``report``."""
+    source, _ = known.lookup.find(hashes)
+    report.reused = int(np.count_nonzero((source >= 0) & (source < known.n_old_sources)))
+    report.resumed = int(np.count_nonzero(source >= known.n_old_sources))
+    missing = np.flatnonzero(source < 0)
+    _, first = np.unique(hashes[missing], return_index=True)
+    todo = missing[np.sort(first)]
+    if encoder.modality == "text" and len(todo):
+        lengths = pc.utf8_length(payload.take(pa.array(todo))).to_numpy(zero_copy_only=False)
+        todo = todo[np.argsort(-lengths, kind="stable")]
+    return todo
+
+
+def _encode_rows(
+    store: Store,
+    field_name: str,
+    encoder: Encoder,
+    payload: pa.ChunkedArray,
+    hashes: np.ndarray,
+    todo: np.ndarray,
+    known: _Known,
+    report: FieldReport,
+    *,
+    batch_size: int,
+    progress: Progress,
+    engine: Engine,
+) -> list[tuple[int, str, str]]:
+    """Encode the rows ``todo``, writing each chunk's vectors as a part (so a re-run resumes) and adding them to
+    the lookup; returns the rows that could not be read as ``(row, input, why)``, in row order."""
+    failures: list[tuple[int, str, str]] = []  # (row, input, why), in row order below whatever the engine
+    if not len(todo):
+        return failures
+    progress.start(f"embed {field_name} ({encoder.name})", total=len(todo))
+    encoded = _encoded_chunks(store, encoder, payload, todo, batch_size=batch_size, engine=engine)
+    for rows, inputs, vectors, errors in encoded:
+        ok = np.array([e is None for e in errors], dtype=bool)
+        for i in np.flatnonzero(~ok):
+            failures.append((int(rows[i]), inputs[i], str(errors[i])))
+        if ok.any():
+            if vectors.shape != (int(ok.sum()), encoder.dim):
+                raise BadInput(
+                    f"encoder {encoder.name} returned shape {vectors.shape} for {int(ok.sum())} inputs "
+                    f"of dimension {encoder.dim}"
+                )
+            part = known.parts.write(hashes[rows[ok]], vectors)
+            known.lookup.add(part.hashes, part.vectors)
+        report.embedded += int(ok.sum())
+        progress.advance(len(rows))
+    failures.sort()
+    return failures
+
+
+def _write_field_file(
+    txn: Transaction,
+    name: str,
+    field_name: str,
+    encoder: Encoder,
+    table: pa.Table,
+    hashes: np.ndarray,
+    lookup: HashLookup,
+    new_id: str,
+) -> Embeddings:
+    """Assemble the field's new embedding file in one pass (vectors streamed through a memory-mapped scratch
+    file), stage it in ``txn`` and return it as read back."""
+    rows = table.num_rows
+    staged = txn.stage(f"embeddings/{name}.arrow")
+    scratch = staged.with_name(staged.name + ".vectors")
+    vectors = np.memmap(scratch, dtype=np.float32, mode="w+", shape=(rows, encoder.dim))
+    for start in range(0, rows, _ASSEMBLE_CHUNK):
+        found = lookup.gather(hashes[start : start + _ASSEMBLE_CHUNK], vectors[start : start + _ASSEMBLE_CHUNK])
+        if not found.all():  # cannot happen: every missing hash was encoded above
+            raise RuntimeError(f"internal error: {int((~found).sum())} rows of {name} have no vector")
+    metadata = {
+        "format": FORMAT,
+        "encoder": encoder.name,
+        "revision": encoder.revision,
+        "field": field_name,
+        "dim": str(encoder.dim),
+        "model": encoder.description,
+        "rows": str(rows),
+        "normalised": "l2",
+        "distance": "euclidean",
+        "embedding_id": new_id,
+    }
+    write_embedding_file(
+        staged,
+        keys=table["key"],
+        procedure_ids=table["procedure_id"],
+        hashes=hashes,
+        vectors=vectors,
+        metadata=metadata,
+    )
+    del vectors
+    scratch.unlink()
+    return read_embedding_file(staged, name)
+
+
+def _index_field(
+    store: Store,
+    txn: Transaction,
+    current: Embeddings,
+    new_id: str,
+    rows: int,
+    index_config: IndexConfig,
+    progress: Progress,
+) -> dict[str, Any]:
+    """Keep the field's index when its sidecar is current for ``new_id``, else build it again; returns what the
+    report records (kind, params, recall, rebuilt)."""
+    sidecar = read_sidecar(store, current.name)
+    if sidecar is not None and index_is_current(sidecar, new_id, rows, index_config):
+        return {**{k: sidecar[k] for k in ("kind", "params", "recall") if k in sidecar}, "rebuilt": False}
+    sidecar = build_index_for(store, txn, current, config=index_config, progress=progress)
+    return {**{k: sidecar[k] for k in ("kind", "params", "recall")}, "rebuilt": True}
+
+
 def _embed_field(
     store: Store,
     txn: Transaction,
@@ -185,54 +337,22 @@ def _embed_field(
     report.name = name
     payload = table["payload"]
     hashes = content_hashes(payload, field_name)
-
-    lookup = HashLookup()
-    old: Embeddings | None = None
-    old_path = embedding_path(store, name)
-    if old_path.is_file():
-        candidate = read_embedding_file(old_path, name)
-        if (candidate.encoder, candidate.revision, candidate.metadata.get("dim")) == (
-            encoder.name,
-            encoder.revision,
-            str(encoder.dim),
-        ):
-            old = candidate
-            lookup.add(old.hashes, old.vectors)
-    n_old_sources = len(lookup.sources)
-    parts = PartCache(store.root / "cache" / "embed" / name, encoder.name, encoder.revision, encoder.dim)
-    for part in parts.load():
-        lookup.add(part.hashes, part.vectors)
-
-    source, _ = lookup.find(hashes)
-    report.reused = int(np.count_nonzero((source >= 0) & (source < n_old_sources)))
-    report.resumed = int(np.count_nonzero(source >= n_old_sources))
-    missing = np.flatnonzero(source < 0)
-    _, first = np.unique(hashes[missing], return_index=True)
-    todo = missing[np.sort(first)]
-    if encoder.modality == "text" and len(todo):
-        lengths = pc.utf8_length(payload.take(pa.array(todo))).to_numpy(zero_copy_only=False)
-        todo = todo[np.argsort(-lengths, kind="stable")]
-
-    failures: list[tuple[int, str, str]] = []  # (row, input, why), in row order below whatever the engine
-    if len(todo):
-        progress.start(f"embed {field_name} ({encoder.name})", total=len(todo))
-        encoded = _encoded_chunks(store, encoder, payload, todo, batch_size=batch_size, engine=engine)
-        for rows, inputs, vectors, errors in encoded:
-            ok = np.array([e is None for e in errors], dtype=bool)
-            for i in np.flatnonzero(~ok):
-                failures.append((int(rows[i]), inputs[i], str(errors[i])))
-            if ok.any():
-                if vectors.shape != (int(ok.sum()), encoder.dim):
-                    raise BadInput(
-                        f"encoder {encoder.name} returned shape {vectors.shape} for {int(ok.sum())} inputs "
-                        f"of dimension {encoder.dim}"
-                    )
-                part = parts.write(hashes[rows[ok]], vectors)
-                lookup.add(part.hashes, part.vectors)
-            report.embedded += int(ok.sum())
-            progress.advance(len(rows))
+    known = _known_vectors(store, name, encoder)
+    todo = _rows_to_encode(known, hashes, payload, encoder, report)
+    failures = _encode_rows(
+        store,
+        field_name,
+        encoder,
+        payload,
+        hashes,
+        todo,
+        known,
+        report,
+        batch_size=batch_size,
+        progress=progress,
+        engine=engine,
+    )
     report.seconds["encode"] = round(time.perf_counter() - started, 3)
-    failures.sort()
     report.failed = [(what, why) for _, what, why in failures]
     failed_rows = [row for row, _, _ in failures]
     if failed_rows:
@@ -241,8 +361,9 @@ def _embed_field(
     report.rows = table.num_rows
     if report.rows == 0:
         report.skipped = "no readable stored images"
-        return report, parts
+        return report, known.parts
     new_id = embedding_id(encoder.name, encoder.revision, encoder.dim, table["key"], hashes)
+    old = known.old
     if old is not None:
         report.removed = int(pc.sum(pc.invert(pc.is_in(old.keys, value_set=table["key"]))).as_py() or 0)
     if old is not None and old.metadata.get("embedding_id") == new_id:
@@ -250,47 +371,64 @@ def _embed_field(
         current: Embeddings = old
     else:
         assembled = time.perf_counter()
-        staged = txn.stage(f"embeddings/{name}.arrow")
-        scratch = staged.with_name(staged.name + ".vectors")
-        vectors = np.memmap(scratch, dtype=np.float32, mode="w+", shape=(report.rows, encoder.dim))
-        for start in range(0, report.rows, _ASSEMBLE_CHUNK):
-            found = lookup.gather(hashes[start : start + _ASSEMBLE_CHUNK], vectors[start : start + _ASSEMBLE_CHUNK])
-            if not found.all():  # cannot happen: every missing hash was encoded above
-                raise RuntimeError(f"internal error: {int((~found).sum())} rows of {name} have no vector")
-        metadata = {
-            "format": FORMAT,
-            "encoder": encoder.name,
-            "revision": encoder.revision,
-            "field": field_name,
-            "dim": str(encoder.dim),
-            "model": encoder.description,
-            "rows": str(report.rows),
-            "normalised": "l2",
-            "distance": "euclidean",
-            "embedding_id": new_id,
-        }
-        write_embedding_file(
-            staged,
-            keys=table["key"],
-            procedure_ids=table["procedure_id"],
-            hashes=hashes,
-            vectors=vectors,
-            metadata=metadata,
-        )
-        del vectors
-        scratch.unlink()
-        current = read_embedding_file(staged, name)
+        current = _write_field_file(txn, name, field_name, encoder, table, hashes, known.lookup, new_id)
         report.seconds["write"] = round(time.perf_counter() - assembled, 3)
-
     indexed = time.perf_counter()
-    sidecar = read_sidecar(store, name)
-    if sidecar is not None and index_is_current(sidecar, new_id, report.rows, index_config):
-        report.index = {**{k: sidecar[k] for k in ("kind", "params", "recall") if k in sidecar}, "rebuilt": False}
-    else:
-        sidecar = build_index_for(store, txn, current, config=index_config, progress=progress)
-        report.index = {**{k: sidecar[k] for k in ("kind", "params", "recall")}, "rebuilt": True}
+    report.index = _index_field(store, txn, current, new_id, report.rows, index_config, progress)
     report.seconds["index"] = round(time.perf_counter() - indexed, 3)
-    return report, parts
+    return report, known.parts
+
+
+def _field_tables(
+    store: Store, chosen: Sequence[str], *, listed: bool, named: dict[str, str]
+) -> tuple[dict[str, pa.Table], dict[str, str]]:
+    """The rows of each chosen field to embed, and why each other chosen field is skipped: it has no rows, or
+    only the other modality's encoder was named and the fields were not ``listed``."""
+    tables: dict[str, pa.Table] = {}
+    skipped: dict[str, str] = {}
+    for field_name in chosen:
+        modality = FIELD_MODALITY[field_name]
+        table = field_table(store, field_name)
+        if table.num_rows == 0:
+            skipped[field_name] = _EMPTY_REASON[field_name]
+        elif not listed and named and modality not in named:
+            flag = "-i/--image-encoder" if modality == "image" else "-t/--text-encoder"
+            skipped[field_name] = (
+                f"{table.num_rows} rows not embedded: no {modality} encoder named (pass {flag}, or list the field "
+                "in --fields to use the default)"
+            )
+        else:
+            tables[field_name] = table
+    return tables, skipped
+
+
+def _load_encoders(
+    store: Store,
+    specs: dict[Modality, EncoderSpec],
+    needed: set[Modality],
+    report: EmbedReport,
+    *,
+    seed: int,
+    refit: bool,
+    progress: Progress,
+) -> dict[Modality, Encoder]:
+    """Load the encoders of the ``needed`` modalities, recording each (and the time taken) in ``report``."""
+    encoders: dict[Modality, Encoder] = {}
+    loading = time.perf_counter()
+    for modality, spec in specs.items():
+        if modality not in needed:
+            continue
+        progress.start(f"load {modality} encoder {spec.name}", total=None)
+        encoders[modality] = spec.load(store=store, seed=seed, refit=refit)
+    report.seconds["load"] = round(time.perf_counter() - loading, 3)
+    for modality, enc in encoders.items():
+        report.encoders[modality] = {
+            "name": enc.name,
+            "revision": enc.revision,
+            "dim": enc.dim,
+            "model": enc.description,
+        }
+    return encoders
 
 
 def embed_store(
@@ -348,21 +486,7 @@ def embed_store(
     named = {m: n for m, n in (("text", text_encoder), ("image", image_encoder)) if n is not None}
     if not store.has_table("procedures") or store.table("procedures", ["id"]).num_rows == 0:
         raise BadInput(f"{store.root} holds no procedures; import some first (`procbench ingest` or `demo`)")
-    tables: dict[str, pa.Table] = {}
-    skipped: dict[str, str] = {}
-    for field_name in chosen:
-        modality = FIELD_MODALITY[field_name]
-        table = field_table(store, field_name)
-        if table.num_rows == 0:
-            skipped[field_name] = _EMPTY_REASON[field_name]
-        elif fields is None and named and modality not in named:
-            flag = "-i/--image-encoder" if modality == "image" else "-t/--text-encoder"
-            skipped[field_name] = (
-                f"{table.num_rows} rows not embedded: no {modality} encoder named (pass {flag}, or list the field "
-                "in --fields to use the default)"
-            )
-        else:
-            tables[field_name] = table
+    tables, skipped = _field_tables(store, chosen, listed=fields is not None, named=named)
     # An encoder is resolved when a field of its modality has rows, or was listed in ``fields``.
     needed = {FIELD_MODALITY[f] for f in tables}
     wanted = needed | ({FIELD_MODALITY[f] for f in chosen} if fields is not None else set())
@@ -390,22 +514,8 @@ def embed_store(
             stack.enter_context(ray_runtime(engine))
             report.seconds["ray_start"] = round(time.perf_counter() - started_ray, 3)
         txn = stack.enter_context(store.transaction("embed", args=args, seed=seed, packages=("faiss-cpu",)))
-        encoders: dict[Modality, Encoder] = {}
-        loading = time.perf_counter()
-        for modality, spec in specs.items():
-            if modality not in needed:
-                continue
-            progress.start(f"load {modality} encoder {spec.name}", total=None)
-            encoders[modality] = spec.load(store=store, seed=seed, refit=refit)
-        report.seconds["load"] = round(time.perf_counter() - loading, 3)
+        encoders = _load_encoders(store, specs, needed, report, seed=seed, refit=refit, progress=progress)
         txn.packages = tuple(dict.fromkeys(["faiss-cpu", *(p for e in encoders.values() for p in e.packages)]))
-        for modality, enc in encoders.items():
-            report.encoders[modality] = {
-                "name": enc.name,
-                "revision": enc.revision,
-                "dim": enc.dim,
-                "model": enc.description,
-            }
         current: dict[str, str] = {}
         for field_name in chosen:
             if field_name in skipped:
