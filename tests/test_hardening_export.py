@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from procbench.cli import app
 from procbench.errors import BadInput
@@ -86,3 +86,58 @@ def test_a_symlinked_data_folder_is_one_line(pair_store: Path, tmp_path: Path) -
     assert "symbolic link" in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
     assert sorted(p.relative_to(elsewhere) for p in elsewhere.rglob("*")) == before
+
+
+# -- the same attacks on --format lm-eval ------------------------------------------------------------------------
+
+
+def _lm_eval(pair_store: Path, out: Path, *extra: str) -> Result:
+    return CliRunner().invoke(
+        app, ["export", "--format", "lm-eval", "pair-order", "--to", str(out), "--store", str(pair_store), *extra]
+    )
+
+
+def test_lm_eval_overwrite_refuses_a_folder_that_is_not_an_lm_eval_export(pair_store: Path, tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    (proj / "configs" / "run").mkdir(parents=True)
+    files = {"README.md": "hi\n", "configs/_base.yaml": "a: 1\n", "configs/run/run.yaml": "b: 2\n"}
+    for rel, text in files.items():
+        (proj / rel).write_text(text)
+    result = _lm_eval(pair_store, proj, "--overwrite")
+    assert result.exit_code == 2, result.output
+    assert "not an earlier lm-eval export" in result.output
+    assert {str(p.relative_to(proj)): p.read_text() for p in proj.rglob("*") if p.is_file()} == files
+    hf = tmp_path / "hf"  # a Hugging Face export is not an lm-eval export either
+    export_sets(["pair-order"], hf, store=pair_store)
+    before = {p: p.read_bytes() for p in hf.rglob("*") if p.is_file()}
+    assert _lm_eval(pair_store, hf, "--overwrite").exit_code == 2
+    assert {p: p.read_bytes() for p in hf.rglob("*") if p.is_file()} == before
+
+
+def test_lm_eval_overwrite_replaces_only_the_files_it_wrote(pair_store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "lm"
+    assert _lm_eval(pair_store, out).exit_code == 0
+    marker = json.loads((out / EXPORT_MARKER).read_text())
+    written = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()} - {EXPORT_MARKER}
+    assert set(marker["files"]) >= written and "README.md" in written
+    (out / "pair_order" / "notes.txt").write_text("mine\n")
+    (out / "elsewhere.yaml").write_text("mine\n")
+    marker["files"] += ["pair_order/notes.txt", "elsewhere.yaml", "pair_order/../elsewhere.yaml"]
+    (out / EXPORT_MARKER).write_text(json.dumps(marker))
+    assert _lm_eval(pair_store, out, "--overwrite").exit_code == 0
+    assert (out / "pair_order" / "notes.txt").read_text() == "mine\n"
+    assert (out / "elsewhere.yaml").read_text() == "mine\n"
+    assert (out / "pair_order" / "default" / "pair_order_default.yaml").is_file()
+
+
+def test_lm_eval_a_symlinked_task_folder_is_one_line(pair_store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "lm"
+    assert _lm_eval(pair_store, out).exit_code == 0
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(out / "pair_order", elsewhere)
+    (out / "pair_order").symlink_to(elsewhere, target_is_directory=True)
+    before = {p: p.read_bytes() for p in elsewhere.rglob("*") if p.is_file()}
+    result = _lm_eval(pair_store, out, "--overwrite")
+    assert result.exit_code == 2, result.output
+    assert "symbolic link" in result.output and len(result.output.strip().splitlines()) == 1
+    assert {p: p.read_bytes() for p in elsewhere.rglob("*") if p.is_file()} == before
