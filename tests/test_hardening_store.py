@@ -105,7 +105,7 @@ def test_a_damaged_table_is_one_line(store: Path, damage: str) -> None:
     first = store / "procedures" / _listing(store)["parts"][0]["file"]
     if damage == "missing part":
         first.unlink()
-        expect = "missing"
+        expect = f"its part {first.name} is missing"
     elif damage == "not parquet":
         first.write_bytes(b"this is not parquet at all, just some text\n" * 10)
         expect = "not a Parquet file"

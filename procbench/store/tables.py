@@ -214,6 +214,14 @@ def read_files(files: Sequence[Path], columns: Sequence[str] | None, rows: Seque
     return table
 
 
+def _missing_part(files: Sequence[Path], exc: FileNotFoundError) -> str:
+    """Which listed part is missing, named (pyarrow's error does not always carry the file name)."""
+    gone = [path.name for path in files if not path.exists()]
+    if gone:
+        return f"its part {gone[0]} is missing"
+    return f"its part {Path(exc.filename).name} is missing" if exc.filename else "one of its parts is missing"
+
+
 def read_table(root: Path, name: str, columns: Sequence[str] | None = None) -> pa.Table | None:
     """Table ``name`` (only ``columns`` when given), None when it was never written.
 
@@ -231,8 +239,7 @@ def read_table(root: Path, name: str, columns: Sequence[str] | None = None) -> p
             return read_files(found.files, columns, found.rows)
         except FileNotFoundError as exc:  # a writer replaced the list and removed the parts we were about to read
             if attempt == _READ_ATTEMPTS - 1:
-                missing = Path(exc.filename).name if exc.filename else "a part"
-                raise _damaged(root / name, f"its part {missing} is missing") from None
+                raise _damaged(root / name, _missing_part(found.files, exc)) from None
     raise AssertionError("unreachable")
 
 
@@ -249,8 +256,7 @@ def read_schema(root: Path, name: str) -> pa.Schema | None:
             ]
         except FileNotFoundError as exc:
             if attempt == _READ_ATTEMPTS - 1:
-                missing = Path(exc.filename).name if exc.filename else "a part"
-                raise _damaged(root / name, f"its part {missing} is missing") from None
+                raise _damaged(root / name, _missing_part(found.files, exc)) from None
             continue
         return schemas[0] if len(schemas) == 1 else pa.unify_schemas(schemas, promote_options="default")
     raise AssertionError("unreachable")
@@ -271,8 +277,7 @@ def count_rows(root: Path, name: str) -> int:
             )
         except FileNotFoundError as exc:
             if attempt == _READ_ATTEMPTS - 1:
-                missing = Path(exc.filename).name if exc.filename else "a part"
-                raise _damaged(root / name, f"its part {missing} is missing") from None
+                raise _damaged(root / name, _missing_part(found.files, exc)) from None
     raise AssertionError("unreachable")
 
 
