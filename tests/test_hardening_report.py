@@ -10,10 +10,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from procbench.cli import app
+from procbench.errors import BadInput
 from procbench.generate import generate
 from procbench.ingest import ingest_file
 from procbench.report import write_report
+from procbench.report.data import copy_images
 from procbench.report.html import script_json
 from procbench.store import Store
 
@@ -84,3 +88,44 @@ def test_a_hostile_title_renders_every_question_and_no_script_link(hostile_repor
     assert rendered == min(20, len(data["questions"])) > 0
     hrefs = re.findall(r'href="([^"]*)"', dom)
     assert not [h for h in hrefs if not (h.startswith(("https://", "../")) or h == "../index.html")], hrefs
+
+
+@pytest.mark.parametrize("planted", ["assets/report.js", "index.html", "sets"])
+def test_the_report_never_writes_through_a_symlink_in_its_folder(
+    hostile_report: Path, tmp_path: Path, planted: str
+) -> None:
+    """A report folder (e.g. a shared store's STORE/report) holding a symbolic link does not make the report
+    overwrite the file it points to: one line, exit 2, the file outside untouched."""
+    store = hostile_report.parents[2] / "store"
+    out = tmp_path / "out"
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("precious\n")
+    link = out / planted
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(victim if planted == "sets" else victim / "precious.txt")
+    result = CliRunner().invoke(app, ["report", "pair-order", "--store", str(store), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "symbolic link" in result.output and len(result.output.strip().splitlines()) == 1
+    assert [p.name for p in victim.iterdir()] == ["precious.txt"]
+    assert (victim / "precious.txt").read_text() == "precious\n"
+
+
+def test_images_are_not_copied_through_a_symlinked_folder(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "store", create=True)
+    image_id = "ab" * 32
+    (tmp_path / "store" / "images" / "ab").mkdir(parents=True)
+    (tmp_path / "store" / "images" / "ab" / f"{image_id}.jpg").write_bytes(b"jpeg bytes")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    (out / "images").mkdir(parents=True)
+    (out / "images" / "ab").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(BadInput, match="symbolic link"):
+        copy_images(store, {image_id}, out)
+    (out / "images" / "ab").unlink()
+    (out / "images" / "ab").mkdir()
+    (out / "images" / "ab" / f"{image_id}.jpg").symlink_to(elsewhere / "dangling.jpg")  # a dangling link
+    with pytest.raises(BadInput, match="symbolic link"):
+        copy_images(store, {image_id}, out)
+    assert list(elsewhere.iterdir()) == []

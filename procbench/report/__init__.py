@@ -20,7 +20,14 @@ from procbench.export.inline import Inliner
 from procbench.export.sets import resolve_sets
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import procedure_ids
-from procbench.report.data import choice_distances_of, copy_images, discover_runs, set_view, sweep_tables
+from procbench.report.data import (
+    choice_distances_of,
+    copy_images,
+    discover_runs,
+    report_target,
+    set_view,
+    sweep_tables,
+)
 from procbench.report.html import index_page, set_page
 
 __all__ = ["ReportResult", "write_report"]
@@ -73,16 +80,16 @@ def write_report(
         targets = sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
     resolved = resolve_sets(list(targets), store)
     out = Path(out) if out is not None else resolved.store.root / "report"
-    (out / "sets").mkdir(parents=True, exist_ok=True)
-    (out / "assets").mkdir(parents=True, exist_ok=True)
+    report_target(out, "sets").mkdir(parents=True, exist_ok=True)
+    report_target(out, "assets").mkdir(parents=True, exist_ok=True)
     for name in ("report.css", "report.js"):
         source = resources.files("procbench.report").joinpath("assets", name)
-        (out / "assets" / name).write_bytes(source.read_bytes())
+        report_target(out, f"assets/{name}").write_bytes(source.read_bytes())
     used: set[str] = set()
     for qset in resolved.sets:
         used |= procedure_ids(qset.table().select(["procedure_id"]))
     inliner = Inliner(resolved.store, used)
-    result = ReportResult(out / "index.html")
+    result = ReportResult(report_target(out, "index.html"))
     views = []
     progress.start("report", total=len(resolved.sets))
     images: set[str] = set()
@@ -90,7 +97,7 @@ def write_report(
         view = set_view(qset, inliner, limit=limit)
         view.distances = choice_distances_of(qset, resolved.store)
         images |= view.images
-        page = out / "sets" / f"{view.slug}.html"
+        page = report_target(out, f"sets/{view.slug}.html")
         page.write_text(set_page(view, instruction=qset.instruction), encoding="utf-8")
         result.pages[qset.name] = page
         result.questions[qset.name] = len(view.questions)

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from procbench.errors import ProcbenchError
+from procbench.errors import BadInput, ProcbenchError
 from procbench.export.inline import Inliner
 from procbench.export.sets import find_audit, shortcut_scores
 from procbench.qsets.files import QuestionSet
@@ -142,14 +142,34 @@ def set_view(qset: QuestionSet, inliner: Inliner, *, limit: int) -> SetView:
     )
 
 
+def report_target(out: Path, relpath: str) -> Path:
+    """``out / relpath``, a path the report writes, once no part of it below ``out`` is a symbolic link (a link
+    planted in a report folder, e.g. the store's own ``STORE/report``, would make the report overwrite a file
+    outside it).
+
+    Raises:
+        BadInput: a folder or file on the way is a symbolic link.
+    """
+    path = out
+    for part in Path(relpath).parts:
+        path = path / part
+        if path.is_symlink():
+            raise BadInput(f"{path} is a symbolic link; the report writes only real files and folders in {out}")
+    return path
+
+
 def copy_images(store: Store, image_ids: set[str], out: Path) -> int:
-    """Copy the stored JPEGs the report shows to ``out/images/ab/ID.jpg``; returns how many were copied."""
+    """Copy the stored JPEGs the report shows to ``out/images/ab/ID.jpg``; returns how many were copied.
+
+    Raises:
+        BadInput: a folder or file on the way in ``out`` is a symbolic link.
+    """
     copied = 0
     for image_id in sorted(image_ids):
         source = store.image_file(image_id)  # None unless a valid id names a regular file in the store
         if source is None:
             continue
-        target = out / "images" / image_id[:2] / f"{image_id}.jpg"
+        target = report_target(out, f"images/{image_id[:2]}/{image_id}.jpg")
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.is_file():
             shutil.copyfile(source, target)
