@@ -65,3 +65,24 @@ def test_config_names_and_arguments_stay_in_their_spans() -> None:
 def test_escape_helpers() -> None:
     assert md_text("a|b\n<i>*x*</i>\x00") == "a\\|b \\<i\\>\\*x\\*\\</i\\>"
     assert md_code("x`y|z\x1b") == "x'y\\|z"
+
+
+def test_reader_and_model_names_stay_in_their_table_cells() -> None:
+    """A reader's name (``score-packet --reader``) and a model's (from an lm-eval results file) are anyone's
+    text, recorded in the store: in the card's Readers and Models tables they stay one escaped cell."""
+    hostile = "bob\x1b[2J | x\n---\n# heading <script>alert(1)</script>\x00"
+    record = {"reader": hostile, "context": "without", "n": 10, "accuracy": 0.3, "ci": [0.1, 0.6], "date": "d|\n#"}
+    table = pa.table({"procedure_id": ["p0"], "split": ["test"], "answer": [0], "meta": [{"k": 1}]})
+    qset = summarise_set("textual-cloze", "default", table)
+    qset.readers = [record]
+    qset.models = {f"lm-eval {hostile}": {"accuracy": {"value": 0.5, "ci": [0.4, 0.6], "interval": "bootstrap"}}}
+    procedures = {"sources": Counter({"s": 1}), "licenses": Counter({"CC0-1.0": 1}), "languages": Counter({"en": 1})}
+    card = DatasetCard(title="t", sets=[qset], fields=SET_FIELDS, procedures=procedures, generation={}, build={})
+    text = dataset_card(card).split("\n---\n", 1)[1]
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", text)
+    lines = text.splitlines()
+    assert not any(line.startswith("# heading") or line == "---" for line in lines)
+    assert not re.search(r"(?<!\\)<script", text)
+    for row in (line for line in lines if "bob" in line):  # one row each, its `|` escaped
+        assert row.startswith("| ") and len(re.split(r"(?<!\\)\|", row)) in (9, 4), row
+    assert sum("bob" in line for line in lines) == 2

@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from procbench.card.escape import md_code, md_text
+
 __all__ = ["MODELS_FILE", "models_section", "read_model_rows", "record_model_rows"]
 
 MODELS_FILE = "models.json"
@@ -110,13 +112,13 @@ def models_section(sets: list[Any]) -> list[str]:
         labels = list(dict.fromkeys(label for s in task_sets for label in (s.models or {})))
         unit = " %" if percent else ""
         lines += [
-            f"### {task} · {metric}{unit}",
+            f"### {md_text(task)} · {md_text(metric)}{unit}",
             "",
-            "| model | " + " | ".join(f"`{s.config_name or s.setting}`" for s in task_sets) + " |",
+            "| model | " + " | ".join(f"`{md_code(s.config_name or s.setting)}`" for s in task_sets) + " |",
             "|---|" + "---|" * len(task_sets),
         ]
         for label in labels:
             cells = [_cell((s.models or {}).get(label, {}).get(metric), percent) for s in task_sets]
-            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+            lines.append(f"| {md_text(label)} | " + " | ".join(cells) + " |")  # a label is anyone's text
         lines.append("")
     return lines

@@ -72,6 +72,8 @@ def _accuracy(r: dict[str, Any]) -> str:
 
 def readers_card_lines(results: Iterable[tuple[str, list[dict[str, Any]]]]) -> list[str]:
     """The card's "Readers" section for ``(set name, recorded results)`` pairs; nothing when none are recorded."""
+    from procbench.card.escape import md_code, md_text  # here: procbench.card imports this module
+
     rows = _rows(results)
     if not rows:
         return []
@@ -80,10 +82,11 @@ def readers_card_lines(results: Iterable[tuple[str, list[dict[str, Any]]]]) -> l
         "| set | reader | context | questions | accuracy [95% CI] | ambiguous | date |",
         "|---|---|---|---|---|---|---|",
     ]
-    for name, r in rows:
+    for name, r in rows:  # the reader's name (and all a readers.json holds) is anyone's text: kept in its cell
         lines.append(
-            f"| `{name}` | {r.get('reader', '')} | {r.get('context', '')} | {r.get('n', '')} | {_accuracy(r)} | "
-            f"{100 * float(r.get('ambiguous_share', 0.0)):.0f}% | {r.get('date', '')} |"
+            f"| `{md_code(name)}` | {md_text(r.get('reader', ''))} | {md_text(r.get('context', ''))} | "
+            f"{md_text(r.get('n', ''))} | {_accuracy(r)} | "
+            f"{100 * float(r.get('ambiguous_share', 0.0)):.0f}% | {md_text(r.get('date', ''))} |"
         )
     lines.append("")
     return lines
