@@ -129,3 +129,49 @@ def test_images_are_not_copied_through_a_symlinked_folder(tmp_path: Path) -> Non
     with pytest.raises(BadInput, match="symbolic link"):
         copy_images(store, {image_id}, out)
     assert list(elsewhere.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def hostile_sheet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report's answer mode on steps whose titles and texts hold ``<!--<script>``."""
+    from procbench.readers.sheet import write_answer_page
+
+    root = tmp_path_factory.mktemp("hostile-sheet")
+    records = [make_record(f"proc-{i}", n_steps=6) for i in range(8)]
+    for record in records:
+        for step in record["steps"]:
+            step["title"] = f"{HOSTILE_TITLE} {step.get('title') or ''}"
+            step["text"] = f"{HOSTILE_TITLE} {step['text']}"
+    store = Store.open(root / "store", create=True)
+    ingest_file(store, write_jsonl(root / "in.jsonl", records))
+    generate(Store.open(root / "store"), "pair-order", seed=0)
+    result = write_answer_page(["pair-order"], root / "sheet", store=root / "store", n=4, split="all")
+    return result.main
+
+
+def test_the_answer_sheet_holds_its_data_in_one_intact_block(hostile_sheet: Path) -> None:
+    html = hostile_sheet.read_text()
+    blocks = re.findall(r'<script id="sheet-data" type="application/json">(.*?)</script>', html, re.S)
+    assert len(blocks) == 1 and "<" not in blocks[0]
+    assert HOSTILE_TITLE in json.dumps(json.loads(blocks[0]), ensure_ascii=False)
+    assert html.count("<script") == 2  # the data block and answer.js, nothing from the store
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no Chromium installed (apt-get install chromium)")
+def test_a_hostile_step_renders_every_answer_sheet_question(hostile_sheet: Path, tmp_path: Path) -> None:
+    dom = subprocess.run(
+        [
+            str(_chromium()),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            hostile_sheet.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=True,
+    ).stdout
+    assert "question 1 of 4" in dom and dom.count('class="sheet-question"') >= 1

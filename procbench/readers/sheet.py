@@ -39,6 +39,7 @@ from procbench.readers.packet import (
     lone_blank,
     write_packet,
 )
+from procbench.report.html import script_json
 
 __all__ = [
     "LABEL_CONFIG_FILE",
@@ -100,7 +101,7 @@ def answer_page(packet: Packet) -> str:
     sheet = packet.sheet()
     sheet["instructions"] = instructions(packet.context, form=True)
     sheet["sheet_id"] = _sheet_id(sheet)
-    payload = json.dumps(sheet, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    payload = script_json(sheet)  # every <, >, & escaped: no title can end or comment out the block (issue 34)
     title = "Reading check"
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
