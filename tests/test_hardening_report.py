@@ -175,3 +175,29 @@ def test_a_hostile_step_renders_every_answer_sheet_question(hostile_sheet: Path,
         check=True,
     ).stdout
     assert "question 1 of 4" in dom and dom.count('class="sheet-question"') >= 1
+
+
+@pytest.mark.parametrize("planted", ["images", "packet.md", "images/Q01-A.png"])
+def test_a_packet_is_never_written_or_removed_through_a_symlink(
+    hostile_sheet: Path, tmp_path: Path, planted: str
+) -> None:
+    """``packet --overwrite`` on an earlier packet holding a symbolic link: one line, exit 2, nothing outside
+    written or removed (a linked images/ was a traceback from rmtree)."""
+    store = hostile_sheet.parents[1] / "store"
+    out = tmp_path / "pk"
+    args = ["packet", "pair-order", "--store", str(store), "--n", "3", "--split", "all", "--out", str(out)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.png").write_text("precious\n")
+    link = out / planted
+    if link.is_dir():
+        shutil.rmtree(link)
+    link.unlink(missing_ok=True)
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(victim if planted == "images" else victim / "keep.png")
+    result = CliRunner().invoke(app, [*args, "--overwrite"])
+    assert result.exit_code == 2, result.output
+    assert "symbolic link" in result.output and len(result.output.strip().splitlines()) == 1
+    assert [p.name for p in victim.iterdir()] == ["keep.png"]
+    assert (victim / "keep.png").read_text() == "precious\n"

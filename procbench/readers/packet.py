@@ -484,7 +484,8 @@ def check_out(out: Path, *, overwrite: bool) -> None:
     """``out`` may receive a packet: it is missing or empty, or (with ``overwrite``) holds an earlier packet.
 
     Raises:
-        BadInput: ``out`` is a file, holds other files, or holds a packet and ``overwrite`` is false.
+        BadInput: ``out`` is a file, holds other files, holds a packet and ``overwrite`` is false, or holds a
+            symbolic link.
     """
     if out.exists() and not out.is_dir():
         raise BadInput(f"{out} is a file; --out takes a folder")
@@ -493,6 +494,12 @@ def check_out(out: Path, *, overwrite: bool) -> None:
             raise BadInput(f"{out} holds a packet already; pass --overwrite to replace it, or choose another folder")
     elif out.is_dir() and any(out.iterdir()):
         raise BadInput(f"{out} is not empty and holds no packet; choose an empty or new folder")
+    if out.is_dir():  # an earlier packet's files are replaced: none may lead outside it (nor be removed there)
+        entries = [child for child in out.iterdir()]
+        entries += [c for sub in ("images", "assets") if (out / sub).is_dir() for c in (out / sub).iterdir()]
+        linked = [entry for entry in entries if entry.is_symlink()]
+        if linked:
+            raise BadInput(f"{linked[0]} is a symbolic link; a packet is written only as real files and folders")
 
 
 def write_packet(packet: Packet, out: str | Path, *, overwrite: bool = False) -> Path:
