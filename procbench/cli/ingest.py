@@ -13,7 +13,12 @@ NAME = "ingest"
 def command(
     file: Annotated[Path, typer.Argument(help="File to import.", show_default=False)],
     format: Annotated[
-        str, typer.Option("--format", "-f", help="jsonl (one procedure per line; README: Import format) or recipeqa (RecipeQA's JSON).")
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="jsonl (one procedure per line; README: Import format) or recipeqa (RecipeQA's JSON).",
+        ),
     ] = "jsonl",
     images: Annotated[
         Path | None,
