@@ -552,8 +552,10 @@ class ShortcutEnsemble:
         self._fitted = []
         fit_rows = self._fit_rows(folds, n_folds)
         wants_contrast = "choice_contrast" in self.models
-        basis = _shared_basis(batch.choice_vectors, batch.valid) if wants_contrast else None
+        # one BLAS thread, the basis's eigendecomposition included: on a busy machine a multi-threaded LAPACK call
+        # on a 384 x 384 scatter spun for a second and more (18% of textual filtering, under load)
         with threadpool_limits(limits=1):
+            basis = _shared_basis(batch.choice_vectors, batch.valid) if wants_contrast else None
             for rows in fit_rows:
                 train = rows[:, None] & batch.valid
                 y = labels[train].astype(np.int64)
