@@ -43,7 +43,8 @@ def _perturb(text: str | None, words: list[str], rng: random.Random) -> str | No
 
 def write_corpus(path: Path, n_procedures: int, seed: int = 0) -> None:
     """``n_procedures`` procedures from the real recipes, repeated with perturbation, as import JSONL."""
-    real = [json.loads(line) for line in RECIPES.read_text().splitlines() if line.strip()]
+    # split on newlines only: texts hold U+2028, which splitlines() breaks a JSON line at
+    real = [json.loads(line) for line in RECIPES.read_text().split("\n") if line.strip()]
     words = sorted({w for r in real for w in (r.get("title") or "").split() if w.isalpha()})
     rng = random.Random(seed)
     with path.open("w") as out:
