@@ -9,8 +9,9 @@ do not repeat verbatim across copies. Steps are embedded with the ``hashed`` tex
 linear in the corpus; the neighbourhoods are lexical, which is what the scale measurement needs). Each setting
 of the sweep (``recipeqa``, ``default``, ``debias-auto``, ``adversarial``) is generated in a child process
 (``procbench generate`` as a library call, the splits it writes), which reports its wall time and its own peak
-RSS (VmHWM). The output is one JSON object per size, with ``adversarial / recipeqa`` and, across sizes, the
-time growth from one size to the next (linear = the size ratio).
+RSS (VmHWM), wall and CPU seconds (the child is single-threaded, so CPU time is what a loaded machine distorts
+least). The output is one JSON object per size, with ``adversarial / recipeqa`` and, across sizes, the CPU time
+growth from one size to the next (linear = the size ratio).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def _perturb(text: str | None, words: list[str], rng: random.Random) -> str | No
 
 def write_corpus(path: Path, n_procedures: int, seed: int = 0) -> None:
     """``n_procedures`` procedures from the real recipes, repeated with perturbation, as import JSONL."""
-    real = [json.loads(line) for line in RECIPES.read_text().splitlines() if line.strip()]
+    # split on newlines only: texts hold U+2028, which splitlines() breaks a JSON line at
+    real = [json.loads(line) for line in RECIPES.read_text().split("\n") if line.strip()]
     words = sorted({w for r in real for w in (r.get("title") or "").split() if w.isalpha()})
     rng = random.Random(seed)
     with path.open("w") as out:
@@ -83,18 +85,19 @@ def child(store: str, setting: str, rounds: int | None) -> None:
 
     chosen = Setting("debias", budget="auto") if setting == "debias-auto" else Setting(setting)
     options: dict[str, Any] = {"rounds": rounds} if rounds is not None and setting == "adversarial" else {}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = generate(Store.open(store), "textual-cloze", chosen, seed=0, overwrite=True, **options)
-    seconds = time.perf_counter() - start
-    print(json.dumps({"seconds": round(seconds, 2), "peak_mb": round(peak_rss_mb()), **result.questions}))
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
+    timing = {"seconds": round(seconds, 2), "cpu_seconds": round(cpu_seconds, 2), "peak_mb": round(peak_rss_mb())}
+    print(json.dumps({**timing, **result.questions}))
 
 
-def measure(n_procedures: int, rounds: int | None) -> dict[str, Any]:
-    """The sweep's settings at ``n_procedures``, each in a child process."""
+def measure(n_procedures: int, rounds: int | None, settings: list[str]) -> dict[str, Any]:
+    """``settings`` of the sweep at ``n_procedures``, each in a child process."""
     with tempfile.TemporaryDirectory(prefix="procbench-scale-") as tmp:
         store, phases = build_store(Path(tmp), n_procedures)
         entry: dict[str, Any] = {"procedures": n_procedures, "build_seconds": phases, "settings": {}}
-        for setting in SETTINGS:
+        for setting in settings:
             args = [sys.executable, __file__, "--child", str(store), setting]
             if rounds is not None:
                 args += ["--rounds", str(rounds)]
@@ -102,7 +105,10 @@ def measure(n_procedures: int, rounds: int | None) -> dict[str, Any]:
             entry["settings"][setting] = json.loads(done.stdout.strip().splitlines()[-1])
             print(n_procedures, setting, entry["settings"][setting], flush=True)
     timing = entry["settings"]
-    entry["adversarial_over_recipeqa"] = round(timing["adversarial"]["seconds"] / timing["recipeqa"]["seconds"], 1)
+    if "adversarial" in timing and "recipeqa" in timing:
+        for clock in ("seconds", "cpu_seconds"):
+            ratio = timing["adversarial"][clock] / max(timing["recipeqa"][clock], 1e-9)
+            entry[f"adversarial_over_recipeqa_{clock}"] = round(ratio, 1)
     return entry
 
 
@@ -110,16 +116,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--rounds", type=int, default=None, help="adversarial rounds (default: the policy's)")
+    parser.add_argument("--settings", default=",".join(SETTINGS), help="comma list of " + ", ".join(SETTINGS))
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--child", nargs=2, metavar=("STORE", "SETTING"), default=None)
     args = parser.parse_args()
     if args.child:
         child(*args.child, args.rounds)
         return
-    results = [measure(int(size), args.rounds) for size in args.sizes.split(",")]
+    settings = args.settings.split(",")
+    results = [measure(int(size), args.rounds, settings) for size in args.sizes.split(",")]
     for before, after in zip(results, results[1:], strict=False):
-        for setting in SETTINGS:
-            growth = after["settings"][setting]["seconds"] / max(before["settings"][setting]["seconds"], 1e-9)
+        for setting in settings:
+            growth = after["settings"][setting]["cpu_seconds"] / max(before["settings"][setting]["cpu_seconds"], 1e-9)
             after.setdefault("time_growth", {})[setting] = round(growth, 2)
     text = json.dumps(results, indent=1)
     print(text)

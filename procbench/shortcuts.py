@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from procbench.rng import stream
+
 __all__ = [
     "DISTANCE_MODEL",
     "FEATURE_NAMES",
@@ -457,6 +459,10 @@ def _shared_basis(vectors: np.ndarray, valid: np.ndarray) -> ChoiceDiscriminant:
     return basis
 
 
+#: The questions a fold's models are fitted on when ``max_fit_questions`` caps them.
+_FIT_SAMPLE = stream("shortcuts.fit-sample")
+
+
 def group_folds(groups: np.ndarray, n_folds: int, seed: int) -> dict[int, int]:
     """A seeded fold for every group: shuffled groups dealt round-robin (fold sizes differ by at most one)."""
     unique = np.unique(np.asarray(groups, dtype=np.int64))
@@ -515,6 +521,11 @@ class ShortcutEnsemble:
     #: boosting iterations of the partial-input trees (adversarial filtering's demo policy fits fewer:
     #: :data:`procbench.generate.adversarial.policy.DEMO_SIZE`)
     tree_iterations: int = 150
+    #: histogram bins per feature of the partial-input trees (scikit-learn's default, 255, for the audit)
+    tree_bins: int = 255
+    #: at most this many questions fit each fold's models, drawn with ``seed`` (None: every question of the other
+    #: folds): subsampled cross-fitting keeps a fit's cost bounded on large sets while every question is scored
+    max_fit_questions: int | None = None
     fold_of: dict[int, int] = field(default_factory=dict)
     _fitted: list[_FoldModels] = field(default_factory=list, repr=False)
 
@@ -539,17 +550,19 @@ class ShortcutEnsemble:
         view = choice_view(batch.choice_vectors, batch.valid) if "choice_only" in self.models else None
         distance = distance_view(feats, batch.valid) if DISTANCE_MODEL in self.models else None
         self._fitted = []
+        fit_rows = self._fit_rows(folds, n_folds)
         wants_contrast = "choice_contrast" in self.models
-        basis = _shared_basis(batch.choice_vectors, batch.valid) if wants_contrast else None
+        # one BLAS thread, the basis's eigendecomposition included: on a busy machine a multi-threaded LAPACK call
+        # on a 384 x 384 scatter spun for a second and more (18% of textual filtering, under load)
         with threadpool_limits(limits=1):
-            for fold in range(n_folds):
-                train = (folds != fold)[:, None] & batch.valid
+            basis = _shared_basis(batch.choice_vectors, batch.valid) if wants_contrast else None
+            for rows in fit_rows:
+                train = rows[:, None] & batch.valid
                 y = labels[train].astype(np.int64)
                 linear = trees = by_distance = None
                 contrast = None
                 if len(np.unique(y)) == 2:
                     if basis is not None:
-                        rows = folds != fold
                         contrast = basis.fit(batch.choice_vectors[rows], batch.valid[rows], batch.answers[rows])
                     if view is not None:
                         linear = LogisticRegression(C=1.0, max_iter=300, class_weight="balanced")
@@ -561,6 +574,7 @@ class ShortcutEnsemble:
                             max_leaf_nodes=15,
                             min_samples_leaf=20,
                             l2_regularization=1.0,
+                            max_bins=self.tree_bins,
                             early_stopping=False,
                             # no class weights: they make the trees bin every feature with weighted
                             # percentiles, 7x slower in scikit-learn 1.9 (10.7 s vs 1.5 s on 1,920 rows);
@@ -573,6 +587,21 @@ class ShortcutEnsemble:
                         by_distance.fit(distance[train], y)
                 self._fitted.append(_FoldModels(linear, contrast, trees, by_distance))
         return self
+
+    def _fit_rows(self, folds: np.ndarray, n_folds: int) -> list[np.ndarray]:
+        """Per fold, ``(Q,)`` the questions its models are fitted on: the other folds' (at most
+        ``max_fit_questions`` of them, a seeded draw)."""
+        out = []
+        for fold in range(n_folds):
+            rows = folds != fold
+            if self.max_fit_questions is not None and rows.sum() > self.max_fit_questions:
+                chosen = _FIT_SAMPLE.rng(self.seed, fold).choice(
+                    np.flatnonzero(rows), self.max_fit_questions, replace=False
+                )
+                rows = np.zeros_like(rows)
+                rows[chosen] = True
+            out.append(rows)
+        return out
 
     def predict(self, batch: ChoiceBatch, features: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """``{model: (Q, C)}`` cross-fitted within-question probabilities (rows sum to 1 over valid choices)."""

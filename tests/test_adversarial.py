@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -16,7 +19,7 @@ from procbench.generate.adversarial import (
     prune_predictable,
     usable_candidates,
 )
-from procbench.shortcuts import DISTANCE_MODEL, ShortcutEnsemble, hits
+from procbench.shortcuts import DISTANCE_MODEL, ChoiceBatch, ShortcutEnsemble, hits
 
 DIM = 16
 
@@ -268,7 +271,6 @@ def test_pruning_pulls_a_probe_below_chance_back(monkeypatch: pytest.MonkeyPatch
     answer lowest, not by dropping what the ensemble solves (which pushed it further below)."""
     import procbench.generate.adversarial as adv
     import procbench.generate.adversarial.prune as adv_prune
-    from procbench.shortcuts import ChoiceBatch
 
     arena = _arena(120, seed=5)
     rng = np.random.default_rng(0)
@@ -359,5 +361,48 @@ def test_the_demo_policy_states_what_it_shrinks_and_the_standard_one_states_none
     assert demo.prune_partitions < PRUNE_PARTITIONS and demo.prune_step > PRUNE_STEP
     assert demo.tree_iterations < TREE_ITERATIONS
     standard = sized(TEXTUAL_POLICY, "standard")
-    assert (standard.prune_partitions, standard.prune_step, standard.tree_iterations) == (3, 0.03, 150)
+    assert (standard.prune_partitions, standard.prune_step, standard.tree_iterations) == (3, 0.03, 60)
     assert not {"policy", "prune_partitions", "prune_step", "tree_iterations"} & set(standard.to_dict())
+
+
+def test_the_rounds_stop_when_the_kept_round_is_patience_rounds_old() -> None:
+    """A game whose probes never come nearer chance than round 1 stops ``patience`` rounds later, keeping round 1."""
+    from procbench.generate.adversarial import FILTER_MODELS, AdversarialPolicy, AdversarialResult, run_rounds
+    from procbench.progress import SILENT
+
+    answers = np.zeros(40, dtype=np.int64)
+    valid = np.ones((40, 4), dtype=bool)
+
+    class Stuck:
+        def __init__(self) -> None:
+            self.probed = 0
+
+        def probe(self, round_number: int) -> tuple[Any, dict[str, np.ndarray], Any]:
+            self.probed += 1
+            solved = 30 if round_number == 1 else 36  # round 1 is the nearest chance; no round after improves
+            probs = np.full((40, 4), 0.1)
+            probs[:solved, 0] = 0.7
+            probs[solved:, 1] = 0.7
+            batch = ChoiceBatch(
+                np.zeros((40, 4, 2), np.float32), np.zeros((40, 1, 2), np.float32), np.zeros((40, 1), bool), valid,
+                answers, np.arange(40),
+            )  # fmt: skip
+            return SimpleNamespace(members=[]), {name: probs for name in (*FILTER_MODELS, "ensemble")}, batch
+
+        def replace(self, above: np.ndarray, *_: Any) -> np.ndarray:
+            return np.flatnonzero(above)
+
+        def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
+            return np.zeros((40, 3), dtype=np.int64), np.zeros(40, dtype=np.int64)
+
+    game = Stuck()
+    policy = AdversarialPolicy(rounds=15, patience=3)
+    result = run_rounds(
+        game, policy, AdversarialResult(np.zeros(0), np.zeros(0)), chance=0.25, n_q=40, progress=SILENT
+    )
+    assert result.stopped == "patience" and result.best_round == 1
+    assert game.probed == 1 + 1 + 3  # rounds 0 and 1, then three rounds without a new best
+    unlimited = Stuck()
+    run_rounds(unlimited, AdversarialPolicy(rounds=6), AdversarialResult(np.zeros(0), np.zeros(0)), chance=0.25,
+               n_q=40, progress=SILENT)  # fmt: skip
+    assert unlimited.probed == 7

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from procbench.clean import clean_store, strip_step_indicator
 from procbench.corpus import load_sample
-from procbench.embed import embed_store, load_embeddings
+from procbench.embed import embed_store, load_embeddings, load_index
 from procbench.errors import BadInput
 from procbench.generate import Setting, assign_splits, generate
 from procbench.generate import textual as tc
@@ -551,7 +551,7 @@ def test_adversarial_questions_are_those_whose_answer_other_titles_come_nearest(
         nearest = np.sort(np.linalg.norm(oracle.vectors[other] - mean, axis=1))[: tc.ADVERSARIAL_NEARER]
         return int((nearest < radius - 1e-6).sum())
 
-    picked = textual_candidates.pick_windows(options, pool, 1)
+    picked = textual_candidates.pick_windows(load_index(store, "step_title"), options, pool, 1)
     by_procedure: dict[str, list[Any]] = {}
     for d in options:
         by_procedure.setdefault(d.procedure_id, []).append(d)
@@ -566,7 +566,7 @@ def test_adversarial_questions_are_those_whose_answer_other_titles_come_nearest(
         assert d.number == min(best)
         gained += score(d) - score(by_procedure[d.procedure_id][0])
     assert gained > 0  # the first draft (the other settings' question) was often not the best
-    two = textual_candidates.pick_windows(options, pool, 2)
+    two = textual_candidates.pick_windows(load_index(store, "step_title"), options, pool, 2)
     assert len(two) == 2 * len(picked) and all(
         len({d.answer_key for d in two if d.procedure_id == pid}) == 2 for pid in by_procedure
     )
@@ -592,18 +592,19 @@ def test_adversarial_questions_avoid_answers_with_a_generic_title(tmp_path: Path
     pool, options = _pool_and_options(Store.open(store.root))
     generic = [d for d in options if tc.normalise_title("Ingredients") == pool.norms[pool.positions[d.answer_key]]]
     assert generic  # the drafts do offer the generic step
-    picked = textual_candidates.pick_windows(options, pool, 1)
+    picked = textual_candidates.pick_windows(load_index(store, "step_title"), options, pool, 1)
     assert len(picked) == len(records)
     assert all(pool.norms[pool.positions[d.answer_key]] != tc.normalise_title("Ingredients") for d in picked)
     # when every draft is asked, so is it
-    everything = textual_candidates.pick_windows(options, pool, tc.ADVERSARIAL_DRAFTS)
+    everything = textual_candidates.pick_windows(load_index(store, "step_title"), options, pool, tc.ADVERSARIAL_DRAFTS)
     assert any(pool.norms[pool.positions[d.answer_key]] == tc.normalise_title("Ingredients") for d in everything)
 
 
 def test_adversarial_candidates_come_from_every_source(sample_store: Path) -> None:
     store = Store.open(sample_store)
     pool, options = _pool_and_options(store, per_procedure=1)
-    words = textual_candidates.near_candidates(options, pool, {"words": 8})
+    index = load_index(store, "step_title")
+    words = textual_candidates.near_candidates(index, options, pool, {"words": 8})
     assert words.shape == (len(options), 8) and (words >= 0).any()
     from procbench.shortcuts import content_words
 
@@ -613,8 +614,8 @@ def test_adversarial_candidates_come_from_every_source(sample_store: Path) -> No
         assert all(pool.keys[r].rsplit("#", 1)[0] != d.procedure_id for r in found)
         assert all(content_words(pool.texts[r] or "") & shown for r in found)  # each shares a word
         assert len({pool.norms[r] for r in found}) == len(found)
-    both = textual_candidates.near_candidates(options, pool, {"answer": 4, "items": 6})
-    answer_only = textual_candidates.near_candidates(options, pool, {"answer": 4})
+    both = textual_candidates.near_candidates(index, options, pool, {"answer": 4, "items": 6})
+    answer_only = textual_candidates.near_candidates(index, options, pool, {"answer": 4})
     assert both.shape[1] == 10 and np.array_equal(both[:, :4], answer_only)  # sources in turn, duplicates once
     for row in both.tolist():
         found = [r for r in row if r >= 0]

@@ -189,3 +189,26 @@ def test_minilm_on_ray_writes_the_local_bytes(
     assert Store.open(stores["ray"]).num_rows("steps") > 2 * 96
     for part in ("embeddings", "indexes"):
         _same_files(stores["local"] / part, stores["ray"] / part)
+
+
+@pytest.mark.slow
+def test_adversarial_searches_run_on_ray(
+    embedded: dict[str, Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The adversarial setting's candidate searches (nearest titles of the answer, the question and its items,
+    and the drafts' neighbourhoods) go through the one search path: on Ray they are Ray tasks, same bytes."""
+    import procbench.engine.raysearch as raysearch
+
+    monkeypatch.setattr(raysearch, "MIN_SHARD", 8)
+    caplog.set_level("INFO", logger="procbench.generate")
+    for engine, store in embedded.items():
+        _invoke(
+            "generate", "--store", str(store), "-t", "textual-cloze", "--adversarial", "--policy", "demo",
+            "--overwrite", "--engine", engine,
+        )  # fmt: skip
+    served = [r.getMessage() for r in caplog.records if "Ray tasks" in r.getMessage()]
+    assert len(served) == 1
+    queries, tasks = (int(served[0].split()[1]), int(served[0].split(" as ")[1].split()[0]))
+    assert tasks > 0 and queries > 0
+    setting = Path("questions") / "textual-cloze" / "adversarial"
+    _same_files(embedded["local"] / setting, embedded["ray"] / setting)

@@ -275,3 +275,23 @@ def test_the_trees_take_their_iterations_and_a_batch_seen_again_reuses_its_basis
     other = _batch(60, shortcut="look", seed=5)
     ShortcutEnsemble(n_folds=3, seed=1).fit(other)
     assert len(shortcuts._BASES) == 2  # another batch: its own basis
+
+
+def test_subsampled_cross_fitting_fits_on_at_most_the_cap_and_still_scores_every_question() -> None:
+    """``max_fit_questions``: each fold's models see at most that many questions (a seeded draw of the other folds,
+    none of their own fold), every question is scored by its own fold's models, and the probes still learn."""
+    batch = _batch(400, shortcut="near")
+    capped = ShortcutEnsemble(n_folds=4, seed=3, max_fit_questions=90, tree_bins=63)
+    capped.fit(batch)
+    folds = capped._folds(batch.groups)
+    rows = capped._fit_rows(folds, 4)
+    assert [int(r.sum()) for r in rows] == [90] * 4
+    assert all(not (r & (folds == fold)).any() for fold, r in enumerate(rows))
+    assert all(f.partial_input.n_features_in_ == len(FEATURE_NAMES) for f in capped._fitted)
+    probs = capped.predict(batch)
+    assert np.allclose(probs["ensemble"].sum(axis=1), 1.0)
+    assert hits(probs["partial_input"], batch.answers, batch.valid).mean() > 0.45  # the planted tell (chance 0.25)
+    again = ShortcutEnsemble(n_folds=4, seed=3, max_fit_questions=90, tree_bins=63).fit(batch).predict(batch)
+    assert all(np.array_equal(probs[name], again[name]) for name in probs)
+    whole = ShortcutEnsemble(n_folds=4, seed=3)
+    assert [int(r.sum()) for r in whole._fit_rows(folds, 4)] == [int((folds != f).sum()) for f in range(4)]

@@ -107,6 +107,8 @@ def probe(
                 seed=_REPEATS.seed(seed, repeat),
                 models=FILTER_MODELS,
                 tree_iterations=policy.tree_iterations,
+                tree_bins=policy.tree_bins,
+                max_fit_questions=policy.max_fit_questions,
             ).fit(batch, features)
             for repeat in range(policy.probe_repeats)
         ]
@@ -211,6 +213,9 @@ def run_rounds(
             result.stopped = "chance"
             break
         if round_number == policy.rounds:
+            break
+        if policy.patience is not None and round_number - result.best_round >= policy.patience:
+            result.stopped = "patience"
             break
         above, below = told_questions(probs, accuracy, batch, chance, margin)
         judge = RepeatedEnsemble([member for past in recent for member in past.members])

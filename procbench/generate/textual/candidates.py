@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,7 +31,7 @@ __all__ = [
     "near_candidates",
     "nearest_titles",
     "pick_windows",
-    "split_search",
+    "split_neighbours",
 ]
 
 _KNN_BATCH = 2048
@@ -102,20 +102,31 @@ def _search_until_k(
 ADVERSARIAL_CANDIDATES = {"answer": 48, "question": 48, "items": 48, "words": 48}
 
 
-def split_search(vectors: Any, rows: np.ndarray) -> Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]:
-    """Exact inner-product search over the pool ``rows`` (one split's usable titles): ``search(queries (B, D), k)``
-    gives the ``(B, k + MAX_STEPS)`` similarities and pool rows (-1: none) nearest each query; the extra
-    ``MAX_STEPS`` leave room for the titles of the query's own procedure, which callers drop."""
-    import faiss
+def split_neighbours(
+    index: NeighborIndex,
+    pool: Pool,
+    queries: np.ndarray,
+    procedures: Sequence[str | None],
+    allowed: np.ndarray,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` rows of ``allowed`` (a ``(N,)`` mask of pool rows, e.g. one split's usable titles) nearest each
+    of ``queries (B, D)``, none of the query's procedure (``procedures``; None: any):
+    ``(distances (B, k), rows (B, k))`` ascending, inf / -1 where none.
 
-    index = faiss.IndexFlatIP(vectors.shape[1])
-    index.add(np.ascontiguousarray(vectors[rows], dtype=np.float32))
+    Through the store's persisted index and :func:`~procbench.generate.search.knn` (the one search path, so
+    ``--engine ray`` serves it): rows outside ``allowed`` are dropped and the search widened until ``k`` remain
+    (:func:`~procbench.generate.search.search_until_k`), starting from ``k`` over ``allowed``'s share of rows.
+    """
+    total = len(pool.keys)
+    share = max(1, int(allowed.sum())) / max(1, total)
+    fetch = min(total, int(np.ceil(k / share * 1.25)) + 8)
 
-    def search(queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        sims, found = index.search(np.ascontiguousarray(queries, dtype=np.float32), min(len(rows), k + MAX_STEPS))
-        return sims, np.where(found >= 0, rows[np.maximum(found, 0)], -1)
+    def keep(_queries: np.ndarray, hits: np.ndarray) -> np.ndarray:
+        return (hits >= 0) & allowed[np.maximum(hits, 0)]
 
-    return search
+    vectors = np.ascontiguousarray(queries, dtype=np.float32)
+    return search_until_k(index, vectors, k, exclude=procedures, keep=keep, fetch=fetch, limit=total)
 
 
 #: Adversarial setting: a procedure's question is chosen among this many of its drafts (distinct answers) ...
@@ -133,7 +144,7 @@ def _shared_answer(draft: Draft, pool: Pool) -> bool:
     return code < 0 or int(pool.norm_counts[code]) > 1
 
 
-def pick_windows(options: list[Draft], pool: Pool, per_procedure: int) -> list[Draft]:
+def pick_windows(index: NeighborIndex, options: list[Draft], pool: Pool, per_procedure: int) -> list[Draft]:
     """Each procedure's ``per_procedure`` drafts among ``options`` whose answers context-free probes tell least.
 
     An answer nearer its question's mean than every title of the other procedures gives itself away whatever
@@ -155,19 +166,16 @@ def pick_windows(options: list[Draft], pool: Pool, per_procedure: int) -> list[D
         means, _ = question_vectors(chosen, pool)
         answers = np.asarray(vectors[[pool.positions[d.answer_key] for d in chosen]], dtype=np.float32)
         radius = np.linalg.norm(answers - means, axis=1)
-        own = np.array([pool.procedure_code.get(d.procedure_id, -2) for d in chosen], dtype=np.int64)
         group = np.array([pool.group_of[d.procedure_id] for d in chosen], dtype=np.int64)
         for g in np.unique(group).tolist():
-            rows = np.flatnonzero((pool.norm_codes >= 0) & (pool.groups == g))
+            allowed = (pool.norm_codes >= 0) & (pool.groups == g)
             members = np.flatnonzero(group == g)
-            if not len(rows):
+            if not allowed.any():
                 continue
-            sims, hit = split_search(vectors, rows)(means[members], ADVERSARIAL_NEARER)
-            other = (hit >= 0) & (pool.procedures[np.maximum(hit, 0)] != own[members][:, None])
-            distance = np.sqrt(np.maximum(2.0 - 2.0 * sims, 0.0))  # unit vectors: from the inner product
-            nearer = other & (distance < radius[members][:, None])
-            first = np.cumsum(other, axis=1) <= ADVERSARIAL_NEARER  # the ADVERSARIAL_NEARER nearest others
-            score[np.array(embedded)[members]] = (nearer & first).sum(axis=1)
+            procedures = [chosen[i].procedure_id for i in members.tolist()]
+            distance, hit = split_neighbours(index, pool, means[members], procedures, allowed, ADVERSARIAL_NEARER)
+            nearer = (hit >= 0) & (distance < radius[members][:, None])
+            score[np.array(embedded)[members]] = nearer.sum(axis=1)
     shared = [_shared_answer(d, pool) for d in options]
     picked: list[Draft] = []
     start = 0
@@ -195,7 +203,7 @@ def _word_vectors(pool: Pool) -> Any:
         return None
 
 
-def near_candidates(drafts: list[Draft], pool: Pool, sizes: Mapping[str, int]) -> np.ndarray:
+def near_candidates(index: NeighborIndex, drafts: list[Draft], pool: Pool, sizes: Mapping[str, int]) -> np.ndarray:
     """``(Q, M)`` candidate rows per draft, from each source of ``sizes`` in turn (-1: padding).
 
     Sources: the titles nearest its answer (``answer``), nearest its question's mean (``question``), nearest
@@ -222,14 +230,15 @@ def near_candidates(drafts: list[Draft], pool: Pool, sizes: Mapping[str, int]) -
     own = np.array([pool.procedure_code.get(d.procedure_id, -2) for d in drafts], dtype=np.int64)
     group = np.array([pool.group_of[d.procedure_id] for d in drafts], dtype=np.int64)
     for g in np.unique(group).tolist():
-        rows = np.flatnonzero(usable & (pool.groups == g))
+        allowed = usable & (pool.groups == g)
+        rows = np.flatnonzero(allowed)
         members = np.flatnonzero(group == g)
         if not len(rows) or not len(members):
             continue
-        search = split_search(vectors, rows)
 
-        def nearest(queries: np.ndarray, k: int, search: Callable[..., Any] = search) -> np.ndarray:
-            return np.asarray(search(queries, k)[1])
+        def nearest(queries: np.ndarray, k: int, allowed: np.ndarray = allowed) -> np.ndarray:
+            """``(B, k + MAX_STEPS)`` rows nearest ``queries (B, D)``: room for the own procedure's, dropped below."""
+            return split_neighbours(index, pool, queries, [None] * len(queries), allowed, k + MAX_STEPS)[1]
 
         for source, k in sizes.items():
             if k <= 0:

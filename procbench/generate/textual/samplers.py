@@ -78,7 +78,7 @@ from procbench.rng import stream
 from procbench.store import Store
 
 if TYPE_CHECKING:
-    from procbench.embed import Embeddings
+    from procbench.embed import Embeddings, NeighborIndex
 
 __all__ = [
     "KNN_K",
@@ -185,8 +185,6 @@ class TextualContext:
     @cached_property
     def knn(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """``{answer key: (rows, distances)}`` the ``knn_k`` nearest titles of every single-draw draft's answer."""
-        from procbench.embed import load_index
-
         pool = self.pool
         plan = DraftPlan(self.questions_per_procedure)
         wanted = sorted(
@@ -197,8 +195,14 @@ class TextualContext:
                 if d.answer_key in pool.positions and d.procedure_id in pool.group_of
             }
         )
-        index = load_index(self.store, ITEM_FIELDS[self.items])
-        return nearest_titles(index, pool, wanted, self.knn_k, self.progress)
+        return nearest_titles(self.index, pool, wanted, self.knn_k, self.progress)
+
+    @cached_property
+    def index(self) -> NeighborIndex:
+        """The store's persisted index of the items (every neighbour search goes through it)."""
+        from procbench.embed import load_index
+
+        return load_index(self.store, ITEM_FIELDS[self.items])
 
     @cached_property
     def clustering(self) -> Clustering:
@@ -505,12 +509,12 @@ class Adversarial(Sampler):
         return DraftPlan(max(ADVERSARIAL_DRAFTS, self.context.questions_per_procedure))
 
     def choose(self, drafts: list[Draft]) -> list[Draft]:
-        return pick_windows(drafts, self.context.pool, self.context.questions_per_procedure)
+        return pick_windows(self.context.index, drafts, self.context.pool, self.context.questions_per_procedure)
 
     def candidates(self, drafts: list[Draft], answers: np.ndarray) -> np.ndarray:
         """``(Q, M)`` candidate rows per draft (-1: padding), best first; ``answers``: each draft's answer row."""
         pool, step_texts = self.context.pool, self.context.step_texts
-        candidates = near_candidates(drafts, pool, self.sources)
+        candidates = near_candidates(self.context.index, drafts, pool, self.sources)
         if step_texts is not None:
             candidates = fits_worse(candidates, answers, drafts, pool, step_texts)
         return candidates
