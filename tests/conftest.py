@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# OpenBLAS on one thread (numpy's and scipy's copies read this when they load, after this file: pytest loads no
+# numpy before it). The suite's matrices are small and its machines shared: two OpenBLAS threads busy-wait for each
+# other on busy cores. The hashed text encoder's fit (a TruncatedSVD, in most stores the tests build) took 22 s for
+# three fits with the default threads and 2.4 s with one, at load 4.5; test_embed_store, test_generate_samplers and
+# test_generate_next_action took 127.6 s wall (123.7 s CPU) and 57.7 s (47.5 s CPU), at load 4. Subprocesses
+# inherit it; a test that sets its own threads (torch, threadpoolctl) still does.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # A fast test over 20 s fails (tests/fast_budget.py); pytester runs that guard on a test file of its own.
 pytest_plugins = ["fast_budget", "pytester"]

@@ -15,10 +15,8 @@ from typer.testing import CliRunner
 
 from procbench.audit import load_question_set, load_recipeqa
 from procbench.cli import app
-from procbench.corpus import write_sample
 from procbench.embed import embed_store
 from procbench.generate import generate
-from procbench.ingest import ingest_file
 from procbench.qsets import Question, write_question_sets
 from procbench.store import Store
 from procbench.store.views import kept_steps
@@ -111,10 +109,9 @@ def _visual_questions(store: Store, *, seed: int) -> list[Question]:
 
 
 @pytest.fixture(scope="module")
-def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def store_template(ingested_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("audit")
-    store = Store.open(root / "store", create=True)
-    ingest_file(store, write_sample(root / "sample"))
+    store = Store.open(shutil.copytree(ingested_sample, root / "store"))  # the sample, ingested once per session
     embed_store(store, text_encoder="hashed", image_encoder="colour-layout", fields="step_title,step_text,image")
     generate(store, "pair-order", seed=0)
     generate(store, "sequencing", seed=0)

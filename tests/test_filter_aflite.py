@@ -17,11 +17,9 @@ from procbench.audit import ArrayVectors, AuditSet
 from procbench.audit.aflite import aflite_features, aflite_filter, aflite_setting, aflite_tree_scores
 from procbench.audit.context import ProbeContext
 from procbench.cli import app
-from procbench.corpus import write_sample
 from procbench.embed import embed_store
 from procbench.errors import BadInput
 from procbench.generate import generate
-from procbench.ingest import ingest_file
 from procbench.qsets import QuestionSet
 from procbench.shortcuts import choice_features
 from procbench.store import Store
@@ -139,10 +137,9 @@ def test_a_set_without_shortcuts_keeps_nearly_everything() -> None:
 
 
 @pytest.fixture(scope="module")
-def store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def store_template(ingested_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("aflite")
-    store = Store.open(root / "store", create=True)
-    ingest_file(store, write_sample(root / "sample"))
+    store = Store.open(shutil.copytree(ingested_sample, root / "store"))  # the sample, ingested once per session
     embed_store(store, text_encoder="hashed", fields="step_title")
     generate(store, "textual-cloze", seed=0)
     return root / "store"

@@ -622,16 +622,18 @@ def test_adversarial_candidates_come_from_every_source(sample_store: Path) -> No
         assert len(found) == len(set(found))
 
 
-def test_no_adversarial_negative_fits_the_answers_step_text_better_than_the_answer(tmp_path: Path) -> None:
+def test_no_adversarial_negative_fits_the_answers_step_text_better_than_the_answer(
+    sample_store: Path, tmp_path: Path
+) -> None:
     """The context shows the blank's step text: a negative nearer it than the answer would make the question
-    ambiguous, not hard, so the adversarial setting never offers one (with step-text embeddings at hand)."""
-    store_path = _build(tmp_path, load_sample())
-    embed_store(store_path, text_encoder="hashed", fields="step_text")
-    store = Store.open(store_path)
+    ambiguous, not hard, so the adversarial setting never offers one (with step-text embeddings at hand). The
+    rule is the candidates' (a replacement is drawn from them too), so the filter runs demo-sized."""
+    store = _copy(sample_store, tmp_path / "store")
+    embed_store(store, text_encoder="hashed", fields="step_text")
     titles, texts = load_embeddings(store, "step_title"), load_embeddings(store, "step_text")
     title_row = {k: i for i, k in enumerate(titles.keys.to_pylist())}
     text_row = {k: i for i, k in enumerate(texts.keys.to_pylist())}
-    sets, _ = tc.build(store, [Setting("adversarial")], seed=0)
+    sets, _ = tc.build(store, [Setting("adversarial")], seed=0, policy="demo")
     offered = 0
     for q in sets["adversarial"]:
         text = np.asarray(texts.vectors[text_row[q.meta["answer_key"]]])

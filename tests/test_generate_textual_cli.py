@@ -9,17 +9,15 @@ import pytest
 from typer.testing import CliRunner
 
 from procbench.cli import app
-from procbench.corpus import write_sample
 from procbench.embed import embed_store
-from procbench.ingest import ingest_file
 from procbench.qsets import read_question_set
 from procbench.store import Store
 
 
 @pytest.fixture(scope="module")
-def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def embedded(ingested_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("tc-cli")
-    ingest_file(root / "store", write_sample(root / "src"))
+    shutil.copytree(ingested_sample, root / "store")  # the sample, ingested once per session
     embed_store(root / "store", text_encoder="hashed", image_encoder="colour-layout", fields="step_title,step_text")
     return root / "store"
 
@@ -70,7 +68,7 @@ def test_cli_three_styles_and_sweep(embedded: Path, tmp_path: Path) -> None:
     assert auto["auto_budget"]["chosen"] == auto["budget"]["per_cluster"] and auto["yield"] >= 0.98
 
 
-def test_cli_rejects_what_does_not_apply(embedded: Path, tmp_path: Path) -> None:
+def test_cli_rejects_what_does_not_apply(embedded: Path, ingested_sample: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     store = _store(embedded, tmp_path)
     base = ["generate", "--task", "textual-cloze", "--store", store]
@@ -85,8 +83,7 @@ def test_cli_rejects_what_does_not_apply(embedded: Path, tmp_path: Path) -> None
         result = runner.invoke(app, [*base, *extra])
         assert result.exit_code == 2 and message in result.stderr, (extra, result.output)
         assert "Traceback" not in result.output
-    unembedded = tmp_path / "bare"
-    ingest_file(unembedded, write_sample(tmp_path / "src"))
+    unembedded = shutil.copytree(ingested_sample, tmp_path / "bare")  # ingested, not embedded
     bare = runner.invoke(app, ["generate", "--task", "textual-cloze", "--store", str(unembedded)])
     assert bare.exit_code == 2 and "procbench embed" in bare.stderr
 
