@@ -224,7 +224,7 @@ def test_a_variant_is_scored_with_the_whole_sets_item_and_cluster_counts() -> No
     """A candidate variant's features are those the question would have in the whole set after the swap (the
     variant batch repeats each question once per candidate: counting items within it was wrong)."""
     from procbench.generate.adversarial.arena import _batch
-    from procbench.generate.adversarial.filter import _variant_features
+    from procbench.generate.adversarial.filter import _set_counts, _variant_features
     from procbench.shortcuts import choice_features
 
     rng = np.random.default_rng(4)
@@ -240,7 +240,7 @@ def test_a_variant_is_scored_with_the_whole_sets_item_and_cluster_counts() -> No
     old = rows[np.arange(40), 1 + slots].copy()
     rows[np.arange(40), 1 + slots] = picks
     variant = _batch(arena, rows, arena.question_items[questions], arena.groups[questions])
-    features = _variant_features(arena, variant, old, picks)
+    features = _variant_features(arena, variant, old, picks, _set_counts(arena))
     for i, (q, slot, pick) in enumerate(zip(questions.tolist(), slots.tolist(), picks.tolist(), strict=True)):
         swapped = arena.negatives.copy()
         swapped[q, slot] = pick
@@ -406,3 +406,19 @@ def test_the_rounds_stop_when_the_kept_round_is_patience_rounds_old() -> None:
     run_rounds(unlimited, AdversarialPolicy(rounds=6), AdversarialResult(np.zeros(0), np.zeros(0)), chance=0.25,
                n_q=40, progress=SILENT)  # fmt: skip
     assert unlimited.probed == 7
+
+
+def test_candidate_variants_scored_in_batches_give_the_same_filter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round scores its candidate variants in batches of ``VARIANT_BATCH`` (bounded memory): every variant is
+    scored alone, so any batch size gives the same negatives, bit for bit."""
+    import procbench.generate.adversarial.filter as adv_filter
+    from procbench.generate.adversarial import AdversarialPolicy, filter_negatives
+
+    policy = AdversarialPolicy(rounds=3, n_folds=3, probe_repeats=1, judge_rounds=2, tree_iterations=20)
+    whole = filter_negatives(_arena(60, seed=8), policy, seed=2)
+    monkeypatch.setattr(adv_filter, "VARIANT_BATCH", 37)
+    batched = filter_negatives(_arena(60, seed=8), policy, seed=2)
+    assert sum(entry.get("replaced", 0) for entry in whole.rounds) > 0  # variants were scored and swapped
+    assert np.array_equal(whole.negatives, batched.negatives)
+    assert np.array_equal(whole.replacements, batched.replacements)
+    assert whole.rounds == batched.rounds

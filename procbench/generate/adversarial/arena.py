@@ -135,18 +135,20 @@ class Arena:
 def _batch(
     arena: Arena, rows: np.ndarray, q_rows: np.ndarray, groups: np.ndarray, placeholder: np.ndarray | None = None
 ) -> ChoiceBatch:
-    dim = arena.vectors.shape[1]
-    padded = np.vstack([arena.vectors, np.zeros((1, dim), dtype=arena.vectors.dtype)])
     valid = rows >= 0
     q_mask = q_rows >= 0
+    choice_vectors = arena.vectors[np.maximum(rows, 0)]  # missing rows are zero rows
+    choice_vectors[~valid] = 0
+    question_vectors = arena.vectors[np.maximum(q_rows, 0)]
+    question_vectors[~q_mask] = 0
     texts = arena.texts
     choice_texts = question_texts = None
     if texts is not None:
         choice_texts = [[str(texts[r] or "") if r >= 0 else "" for r in row] for row in rows.tolist()]
         question_texts = [[str(texts[r] or "") for r in row if r >= 0] for row in q_rows.tolist()]
     return ChoiceBatch(
-        choice_vectors=padded[rows],
-        question_vectors=padded[q_rows],
+        choice_vectors=choice_vectors,
+        question_vectors=question_vectors,
         question_mask=q_mask,
         valid=valid,
         answers=np.zeros(len(rows), dtype=np.int64),

@@ -30,6 +30,9 @@ from procbench.shortcuts import ChoiceBatch, within_question
 __all__ = ["filter_negatives"]
 
 
+#: Candidate variants scored per batch (about 100 MB of features and vectors at 384 dimensions): a round's memory
+#: does not grow with the set (7,500 questions held 3.9 GB when every variant was scored at once).
+VARIANT_BATCH = 16_384
 #: The order questions are told in, and each round's probe folds.
 _SWAPS = stream("adversarial.swaps")
 _ROUNDS = stream("adversarial.rounds")
@@ -139,14 +142,21 @@ def _swapped_counts(codes: np.ndarray, totals: np.ndarray, old: np.ndarray, new:
     return np.where(codes >= 0, np.log1p(np.maximum(counts, 0)), 0.0)
 
 
-def _variant_features(work: Arena, variant: ChoiceBatch, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+def _variant_features(
+    work: Arena,
+    variant: ChoiceBatch,
+    old: np.ndarray,
+    new: np.ndarray,
+    set_counts: tuple[np.ndarray, np.ndarray | None],
+) -> np.ndarray:
     """The probes' features of variant questions (one negative of a question of the set swapped for a candidate):
-    with :func:`choice_features`, the item and cluster counts are those of the whole set after the swap (a
-    variant batch repeats each question once per candidate, so counting within it would be wrong)."""
+    with :func:`choice_features`, the item and cluster counts are those of the whole set after the swap
+    (``set_counts``: :func:`_set_counts` of ``work``; a variant batch repeats each question once per candidate, so
+    counting within it would be wrong)."""
     features = work.choice_features(variant)
     if work.features is not None:  # the task's own features (they do not count items)
         return features
-    id_counts, cluster_counts = _set_counts(work)
+    id_counts, cluster_counts = set_counts
     if variant.choice_ids is not None:
         old_ids = np.where(old >= 0, work.identity[np.maximum(old, 0)], -2)
         new_ids = work.identity[new]
@@ -202,13 +212,15 @@ def _replace(
     flat_rows = base.reshape(-1, 1 + n_neg)
     live = usable.reshape(-1)
     gap: np.ndarray = np.full(len(flat_rows), np.inf)  # (T * M,), then (T, M)
-    if live.any():
-        q_rows = np.repeat(work.question_items[targets], n_cand, axis=0)[live]
-        groups = np.repeat(work.groups[targets], n_cand)[live]
-        slots = None if work.placeholder is None else np.repeat(work.placeholder[targets], n_cand)[live]
-        variant = _batch(work, flat_rows[live], q_rows, groups, slots)
-        features = _variant_features(work, variant, np.repeat(old, n_cand)[live], cand.reshape(-1)[live])
-        gap[live] = probe_costs(ensemble.predict(variant, features), chance, lagging)
+    live_rows = np.flatnonzero(live)
+    set_counts = _set_counts(work) if len(live_rows) else (np.zeros(0), None)
+    for start in range(0, len(live_rows), VARIANT_BATCH):  # variants are scored alone: batches bound the memory
+        part = live_rows[start : start + VARIANT_BATCH]
+        question = targets[part // n_cand]
+        slots = None if work.placeholder is None else work.placeholder[question]
+        variant = _batch(work, flat_rows[part], work.question_items[question], work.groups[question], slots)
+        features = _variant_features(work, variant, old[part // n_cand], cand.reshape(-1)[part], set_counts)
+        gap[part] = probe_costs(ensemble.predict(variant, features), chance, lagging)
     gap = gap.reshape(len(targets), n_cand)
     current = probe_costs({name: p[targets] for name, p in probs.items()}, chance, lagging)
     changed = []
