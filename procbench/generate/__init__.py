@@ -151,6 +151,11 @@ def generate(
         splits = assign_splits(store, kept, split_by=split_by, ratios=split_ratios, seed=seed)
         options = {**options, "splits": splits}
     with contextlib.ExitStack() as stack:
+        from threadpoolctl import threadpool_limits
+
+        # one BLAS thread: generation's linear algebra is many small calls, where OpenBLAS's second thread only
+        # busy-waits (on a shared machine the demo's visual generation took 47 s with it, 14 s without)
+        stack.enter_context(threadpool_limits(limits=1, user_api="blas"))
         if engine.is_ray:
             from procbench.engine.raycluster import cluster_workers, ray_runtime
             from procbench.engine.raysearch import RaySearch
