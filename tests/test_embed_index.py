@@ -185,3 +185,26 @@ def test_a_damaged_faiss_file_is_one_line_bad_input(store: Store) -> None:
         assert caught.value.exit_code == 2 and "procbench embed" in str(caught.value)
     path.write_bytes(good)
     assert len(load_index(store, "image")) > 0
+
+
+def test_a_subset_index_searches_only_its_rows_exactly(store: Store) -> None:
+    """``NeighborIndex.subset(rows)``: an exact index of some rows (one split's items); its neighbours are the
+    whole index's nearest among those rows (same distances), as positions in ``rows``, procedures excluded."""
+    embed_store(store, **OFFLINE)
+    index = load_index(store, "step_title")
+    emb = index.embeddings
+    rows = np.arange(0, len(emb), 3)
+    part = index.subset(rows)
+    assert len(part) == len(rows) and part.kind == "flat"
+    assert part.embeddings.keys.to_pylist() == [emb.keys[int(r)].as_py() for r in rows]
+    queries = np.asarray(emb.vectors[:12])
+    procs = emb.procedure_ids.to_pylist()
+    found = part.search(queries, 5, exclude=procs[:12])
+    banned = np.ones((12, len(emb)), dtype=bool)
+    banned[:, rows] = False
+    banned |= np.array(procs)[None, :] == np.array(procs[:12])[:, None]
+    expected_d, _ = brute_force(queries, np.asarray(emb.vectors), 5, banned)
+    assert np.allclose(found.distances, expected_d, atol=1e-3)
+    hit = found.indices[found.indices >= 0]
+    assert hit.max() < len(rows)
+    assert all(procs[int(rows[i])] != procs[q] for q, line in enumerate(found.indices) for i in line if i >= 0)

@@ -326,6 +326,22 @@ class NeighborIndex:
     def __len__(self) -> int:
         return int(self.index.ntotal)
 
+    def subset(self, rows: np.ndarray) -> NeighborIndex:
+        """An exact (flat) index over ``rows (n,)`` (ascending) of this one's embedding: its rows are positions in
+        ``rows``. Searching a part of a store (one split's items) this way costs what the part costs, where
+        filtering the whole index costs what the whole store does."""
+        faiss = _faiss()
+        emb = self.embeddings
+        vectors = np.ascontiguousarray(emb.vectors[rows], dtype=np.float32)
+        index = faiss.IndexFlatL2(emb.dim)
+        index.add(vectors)
+        taken = pa.array(np.asarray(rows, dtype=np.int64))
+        part = Embeddings(
+            emb.name, emb.path, emb.keys.take(taken), emb.procedure_ids.take(taken), emb.hashes[rows], vectors,
+            dict(emb.metadata),
+        )  # fmt: skip
+        return NeighborIndex(f"{self.name}[{len(rows)} rows]", index, part, {"kind": "flat"})
+
     def search(
         self,
         queries: np.ndarray,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from procbench.generate.search import search_until_k
+from procbench.generate.search import knn, search_until_k
 from procbench.generate.textual.pool import MAX_STEPS, Draft, Pool, question_vectors
 from procbench.progress import Progress
 
@@ -114,18 +114,28 @@ def split_neighbours(
     of ``queries (B, D)``, none of the query's procedure (``procedures``; None: any):
     ``(distances (B, k), rows (B, k))`` ascending, inf / -1 where none.
 
-    Through the store's persisted index and :func:`~procbench.generate.search.knn` (the one search path, so
-    ``--engine ray`` serves it): rows outside ``allowed`` are dropped and the search widened until ``k`` remain
-    (:func:`~procbench.generate.search.search_until_k`), starting from ``k`` over ``allowed``'s share of rows.
+    Through :func:`~procbench.generate.search.knn` (the one search path, so ``--engine ray`` serves it). With an
+    exact persisted index, over an exact index of the ``allowed`` rows alone (:meth:`NeighborIndex.subset`: a
+    split's share of the store, where filtering the whole index made a 10% split search ten times as many rows
+    per query); with an approximate (IVF) one, over it, rows outside ``allowed`` dropped and the search widened
+    until ``k`` remain (:func:`~procbench.generate.search.search_until_k`).
     """
     total = len(pool.keys)
+    vectors = np.ascontiguousarray(queries, dtype=np.float32)
+    if index.kind != "ivf":
+        rows = np.flatnonzero(allowed)
+        distances, found = knn(index.subset(rows), vectors, min(k, len(rows)), exclude=procedures)
+        found = np.where(found >= 0, rows[np.maximum(found, 0)], -1)
+        pad = k - found.shape[1]
+        return np.pad(distances, ((0, 0), (0, pad)), constant_values=np.inf), np.pad(
+            found, ((0, 0), (0, pad)), constant_values=-1
+        )
     share = max(1, int(allowed.sum())) / max(1, total)
     fetch = min(total, int(np.ceil(k / share * 1.25)) + 8)
 
     def keep(_queries: np.ndarray, hits: np.ndarray) -> np.ndarray:
         return (hits >= 0) & allowed[np.maximum(hits, 0)]
 
-    vectors = np.ascontiguousarray(queries, dtype=np.float32)
     return search_until_k(index, vectors, k, exclude=procedures, keep=keep, fetch=fetch, limit=total)
 
 
