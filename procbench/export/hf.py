@@ -9,7 +9,6 @@ feature (JPEG bytes + path), texts are inlined, so the export is usable without 
 
 from __future__ import annotations
 
-import json
 import re
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -36,6 +35,7 @@ from procbench.card.models import read_model_rows
 from procbench.errors import BadInput, MissingDependency
 from procbench.export.inline import Inliner
 from procbench.export.sets import find_audit, resolve_sets
+from procbench.export.target import EXPORT_MARKER, ExportFormat, prepare_target
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import procedure_ids
 from procbench.readers.views import recorded_readers
@@ -57,7 +57,6 @@ DEFAULT_RENAMED = "default-sampler"
 
 #: The file an export leaves in its folder, listing the files it wrote: ``--overwrite`` replaces only a folder
 #: holding it, and only those files (it is not uploaded by ``--push-to-hub``).
-EXPORT_MARKER = ".procbench-export.json"
 #: Rows per parquet row group (small: rows carry images, and the Hub's viewer reads a row group at a time).
 ROW_GROUP = 100
 
@@ -224,7 +223,7 @@ def export_sets(
         planned += [
             f"data/{config}/{hub}-00000-of-00001.parquet" for split, hub in HUB_SPLITS.items() if split in present
         ]
-    _prepare_out(out, planned, overwrite=overwrite)
+    prepare_target(out, planned, HF_EXPORT, overwrite=overwrite)
     schema = features().arrow_schema
     used: set[str] = set()
     for table in tables.values():
@@ -292,39 +291,6 @@ def export_sets(
     return result
 
 
-def _is_link(path: Path) -> bool:
-    return path.is_symlink() or (hasattr(path, "is_junction") and path.is_junction())
-
-
-def _check_paths(out: Path, relpaths: list[str]) -> None:
-    """Refuse a planned file (or a folder on its way) under ``out`` that is a symbolic link."""
-    for rel in relpaths:
-        path = out
-        for part in Path(rel).parts:
-            path = path / part
-            if _is_link(path):
-                raise BadInput(f"{path} is a symbolic link; export writes only real files and folders in --to")
-
-
-def _read_marker(out: Path) -> list[str] | None:
-    """The files an earlier export listed in its marker, None when ``out`` holds no (readable) marker."""
-    marker = out / EXPORT_MARKER
-    if not marker.is_file() or _is_link(marker):
-        return None
-    try:
-        data = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if (
-        not isinstance(data, dict)
-        or data.get("format") != "procbench-export"
-        or not isinstance(data.get("files"), list)
-    ):
-        return None
-    files = [f for f in data["files"] if isinstance(f, str)]
-    return [f for f in files if _own_relpath(f)]
-
-
 def _own_relpath(rel: str) -> bool:
     """Whether ``rel`` is a path export itself writes (so a crafted marker cannot name anything else)."""
     if rel in ("README.md", "croissant.json"):
@@ -339,48 +305,8 @@ def _own_relpath(rel: str) -> bool:
     )
 
 
-def _prepare_out(out: Path, planned: list[str], *, overwrite: bool) -> None:
-    """Make ``out`` ready for the ``planned`` files: empty, or (with ``overwrite``) an earlier export whose own
-    files are removed. Nothing else in ``out`` is touched: a folder without procbench's marker is refused,
-    and a planned file that is already there and was not written by the earlier export is refused.
-
-    Raises:
-        BadInput: ``out`` is not empty (without ``overwrite``), not an earlier export, holds a symbolic link
-            where export writes, or holds a file of the user's where export would write.
-    """
-    if _is_link(out) and not out.is_dir():
-        raise BadInput(f"{out} is a symbolic link to no folder; choose another --to")
-    if out.exists() and not out.is_dir():
-        raise BadInput(f"{out} is a file, not a folder; choose another --to")
-    owned: list[str] = []
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise BadInput(f"{out} is not empty; choose another --to or pass --overwrite")
-        listed = _read_marker(out)
-        if listed is None:
-            raise BadInput(
-                f"{out} is not an earlier procbench export (no {EXPORT_MARKER}); --overwrite replaces only an "
-                "export's own files: choose an empty or new --to"
-            )
-        owned = listed
-    _check_paths(out, sorted(set(owned) | set(planned)))
-    foreign = [rel for rel in planned if (out / rel).exists() and (rel not in owned or not (out / rel).is_file())]
-    if foreign:
-        raise BadInput(
-            f"{out / foreign[0]} exists and was not written by procbench export; move it or choose another --to"
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    for rel in owned:  # only the files the earlier export wrote, then the folders it made if they are empty
-        path = out / rel
-        if path.is_file():
-            path.unlink()
-    for rel in owned:
-        folder = (out / rel).parent
-        while folder != out and folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
-            folder = folder.parent
-    marker = {"format": "procbench-export", "files": sorted(set(planned))}
-    (out / EXPORT_MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
+#: A Hugging Face export (``export --format hf``).
+HF_EXPORT = ExportFormat("procbench-export", "procbench export", _own_relpath)
 
 
 def _summary_columns(qset: Any) -> pa.Table:

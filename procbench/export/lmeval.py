@@ -40,9 +40,9 @@ from typing import Any
 import yaml
 
 from procbench.errors import BadInput
-from procbench.export.hf import EXPORT_MARKER
 from procbench.export.inline import Inliner
 from procbench.export.sets import resolve_sets
+from procbench.export.target import ExportFormat, prepare_target
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import procedure_ids
 from procbench.qsets.files import QuestionSet
@@ -242,10 +242,6 @@ def _write_yaml(path: Path, data: dict[str, Any]) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-#: What an lm-eval export's marker (:data:`~procbench.export.hf.EXPORT_MARKER`) says it is; another format's
-#: marker (a Hugging Face export's) is not replaced by this one, nor this one by it.
-MARKER_FORMAT = "procbench-lm-eval-export"
-
 _NAME = r"[a-z0-9]+(?:_[a-z0-9]+)*"
 #: The paths an lm-eval export writes (relative to ``--to``): what a marker may name and ``--overwrite`` remove.
 _OWN_PATH = re.compile(
@@ -265,63 +261,10 @@ def _planned(wanted: list[QuestionSet]) -> list[str]:
     return sorted(planned)
 
 
-def _read_marker(out: Path) -> list[str] | None:
-    """The files an earlier lm-eval export listed in its marker (only paths such an export writes), None when
-    ``out`` holds no readable lm-eval marker."""
-    marker = out / EXPORT_MARKER
-    if not marker.is_file() or marker.is_symlink():
-        return None
-    try:
-        data = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("format") != MARKER_FORMAT or not isinstance(data.get("files"), list):
-        return None
-    return [f for f in data["files"] if isinstance(f, str) and _OWN_PATH.fullmatch(f)]
-
-
-def _prepare_out(out: Path, planned: list[str], *, overwrite: bool) -> None:
-    """Make ``out`` ready for the ``planned`` files: empty or new, or (with ``overwrite``) an earlier lm-eval
-    export whose own files (listed in its marker) are removed. Nothing else in ``out`` is touched.
-
-    Raises:
-        BadInput: ``out`` is not empty (without ``overwrite``), is not an earlier lm-eval export, holds a
-            symbolic link where the export writes, or holds a file of the user's where it would write.
-    """
-    if out.exists() and not out.is_dir():
-        raise BadInput(f"{out} is a file, not a folder; choose another --to")
-    owned: list[str] = []
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise BadInput(f"{out} is not empty; choose another --to or pass --overwrite")
-        listed = _read_marker(out)
-        if listed is None:
-            raise BadInput(
-                f"{out} is not an earlier lm-eval export by procbench (no {EXPORT_MARKER} of one); --overwrite "
-                "replaces only such an export's own files: choose an empty or new --to"
-            )
-        owned = listed
-    for rel in sorted(set(owned) | set(planned)):
-        path = out
-        for part in Path(rel).parts:
-            path = path / part
-            if path.is_symlink():
-                raise BadInput(f"{path} is a symbolic link; export writes only real files and folders in --to")
-    foreign = [rel for rel in planned if (out / rel).exists() and (rel not in owned or not (out / rel).is_file())]
-    if foreign:
-        raise BadInput(
-            f"{out / foreign[0]} exists and was not written by procbench export; move it or choose another --to"
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    for rel in owned:  # only the files the earlier export wrote, then the folders it made if they are empty
-        (out / rel).unlink(missing_ok=True)
-    for rel in owned:
-        folder = (out / rel).parent
-        while folder != out and folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
-            folder = folder.parent
-    marker = {"format": MARKER_FORMAT, "files": planned}
-    (out / EXPORT_MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
+#: An lm-eval export (its marker's format; a Hugging Face export's folder is not replaced by one, nor it by one).
+LM_EVAL_EXPORT = ExportFormat(
+    "procbench-lm-eval-export", "lm-eval export by procbench", lambda rel: _OWN_PATH.fullmatch(rel) is not None
+)
 
 
 def export_lm_eval(
@@ -359,7 +302,7 @@ def export_lm_eval(
         if name in names:
             raise BadInput(f"{qset.name} and {names[name]} would both be the lm-eval task {name}; export them apart")
         names[name] = qset.name
-    _prepare_out(out, _planned(wanted), overwrite=overwrite)
+    prepare_target(out, _planned(wanted), LM_EVAL_EXPORT, overwrite=overwrite)
     used: set[str] = set()
     for qset in wanted:
         for split in SPLITS.values():
