@@ -162,22 +162,30 @@ def _batch(
     )
 
 
+#: Questions whose candidates' vectors are gathered at once (``(B, M, D)``: about 100 MB at 192 candidates and 384
+#: dimensions), so the memory of the candidates' checks does not grow with the set.
+QUESTION_BLOCK = 512
+
+
 def usable_candidates(arena: Arena, options: AdversarialPolicy) -> np.ndarray:
     """``(Q, M)`` candidates that are usable at all: not a paraphrase of the answer or of a question item."""
     cand = arena.candidates
-    ok = cand >= 0
     safe = np.maximum(cand, 0)
+    ids = arena.identity[safe]
     vec = arena.vectors
-    to_answer = np.einsum("qmd,qd->qm", vec[safe], vec[arena.answers])
-    ok &= to_answer < options.ceiling
-    ok &= arena.identity[safe] >= 0
-    ok &= arena.capacity(options.max_uses)[np.maximum(arena.identity[safe], 0)] > 0
-    ok &= arena.identity[safe] != arena.identity[arena.answers][:, None]
-    for column in range(arena.question_items.shape[1]):
-        item = arena.question_items[:, column]
-        present = item >= 0
-        sim = np.einsum("qmd,qd->qm", vec[safe], vec[np.maximum(item, 0)])
-        ok &= ~present[:, None] | ((sim < options.ceiling) & (arena.identity[safe] != arena.identity[item][:, None]))
+    ok = (cand >= 0) & (ids >= 0)
+    ok &= arena.capacity(options.max_uses)[np.maximum(ids, 0)] > 0
+    ok &= ids != arena.identity[arena.answers][:, None]
+    for start in range(0, len(cand), QUESTION_BLOCK):
+        rows = slice(start, start + QUESTION_BLOCK)
+        gathered = vec[safe[rows]]  # (B, M, D)
+        ok[rows] &= np.einsum("qmd,qd->qm", gathered, vec[arena.answers[rows]]) < options.ceiling
+        for column in range(arena.question_items.shape[1]):
+            item = arena.question_items[rows, column]
+            present = item >= 0
+            sim = np.einsum("qmd,qd->qm", gathered, vec[np.maximum(item, 0)])
+            same = ids[rows] == arena.identity[item][:, None]
+            ok[rows] &= ~present[:, None] | ((sim < options.ceiling) & ~same)
     return ok
 
 

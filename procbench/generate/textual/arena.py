@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from procbench.generate.adversarial import ADVERSARIAL_CLUSTERS, AdversarialPolicy, Arena, usable_candidates
+from procbench.generate.adversarial.arena import QUESTION_BLOCK
 from procbench.generate.debias import cluster_titles
 from procbench.generate.ranks import CLOZE_WANTS, balanced_ranks
 from procbench.generate.textual.pool import N_NEGATIVES, Pool
@@ -109,7 +110,11 @@ def question_closeness(arena: Arena) -> tuple[np.ndarray, np.ndarray, np.ndarray
     vectors = arena.vectors
     qmean = question_means(arena)
     to_answer = np.linalg.norm(vectors[arena.answers] - qmean, axis=1)
-    to_candidate = np.linalg.norm(vectors[np.maximum(arena.candidates, 0)] - qmean[:, None, :], axis=2)
+    safe = np.maximum(arena.candidates, 0)
+    to_candidate = np.empty(safe.shape, dtype=np.result_type(vectors.dtype, qmean.dtype))
+    for start in range(0, len(safe), QUESTION_BLOCK):  # (B, M, D) at a time: bounded memory
+        rows = slice(start, start + QUESTION_BLOCK)
+        to_candidate[rows] = np.linalg.norm(vectors[safe[rows]] - qmean[rows, None, :], axis=2)
     classes = np.where(arena.candidates >= 0, (to_candidate < to_answer[:, None]).astype(np.int64), -1)
     return classes, (to_candidate - to_answer[:, None]).astype(np.float64), to_answer
 
