@@ -341,3 +341,33 @@ def test_a_tiny_hugging_face_model_runs_the_tasks_offline(
     assert shown.exit_code == 0, shown.output
     models = {r["model"] for r in json.loads(shown.stdout)["results"]}
     assert models == {f"lm-eval {model}", f"lm-eval {model} (no context)"}
+
+
+def test_evaluate_records_lm_eval_scores_only_in_the_store_it_was_given(store: Path, tmp_path: Path) -> None:
+    """A results file names its sets by the path they were exported from: ``evaluate --store B`` must not write
+    ``models.json`` into store A's set (a moved export, or a crafted file), and says why; ``--store A`` records."""
+    qset = store / "questions" / "textual-cloze" / "default"
+    results = {
+        "results": {"textual_cloze_default": {"acc,none": 0.3, "acc_stderr,none": 0.05}},
+        "configs": {
+            "textual_cloze_default": {
+                "metadata": {
+                    "procbench": {"task": "textual-cloze", "setting": "default", "context": True, "qset": str(qset)}
+                }
+            }
+        },
+        "n-samples": {"textual_cloze_default": {"effective": 10}},
+        "config": {"model": "dummy"},
+    }
+    path = tmp_path / "results" / "results_2026-11-26T00-00-00.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(results), encoding="utf-8")
+    other = tmp_path / "other-store"
+    Store.open(other, create=True)
+    elsewhere = CliRunner().invoke(app, ["evaluate", "--lm-eval", str(path), "--store", str(other), "--json"])
+    assert elsewhere.exit_code == 0, elsewhere.output
+    assert not (qset / "models.json").exists()
+    assert "in neither the store nor the sets given" in elsewhere.stderr
+    here = CliRunner().invoke(app, ["evaluate", "--lm-eval", str(path), "--store", str(store), "--json"])
+    assert here.exit_code == 0, here.output
+    assert "lm-eval dummy" in json.loads((qset / "models.json").read_text(encoding="utf-8"))["models"]

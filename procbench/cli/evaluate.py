@@ -82,6 +82,7 @@ def command(
             lm_eval=lm_eval or [],
             lm_eval_metric=lm_eval_metric,
             record=record,
+            store=store,
             progress=progress,
         )
     for warning in report.warnings:

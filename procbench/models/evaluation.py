@@ -149,6 +149,7 @@ def evaluate(
     lm_eval: Sequence[str | Path] = (),
     lm_eval_metric: str = "acc",
     record: bool = False,
+    store: str | Path | None = None,
     progress: Progress = SILENT,
 ) -> EvalReport:
     """Score ``runs`` and reference ``models`` on ``qsets`` (see the module docstring) for each of ``splits``.
@@ -160,7 +161,9 @@ def evaluate(
     ``procbench export --format lm-eval`` wrote; their test scores join the tables as models
     ``lm-eval NAME`` and ``lm-eval NAME (no context)`` (:mod:`procbench.models.lmeval`; ``lm_eval_metric``
     ``acc`` or ``acc_norm``). ``record``: keep every test score beside its set (``models.json``) for the
-    dataset card (:mod:`procbench.card.models`).
+    dataset card (:mod:`procbench.card.models`); with ``store``, only in sets of that store or given in
+    ``qsets`` (or a run's own): a results file names its sets by the path they were exported from, which a
+    moved export or a crafted file points anywhere.
 
     A run scored on the set it was trained on must find that set as it was: when the set's files changed
     since (regenerated with other options or on another store state) the run's scores would be stale,
@@ -195,7 +198,8 @@ def evaluate(
         notes += read.notes
     report = EvalReport(results, summarise(results), skipped, warnings, notes)
     if record:
-        report.recorded = record_results(results, warnings)
+        within = None if store is None else [Path(store), *(q.path for q in (*sets, *own_sets))]
+        report.recorded = record_results(results, warnings, within=within)
     return report
 
 
@@ -331,9 +335,12 @@ def _score_jobs(
     return results
 
 
-def record_results(results: Sequence[EvalResult], warnings: list[str]) -> list[str]:
+def record_results(
+    results: Sequence[EvalResult], warnings: list[str], *, within: Sequence[Path] | None = None
+) -> list[str]:
     """Keep the test scores beside each set (``SET/models.json``, read by the dataset card); returns the files
-    written. A set folder that is gone or cannot be written is a warning."""
+    written. A set folder that is gone or cannot be written, or (``within``) lies under none of those folders,
+    is a warning."""
     from procbench.card.models import record_model_rows
 
     by_set: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
@@ -346,7 +353,11 @@ def record_results(results: Sequence[EvalResult], warnings: list[str]) -> list[s
             entry["source"] = r.source
         by_set.setdefault(r.qset_path, {}).setdefault(r.model, {})[r.metric] = entry
     written = []
+    roots = None if within is None else [root.resolve() for root in within]
     for folder, rows in by_set.items():
+        if roots is not None and not any(Path(folder).resolve().is_relative_to(root) for root in roots):
+            warnings.append(f"not recorded for the card: {folder} is in neither the store nor the sets given")
+            continue
         if not is_question_set(Path(folder)):
             warnings.append(f"not recorded for the card: no question set at {folder} any more")
             continue
