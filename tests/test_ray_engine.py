@@ -212,3 +212,46 @@ def test_adversarial_searches_run_on_ray(
     assert tasks > 0 and queries > 0
     setting = Path("questions") / "textual-cloze" / "adversarial"
     _same_files(embedded["local"] / setting, embedded["ray"] / setting)
+
+
+def test_a_short_lived_index_is_never_served_from_an_earlier_ones_copy() -> None:
+    """A split's own index lives for one search; a later one often gets the freed one's ``id``. The Ray searcher
+    must put the new index in the object store, not serve the old copy (the adversarial bytes differed on Ray)."""
+    import gc
+
+    import faiss
+    import numpy as np
+    import pyarrow as pa
+
+    from procbench.embed.index import NeighborIndex
+    from procbench.embed.storage import Embeddings
+    from procbench.engine.raysearch import SHARED_KEPT, RaySearch
+
+    class ObjectStore:  # what RaySearch uses of ray: put, and remote to declare the task
+        def put(self, blob: object) -> object:
+            return blob
+
+        def remote(self, **_: object) -> object:
+            return lambda task: task
+
+    def index_of(rows: int) -> NeighborIndex:
+        vectors = np.eye(rows, 4, dtype=np.float32)
+        flat = faiss.IndexFlatL2(4)
+        flat.add(vectors)
+        keys, procedures = pa.array([f"p{i}#0" for i in range(rows)]), pa.array([f"p{i}" for i in range(rows)])
+        emb = Embeddings("x", Path("x"), keys, procedures, np.zeros(rows, "S16"), vectors)
+        return NeighborIndex("x", flat, emb, {"kind": "flat"})
+
+    searcher = RaySearch(ObjectStore(), 2)
+    seen: dict[int, int] = {}
+    reused = False
+    for rows in range(2, 2 + 3 * SHARED_KEPT):
+        index = index_of(rows)
+        blob, token, _ = searcher._shared(index)
+        assert faiss.deserialize_index(blob).ntotal == rows  # this index's copy, not an earlier one's
+        reused |= id(index.index) in seen
+        seen[id(index.index)] = rows
+        del index
+        gc.collect()
+    assert len(searcher.shared) <= SHARED_KEPT
+    assert reused or len(seen) == 3 * SHARED_KEPT

@@ -19,10 +19,12 @@ from procbench.embed.index import RawSearch, stable_search
 if TYPE_CHECKING:
     from procbench.embed import NeighborIndex
 
-__all__ = ["MIN_SHARD", "RaySearch"]
+__all__ = ["MIN_SHARD", "SHARED_KEPT", "RaySearch"]
 
 #: Fewest queries a task gets (fewer are searched in the driver: a task costs milliseconds).
 MIN_SHARD = 64
+#: Indexes kept in the object store at once (a run searches its persisted indexes and each split's own).
+SHARED_KEPT = 4
 
 # Indexes a worker process has deserialised: token -> index (a run uses one or two).
 _LOADED: dict[str, Any] = {}
@@ -54,18 +56,28 @@ class RaySearch:
         self.ray = ray
         self.workers = max(1, workers)
         self.task = ray.remote(num_cpus=1)(_search_shard)
-        self.shared: dict[int, tuple[Any, str, int]] = {}
+        self.shared: dict[int, tuple[Any, Any, str, int]] = {}
         self.tasks = 0
         self.queries = 0
 
     def _shared(self, index: NeighborIndex) -> tuple[Any, str, int]:
+        """The index's serialised copy in the object store, its token and ``nprobe``, put there once per index.
+
+        Keyed by the FAISS object's ``id``, with the object kept beside it: a search of a split's rows builds a
+        short-lived index (:meth:`NeighborIndex.subset`), and a later one can get a freed one's ``id``; the kept
+        object tells them apart. Only the last :data:`SHARED_KEPT` are kept (each holds its vectors)."""
         key = id(index.index)
-        if key not in self.shared:
+        cached = self.shared.get(key)
+        if cached is None or cached[1] is not index.index:
             import faiss
 
             nprobe = int(index.info.get("params", {}).get("nprobe", 0)) if index.kind == "ivf" else 0
-            self.shared[key] = (self.ray.put(faiss.serialize_index(index.index)), uuid.uuid4().hex, nprobe)
-        return self.shared[key]
+            cached = (self.ray.put(faiss.serialize_index(index.index)), index.index, uuid.uuid4().hex, nprobe)
+            self.shared.pop(key, None)
+            self.shared[key] = cached
+            while len(self.shared) > SHARED_KEPT:
+                self.shared.pop(next(iter(self.shared)))
+        return cached[0], cached[2], cached[3]
 
     def raw(self, index: NeighborIndex) -> RawSearch:
         """The ``raw`` search of ``index`` for :meth:`NeighborIndex.search`."""
