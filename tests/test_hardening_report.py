@@ -64,12 +64,9 @@ def test_the_page_holds_the_data_in_one_intact_block(hostile_report: Path) -> No
     assert html.count("<script") == 2  # the data block and report.js, nothing from the store
 
 
-@pytest.mark.skipif(_chromium() is None, reason="no Chromium installed (apt-get install chromium)")
-def test_a_hostile_title_renders_every_question_and_no_script_link(hostile_report: Path, tmp_path: Path) -> None:
-    data = json.loads(
-        re.search(r'type="application/json">(.*?)</script>', hostile_report.read_text(), re.S).group(1)  # type: ignore[union-attr]
-    )
-    dom = subprocess.run(
+def _dump_dom(page: Path, tmp_path: Path) -> str:
+    """The DOM headless Chromium renders from ``page`` (scripts run)."""
+    return subprocess.run(
         [
             str(_chromium()),
             "--headless",
@@ -77,13 +74,21 @@ def test_a_hostile_title_renders_every_question_and_no_script_link(hostile_repor
             "--disable-gpu",
             f"--user-data-dir={tmp_path / 'profile'}",
             "--dump-dom",
-            hostile_report.as_uri(),
+            page.as_uri(),
         ],
         capture_output=True,
         text=True,
         timeout=90,
         check=True,
     ).stdout
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no Chromium installed (apt-get install chromium)")
+def test_a_hostile_title_renders_every_question_and_no_script_link(hostile_report: Path, tmp_path: Path) -> None:
+    data = json.loads(
+        re.search(r'type="application/json">(.*?)</script>', hostile_report.read_text(), re.S).group(1)  # type: ignore[union-attr]
+    )
+    dom = _dump_dom(hostile_report, tmp_path)
     rendered = dom.count('class="question"')
     assert rendered == min(20, len(data["questions"])) > 0
     hrefs = re.findall(r'href="([^"]*)"', dom)
@@ -159,21 +164,7 @@ def test_the_answer_sheet_holds_its_data_in_one_intact_block(hostile_sheet: Path
 
 @pytest.mark.skipif(_chromium() is None, reason="no Chromium installed (apt-get install chromium)")
 def test_a_hostile_step_renders_every_answer_sheet_question(hostile_sheet: Path, tmp_path: Path) -> None:
-    dom = subprocess.run(
-        [
-            str(_chromium()),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--dump-dom",
-            hostile_sheet.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=True,
-    ).stdout
+    dom = _dump_dom(hostile_sheet, tmp_path)
     assert "question 1 of 4" in dom and dom.count('class="sheet-question"') >= 1
 
 

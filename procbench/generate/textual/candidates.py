@@ -31,7 +31,7 @@ __all__ = [
     "near_candidates",
     "nearest_titles",
     "pick_windows",
-    "split_neighbours",
+    "SplitSearch",
 ]
 
 _KNN_BATCH = 2048
@@ -102,17 +102,11 @@ def _search_until_k(
 ADVERSARIAL_CANDIDATES = {"answer": 48, "question": 48, "items": 48, "words": 48}
 
 
-def split_neighbours(
-    index: NeighborIndex,
-    pool: Pool,
-    queries: np.ndarray,
-    procedures: Sequence[str | None],
-    allowed: np.ndarray,
-    k: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` rows of ``allowed`` (a ``(N,)`` mask of pool rows, e.g. one split's usable titles) nearest each
-    of ``queries (B, D)``, none of the query's procedure (``procedures``; None: any):
-    ``(distances (B, k), rows (B, k))`` ascending, inf / -1 where none.
+class SplitSearch:
+    """Searches of the rows ``allowed`` (a ``(N,)`` mask of pool rows, e.g. one split's usable titles), made once
+    per split: ``search(queries (B, D), procedures, k)`` gives the ``k`` allowed rows nearest each query, none of
+    its procedure (``procedures``; None: any), as ``(distances (B, k), rows (B, k))`` ascending, inf / -1 where
+    none.
 
     Through :func:`~procbench.generate.search.knn` (the one search path, so ``--engine ray`` serves it). With an
     exact persisted index, over an exact index of the ``allowed`` rows alone (:meth:`NeighborIndex.subset`: a
@@ -120,23 +114,27 @@ def split_neighbours(
     per query); with an approximate (IVF) one, over it, rows outside ``allowed`` dropped and the search widened
     until ``k`` remain (:func:`~procbench.generate.search.search_until_k`).
     """
-    total = len(pool.keys)
-    vectors = np.ascontiguousarray(queries, dtype=np.float32)
-    if index.kind != "ivf":
-        rows = np.flatnonzero(allowed)
-        distances, found = knn(index.subset(rows), vectors, min(k, len(rows)), exclude=procedures)
-        found = np.where(found >= 0, rows[np.maximum(found, 0)], -1)
-        pad = k - found.shape[1]
-        return np.pad(distances, ((0, 0), (0, pad)), constant_values=np.inf), np.pad(
-            found, ((0, 0), (0, pad)), constant_values=-1
-        )
-    share = max(1, int(allowed.sum())) / max(1, total)
-    fetch = min(total, int(np.ceil(k / share * 1.25)) + 8)
 
-    def keep(_queries: np.ndarray, hits: np.ndarray) -> np.ndarray:
-        return (hits >= 0) & allowed[np.maximum(hits, 0)]
+    def __init__(self, index: NeighborIndex, pool: Pool, allowed: np.ndarray) -> None:
+        self.index, self.allowed, self.total = index, allowed, len(pool.keys)
+        self.rows = np.flatnonzero(allowed)
+        self.part = index.subset(self.rows) if index.kind != "ivf" else None
 
-    return search_until_k(index, vectors, k, exclude=procedures, keep=keep, fetch=fetch, limit=total)
+    def __call__(self, queries: np.ndarray, procedures: Sequence[str | None], k: int) -> tuple[np.ndarray, np.ndarray]:
+        vectors = np.ascontiguousarray(queries, dtype=np.float32)
+        if self.part is not None:
+            distances, found = knn(self.part, vectors, min(k, len(self.rows)), exclude=procedures)
+            found = np.where(found >= 0, self.rows[np.maximum(found, 0)], -1)
+            pad = ((0, 0), (0, k - found.shape[1]))
+            return np.pad(distances, pad, constant_values=np.inf), np.pad(found, pad, constant_values=-1)
+        share = max(1, len(self.rows)) / max(1, self.total)
+        fetch = min(self.total, int(np.ceil(k / share * 1.25)) + 8)
+        allowed = self.allowed
+
+        def keep(_queries: np.ndarray, hits: np.ndarray) -> np.ndarray:
+            return (hits >= 0) & allowed[np.maximum(hits, 0)]
+
+        return search_until_k(self.index, vectors, k, exclude=procedures, keep=keep, fetch=fetch, limit=self.total)
 
 
 #: Adversarial setting: a procedure's question is chosen among this many of its drafts (distinct answers) ...
@@ -183,7 +181,7 @@ def pick_windows(index: NeighborIndex, options: list[Draft], pool: Pool, per_pro
             if not allowed.any():
                 continue
             procedures = [chosen[i].procedure_id for i in members.tolist()]
-            distance, hit = split_neighbours(index, pool, means[members], procedures, allowed, ADVERSARIAL_NEARER)
+            distance, hit = SplitSearch(index, pool, allowed)(means[members], procedures, ADVERSARIAL_NEARER)
             nearer = (hit >= 0) & (distance < radius[members][:, None])
             score[np.array(embedded)[members]] = nearer.sum(axis=1)
     shared = [_shared_answer(d, pool) for d in options]
@@ -246,9 +244,11 @@ def near_candidates(index: NeighborIndex, drafts: list[Draft], pool: Pool, sizes
         if not len(rows) or not len(members):
             continue
 
-        def nearest(queries: np.ndarray, k: int, allowed: np.ndarray = allowed) -> np.ndarray:
+        search = SplitSearch(index, pool, allowed)  # one per split, shared by the sources
+
+        def nearest(queries: np.ndarray, k: int, search: SplitSearch = search) -> np.ndarray:
             """``(B, k + MAX_STEPS)`` rows nearest ``queries (B, D)``: room for the own procedure's, dropped below."""
-            return split_neighbours(index, pool, queries, [None] * len(queries), allowed, k + MAX_STEPS)[1]
+            return search(queries, [None] * len(queries), k + MAX_STEPS)[1]
 
         for source, k in sizes.items():
             if k <= 0:
