@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -51,18 +52,45 @@ PROBES = ("choice_only", "partial_input", "question_distance", "colour_layout", 
 TARGET = 0.30
 
 
-def _generate(store: Path, task: str, seed: int, knobs: list[str]) -> None:
-    """``generate --sweep`` (no ``knobs``), else one ``generate --knobs K`` per knob setting."""
+def _generate(store: Path, task: str, seed: int, knobs: list[str], adversarial: list[str]) -> None:
+    """``generate --sweep`` (no ``knobs``), else one ``generate --knobs K`` per knob setting (``adversarial``:
+    ``generate --adversarial`` with the options ``adversarial``)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    how = [["--sweep"]] if not knobs else [["--adversarial"] if k == "adversarial" else ["--knobs", k] for k in knobs]
+    how = (
+        [["--sweep"]]
+        if not knobs
+        else [["--adversarial", *adversarial] if k == "adversarial" else ["--knobs", k] for k in knobs]
+    )
     for way in how:
         cmd = [sys.executable, "-m", "procbench", "generate", "--task", task, *way, "--seed", str(seed)]
         env["PROCBENCH_PROGRESS"] = "lines"
-        done = subprocess.run([*cmd, "--store", str(store), "--json"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+        done = subprocess.run([*cmd, "--store", str(store), "--json"], env=env, capture_output=True, text=True)
         print(f"generate {task} {' '.join(way)} seed {seed}: exit {done.returncode}", file=sys.stderr, flush=True)
         if done.returncode != 0:
             print(f"generate {task} {way} seed {seed} failed: {done.stderr.strip()[-400:]}", file=sys.stderr)
+            continue
+        summary = json.loads(done.stdout)
+        for setting in summary["questions"]:  # the counts, for the yield (kept of drafted)
+            (store / "questions" / task / setting / "generate.json").write_text(json.dumps(summary["counts"]))
+
+
+def _yield(folder: Path, n: int) -> dict[str, int]:
+    """``{"kept", "drafted", "eligible"}``: the set's questions, the questions its setting drafted (those kept
+    plus those pruning dropped) and the K1 questions eligible before K3=2's rank balance (kept plus pruned plus
+    those the rank balance skipped); from ``generate.json`` (the generate command's counts), else the card."""
+    counts = folder / "generate.json"
+    if counts.is_file():
+        per = json.loads(counts.read_text())["per_setting"][folder.name]
+        pruned = int(per.get("adversarial", {}).get("pruned", 0))
+        skipped = int(per.get("skipped_rank_balance", 0))
+    else:
+        card = (folder / "card.md").read_text() if (folder / "card.md").is_file() else ""
+        found = re.search(r"(\d+) questions the probes still solved dropped", card)
+        pruned, skipped = (int(found.group(1)) if found else 0), -1
+    out = {"kept": n, "drafted": n + pruned}
+    if skipped >= 0:
+        out["eligible"] = n + pruned + skipped
+    return out
 
 
 def _audit(folder: Path) -> dict[str, Any]:
@@ -71,7 +99,7 @@ def _audit(folder: Path) -> dict[str, Any]:
 
     aset = load_question_set(folder)
     audit = audit_set(aset, seed=0, n_boot=300, probes=",".join(PROBES))
-    out: dict[str, Any] = {"n": len(aset)}
+    out: dict[str, Any] = {"n": len(aset), "yield": _yield(folder, len(aset))}
     for name, result in audit.probes.items():
         if result.value is None:
             out[name] = {"reason": result.reason}
@@ -161,6 +189,9 @@ def main() -> None:
     parser.add_argument(
         "--knobs", default="", help="settings instead of the sweep, e.g. '0,1,2;0,1,1;adversarial' (faster)"
     )
+    parser.add_argument(
+        "--adversarial-options", default="", help="options of generate --adversarial, e.g. '--min-yield 0.8'"
+    )
     parser.add_argument("--out", type=Path, default=None, help="JSON file for the raw numbers")
     parser.add_argument("--keep", type=Path, default=None, help="keep the per-seed stores under this folder")
     args = parser.parse_args()
@@ -174,7 +205,7 @@ def main() -> None:
             shutil.copytree(args.store, store, ignore=shutil.ignore_patterns("questions"))
         for task in args.tasks.split(","):
             if not (store / "questions" / task).is_dir():
-                _generate(store, task, seed, [k for k in args.knobs.split(";") if k])
+                _generate(store, task, seed, [k for k in args.knobs.split(";") if k], args.adversarial_options.split())
             for folder in sorted((store / "questions" / task).glob("*")):
                 if not folder.is_dir() or folder.name.endswith("-aflite"):
                     continue
@@ -221,6 +252,11 @@ def summarise(results: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
                 else:
                     cells.append(f"{name}={mean:.3f}{label}")
             n = float(np.mean([r["n"] for r in runs]))
+            drafted = float(np.mean([r["yield"]["drafted"] for r in runs]))
+            eligible = [r["yield"]["eligible"] for r in runs if "eligible" in r["yield"]]
+            cells.append(f"kept/drafted={n:.0f}/{drafted:.0f}={n / max(drafted, 1):.0%}")
+            if len(eligible) == len(runs):
+                cells.append(f"kept/eligible={n:.0f}/{np.mean(eligible):.0f}={n / max(np.mean(eligible), 1):.0%}")
             held = "" if paper_k3 or setting == "recipeqa" else (" PASS" if worst <= TARGET else " FAIL")
             lines.append(f"{task}/{setting} n={n:.0f} seeds={len(runs)}{held}: " + " ".join(cells))
     return lines

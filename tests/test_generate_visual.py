@@ -864,6 +864,8 @@ def test_k3_rank_uniform_gives_every_answer_rank_equally_and_the_distance_probe_
 def test_ordering_k3_rank_uniform_balances_the_path_length_rank(tmp_path: Path) -> None:
     """Step drift makes the authored order the smoothest: the paper's K2 rules leave it the shortest of the four
     orders far more often than 1 in 4, K3=2 (either K2 rule) gives every path-length rank equally."""
+    from procbench.audit import audit_set, load_question_set
+
     store = write_synthetic_store(tmp_path / "s", n_procedures=120, step_drift=0.5, seed=3)
     world = load_world(store.root)
 
@@ -883,6 +885,13 @@ def test_ordering_k3_rank_uniform_balances_the_path_length_rank(tmp_path: Path) 
         # one rank, so the best rule reads up to 93/352 (seed 0)
         assert best_rank_share(rows) <= 0.27
         assert {(q["meta"]["k2"], q["meta"]["k3"]) for q in rows} == {(knobs[1], 2)}
+        # the ranks dealt so the four path lengths are shaped alike at every rank: the audit's distance probe
+        # (an SVM on each order's deviation from the four's mean, its square, z-score and rank) read 0.46 on both
+        # sets with the ranks balanced alone; now 0.29 [0.24, 0.35] (K2=0) and 0.35 [0.30, 0.40] (K2=1, seed 0)
+        aset = load_question_set(result.paths[name])
+        distance = audit_set(aset, seed=0, n_boot=200, probes="question_distance").probes["question_distance"]
+        assert distance.value is not None and distance.value < 0.40, distance.to_dict()
+        assert knobs[1] == 1 or distance.verdict == "chance", distance.to_dict()
         again = generate(store, "visual-ordering", Setting("knobs", knobs), seed=0, overwrite=True)
         for split in ("train", "val", "test"):
             a, b = (r.paths[name] / f"{split}.parquet" for r in (result, again))

@@ -139,6 +139,35 @@ class ImageRelations:
         )
         return np.where((n_ref > 0)[:, :, None], out, np.nan)
 
+    def foursome(self, coherent: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``(B, K, 4, len(IMAGE_RELATIONS))`` the relations of each of four choices to the other three, were
+        candidate ``rows (B, K)`` (-1: none) shown with the three images ``coherent (B, 3)``: the candidate's first,
+        then each coherent image's (a coherence question: the reference images are the other choices); NaN where
+        an image is unread."""
+        b, k = rows.shape
+        four = np.concatenate([rows[:, :, None], np.broadcast_to(coherent[:, None, :], (b, k, 3))], axis=2)
+        at = self.position[np.maximum(four, 0)]
+        ok = (four >= 0) & (at >= 0) & self.found[np.maximum(at, 0)]
+        at = np.maximum(at, 0)
+        zc, bits, thumbs = self.z[at], self.bits[at], self.thumbs[at]  # (B, K, 4, F)
+        dist = np.linalg.norm(zc[:, :, :, None, :] - zc[:, :, None, :, :], axis=4)  # (B, K, 4, 4)
+        n_bits = bits.shape[3]
+        agree = (np.einsum("bkif,bkjf->bkij", bits, bits) + np.einsum("bkif,bkjf->bkij", 1 - bits, 1 - bits)) / n_bits
+        corr = np.einsum("bkif,bkjf->bkij", thumbs, thumbs)
+        pair = ok[:, :, :, None] & ok[:, :, None, :] & ~np.eye(4, dtype=bool)
+        n_ref = pair.sum(axis=3)
+        ref_mean = np.einsum("bkij,bkjf->bkif", pair.astype(np.float64), zc) / np.maximum(n_ref, 1)[..., None]
+        out = np.stack(
+            [
+                np.linalg.norm(zc - ref_mean, axis=3),
+                np.where(pair, dist, np.inf).min(axis=3, initial=np.inf),
+                np.where(pair, agree, -np.inf).max(axis=3, initial=-np.inf),
+                np.where(pair, corr, -np.inf).max(axis=3, initial=-np.inf),
+            ],
+            axis=3,
+        )
+        return np.where((ok & (n_ref > 0))[..., None], out, np.nan)
+
     def features(self, choices: np.ndarray, refs: np.ndarray | None, valid: np.ndarray) -> np.ndarray:
         """``(Q, C, 4 * len(IMAGE_RELATIONS))``: each relation :func:`~procbench.shortcuts.within_question` over
         the choices it is defined for (0 elsewhere)."""

@@ -38,11 +38,10 @@ from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import (
+    IMAGE_FAMILIES,
     IMAGE_POLICY,
-    IMAGE_WEIGHT,
     ImageRelations,
     filter_intruders,
-    image_gaps,
 )
 from procbench.generate.visual.bands import (
     ADVERSARIAL,
@@ -68,6 +67,7 @@ from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import dictionary, fixed_lists, ragged_lists, struct
+from procbench.rng import stream
 
 __all__ = ["DEFAULT_KNOBS", "SWEEP", "TASK", "build"]
 
@@ -198,7 +198,7 @@ def _rank_rule(
         out = odd[:, np.arange(len(at)), at].T
         return np.where(picked[:, :1] >= 0, out, np.nan)
 
-    secondary, extra_secondary = _image_secondary(data, w.anchors, cands.rows, far, misfits)
+    secondary, extra_secondary = _image_secondary(data, w.anchors, cands.rows, far, misfits, rng)
     return RankRule(
         classes,
         np.eye(_SIZE + 1, dtype=np.int64),
@@ -213,24 +213,81 @@ def _rank_rule(
     )
 
 
+#: K3=2's weight of each image family's gap (:func:`_image_secondary`) in units of the question's spread of misfits.
+#: Measured on the build guides' K3=2 (generation seeds 0-2, benchmarks/real_photos.md): at 0.5, 1 and 2 the
+#: audit's colour_layout read 0.34, 0.34, 0.25 and near_duplicate 0.26, 0.21, 0.20, the distance probes at or
+#: below chance throughout; the three values tried, no others.
+COHERENCE_IMAGE_WEIGHT = 2.0
+#: Foursomes of one procedure's images (at most; drawn once per loaded store) whose members' image relations a
+#: K3=2 intruder's are matched to (:func:`_image_secondary`).
+OWN_FOURSOMES = 512
+_FOURSOMES = stream("visual.image-foursomes")
+
+
+def _standardised(values: np.ndarray, axis: int) -> np.ndarray:
+    """``values`` minus their mean along ``axis``, over their standard deviation there (NaN: undefined)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centred = values - np.mean(values, axis=axis, keepdims=True)
+        std = np.std(values, axis=axis, keepdims=True)
+        return centred / np.where(std > 1e-12, std, np.nan)
+
+
+def _own_foursomes(data: VisualData) -> np.ndarray:
+    """``(N, 4)`` image rows of up to :data:`OWN_FOURSOMES` foursomes, each four images of one procedure (from the
+    procedures with four or more), drawn once per loaded store; ``(0, 4)`` with no such procedure."""
+    offsets, rows = data.seqs.offsets, data.seqs.rows
+    lengths = np.diff(offsets)
+    big = np.flatnonzero(lengths >= 4)
+    if not len(big):
+        return np.zeros((0, 4), dtype=np.int64)
+    rng = _FOURSOMES.rng(0)
+    procs = big[rng.integers(len(big), size=OWN_FOURSOMES)]
+    picks = np.stack([offsets[p] + rng.choice(lengths[p], 4, replace=False) for p in procs.tolist()])
+    return np.asarray(rows[picks], dtype=np.int64)
+
+
 def _image_secondary(
-    data: VisualData, coherent: np.ndarray, rows: np.ndarray, far: np.ndarray | None, misfits: np.ndarray
+    data: VisualData,
+    coherent: np.ndarray,
+    rows: np.ndarray,
+    far: np.ndarray | None,
+    misfits: np.ndarray,
+    rng: np.random.Generator,
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """K3=2's ordering within a rank beside the misfit (not for the tolerance): :func:`.adversarial.image_gaps` of
-    each candidate's photo to the coherent photos against how the coherent photos relate to each other (so the
-    intruder was not taken on another desk or under another light, nor is it a re-crop), in units of the
-    question's spread of misfits (:data:`.adversarial.IMAGE_WEIGHT` each family); None when no file is read."""
+    """K3=2's ordering within a rank beside the misfit (not for the tolerance): how far a candidate intruder's
+    :data:`.adversarial.IMAGE_RELATIONS` to the three coherent photos, standardised among the four choices'
+    relations to the other three (what the audit's image probes read: each choice against the others), lie from
+    those of a member of four photos of one procedure (:func:`_own_foursomes`, one drawn per question): the
+    intruder then stands among the coherent photos as one more photo of their procedure would (same light, same
+    desk, as near a copy), neither apart nor always in the middle. Per family (:data:`.adversarial.IMAGE_FAMILIES`)
+    the mean absolute difference, in units of the question's spread of misfits (:data:`COHERENCE_IMAGE_WEIGHT`
+    each family); None when no file is read.
+
+    The photos' relations to each other alone were the target before: the intruder, related to three photos
+    where each coherent photo is related to two of its own and the intruder, still stood apart, and the audit's
+    ``near_duplicate`` probe read 0.43 on the build guides' K3=2 (benchmarks/real_photos.md)."""
     extra = far if far is not None else np.zeros((len(rows), 0), dtype=np.int64)
-    relations = ImageRelations(data, np.concatenate([coherent, rows, extra], axis=1))
+    own = _own_foursomes(data)
+    relations = ImageRelations(data, np.concatenate([coherent.reshape(-1), rows.reshape(-1), extra.reshape(-1),
+                                                     own.reshape(-1)]))  # fmt: skip
     if not relations.any:
         return None, None
-    among = relations.relations(coherent, None)  # each coherent photo to the other two
+    if len(own):
+        members = _standardised(relations.foursome(own[:, 1:], own[:, :1])[:, 0], axis=1)[:, 0]  # (N, R)
+        members = members[np.isfinite(members).all(axis=1)]
+    if not len(own) or not len(members):
+        return None, None
+    target = members[rng.integers(len(members), size=len(rows))]  # (B, R)
     with np.errstate(invalid="ignore"):
-        target = np.nan_to_num(np.nanmean(among, axis=1), nan=0.0)
         unit = np.nan_to_num(np.nanstd(np.where(rows >= 0, misfits, np.nan), axis=1), nan=0.0)[:, None]
-    weight = IMAGE_WEIGHT * unit
-    secondary = weight * image_gaps(relations, rows, coherent, target)
-    return secondary, (weight * image_gaps(relations, far, coherent, target) if far is not None else None)
+    weight = COHERENCE_IMAGE_WEIGHT * unit
+
+    def gaps(candidates: np.ndarray) -> np.ndarray:
+        mine = _standardised(relations.foursome(coherent, candidates), axis=2)[:, :, 0]  # (B, K, R)
+        gap = np.nan_to_num(np.abs(mine - target[:, None, :]), nan=0.0)
+        return sum((gap[:, :, list(family)].mean(axis=2) for family in IMAGE_FAMILIES), np.zeros(candidates.shape))
+
+    return weight * gaps(rows), (weight * gaps(far) if far is not None else None)
 
 
 def _adversarial(

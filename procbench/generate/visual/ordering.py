@@ -15,7 +15,9 @@ of the four orders often, so "pick the order of path-length rank r" beats chance
 variant, as for cloze and coherence: each question gets a target rank ``r`` of the authored order's path
 length among the four orders (balanced over the set among the ranks its orders allow, :func:`.ranks.balanced_ranks`),
 and its wrong orders are ``r`` strictly shorter ones and ``3 - r`` not shorter, each side drawn by the K2 rule
-(uniformly, or ∝ score without replacement) within that side. ``--sweep`` writes the paper's 4, the 4 K3=2
+(uniformly, or ∝ score without replacement) within that side; every question is drawn at every rank it allows
+and the ranks are then dealt so that the four path lengths are shaped alike at every rank
+(:func:`.ranks.layout_ranks`, as cloze and coherence deal theirs). ``--sweep`` writes the paper's 4, the 4 K3=2
 settings and ``adversarial``. ``--style recipeqa``: free resampling and uniform wrong orders. ``default`` =
 knobs (0,1,0).
 
@@ -43,7 +45,7 @@ from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import IMAGE_POLICY, filter_orders, order_ceiling, shorter_orders
 from procbench.generate.visual.columns import QuestionColumns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
-from procbench.generate.visual.ranks import _take, balanced_ranks
+from procbench.generate.visual.ranks import _take, balanced_ranks, layout_ranks
 from procbench.generate.visual.sequences import VisualData
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import dictionary, fixed_lists, ragged_lists, struct
@@ -128,11 +130,17 @@ def _take_weighted(mask: np.ndarray, weights: np.ndarray, count: np.ndarray, rng
 
 
 def _rank_balanced(
-    w: _Window, usable: np.ndarray, k2: int, rng: np.random.Generator
+    w: _Window, usable: np.ndarray, k2: int, rng: np.random.Generator, *, layout: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Wrong orders that put the authored order at a balanced rank ``r`` by path length: ``r`` of them strictly
     shorter, ``3 - r`` not, among the ``usable (B, 23)`` wrong orders, each side drawn by the K2 rule (0:
     uniformly; 1: ∝ score without replacement) within that side.
+
+    With ``layout`` every question is drawn at every rank it allows and the ranks, as many of each as
+    :func:`.ranks.balanced_ranks` dealt, are dealt again so that the four path lengths are shaped alike at every
+    rank (:func:`.ranks.layout_ranks`): drawn ∝ score, the longer side's orders lie far above the authored one
+    and the shorter side's just below it, so the authored order's deviation from the four's mean told its rank
+    (the audit's ``question_distance`` read 0.37 on the build guides' K3=2 with ranks balanced).
 
     Returns:
         ``(picked (B, 3) indices into the wrong orders, -1 where a question has no balanced rank; rank (B,);
@@ -142,15 +150,31 @@ def _rank_balanced(
     sides = (usable & shorter, usable & ~shorter)
     n_short, n_long = (side.sum(axis=1) for side in sides)
     ranks = np.arange(_SIZE)
-    rank = balanced_ranks((n_short[:, None] >= ranks) & (n_long[:, None] >= _SIZE - 1 - ranks), rng)
-    wants = (np.maximum(rank, 0), np.where(rank >= 0, _SIZE - 1 - rank, 0))
-    if k2 == 0:
-        short, long = (_take(side, want, 3, rng) for side, want in zip(sides, wants, strict=True))
+    feasible = (n_short[:, None] >= ranks) & (n_long[:, None] >= _SIZE - 1 - ranks)
+    rank = balanced_ranks(feasible, rng)
+
+    def draw(rank: np.ndarray) -> np.ndarray:
+        """``(B, 3)`` the wrong orders that put each authored order at ``rank (B,)`` (-1: none)."""
+        wants = (np.maximum(rank, 0), np.where(rank >= 0, _SIZE - 1 - rank, 0))
+        if k2 == 0:
+            short, long = (_take(side, want, 3, rng) for side, want in zip(sides, wants, strict=True))
+        else:
+            short, long = (_take_weighted(side, w.wrong, want, rng) for side, want in zip(sides, wants, strict=True))
+        both = np.concatenate([short, long], axis=1)
+        picked = np.take_along_axis(both, np.argsort(both < 0, axis=1, kind="stable")[:, :3], axis=1)
+        return np.where(rank[:, None] >= 0, picked, -1)
+
+    if layout:
+        by_rank = np.stack([draw(np.where((rank >= 0) & feasible[:, r], r, -1)) for r in ranks], axis=1)  # (B, R, 3)
+        lengths = np.take_along_axis(w.wrong[:, None, :], np.maximum(by_rank, 0), axis=2)
+        layouts = np.concatenate(
+            [np.broadcast_to(w.authored[:, None, None], (len(w), _SIZE, 1)), np.where(by_rank >= 0, lengths, np.nan)],
+            axis=2,
+        )  # (B, R, 4): the authored order's path length first
+        rank = layout_ranks(layouts.astype(np.float64), rank, rng)
+        picked = np.where(rank[:, None] >= 0, by_rank[np.arange(len(w)), np.maximum(rank, 0)], -1)
     else:
-        short, long = (_take_weighted(side, w.wrong, want, rng) for side, want in zip(sides, wants, strict=True))
-    both = np.concatenate([short, long], axis=1)
-    picked = np.take_along_axis(both, np.argsort(both < 0, axis=1, kind="stable")[:, :3], axis=1)
-    picked = np.where(rank[:, None] >= 0, picked, -1)
+        picked = draw(rank)
     safe = np.maximum(picked, 0)
     side = np.take_along_axis(shorter, safe, axis=1)  # each pick's side
     probability = 1 / np.maximum(np.where(side, n_short[:, None], n_long[:, None]), 1)
@@ -175,7 +199,7 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
         else:
             usable = np.ones(w.wrong.shape, dtype=bool)
         k2 = 0 if adversarial or knobs is None else knobs[1]
-        picked, rank, probability = _rank_balanced(w, usable, k2, drawn.rng)
+        picked, rank, probability = _rank_balanced(w, usable, k2, drawn.rng, layout=not adversarial)
         keep = np.flatnonzero(rank >= 0)
         drawn.tally["skipped_rank_balance"] += len(w) - len(keep)
         safe = np.maximum(picked, 0)
