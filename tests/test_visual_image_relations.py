@@ -96,3 +96,23 @@ def test_a_knob_setting_without_procedures_says_why_and_eligible_names_ranked_pl
     assert (
         result.counts["eligible"] == {"k1=0,ranked": 12} and "empty" not in result.counts["per_setting"]["knobs-012"]
     )
+
+
+def test_foursome_relations_are_each_choice_s_relations_to_the_other_three(tmp_path: Path) -> None:
+    """K3=2 coherence reads, for every candidate intruder at once, the four choices' relations to each other: the
+    same numbers as relating each foursome's choices to the other choices one question at a time."""
+    relations = ImageRelations(_store(tmp_path), np.arange(7))  # type: ignore[arg-type]
+    coherent = np.array([[0, 1, 2], [4, 5, 0]])
+    candidates = np.array([[3, 4, 6], [1, 3, -1]])
+    four = relations.foursome(coherent, candidates)
+    assert four.shape == (2, 3, 4, len(IMAGE_RELATIONS))
+    for b in range(2):
+        for k in range(3):
+            if candidates[b, k] < 0:
+                assert np.isnan(four[b, k, 0]).all()
+                continue
+            direct = relations.relations(np.array([[candidates[b, k], *coherent[b]]]), None)[0]
+            np.testing.assert_allclose(four[b, k], direct, rtol=1e-9, equal_nan=True)
+    # the re-crop of photo 0 stands among 0, 1, 2 as a near copy: its hash agreement is the highest of the four
+    agreement = four[0, 0, :, IMAGE_RELATIONS.index("hash_agreement")]
+    assert agreement[0] == agreement.max() > 0.75
