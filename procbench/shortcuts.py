@@ -424,7 +424,12 @@ class ChoiceDiscriminant:
 
     def fit(self, vectors: np.ndarray, valid: np.ndarray, answers: np.ndarray) -> ChoiceDiscriminant:
         """The discriminant of the questions ``vectors (Q, C, D)`` (answers ``(Q,)``) in this basis."""
-        diff = contrasts(self.project(vectors), valid, answers)
+        return self.fit_projected(self.project(vectors), valid, answers)
+
+    def fit_projected(self, coordinates: np.ndarray, valid: np.ndarray, answers: np.ndarray) -> ChoiceDiscriminant:
+        """:meth:`fit` from the questions' :meth:`project` ed ``coordinates (Q, C, d)`` (cross-fitting projects a
+        batch once for all its folds)."""
+        diff = contrasts(coordinates, valid, answers)
         m = diff.mean(axis=0) if len(diff) else np.zeros(self.components.shape[1])
         return ChoiceDiscriminant(self.mean, self.components, self.inverse, self.inverse @ m)
 
@@ -556,14 +561,15 @@ class ShortcutEnsemble:
         # on a 384 x 384 scatter spun for a second and more (18% of textual filtering, under load)
         with threadpool_limits(limits=1):
             basis = _shared_basis(batch.choice_vectors, batch.valid) if wants_contrast else None
+            coordinates = None if basis is None else basis.project(batch.choice_vectors)
             for rows in fit_rows:
                 train = rows[:, None] & batch.valid
                 y = labels[train].astype(np.int64)
                 linear = trees = by_distance = None
                 contrast = None
                 if len(np.unique(y)) == 2:
-                    if basis is not None:
-                        contrast = basis.fit(batch.choice_vectors[rows], batch.valid[rows], batch.answers[rows])
+                    if basis is not None and coordinates is not None:
+                        contrast = basis.fit_projected(coordinates[rows], batch.valid[rows], batch.answers[rows])
                     if view is not None:
                         linear = LogisticRegression(C=1.0, max_iter=300, class_weight="balanced")
                         linear.fit(view[train].astype(np.float64), y)
@@ -617,6 +623,9 @@ class ShortcutEnsemble:
         uniform = _normalise_within(np.ones((q, c)), batch.valid)
         out = {name: uniform.copy() for name in self.models}
         with threadpool_limits(limits=1):
+            # every fold's discriminant shares the ensemble's basis: the batch is projected once
+            contrast = next((f.choice_contrast for f in self._fitted if f.choice_contrast is not None), None)
+            coordinates = None if contrast is None else contrast.project(batch.choice_vectors)
             for fold, fitted in enumerate(self._fitted):
                 rows = folds == fold
                 if not rows.any():
@@ -624,14 +633,17 @@ class ShortcutEnsemble:
                 cells = rows[:, None] & batch.valid
                 for name, model, x in (
                     ("choice_only", fitted.choice_only, view),
-                    ("choice_contrast", fitted.choice_contrast, batch.choice_vectors),
+                    ("choice_contrast", fitted.choice_contrast, coordinates),
                     ("partial_input", fitted.partial_input, feats),
                     (DISTANCE_MODEL, fitted.question_distance, distance),
                 ):
                     if model is None or x is None or name not in out:
                         continue
                     score = np.full((q, c), -np.inf)
-                    score[cells] = model.decision_function(np.asarray(x[cells], dtype=np.float64))
+                    if isinstance(model, ChoiceDiscriminant):
+                        score[cells] = x[cells] @ model.direction
+                    else:
+                        score[cells] = model.decision_function(np.asarray(x[cells], dtype=np.float64))
                     out[name][rows] = _softmax_within(score[rows], batch.valid[rows])
         out["ensemble"] = np.mean([out[name] for name in self.models], axis=0)
         return out
