@@ -78,6 +78,8 @@ class AdversarialPolicy:
         prune_repeats: cross-fitted ensembles averaged per partition of the pruning.
         prune_partitions: partitions (fresh procedure folds) per pruning step (:data:`PRUNE_PARTITIONS`).
         prune_step: share of the questions one pruning step drops (:data:`PRUNE_STEP`).
+        prune_carry: a question's predictability adds up over the pruning steps so far (False: each step's own
+            partitions only).
         tree_iterations: boosting iterations of the partial-input probe's trees (:data:`TREE_ITERATIONS`).
         tree_bins: histogram bins per feature of those trees (:data:`TREE_BINS`).
         max_fit_questions: subsampled cross-fitting: at most this many questions fit a fold's probes
@@ -99,6 +101,7 @@ class AdversarialPolicy:
     prune_repeats: int = PROBE_REPEATS
     prune_partitions: int = PRUNE_PARTITIONS
     prune_step: float = PRUNE_STEP
+    prune_carry: bool = False
     tree_iterations: int = TREE_ITERATIONS
     tree_bins: int = TREE_BINS
     max_fit_questions: int | None = MAX_FIT_QUESTIONS
