@@ -31,7 +31,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -419,8 +419,21 @@ class ChoiceDiscriminant:
         return cls(mean, components, inverse, np.zeros(components.shape[1]))
 
     def project(self, vectors: np.ndarray) -> np.ndarray:
-        """``(..., d)`` the principal-component coordinates of ``vectors (..., D)``."""
-        return (np.asarray(vectors, dtype=np.float64) - self.mean) @ self.components
+        """``(..., d)`` float64 principal-component coordinates of ``vectors (..., D)``.
+
+        The product runs in float32, the embeddings' own precision (``x @ components - mean @ components``): a
+        float64 copy of a judge's batch of candidate variants (16,384 questions x 4 choices x 384) was most of
+        its cost."""
+        product = np.asarray(vectors, dtype=np.float32) @ self._components32
+        return product.astype(np.float64) - self._offset
+
+    @cached_property
+    def _components32(self) -> np.ndarray:
+        return np.asarray(self.components, dtype=np.float32)
+
+    @cached_property
+    def _offset(self) -> np.ndarray:
+        return np.asarray(self.mean @ self.components, dtype=np.float64)
 
     def fit(self, vectors: np.ndarray, valid: np.ndarray, answers: np.ndarray) -> ChoiceDiscriminant:
         """The discriminant of the questions ``vectors (Q, C, D)`` (answers ``(Q,)``) in this basis."""
@@ -616,7 +629,6 @@ class ShortcutEnsemble:
         if not self._fitted:
             raise ValueError("fit the ensemble first")
         feats = choice_features(batch) if features is None else features
-        view = choice_view(batch.choice_vectors, batch.valid) if "choice_only" in self.models else None
         distance = distance_view(feats, batch.valid) if DISTANCE_MODEL in self.models else None
         folds = self._folds(batch.groups)
         q, c = batch.valid.shape
@@ -632,7 +644,7 @@ class ShortcutEnsemble:
                     continue
                 cells = rows[:, None] & batch.valid
                 for name, model, x in (
-                    ("choice_only", fitted.choice_only, view),
+                    ("choice_only", fitted.choice_only, batch.choice_vectors),
                     ("choice_contrast", fitted.choice_contrast, coordinates),
                     ("partial_input", fitted.partial_input, feats),
                     (DISTANCE_MODEL, fitted.question_distance, distance),
@@ -640,13 +652,29 @@ class ShortcutEnsemble:
                     if model is None or x is None or name not in out:
                         continue
                     score = np.full((q, c), -np.inf)
-                    if isinstance(model, ChoiceDiscriminant):
+                    if name == "choice_only":
+                        score[rows] = _choice_view_scores(model, x[rows], batch.valid[rows])
+                        score[~batch.valid] = -np.inf
+                    elif isinstance(model, ChoiceDiscriminant):
                         score[cells] = x[cells] @ model.direction
                     else:
                         score[cells] = model.decision_function(np.asarray(x[cells], dtype=np.float64))
                     out[name][rows] = _softmax_within(score[rows], batch.valid[rows])
         out["ensemble"] = np.mean([out[name] for name in self.models], axis=0)
         return out
+
+
+def _choice_view_scores(model: Any, vectors: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``(Q, C)`` a binary linear model's decision on :func:`choice_view` of ``vectors (Q, C, D)`` without building
+    the ``(Q, C, 2D)`` view: ``[x, x - m] @ [w1; w2] = x @ (w1 + w2) - m @ w2``, ``m`` the mean of the question's
+    valid choices (a judge's batch of candidate variants made a 400 MB float64 view)."""
+    d = vectors.shape[2]
+    weights = np.asarray(model.coef_[0], dtype=np.float32)
+    x = np.asarray(vectors, dtype=np.float32)
+    shown = valid.astype(np.float32)
+    mean = np.einsum("qcd,qc->qd", x, shown) / np.maximum(shown.sum(axis=1), 1)[:, None]
+    scores = (x @ (weights[:d] + weights[d:])).astype(np.float64)
+    return scores - (mean @ weights[d:]).astype(np.float64)[:, None] + float(model.intercept_[0])
 
 
 def hits(probs: np.ndarray, answers: np.ndarray, valid: np.ndarray) -> np.ndarray:
