@@ -139,6 +139,8 @@ class ChoiceBatch:
         word_weights: token -> inverse document frequency for the TF-IDF overlap of a choice with the question
             items (:func:`word_weights`); None: computed from the batch's own texts. Generation passes the
             pool's, so a batch of candidate variants is weighted like the set.
+        text_pairs: with ``word_weights``, a cache of the text features of (question items, choice) pairs that
+            batches weighted alike share (adversarial filtering scores the same pairs round after round).
     """
 
     choice_vectors: np.ndarray
@@ -153,6 +155,7 @@ class ChoiceBatch:
     clusters: np.ndarray | None = None
     placeholder: np.ndarray | None = None
     word_weights: Mapping[str, float] | None = None
+    text_pairs: dict[tuple[str, str], tuple[int, int, float, float]] | None = None
 
     def __len__(self) -> int:
         return int(self.answers.shape[0])
@@ -280,6 +283,10 @@ def _tfidf(text: str, weights: Mapping[str, float], unseen: float) -> dict[str, 
     return {token: v / norm for token, v in vector.items()} if norm > 0 else {}
 
 
+#: A shared :attr:`ChoiceBatch.text_pairs` cache is emptied past this many pairs (about 100 MB).
+TEXT_PAIRS_KEPT = 500_000
+
+
 def _text_features(batch: ChoiceBatch) -> list[np.ndarray]:
     q, c = batch.valid.shape
     chars = np.zeros((q, c))
@@ -294,7 +301,9 @@ def _text_features(batch: ChoiceBatch) -> list[np.ndarray]:
         unseen = max(weights.values(), default=1.0)
         vectors: dict[str, dict[str, float]] = {}  # a batch of candidate variants repeats the same texts
         # ... and the same (question, choice) pairs: a variant changes one choice of its question
-        pairs: dict[tuple[str, str], tuple[int, int, float, float]] = {}
+        pairs = batch.text_pairs if batch.text_pairs is not None and batch.word_weights is not None else {}
+        if len(pairs) > TEXT_PAIRS_KEPT:
+            pairs.clear()
 
         def weighted(text: str) -> dict[str, float]:
             vector = vectors.get(text)
