@@ -31,7 +31,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -139,6 +139,8 @@ class ChoiceBatch:
         word_weights: token -> inverse document frequency for the TF-IDF overlap of a choice with the question
             items (:func:`word_weights`); None: computed from the batch's own texts. Generation passes the
             pool's, so a batch of candidate variants is weighted like the set.
+        text_pairs: with ``word_weights``, a cache of the text features of (question items, choice) pairs that
+            batches weighted alike share (adversarial filtering scores the same pairs round after round).
     """
 
     choice_vectors: np.ndarray
@@ -153,6 +155,7 @@ class ChoiceBatch:
     clusters: np.ndarray | None = None
     placeholder: np.ndarray | None = None
     word_weights: Mapping[str, float] | None = None
+    text_pairs: dict[tuple[str, str], tuple[int, int, float, float]] | None = None
 
     def __len__(self) -> int:
         return int(self.answers.shape[0])
@@ -280,6 +283,10 @@ def _tfidf(text: str, weights: Mapping[str, float], unseen: float) -> dict[str, 
     return {token: v / norm for token, v in vector.items()} if norm > 0 else {}
 
 
+#: A shared :attr:`ChoiceBatch.text_pairs` cache is emptied past this many pairs (about 100 MB).
+TEXT_PAIRS_KEPT = 500_000
+
+
 def _text_features(batch: ChoiceBatch) -> list[np.ndarray]:
     q, c = batch.valid.shape
     chars = np.zeros((q, c))
@@ -294,7 +301,9 @@ def _text_features(batch: ChoiceBatch) -> list[np.ndarray]:
         unseen = max(weights.values(), default=1.0)
         vectors: dict[str, dict[str, float]] = {}  # a batch of candidate variants repeats the same texts
         # ... and the same (question, choice) pairs: a variant changes one choice of its question
-        pairs: dict[tuple[str, str], tuple[int, int, float, float]] = {}
+        pairs = batch.text_pairs if batch.text_pairs is not None and batch.word_weights is not None else {}
+        if len(pairs) > TEXT_PAIRS_KEPT:
+            pairs.clear()
 
         def weighted(text: str) -> dict[str, float]:
             vector = vectors.get(text)
@@ -419,12 +428,30 @@ class ChoiceDiscriminant:
         return cls(mean, components, inverse, np.zeros(components.shape[1]))
 
     def project(self, vectors: np.ndarray) -> np.ndarray:
-        """``(..., d)`` the principal-component coordinates of ``vectors (..., D)``."""
-        return (np.asarray(vectors, dtype=np.float64) - self.mean) @ self.components
+        """``(..., d)`` float64 principal-component coordinates of ``vectors (..., D)``.
+
+        The product runs in float32, the embeddings' own precision (``x @ components - mean @ components``): a
+        float64 copy of a judge's batch of candidate variants (16,384 questions x 4 choices x 384) was most of
+        its cost."""
+        product = np.asarray(vectors, dtype=np.float32) @ self._components32
+        return product.astype(np.float64) - self._offset
+
+    @cached_property
+    def _components32(self) -> np.ndarray:
+        return np.asarray(self.components, dtype=np.float32)
+
+    @cached_property
+    def _offset(self) -> np.ndarray:
+        return np.asarray(self.mean @ self.components, dtype=np.float64)
 
     def fit(self, vectors: np.ndarray, valid: np.ndarray, answers: np.ndarray) -> ChoiceDiscriminant:
         """The discriminant of the questions ``vectors (Q, C, D)`` (answers ``(Q,)``) in this basis."""
-        diff = contrasts(self.project(vectors), valid, answers)
+        return self.fit_projected(self.project(vectors), valid, answers)
+
+    def fit_projected(self, coordinates: np.ndarray, valid: np.ndarray, answers: np.ndarray) -> ChoiceDiscriminant:
+        """:meth:`fit` from the questions' :meth:`project` ed ``coordinates (Q, C, d)`` (cross-fitting projects a
+        batch once for all its folds)."""
+        diff = contrasts(coordinates, valid, answers)
         m = diff.mean(axis=0) if len(diff) else np.zeros(self.components.shape[1])
         return ChoiceDiscriminant(self.mean, self.components, self.inverse, self.inverse @ m)
 
@@ -556,14 +583,15 @@ class ShortcutEnsemble:
         # on a 384 x 384 scatter spun for a second and more (18% of textual filtering, under load)
         with threadpool_limits(limits=1):
             basis = _shared_basis(batch.choice_vectors, batch.valid) if wants_contrast else None
+            coordinates = None if basis is None else basis.project(batch.choice_vectors)
             for rows in fit_rows:
                 train = rows[:, None] & batch.valid
                 y = labels[train].astype(np.int64)
                 linear = trees = by_distance = None
                 contrast = None
                 if len(np.unique(y)) == 2:
-                    if basis is not None:
-                        contrast = basis.fit(batch.choice_vectors[rows], batch.valid[rows], batch.answers[rows])
+                    if basis is not None and coordinates is not None:
+                        contrast = basis.fit_projected(coordinates[rows], batch.valid[rows], batch.answers[rows])
                     if view is not None:
                         linear = LogisticRegression(C=1.0, max_iter=300, class_weight="balanced")
                         linear.fit(view[train].astype(np.float64), y)
@@ -610,31 +638,52 @@ class ShortcutEnsemble:
         if not self._fitted:
             raise ValueError("fit the ensemble first")
         feats = choice_features(batch) if features is None else features
-        view = choice_view(batch.choice_vectors, batch.valid) if "choice_only" in self.models else None
         distance = distance_view(feats, batch.valid) if DISTANCE_MODEL in self.models else None
         folds = self._folds(batch.groups)
         q, c = batch.valid.shape
         uniform = _normalise_within(np.ones((q, c)), batch.valid)
         out = {name: uniform.copy() for name in self.models}
         with threadpool_limits(limits=1):
+            # every fold's discriminant shares the ensemble's basis: the batch is projected once
+            contrast = next((f.choice_contrast for f in self._fitted if f.choice_contrast is not None), None)
+            coordinates = None if contrast is None else contrast.project(batch.choice_vectors)
             for fold, fitted in enumerate(self._fitted):
                 rows = folds == fold
                 if not rows.any():
                     continue
                 cells = rows[:, None] & batch.valid
                 for name, model, x in (
-                    ("choice_only", fitted.choice_only, view),
-                    ("choice_contrast", fitted.choice_contrast, batch.choice_vectors),
+                    ("choice_only", fitted.choice_only, batch.choice_vectors),
+                    ("choice_contrast", fitted.choice_contrast, coordinates),
                     ("partial_input", fitted.partial_input, feats),
                     (DISTANCE_MODEL, fitted.question_distance, distance),
                 ):
                     if model is None or x is None or name not in out:
                         continue
                     score = np.full((q, c), -np.inf)
-                    score[cells] = model.decision_function(np.asarray(x[cells], dtype=np.float64))
+                    if name == "choice_only":
+                        score[rows] = _choice_view_scores(model, x[rows], batch.valid[rows])
+                        score[~batch.valid] = -np.inf
+                    elif isinstance(model, ChoiceDiscriminant):
+                        score[cells] = x[cells] @ model.direction
+                    else:
+                        score[cells] = model.decision_function(np.asarray(x[cells], dtype=np.float64))
                     out[name][rows] = _softmax_within(score[rows], batch.valid[rows])
         out["ensemble"] = np.mean([out[name] for name in self.models], axis=0)
         return out
+
+
+def _choice_view_scores(model: Any, vectors: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``(Q, C)`` a binary linear model's decision on :func:`choice_view` of ``vectors (Q, C, D)`` without building
+    the ``(Q, C, 2D)`` view: ``[x, x - m] @ [w1; w2] = x @ (w1 + w2) - m @ w2``, ``m`` the mean of the question's
+    valid choices (a judge's batch of candidate variants made a 400 MB float64 view)."""
+    d = vectors.shape[2]
+    weights = np.asarray(model.coef_[0], dtype=np.float32)
+    x = np.asarray(vectors, dtype=np.float32)
+    shown = valid.astype(np.float32)
+    mean = np.einsum("qcd,qc->qd", x, shown) / np.maximum(shown.sum(axis=1), 1)[:, None]
+    scores = (x @ (weights[:d] + weights[d:])).astype(np.float64)
+    return scores - (mean @ weights[d:]).astype(np.float64)[:, None] + float(model.intercept_[0])
 
 
 def hits(probs: np.ndarray, answers: np.ndarray, valid: np.ndarray) -> np.ndarray:

@@ -361,7 +361,8 @@ def test_the_demo_policy_states_what_it_shrinks_and_the_standard_one_states_none
     assert demo.prune_partitions < PRUNE_PARTITIONS and demo.prune_step > PRUNE_STEP
     assert demo.tree_iterations < TREE_ITERATIONS
     standard = sized(TEXTUAL_POLICY, "standard")
-    assert (standard.prune_partitions, standard.prune_step, standard.tree_iterations) == (3, 0.03, 60)
+    assert (standard.prune_partitions, standard.prune_step, standard.tree_iterations) == (1, 0.03, 60)
+    assert standard.prune_carry and not AdversarialPolicy().prune_carry
     assert not {"policy", "prune_partitions", "prune_step", "tree_iterations"} & set(standard.to_dict())
 
 
@@ -422,3 +423,34 @@ def test_candidate_variants_scored_in_batches_give_the_same_filter(monkeypatch: 
     assert np.array_equal(whole.negatives, batched.negatives)
     assert np.array_equal(whole.replacements, batched.replacements)
     assert whole.rounds == batched.rounds
+
+
+def test_carried_pruning_ranks_by_the_scores_of_every_step_so_far(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``prune_carry`` a question solved at every step goes before one a single fresh partition solved more
+    often; without it, each step ranks by its own partition alone."""
+    from procbench.generate.adversarial import prune
+
+    arena = _arena(40, seed=1)
+    steps: list[np.ndarray] = []
+
+    def scripted(arena: Arena, kept: np.ndarray, options: AdversarialPolicy, seed: int) -> Any:
+        rows = np.flatnonzero(kept)
+        solved = np.zeros(len(rows))
+        if not steps:  # step 0: questions 0-9 solved twice, the rest never
+            solved[rows < 10] = 2.0
+        else:  # later steps: questions 10-19 solved more often than 0-9
+            solved[(rows >= 10) & (rows < 20)] = 2.5
+            solved[rows < 10] = 1.0
+        steps.append(rows)
+        accuracy = 0.6 - 0.05 * len(steps)  # each step nearer chance (0.25): the last one is kept
+        return solved, np.zeros(len(rows)), {"partial_input": accuracy, "ensemble": accuracy}, 0.01
+
+    monkeypatch.setattr(prune, "_predictability", scripted)
+    dropped = {}
+    for carry in (True, False):
+        steps.clear()
+        policy = AdversarialPolicy(prune_step=0.125, prune_carry=carry)  # 5 questions a step
+        kept, _, _ = prune.prune_predictable(arena, policy, floor=30, seed=0)
+        dropped[carry] = set(np.flatnonzero(~kept).tolist())
+    assert dropped[True] == set(range(10))  # at step 1, 2 + 1 ahead of 0 + 2.5
+    assert dropped[False] == set(range(5)) | set(range(10, 15))

@@ -622,6 +622,41 @@ def test_adversarial_candidates_come_from_every_source(sample_store: Path) -> No
         assert len(found) == len(set(found))
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_word_neighbours_are_the_rows_sharing_the_most_word_weight(seed: int) -> None:
+    """The sparse search returns what scoring every row of the split would: the rows sharing a word with the shown
+    items, most shared TF-IDF weight first, ties by row; a word in more than WORD_POSTINGS rows is not matched."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n, vocab = 60, 12
+    present = rng.random((n, vocab)) < 0.15
+    present[:, 0] = rng.random(n) < 0.9  # a very common word
+    weights = sp.csr_matrix(np.where(present, rng.choice([0.5, 1.0], size=(n, vocab)), 0.0).astype(np.float32))
+    rows = np.sort(rng.choice(n, 40, replace=False))
+    shown = rng.integers(-1, n, size=(7, 3))
+    for cap in (n, 10):
+        textual_candidates.WORD_POSTINGS, kept = cap, textual_candidates.WORD_POSTINGS
+        try:
+            found = textual_candidates._word_neighbours(weights, shown, rows, 5)
+        finally:
+            textual_candidates.WORD_POSTINGS = kept
+        pool = weights[rows].toarray()
+        common = (pool > 0).sum(axis=0) > cap
+        pool[:, common] = 0
+        for q, items in enumerate(shown):
+            query = sum((weights[i].toarray()[0] for i in items if i >= 0), np.zeros(vocab, dtype=np.float32))
+            scores = pool @ query
+            best = sorted((r for r in range(len(rows)) if scores[r] > 0), key=lambda r: (-scores[r], r))[:5]
+            expected = [int(rows[r]) for r in best] + [-1] * (5 - len(best))
+            got = found[q].tolist()
+            # equal scores may differ in their last float bits between the two sums: compare score sequences
+            assert [round(float(scores[list(rows).index(r)]), 5) if r >= 0 else None for r in got] == [
+                round(float(scores[list(rows).index(r)]), 5) if r >= 0 else None for r in expected
+            ]
+
+
 def test_no_adversarial_negative_fits_the_answers_step_text_better_than_the_answer(
     sample_store: Path, tmp_path: Path
 ) -> None:

@@ -295,3 +295,37 @@ def test_subsampled_cross_fitting_fits_on_at_most_the_cap_and_still_scores_every
     assert all(np.array_equal(probs[name], again[name]) for name in probs)
     whole = ShortcutEnsemble(n_folds=4, seed=3)
     assert [int(r.sum()) for r in whole._fit_rows(folds, 4)] == [int((folds != f).sum()) for f in range(4)]
+
+
+def test_the_choice_only_scores_and_the_contrast_projection_equal_the_plain_computation() -> None:
+    """The ensemble scores the choice-only model without building the ``(Q, C, 2D)`` view and projects in float32:
+    the same scores as the model on the view and the float64 projection, to float32 precision."""
+    from sklearn.linear_model import LogisticRegression
+
+    from procbench.shortcuts import _choice_view_scores
+
+    rng = np.random.default_rng(0)
+    vectors = _unit(rng.normal(size=(300, 4, 24)))
+    valid = rng.random((300, 4)) > 0.1
+    labels = rng.random((300, 4)) > 0.75
+    view = choice_view(vectors, valid)
+    model = LogisticRegression(max_iter=300).fit(view[valid].astype(np.float64), labels[valid])
+    plain = model.decision_function(view[valid].astype(np.float64))
+    np.testing.assert_allclose(_choice_view_scores(model, vectors, valid)[valid], plain, atol=1e-4)
+    basis = ChoiceDiscriminant.basis(vectors, valid, dims=8)
+    exact = (vectors.astype(np.float64) - basis.mean) @ basis.components
+    np.testing.assert_allclose(basis.project(vectors), exact, atol=1e-5)
+
+
+def test_batches_sharing_a_text_pair_cache_get_the_features_of_batches_without_it() -> None:
+    from procbench.shortcuts import word_weights
+
+    batch = _batch(40, shortcut=None)
+    weights = word_weights(t for texts in (*batch.choice_texts, *batch.question_texts) for t in texts)
+    alone = choice_features(ChoiceBatch(**{**batch.__dict__, "word_weights": weights}))
+    cache: dict = {}
+    first = choice_features(ChoiceBatch(**{**batch.__dict__, "word_weights": weights, "text_pairs": cache}))
+    again = choice_features(ChoiceBatch(**{**batch.__dict__, "word_weights": weights, "text_pairs": cache}))
+    assert len(cache) == 40 * 4
+    np.testing.assert_array_equal(first, alone)
+    np.testing.assert_array_equal(again, alone)

@@ -23,6 +23,8 @@ __all__ = ["PAIRS", "Searcher", "knn", "median_pair_distance", "search_until_k",
 
 #: Random pairs drawn to estimate the RecipeQA style's fixed distance.
 PAIRS = 10_000
+#: Queries one :func:`search_until_k` call hands :func:`knn` at a time (bounds the ``(queries, fetch)`` arrays).
+SEARCH_BLOCK = 32_768
 
 
 class Searcher(Protocol):
@@ -76,7 +78,10 @@ def search_until_k(
     """Per query, the first ``k`` of its neighbours that ``keep`` keeps, in distance order.
 
     ``fetch`` neighbours are searched (:func:`knn`); the queries left with fewer than ``k`` kept ones are
-    searched again with twice as many, up to ``limit`` (the whole index, or a ``fetch`` known to suffice).
+    searched again with twice as many, up to ``limit`` (the whole index, or a ``fetch`` known to suffice), unless
+    their search came back short: an exact index had no more rows, an IVF index's probed lists are exhausted, and
+    a wider search would return the same (asking an IVF index for the whole store held 18 GB at 100k procedures).
+    Queries are searched :data:`SEARCH_BLOCK` at a time (the result does not depend on the batching).
 
     Args:
         exclude: the procedure of each query (its rows are never neighbours).
@@ -91,16 +96,21 @@ def search_until_k(
     out_i = np.full((n, k), -1, dtype=np.int64)
     todo = np.arange(n)
     while len(todo):
-        dist, ids = knn(index, queries[todo], fetch, exclude=[exclude[i] for i in todo.tolist()])
-        kept = keep(todo, ids) & (ids >= 0)
-        order = np.argsort(~kept, axis=1, kind="stable")[:, :k]
-        width = order.shape[1]
-        valid = np.arange(width) < kept.sum(axis=1)[:, None]
-        out_i[todo, :width] = np.where(valid, np.take_along_axis(ids, order, axis=1), -1)
-        out_d[todo, :width] = np.where(valid, np.take_along_axis(dist, order, axis=1), np.inf)
+        wider = []
+        for start in range(0, len(todo), SEARCH_BLOCK):
+            block = todo[start : start + SEARCH_BLOCK]
+            dist, ids = knn(index, queries[block], fetch, exclude=[exclude[i] for i in block.tolist()])
+            kept = keep(block, ids) & (ids >= 0)
+            order = np.argsort(~kept, axis=1, kind="stable")[:, :k]
+            width = order.shape[1]
+            valid = np.arange(width) < kept.sum(axis=1)[:, None]
+            out_i[block, :width] = np.where(valid, np.take_along_axis(ids, order, axis=1), -1)
+            out_d[block, :width] = np.where(valid, np.take_along_axis(dist, order, axis=1), np.inf)
+            # widen only what is short of k and whose search filled every slot (so more may be found)
+            wider.append(block[(kept.sum(axis=1) < k) & ((ids >= 0).sum(axis=1) >= ids.shape[1])])
         if fetch >= limit:
             break
-        todo = todo[kept.sum(axis=1) < k]
+        todo = np.concatenate(wider)
         fetch = min(limit, fetch * 2)
     return out_d, out_i
 

@@ -84,6 +84,7 @@ class Arena:
     placeholder: np.ndarray | None = None
     features: Callable[[ChoiceBatch], np.ndarray] | None = None
     _word_weights: dict[str, float] | None = field(default=None, repr=False)
+    _text_pairs: dict[tuple[str, str], tuple[int, int, float, float]] = field(default_factory=dict, repr=False)
 
     def word_weights(self) -> dict[str, float] | None:
         """The TF-IDF overlap feature's token weights, from every item text of the pool (None: no texts)."""
@@ -121,6 +122,7 @@ class Arena:
             placeholder=None if self.placeholder is None else self.placeholder[keep],
             features=self.features,
             _word_weights=self._word_weights,
+            _text_pairs=self._text_pairs,
         )
 
     def batch(self) -> ChoiceBatch:
@@ -159,6 +161,7 @@ def _batch(
         clusters=None if arena.clusters is None else np.where(valid, arena.clusters[np.maximum(rows, 0)], -1),
         placeholder=placeholder,
         word_weights=arena.word_weights(),
+        text_pairs=arena._text_pairs,
     )
 
 

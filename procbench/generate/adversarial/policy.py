@@ -78,6 +78,8 @@ class AdversarialPolicy:
         prune_repeats: cross-fitted ensembles averaged per partition of the pruning.
         prune_partitions: partitions (fresh procedure folds) per pruning step (:data:`PRUNE_PARTITIONS`).
         prune_step: share of the questions one pruning step drops (:data:`PRUNE_STEP`).
+        prune_carry: a question's predictability adds up over the pruning steps so far (False: each step's own
+            partitions only).
         tree_iterations: boosting iterations of the partial-input probe's trees (:data:`TREE_ITERATIONS`).
         tree_bins: histogram bins per feature of those trees (:data:`TREE_BINS`).
         max_fit_questions: subsampled cross-fitting: at most this many questions fit a fold's probes
@@ -99,6 +101,7 @@ class AdversarialPolicy:
     prune_repeats: int = PROBE_REPEATS
     prune_partitions: int = PRUNE_PARTITIONS
     prune_step: float = PRUNE_STEP
+    prune_carry: bool = False
     tree_iterations: int = TREE_ITERATIONS
     tree_bins: int = TREE_BINS
     max_fit_questions: int | None = MAX_FIT_QUESTIONS
@@ -125,10 +128,19 @@ class AdversarialPolicy:
 #: The defaults (library use).
 DEFAULT_POLICY = AdversarialPolicy()
 #: Textual cloze and next-action: questions the probes still solve after the rounds are dropped down to 85%. One
-#: cross-fitting per round and per pruning partition (the judge still averages the last 3 rounds' ensembles), the
-#: cheaper trees, and a stop after :data:`PATIENCE` rounds without progress: a third of the standard loop's cost,
-#: the validity probes within noise of it (benchmarks/adversarial_constants.md).
-TEXTUAL_POLICY = AdversarialPolicy(min_yield=0.85, probe_repeats=1, prune_repeats=1, patience=PATIENCE, **FAST_TREES)
+#: cross-fitting per round (the judge still averages the last 3 rounds' ensembles), one fresh partition per pruning
+#: step whose scores add up over the steps (``prune_carry``), the cheaper trees, and a stop after :data:`PATIENCE`
+#: rounds without progress: the validity probes within noise of the standard loop at a fraction of its cost
+#: (benchmarks/adversarial_constants.md).
+TEXTUAL_POLICY = AdversarialPolicy(
+    min_yield=0.85,
+    probe_repeats=1,
+    prune_repeats=1,
+    prune_partitions=1,
+    prune_carry=True,
+    patience=PATIENCE,
+    **FAST_TREES,
+)
 #: Visual cloze and ordering: image embeddings of different photos of one dish can be very close; only
 #: near-copies are excluded. Questions the probes still solve are dropped while 85% stay.
 IMAGE_POLICY = AdversarialPolicy(ceiling=0.95, min_yield=0.85)

@@ -41,7 +41,10 @@ def prune_predictable(
     Each step fits ``options.prune_partitions`` (:data:`PRUNE_PARTITIONS`) fresh cross-fitted ensembles on the
     questions left; a question's predictability is how often their probes above chance solve it, and their probes
     below chance rate its answer lowest (ties: the probabilities of its answer; the ensemble's when no probe is off
-    chance). The ``options.prune_step`` share (:data:`PRUNE_STEP`) of most predictable questions is dropped, until
+    chance). With ``options.prune_carry``, a question's predictability adds up over the steps so far (AFLite's
+    share over every partition that held it out; the earlier ones fitted on a superset of the questions left), so
+    one fresh partition per step is enough to rank by. The ``options.prune_step`` share (:data:`PRUNE_STEP`) of
+    most predictable questions is dropped, until
     every probe's mean accuracy is within ``options.z`` standard errors of chance or ``floor`` questions are left.
     Returns ``(kept (Q,), log, best)``: the questions of step ``best``, the one whose worst probe was nearest chance,
     and one log entry per step.
@@ -50,10 +53,14 @@ def prune_predictable(
     chance = 1.0 / (n_neg + 1)
     log: list[dict[str, Any]] = []
     best: dict[str, Any] = {"kept": np.ones(n_q, dtype=bool), "step": 0, "gap": np.inf}
+    carried = np.zeros((2, n_q))  # (solved, answer_prob) summed over the steps so far
 
     def rank(kept: np.ndarray) -> tuple[np.ndarray, bool]:
         rows = np.flatnonzero(kept)
         solved, answer_prob, accuracy, margin = _predictability(arena, kept, options, _PRUNE.seed(seed, len(log)))
+        if options.prune_carry:
+            carried[:, rows] += (solved, answer_prob)
+            solved, answer_prob = carried[0, rows], carried[1, rows]
         gap = chance_gap(accuracy, chance)
         log.append({"questions": len(rows), "accuracy": accuracy, "bound": round(chance + margin, 4)})
         if gap < best["gap"]:

@@ -100,6 +100,12 @@ def _search_until_k(
 
 #: Adversarial negatives: candidates per question from each source (:func:`near_candidates`).
 ADVERSARIAL_CANDIDATES = {"answer": 48, "question": 48, "items": 48, "words": 48}
+#: Questions whose word candidates are scored together (one sparse ``(WORD_BLOCK, rows)`` score block).
+WORD_BLOCK = 256
+#: A content word in more rows of a split than this is too common to draw negatives by (RecipeQA's most common
+#: title word, "ingredients", is in 390 of 4,043 titles): matching it would compare a question with a fixed share
+#: of the split, quadratic in the set.
+WORD_POSTINGS = 1000
 
 
 class SplitSearch:
@@ -284,25 +290,41 @@ def near_candidates(index: NeighborIndex, drafts: list[Draft], pool: Pool, sizes
 
 
 def _word_neighbours(words: Any, shown: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
-    """``(B, k)`` of ``rows``, those whose content words best match the union of each question's shown items'."""
+    """``(B, k)`` of ``rows``, those whose content words best match the union of each question's shown items'
+    (most shared TF-IDF weight first, ties by row; -1: fewer rows share a word).
+
+    The scores stay sparse: a question is compared only with the rows sharing one of its words (an inverted
+    index's work), not with every row of the split, whose dense ``(B, rows)`` block made this quadratic. A word
+    in more than :data:`WORD_POSTINGS` rows counts as a stop word here, so a question's work is bounded and the
+    whole is linear in the split."""
     import scipy.sparse as sp
 
-    pool_words = words[rows]
+    pool_words = sp.csr_matrix(words[rows])
+    common = pool_words.getnnz(axis=0) > WORD_POSTINGS
+    if common.any():
+        pool_words = sp.csr_matrix(pool_words @ sp.diags((~common).astype(np.float32)))
+        pool_words.eliminate_zeros()
+    pool_words = pool_words.T.tocsr()  # (V, R)
     out = np.full((len(shown), k), -1, dtype=np.int64)
-    step = max(1, min(256, (1 << 24) // max(1, len(rows))))  # a dense (step, rows) score block of <= 64 MB
-    for start in range(0, len(shown), step):
-        block = shown[start : start + step]
+    for start in range(0, len(shown), WORD_BLOCK):
+        block = shown[start : start + WORD_BLOCK]
         picks = sp.csr_matrix(
             (np.ones(int((block >= 0).sum()), dtype=np.float32), (np.nonzero(block >= 0)[0], block[block >= 0])),
             shape=(len(block), words.shape[0]),
         )
-        scores = np.asarray((picks @ words @ pool_words.T).todense())
-        take = min(k, scores.shape[1])
-        top = np.argpartition(-scores, take - 1, axis=1)[:, :take]
-        order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
-        top = np.take_along_axis(top, order, axis=1)
-        found = np.take_along_axis(scores, top, axis=1) > 0
-        out[start : start + len(block), :take] = np.where(found, rows[top], -1)
+        scores = sp.csr_matrix(picks @ words @ pool_words)  # (b, R)
+        for i in range(len(block)):
+            lo, hi = scores.indptr[i], scores.indptr[i + 1]
+            cols, values = scores.indices[lo:hi], scores.data[lo:hi]
+            live = values > 0
+            cols, values = cols[live], values[live]
+            if len(cols) > k:  # the k best, then ordered: best first, ties by row
+                top = np.argpartition(-values, k - 1)[:k]
+                cut = values[top].min()
+                keep = values >= cut  # every row tied with the k-th stays in the running, so ties go by row
+                cols, values = cols[keep], values[keep]
+            order = np.lexsort((cols, -values))[:k]
+            out[start + i, : len(order)] = rows[cols[order]]
     return out
 
 
