@@ -7,6 +7,9 @@ TORCH_SPEC ?= torch==2.13.0
 #   make test PIP_TORCH_ARGS="--index-url https://download.pytorch.org/whl/cpu"
 PIP_TORCH_ARGS ?=
 BIN := $(VENV)/bin
+# `make test` runs the fast suite in this many pytest-xdist worker processes, one test file per worker at a time
+# (--dist loadfile: a file's module fixtures are built once); 0 runs it in this process.
+TEST_WORKERS ?= 2
 
 .PHONY: install demo test test-slow test-budget lint bench clean
 
@@ -28,11 +31,11 @@ demo: install
 
 # `test` skips the tests marked slow (> ~20 s each); `test-slow` runs only those. CI runs both.
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # the fast suite with its 20 s per-test budget binding (`make test` reports the tests over it at the end)
 test-budget: install
-	PROCBENCH_FAST_TEST_SECONDS=20 $(BIN)/python -m pytest -q
+	PROCBENCH_FAST_TEST_SECONDS=20 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: install
 	$(BIN)/python -m pytest -q -m slow
