@@ -97,7 +97,8 @@ def test_without_the_variable_the_tests_over_the_budget_are_listed_at_the_end(
     pytester.makeini("[pytest]\nmarkers = slow: slow\n")
     pytester.makeconftest("import fast_budget\n\nfast_budget.LIMIT_SECONDS = 0.25  # the default budget, made small\n")
     pytester.makepyfile(test_burn=BURN)
-    result = pytester.runpytest_subprocess("-p", "fast_budget", "-q", *(["-n", str(workers)] if workers else []))
+    run_in = ["-n", str(workers), "--dist", "loadfile"] if workers else []  # as `make test` runs the suite
+    result = pytester.runpytest_subprocess("-p", "fast_budget", "-q", *run_in)
     result.assert_outcomes(passed=7)
     result.stdout.fnmatch_lines(["*2 fast tests over the budget (binding with PROCBENCH_FAST_TEST_SECONDS=20)*"])
     result.stdout.fnmatch_lines(["*test_over_budget took *over the 0.25 s budget of a fast test*"])
