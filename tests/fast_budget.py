@@ -54,13 +54,31 @@ def _cpu_seconds() -> float:
 
 
 _ENFORCE_KEY = pytest.StashKey[bool]()
-_OVER_KEY = pytest.StashKey[list[str]]()
+#: The report property that carries an over-budget note (reports, unlike a worker's config, reach the process that
+#: prints the summary when pytest-xdist runs the tests in workers).
+_OVER_PROPERTY = "fast_budget_over"
+
+
+class _OverBudgetSummary:
+    """Collects the over-budget notes from the test reports and lists them at the end of the run."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.messages += [str(value) for name, value in report.user_properties if name == _OVER_PROPERTY]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.messages:
+            terminalreporter.section(f"{len(self.messages)} fast tests over the budget (binding with {LIMIT_ENV}=20)")
+            for message in self.messages:
+                terminalreporter.write_line(message)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_LIMIT_KEY] = limit_seconds()  # read once: a test changing the variable changes no budget
     config.stash[_ENFORCE_KEY] = bool(os.environ.get(LIMIT_ENV, "").strip())
-    config.stash[_OVER_KEY] = []
+    config.pluginmanager.register(_OverBudgetSummary(), f"fast-budget-summary-{id(config)}")
 
 
 def _over_budget(item: pytest.Item, report: pytest.TestReport, message: str) -> None:
@@ -69,15 +87,7 @@ def _over_budget(item: pytest.Item, report: pytest.TestReport, message: str) -> 
         report.outcome = "failed"
         report.longrepr = message
     else:
-        item.config.stash[_OVER_KEY].append(message)
-
-
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    over = config.stash.get(_OVER_KEY, [])
-    if over:
-        terminalreporter.section(f"{len(over)} fast tests over the budget (binding with {LIMIT_ENV}=20)")
-        for message in over:
-            terminalreporter.write_line(message)
+        report.user_properties.append((_OVER_PROPERTY, message))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -412,6 +412,20 @@ def test_the_partial_input_trees_find_distance_length_and_rank_shortcuts(planted
     assert result.details["features"][0] == "qmean_value" and result.details["n_skipped"] == 0
 
 
+def test_the_partial_input_trees_can_be_smaller_and_the_details_state_their_size() -> None:
+    """The demo's audit fits the adversarial filter's cheaper trees (``trees``): they are the ones fitted (the
+    per-question probabilities change), they still find a planted shortcut, and the probe's details say so."""
+    from procbench.demo import DEMO_TREES
+
+    aset = make_cloze(n=300, seed=1, longest=0.7)
+    standard = audit_set(aset, seed=0, n_boot=100, probes="partial_input", per_question=True)
+    small = audit_set(aset, seed=0, n_boot=100, probes="partial_input", per_question=True, trees=DEMO_TREES)
+    assert standard.probes["partial_input"].details["trees"] == "150 boosting iterations over 255 bins per feature"
+    assert small.probes["partial_input"].details["trees"] == "60 boosting iterations over 63 bins per feature"
+    _assert_found(small.probes["partial_input"], at_least=0.7)
+    assert not small.scores["partial_input"].equals(standard.scores["partial_input"])
+
+
 def test_per_question_scores_are_cross_fitted_answer_probabilities() -> None:
     from procbench.audit.scores import SCORE_COLUMNS
 

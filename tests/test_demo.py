@@ -45,6 +45,9 @@ def test_demo_builds_the_sample_store_and_is_rerunnable(tmp_path: Path) -> None:
     report = Path(result["report"])
     assert report == store / "report" / "index.html" and report.is_file()
     assert "hasty-choice-only" in report.read_text()  # the sweep table of the demo's runs
+    # the demo's audit size, stated in the report (procbench audit: 5 folds, 1000 replicates, 150 x 255 trees)
+    stated = "Audited with 3 procedure-grouped folds; 200 bootstrap replicates per interval; partial-input trees of "
+    assert stated + "60 boosting iterations over 63 bins per feature." in report.read_text()
     generated = result["stages"]["generate"]
     assert len(list((store / "report" / "sets").glob("*.html"))) == len(generated)
     assert {f"{task}/{s.name}" for task, settings in DEMO_VISUAL_SETTINGS.items() for s in settings} <= set(generated)

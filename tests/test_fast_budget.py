@@ -3,6 +3,7 @@ a shared fixture is checked on its own, not charged to the test that set it up."
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,24 @@ def test_the_budget_is_twenty_seconds_unless_overridden(monkeypatch: pytest.Monk
     assert LIMIT_SECONDS == 20.0 and limit_seconds() == 20.0
     monkeypatch.setenv("PROCBENCH_FAST_TEST_SECONDS", "0")
     assert limit_seconds() == 0.0
+
+
+@pytest.mark.parametrize("workers", [None, 2])
+def test_without_the_variable_the_tests_over_the_budget_are_listed_at_the_end(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: int | None
+) -> None:
+    """`make test` (no PROCBENCH_FAST_TEST_SECONDS): the tests over the budget pass and are listed in the summary,
+    also when pytest-xdist runs them in worker processes (the notes travel in the test reports)."""
+    if workers:
+        pytest.importorskip("xdist")
+    monkeypatch.delenv("PROCBENCH_FAST_TEST_SECONDS", raising=False)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    pytester.makeini("[pytest]\nmarkers = slow: slow\n")
+    pytester.makeconftest("import fast_budget\n\nfast_budget.LIMIT_SECONDS = 0.25  # the default budget, made small\n")
+    pytester.makepyfile(test_burn=BURN)
+    run_in = ["-n", str(workers), "--dist", "loadfile"] if workers else []  # as `make test` runs the suite
+    result = pytester.runpytest_subprocess("-p", "fast_budget", "-q", *run_in)
+    result.assert_outcomes(passed=7)
+    result.stdout.fnmatch_lines(["*2 fast tests over the budget (binding with PROCBENCH_FAST_TEST_SECONDS=20)*"])
+    result.stdout.fnmatch_lines(["*test_over_budget took *over the 0.25 s budget of a fast test*"])
+    result.stdout.fnmatch_lines(["*the shared fixture 'shared' (set up for *test_first_of_an_expensive_* took*"])

@@ -280,6 +280,26 @@ def test_report_pages_are_offline_and_complete(store: Path, tmp_path: Path) -> N
     assert all(t.count("<th><span title=") <= 7 for t in index.split('<table class="audit">')[1:])
 
 
+def test_the_report_says_how_the_sets_were_audited() -> None:
+    """`procbench demo` audits at a smaller size than `procbench audit` (3 folds, 200 replicates, smaller trees):
+    the report states the folds, replicates and trees the probes' details record."""
+    from types import SimpleNamespace
+
+    from procbench.report.html import _audit_settings
+
+    def view(**partial_input: Any) -> Any:
+        probes = {"length": {"details": {"n_folds": 3, "n_boot": 200}}, "partial_input": {"details": partial_input}}
+        return SimpleNamespace(audit={"probes": probes})
+
+    trees = "60 boosting iterations over 63 bins per feature"
+    line = _audit_settings([view(n_folds=3, n_boot=200, trees=trees), view(n_folds=5, n_boot=200)])
+    assert line == (
+        '<p class="muted">Audited with 3 / 5 procedure-grouped folds; 200 bootstrap replicates per interval; '
+        f"partial-input trees of {trees}.</p>"
+    )
+    assert _audit_settings([SimpleNamespace(audit=None)]) == ""
+
+
 def test_report_links_only_urls_that_can_exist() -> None:
     from procbench.report.data import real_url
 

@@ -4,7 +4,7 @@ helpers that turn per-question hits into a result."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,8 @@ class ProbeContext:
         codes: ``(n,)`` procedure code of each question; ``n_groups`` procedures.
         folds: ``(n,)`` fold of each question (a procedure's questions share a fold).
         bootstrap: replicates over procedures.
+        trees: the partial-input probe's tree size, ``tree_iterations`` and ``tree_bins`` of
+            :class:`procbench.shortcuts.ShortcutEnsemble` (empty: the ensemble's, 150 iterations over 255 bins).
     """
 
     seed: int
@@ -39,14 +41,18 @@ class ProbeContext:
     folds: np.ndarray
     bootstrap: Bootstrap
     cache: dict[str, Any] = field(default_factory=dict)
+    trees: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def for_set(cls, aset: AuditSet, *, seed: int, n_boot: int, n_folds: int) -> ProbeContext:
-        """Folds and bootstrap replicates for ``aset``."""
+    def for_set(
+        cls, aset: AuditSet, *, seed: int, n_boot: int, n_folds: int, trees: Mapping[str, int] | None = None
+    ) -> ProbeContext:
+        """Folds and bootstrap replicates for ``aset`` (``trees``: see :attr:`trees`)."""
         codes, n_groups = group_codes(aset.procedure_ids)
         folds_used = int(min(n_folds, n_groups))
         folds = procedure_folds(codes, n_groups, folds_used, seed)
-        return cls(seed, folds_used, codes, n_groups, folds, Bootstrap(codes, n_groups, n_boot=n_boot, seed=seed))
+        bootstrap = Bootstrap(codes, n_groups, n_boot=n_boot, seed=seed)
+        return cls(seed, folds_used, codes, n_groups, folds, bootstrap, trees=dict(trees or {}))
 
     def stratified_folds(self, labels: np.ndarray) -> np.ndarray:
         """``(n,)`` folds like :attr:`folds` (a procedure's questions share one) in which each of ``labels (n,)``

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ def audit_set(
     n_folds: int = DEFAULT_FOLDS,
     probes: Iterable[str] | str | None = None,
     per_question: bool = False,
+    trees: Mapping[str, int] | None = None,
     progress: Progress = SILENT,
 ) -> SetAudit:
     """Every (selected) probe on one set; a probe that raises :class:`NotApplicable` is reported with its reason.
@@ -48,7 +49,9 @@ def audit_set(
     # The work is many small matrix products: one BLAS/OpenMP thread is faster than several fighting for
     # busy cores, and keeps results bit-identical whatever the machine's thread count.
     with threadpool_limits(limits=1):
-        ctx = ProbeContext.for_set(aset, seed=seed, n_boot=n_boot, n_folds=n_folds) if len(aset) else None
+        ctx = None
+        if len(aset):
+            ctx = ProbeContext.for_set(aset, seed=seed, n_boot=n_boot, n_folds=n_folds, trees=trees)
         scores = note = None
         if per_question:  # first: the partial_input probe then reuses the fitted ensemble
             try:
@@ -77,6 +80,7 @@ def audit_sets(
     n_folds: int = DEFAULT_FOLDS,
     probes: Iterable[str] | str | None = None,
     per_question: bool = False,
+    trees: Mapping[str, int] | None = None,
     progress: Progress = SILENT,
 ) -> AuditReport:
     """Audit question sets side by side.
@@ -91,6 +95,9 @@ def audit_sets(
         n_folds: folds of the procedure-grouped cross-validation.
         probes: probe names to run (default: all registered).
         per_question: also compute each set's per-question shortcut scores (``SetAudit.scores``).
+        trees: the partial-input probe's tree size, ``{"tree_iterations": ..., "tree_bins": ...}`` (None: 150
+            boosting iterations over 255 bins, :class:`procbench.shortcuts.ShortcutEnsemble`); the probe's details
+            state it. The demo fits smaller trees (:data:`procbench.demo.DEMO_TREES`).
         progress: receives one task per set.
 
     Raises:
@@ -100,6 +107,9 @@ def audit_sets(
         raise BadInput("--n-boot must be at least 10")
     if n_folds < 2:
         raise BadInput("--folds must be at least 2")
+    unknown = sorted(set(trees or {}) - {"tree_iterations", "tree_bins"})
+    if unknown:
+        raise BadInput(f"unknown tree option(s) {', '.join(unknown)}: the trees take tree_iterations and tree_bins")
     resolve_probes(probes)
     loaded = load_sets(list(sets), store=store, seed=seed)
     report = AuditReport({}, seed=seed)
@@ -115,6 +125,7 @@ def audit_sets(
             "n_folds": n_folds,
             "probes": probes,
             "per_question": per_question,
+            "trees": trees,
         }
         audit = audit_set(aset, progress=progress, **options)
         audit.name = name
@@ -147,6 +158,7 @@ def run_audit(
     n_folds: int = DEFAULT_FOLDS,
     probes: Iterable[str] | str | None = None,
     per_question: bool = False,
+    trees: Mapping[str, int] | None = None,
     progress: Progress = SILENT,
 ) -> AuditRun:
     """Load the sets named by ``specs``, audit them, write ``audit.json`` and optionally PNG plots.
@@ -174,6 +186,7 @@ def run_audit(
         n_folds=n_folds,
         probes=probes,
         per_question=per_question,
+        trees=trees,
         progress=progress,
     )
     target = Path(out) if out is not None else (default_report_path(sets) or Path("audit.json"))
@@ -196,7 +209,10 @@ def run_audit(
             else:
                 run.scores[name] = write_scores(audit.scores, scores_path)
     chosen = probes if probes is None or isinstance(probes, str) else list(probes)
-    options = {"format": format, "probes": chosen, "n_boot": n_boot, "n_folds": n_folds, "per_question": per_question}
+    options: dict[str, Any] = {"format": format, "probes": chosen, "n_boot": n_boot, "n_folds": n_folds}
+    options["per_question"] = per_question
+    if trees:
+        options["trees"] = dict(trees)
     _record_run(run, sets, options, seed=seed)
     return run
 

@@ -233,7 +233,29 @@ def _audit_tables(views: list[SetView]) -> str:
         "context); amber: below chance (the shortcut inverted); blue: a reference probe that reads the context "
         "(above chance is expected).</p>"
     )
-    return legend + "\n".join(out)
+    return legend + _audit_settings(views) + "\n".join(out)
+
+
+def _audit_settings(views: list[SetView]) -> str:
+    """How the sets were audited (folds, bootstrap replicates, the partial-input trees), from the probes' details:
+    ``procbench demo`` audits at a smaller size than ``procbench audit``, and the report says so."""
+    found: dict[str, set[str]] = {"n_folds": set(), "n_boot": set(), "trees": set()}
+    for v in views:
+        for result in ((v.audit or {}).get("probes") or {}).values():
+            details = (result or {}).get("details") or {}
+            for key, values in found.items():
+                if details.get(key) is not None:
+                    values.add(str(details[key]))
+    parts = []
+    if found["n_folds"]:
+        parts.append(f"{' / '.join(sorted(found['n_folds'], key=int))} procedure-grouped folds")
+    if found["n_boot"]:
+        parts.append(f"{' / '.join(sorted(found['n_boot'], key=int))} bootstrap replicates per interval")
+    if found["trees"]:
+        parts.append("partial-input trees of " + " / ".join(sorted(found["trees"])))
+    if not parts:
+        return ""
+    return f'<p class="muted">Audited with {escape("; ".join(parts))}.</p>'
 
 
 def _histograms(views: list[SetView]) -> str:

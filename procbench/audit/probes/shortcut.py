@@ -19,7 +19,7 @@ cross-fitted probabilities the per-question shortcut scores are made of (:func:`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,7 +135,14 @@ def shortcut_probabilities(
 
     batch, rows = choice_batch(aset, ctx)
     wanted = tuple(m for m in MODELS if m in models)
-    ensemble = ShortcutEnsemble(n_folds=ctx.n_folds, seed=ctx.seed, models=wanted)
+    default = ShortcutEnsemble()
+    ensemble = ShortcutEnsemble(
+        n_folds=ctx.n_folds,
+        seed=ctx.seed,
+        models=wanted,
+        tree_iterations=ctx.trees.get("tree_iterations", default.tree_iterations),
+        tree_bins=ctx.trees.get("tree_bins", default.tree_bins),
+    )
     features = choice_features(batch)
     predicted = ensemble.fit(batch, features).predict(batch, features)
     shape = aset.index().valid.shape
@@ -147,6 +154,16 @@ def shortcut_probabilities(
     result = ShortcutProbabilities(rows, probs, len(set(ensemble.fold_of.values())))
     ctx.cache["shortcuts"] = result
     return result
+
+
+def tree_size(trees: Mapping[str, int]) -> str:
+    """The partial-input trees' size in words, as a report states it (``trees``: :attr:`ProbeContext.trees`)."""
+    from procbench.shortcuts import ShortcutEnsemble
+
+    default = ShortcutEnsemble()
+    iterations = trees.get("tree_iterations", default.tree_iterations)
+    bins = trees.get("tree_bins", default.tree_bins)
+    return f"{iterations} boosting iterations over {bins} bins per feature"
 
 
 @register("partial_input", kind="accuracy", summary="gradient-boosted trees on context-free per-choice features")
@@ -163,6 +180,7 @@ def partial_input(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
             "model": "HistGradientBoostingClassifier per choice (correct vs wrong), argmax over choices",
             "features": list(FEATURE_NAMES),
             "cross_fitting": f"{scored.n_folds} procedure-grouped folds (procbench.shortcuts.ShortcutEnsemble)",
+            "trees": tree_size(ctx.trees),
             "interval": "procedure bootstrap of the cross-fitted hits",
             "encoder": aset.encoder,
             "n_skipped": int(len(aset) - scored.rows.sum()),
