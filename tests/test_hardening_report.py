@@ -192,3 +192,20 @@ def test_a_packet_is_never_written_or_removed_through_a_symlink(
     assert "symbolic link" in result.output and len(result.output.strip().splitlines()) == 1
     assert [p.name for p in victim.iterdir()] == ["keep.png"]
     assert (victim / "keep.png").read_text() == "precious\n"
+
+
+def test_a_set_page_says_why_an_ordering_set_has_no_per_question_scores() -> None:
+    """The audit cannot score an order choice by choice, so an ordering set's page does not send the user to
+    ``procbench audit --per-question`` (which would print the same "no scores")."""
+    from procbench.report.data import SetView
+    from procbench.report.html import set_page
+
+    def page(task: str) -> str:
+        view = SetView(
+            name=f"{task}/x", task=task, setting="x", slug="s", splits={"test": 0}, questions=[], total=0,
+            audit=None, has_scores=False,
+        )  # fmt: skip
+        return set_page(view, instruction="")
+
+    assert "orders of items" in page("visual-ordering") and "--per-question" not in page("visual-ordering")
+    assert "procbench audit --per-question" in page("visual-cloze")

@@ -16,6 +16,7 @@ from procbench import __version__
 from procbench.card.glossary import explain, glossary_for, knob_values
 from procbench.readers.views import readers_html
 from procbench.report.data import SetView
+from procbench.tasks import TASKS
 
 __all__ = ["histogram_svg", "index_page", "interval_svg", "script_json", "set_page"]
 
@@ -323,6 +324,15 @@ def index_page(views: list[SetView], tables: list[dict[str, Any]], *, title: str
     return _page(title, body, depth=0)
 
 
+def _why_no_scores(task: str) -> str:
+    """What to do for a set's per-question shortcut scores, or why there are none: the audit scores a choice by
+    its own features, which an order of items does not have."""
+    spec = TASKS.find(task)
+    if spec is not None and spec.kind.ordering:
+        return "its choices are orders of items: the audit's probes read orders as a whole set"
+    return "procbench audit --per-question"
+
+
 def set_page(view: SetView, *, instruction: str) -> str:
     """One set's question browser (the questions are JSON inside the page; report.js renders them)."""
     data = {
@@ -338,7 +348,7 @@ def set_page(view: SetView, *, instruction: str) -> str:
         '<label>shortcut score ≥ <input id="score" type="range" min="0" max="1" step="0.05" value="0"> '
         '<span id="score-value">0.00</span></label>'
         if view.has_scores
-        else '<span class="muted">no per-question shortcut scores (procbench audit --per-question)</span>'
+        else f'<span class="muted">no per-question shortcut scores ({_why_no_scores(view.task)})</span>'
     )
     controls = (
         '<div class="controls"><label>split <select id="split"><option value="all">all</option>'
