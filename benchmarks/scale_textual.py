@@ -10,8 +10,9 @@ linear in the corpus; the neighbourhoods are lexical, which is what the scale me
 of the sweep (``recipeqa``, ``default``, ``debias-auto``, ``adversarial``) is generated in a child process
 (``procbench generate`` as a library call, the splits it writes), which reports its wall time and its own peak
 RSS (VmHWM), wall and CPU seconds (the child is single-threaded, so CPU time is what a loaded machine distorts
-least). The output is one JSON object per size, with ``adversarial / recipeqa`` and, across sizes, the CPU time
-growth from one size to the next (linear = the size ratio).
+least), and for ``adversarial`` the filter's own probes' accuracy on the set it kept (chance 0.25). The output is
+one JSON object per size, with ``adversarial / recipeqa`` and, across sizes, the CPU time growth from one size to
+the next (linear = the size ratio).
 """
 
 from __future__ import annotations
@@ -89,7 +90,10 @@ def child(store: str, setting: str, rounds: int | None) -> None:
     result = generate(Store.open(store), "textual-cloze", chosen, seed=0, overwrite=True, **options)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
     timing = {"seconds": round(seconds, 2), "cpu_seconds": round(cpu_seconds, 2), "peak_mb": round(peak_rss_mb())}
-    print(json.dumps({**timing, **result.questions}))
+    # the filter's own probes on the set it kept: a fast filter that leaves them far above chance is no win
+    filtered = (result.counts.get("adversarial") or {}).get("adversarial") or {}
+    quality = {"filter_accuracy": filtered["final_accuracy"]} if filtered.get("final_accuracy") else {}
+    print(json.dumps({**timing, **result.questions, **quality}))
 
 
 def measure(n_procedures: int, rounds: int | None, settings: list[str]) -> dict[str, Any]:
