@@ -259,11 +259,13 @@ RERANK_MARGIN = 16
 #: (query, row) pairs whose distances are computed at once when re-ranking (bounds the memory).
 RERANK_PAIRS = 16384
 
-#: ``raw(queries, fetch) -> (squared distances, rows)``: a FAISS search (see :func:`stable_search`).
-RawSearch = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+#: ``raw(queries, fetch, nprobe) -> (squared distances, rows)``: a FAISS search (see :func:`stable_search`).
+RawSearch = Callable[[np.ndarray, int, "int | None"], tuple[np.ndarray, np.ndarray]]
 
 
-def stable_search(index: Any, queries: np.ndarray, fetch: int) -> tuple[np.ndarray, np.ndarray]:
+def stable_search(
+    index: Any, queries: np.ndarray, fetch: int, nprobe: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``index.search(queries, fetch)`` whose bytes do not depend on how the queries are batched.
 
     FAISS's exact (flat) search computes distances with BLAS for batches of 20 or more queries: their last
@@ -271,11 +273,13 @@ def stable_search(index: Any, queries: np.ndarray, fetch: int) -> tuple[np.ndarr
     search asks FAISS for :data:`RERANK_MARGIN` more candidates, computes each (query, candidate) distance
     on its own (a sum of squared differences, the same bytes in any batch, on any worker) and keeps the
     ``fetch`` best by (distance, row). IVF searches scan their lists per query already and are returned as
-    they are. Returns squared distances ``(B, fetch)`` float32 and rows ``(B, fetch)`` int64 (-1: none).
+    they are; ``nprobe`` scans that many lists instead of the index's own. Returns squared distances
+    ``(B, fetch)`` float32 and rows ``(B, fetch)`` int64 (-1: none).
     """
     q = np.ascontiguousarray(queries, dtype=np.float32)
     if not hasattr(index, "get_xb") or not len(q):  # IVF: per query already
-        squared, rows = index.search(q, fetch)
+        params = None if nprobe is None else _faiss().SearchParametersIVF(nprobe=int(nprobe))
+        squared, rows = index.search(q, fetch, params=params)
         return squared, np.asarray(rows, dtype=np.int64)
     faiss = _faiss()
     n_total, dim = int(index.ntotal), int(index.d)
@@ -323,6 +327,12 @@ class NeighborIndex:
         """``flat`` (exact) or ``ivf``."""
         return str(self.info.get("kind", ""))
 
+    @property
+    def probes(self) -> tuple[int, int]:
+        """``(nprobe, nlist)`` of an IVF index: the lists a search scans, and all of them (``(0, 0)``: exact)."""
+        params = self.info.get("params") or {}
+        return (int(params.get("nprobe", 0)), int(params.get("nlist", 0))) if self.kind == "ivf" else (0, 0)
+
     def __len__(self) -> int:
         return int(self.index.ntotal)
 
@@ -350,9 +360,11 @@ class NeighborIndex:
         exclude: Sequence[str | None] | None = None,
         exclude_keys: Sequence[Collection[str]] | None = None,
         raw: RawSearch | None = None,
+        nprobe: int | None = None,
     ) -> Neighbors:
         """See :func:`neighbors`; ``raw`` runs the FAISS search (default: :func:`stable_search` here; an
-        engine passes one that runs it elsewhere, e.g. on Ray workers)."""
+        engine passes one that runs it elsewhere, e.g. on Ray workers); ``nprobe``: an IVF index scans that many
+        lists (None: its own :attr:`nprobe`)."""
         q = np.ascontiguousarray(queries, dtype=np.float32)
         if q.ndim == 1:
             q = q.reshape(1, -1)
@@ -381,7 +393,7 @@ class NeighborIndex:
         fetch = max(1, min(n_total, k + extra))
         if n_total == 0:
             return Neighbors(np.full((len(q), k), np.inf, np.float32), np.full((len(q), k), -1, np.int64), self.keys)
-        squared, rows = raw(q, fetch) if raw is not None else stable_search(self.index, q, fetch)
+        squared, rows = raw(q, fetch, nprobe) if raw is not None else stable_search(self.index, q, fetch, nprobe)
         rows = rows.astype(np.int64)
         mask = rows < 0
         if query_groups is not None:

@@ -30,7 +30,9 @@ SHARED_KEPT = 4
 _LOADED: dict[str, Any] = {}
 
 
-def _search_shard(blob: np.ndarray, token: str, nprobe: int, queries: np.ndarray, fetch: int) -> Any:
+def _search_shard(
+    blob: np.ndarray, token: str, nprobe: int, queries: np.ndarray, fetch: int, wider: int | None = None
+) -> Any:
     index: Any = _LOADED.get(token)
     if index is None:
         import faiss
@@ -41,7 +43,7 @@ def _search_shard(blob: np.ndarray, token: str, nprobe: int, queries: np.ndarray
         if len(_LOADED) >= 2:
             _LOADED.clear()
         _LOADED[token] = index
-    return stable_search(index, queries, fetch)
+    return stable_search(index, queries, fetch, wider)
 
 
 class RaySearch:
@@ -82,15 +84,15 @@ class RaySearch:
     def raw(self, index: NeighborIndex) -> RawSearch:
         """The ``raw`` search of ``index`` for :meth:`NeighborIndex.search`."""
 
-        def run(queries: np.ndarray, fetch: int) -> tuple[np.ndarray, np.ndarray]:
+        def run(queries: np.ndarray, fetch: int, wider: int | None = None) -> tuple[np.ndarray, np.ndarray]:
             n = len(queries)
             shards = min(self.workers, n // MIN_SHARD)
             if shards < 2:
-                return stable_search(index.index, queries, fetch)
+                return stable_search(index.index, queries, fetch, wider)
             blob, token, nprobe = self._shared(index)
             bounds = np.linspace(0, n, shards + 1).astype(int)
             refs = [
-                self.task.remote(blob, token, nprobe, queries[a:b], fetch)
+                self.task.remote(blob, token, nprobe, queries[a:b], fetch, wider)
                 for a, b in zip(bounds[:-1], bounds[1:], strict=True)
             ]
             found = self.ray.get(refs)

@@ -53,15 +53,22 @@ def searching_with(searcher: Searcher | None) -> Iterator[None]:
 
 
 def knn(
-    index: NeighborIndex, queries: np.ndarray, k: int, *, exclude: Sequence[str | None] | None = None
+    index: NeighborIndex,
+    queries: np.ndarray,
+    k: int,
+    *,
+    exclude: Sequence[str | None] | None = None,
+    nprobe: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` nearest rows of ``index`` to each of ``queries (B, D)``, none of procedure ``exclude[b]``.
+    """The ``k`` nearest rows of ``index`` to each of ``queries (B, D)``, none of procedure ``exclude[b]``
+    (``nprobe``: an IVF index scans that many lists; None: its own).
 
     Returns:
         ``(distances (B, k) float32 ascending, inf where none; ids (B, k) int64 rows, -1 where none)``.
     """
     raw = _searcher.raw(index) if _searcher is not None else None
-    found = index.search(np.ascontiguousarray(queries, dtype=np.float32), k, exclude=exclude, raw=raw)
+    vectors = np.ascontiguousarray(queries, dtype=np.float32)
+    found = index.search(vectors, k, exclude=exclude, raw=raw, nprobe=nprobe)
     return found.distances, found.indices
 
 
@@ -78,10 +85,11 @@ def search_until_k(
     """Per query, the first ``k`` of its neighbours that ``keep`` keeps, in distance order.
 
     ``fetch`` neighbours are searched (:func:`knn`); the queries left with fewer than ``k`` kept ones are
-    searched again with twice as many, up to ``limit`` (the whole index, or a ``fetch`` known to suffice), unless
-    their search came back short: an exact index had no more rows, an IVF index's probed lists are exhausted, and
-    a wider search would return the same (asking an IVF index for the whole store held 18 GB at 100k procedures).
-    Queries are searched :data:`SEARCH_BLOCK` at a time (the result does not depend on the batching).
+    searched again with twice as many, up to ``limit`` (the whole index, or a ``fetch`` known to suffice). A query
+    whose search came back short is not: an exact index has no more rows, and an IVF index returns only the rows
+    of the lists it scans, however many are asked (asking it for the whole store held 18 GB at 100k procedures);
+    on an IVF index such a query is searched again scanning twice as many lists, up to all of them. Queries are
+    searched :data:`SEARCH_BLOCK` at a time (the result does not depend on the batching).
 
     Args:
         exclude: the procedure of each query (its rows are never neighbours).
@@ -94,25 +102,46 @@ def search_until_k(
     n = len(queries)
     out_d = np.full((n, k), np.inf, dtype=np.float32)
     out_i = np.full((n, k), -1, dtype=np.int64)
-    todo = np.arange(n)
+    nprobe, nlist = index.probes
+    todo, fetch_of, probe_of = np.arange(n), np.full(n, fetch), np.full(n, nprobe)
     while len(todo):
-        wider = []
-        for start in range(0, len(todo), SEARCH_BLOCK):
-            block = todo[start : start + SEARCH_BLOCK]
-            dist, ids = knn(index, queries[block], fetch, exclude=[exclude[i] for i in block.tolist()])
-            kept = keep(block, ids) & (ids >= 0)
-            order = np.argsort(~kept, axis=1, kind="stable")[:, :k]
-            width = order.shape[1]
-            valid = np.arange(width) < kept.sum(axis=1)[:, None]
-            out_i[block, :width] = np.where(valid, np.take_along_axis(ids, order, axis=1), -1)
-            out_d[block, :width] = np.where(valid, np.take_along_axis(dist, order, axis=1), np.inf)
-            # widen only what is short of k and whose search filled every slot (so more may be found)
-            wider.append(block[(kept.sum(axis=1) < k) & ((ids >= 0).sum(axis=1) >= ids.shape[1])])
-        if fetch >= limit:
-            break
-        todo = np.concatenate(wider)
-        fetch = min(limit, fetch * 2)
+        again = []
+        # queries searched alike (fetch, lists) go together, in blocks
+        for (width_asked, lists), group in _groups(todo, fetch_of, probe_of):
+            for start in range(0, len(group), SEARCH_BLOCK):
+                block = group[start : start + SEARCH_BLOCK]
+                dist, ids = knn(
+                    index,
+                    queries[block],
+                    int(width_asked),
+                    exclude=[exclude[i] for i in block.tolist()],
+                    nprobe=int(lists) if lists != nprobe else None,
+                )
+                kept = keep(block, ids) & (ids >= 0)
+                order = np.argsort(~kept, axis=1, kind="stable")[:, :k]
+                width = order.shape[1]
+                valid = np.arange(width) < kept.sum(axis=1)[:, None]
+                out_i[block, :width] = np.where(valid, np.take_along_axis(ids, order, axis=1), -1)
+                out_d[block, :width] = np.where(valid, np.take_along_axis(dist, order, axis=1), np.inf)
+                short_of_k = kept.sum(axis=1) < k
+                full = (ids >= 0).sum(axis=1) >= ids.shape[1]
+                # filled every slot: ask for more rows; came back short: scan more lists (IVF), else done
+                wider = block[short_of_k & full & (width_asked < limit)]
+                fetch_of[wider] = np.minimum(limit, width_asked * 2)
+                deeper = block[short_of_k & ~full & (lists < nlist)]
+                probe_of[deeper] = np.minimum(nlist, lists * 2)
+                again += [wider, deeper]
+        todo = np.sort(np.concatenate(again)) if again else np.zeros(0, dtype=np.int64)
     return out_d, out_i
+
+
+def _groups(
+    todo: np.ndarray, fetch_of: np.ndarray, probe_of: np.ndarray
+) -> Iterator[tuple[tuple[int, int], np.ndarray]]:
+    """The queries ``todo`` grouped by their (fetch, nprobe), in a fixed order."""
+    pairs = np.stack([fetch_of[todo], probe_of[todo]], axis=1)
+    for pair in np.unique(pairs, axis=0).tolist():
+        yield (int(pair[0]), int(pair[1])), todo[(pairs[:, 0] == pair[0]) & (pairs[:, 1] == pair[1])]
 
 
 def median_pair_distance(
