@@ -56,8 +56,7 @@ def nearest_titles(
         groups = np.array([pool.group_of[key.rsplit("#", 1)[0]] for key in batch], dtype=np.int64)
         copies = pool.norm_counts[pool.norm_codes[[pool.positions[key] for key in batch]]]
         for group in np.unique(groups).tolist():
-            share = max(1, len(pool.group_rows[group])) / total
-            base = k if len(pool.group_rows) == 1 else int(np.ceil(k / share * 1.25)) + 8
+            base = k if len(pool.group_rows) == 1 else _split_fetch(k, len(pool.group_rows[group]), total)
             # queries whose title has many copies ask for more rows, bucketed by powers of two
             bucket = base * 2 ** np.ceil(np.log2((base + copies) / base)).astype(np.int64)
             for size in np.unique(bucket[groups == group]).tolist():
@@ -65,6 +64,13 @@ def nearest_titles(
                 _search_until_k(index, pool, members, group, k, min(total, size), out)
         progress.advance(len(batch))
     return out
+
+
+def _split_fetch(k: int, rows: int, total: int) -> int:
+    """How many rows of a whole-store index to ask for so that about ``k`` are among a split's ``rows`` (of
+    ``total``): ``k`` over the split's share, with a margin."""
+    share = max(1, rows) / max(1, total)
+    return int(np.ceil(k / share * 1.25)) + 8
 
 
 def _search_until_k(
@@ -133,8 +139,7 @@ class SplitSearch:
             found = np.where(found >= 0, self.rows[np.maximum(found, 0)], -1)
             pad = ((0, 0), (0, k - found.shape[1]))
             return np.pad(distances, pad, constant_values=np.inf), np.pad(found, pad, constant_values=-1)
-        share = max(1, len(self.rows)) / max(1, self.total)
-        fetch = min(self.total, int(np.ceil(k / share * 1.25)) + 8)
+        fetch = min(self.total, _split_fetch(k, len(self.rows), self.total))
         allowed = self.allowed
 
         def keep(_queries: np.ndarray, hits: np.ndarray) -> np.ndarray:
