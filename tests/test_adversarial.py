@@ -7,6 +7,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from procbench.generate.adversarial import (
     FILTER_MODELS,
@@ -454,3 +457,18 @@ def test_carried_pruning_ranks_by_the_scores_of_every_step_so_far(monkeypatch: p
         dropped[carry] = set(np.flatnonzero(~kept).tolist())
     assert dropped[True] == set(range(10))  # at step 1, 2 + 1 ahead of 0 + 2.5
     assert dropped[False] == set(range(5)) | set(range(10, 15))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    usable=hnp.arrays(bool, hnp.array_shapes(min_dims=2, max_dims=2, min_side=1, max_side=12)),
+    n=st.integers(1, 14),
+    seed=st.integers(0, 2**16),
+)
+def test_judge_draws_at_most_n_usable_candidates_per_question(usable: np.ndarray, n: int, seed: int) -> None:
+    from procbench.generate.adversarial.filter import _drawn
+
+    drawn = _drawn(usable, n, np.random.default_rng(seed))
+    assert not (drawn & ~usable).any()
+    assert (drawn.sum(axis=1) == np.minimum(usable.sum(axis=1), n)).all()
+    assert (drawn == _drawn(usable, n, np.random.default_rng(seed))).all()

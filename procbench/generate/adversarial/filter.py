@@ -79,6 +79,7 @@ class _NegativeGame:
             self.chance,
             self.rng,
             lagging,
+            self.policy.judge_candidates,
         )
         self.replacements[changed] += 1
         return changed
@@ -170,6 +171,16 @@ def _variant_features(
     return features
 
 
+def _drawn(usable: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``(T, M)``: ``n`` of each row's True cells of ``usable (T, M)`` drawn at random (all of a row with fewer)."""
+    if usable.shape[1] <= n:
+        return usable
+    keys = np.where(usable, rng.random(usable.shape), np.inf)
+    picked = np.zeros_like(usable)
+    np.put_along_axis(picked, np.argpartition(keys, n - 1, axis=1)[:, :n], True, axis=1)
+    return picked & usable
+
+
 def _replace(
     work: Arena,
     above: np.ndarray,
@@ -182,12 +193,14 @@ def _replace(
     chance: float,
     rng: np.random.Generator,
     lagging: Sequence[str] = (),
+    judge_candidates: int | None = None,
 ) -> np.ndarray:
     """Swap one negative of each target question for its best usable candidate; the questions changed.
 
     ``above`` questions lose their weakest negative, ``below`` questions their strongest (by the ensemble); the
     candidate chosen brings the probes' probabilities of the answer nearest ``chance`` (:func:`probe_costs`;
-    ``lagging``: the probes below chance over the set) and must bring them nearer than they were.
+    ``lagging``: the probes below chance over the set) and must bring them nearer than they were. With
+    ``judge_candidates``, only that many of a question's usable candidates (an ``rng`` draw) are judged.
     """
     targets = np.flatnonzero(above | below)
     if not len(targets):
@@ -205,6 +218,8 @@ def _replace(
     usable &= uses[cand_ids] < capacity[cand_ids]
     if work.candidate_class is not None and work.negative_class is not None:
         usable &= work.candidate_class[targets] == work.negative_class[targets, slot][:, None]
+    if judge_candidates is not None:
+        usable &= _drawn(usable, judge_candidates, rng)
     # every (question, candidate) variant: the chosen negative replaced by the candidate
     base = np.repeat(work.choices()[targets][:, None, :], n_cand, axis=1)  # (T, M, 1 + K)
     old = base[np.arange(len(targets)), 0, 1 + slot]  # (T,) the negative each variant drops
