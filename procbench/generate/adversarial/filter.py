@@ -79,7 +79,7 @@ class _NegativeGame:
             self.chance,
             self.rng,
             lagging,
-            self.policy.judge_candidates,
+            self.policy.judge_variants,
         )
         self.replacements[changed] += 1
         return changed
@@ -193,14 +193,14 @@ def _replace(
     chance: float,
     rng: np.random.Generator,
     lagging: Sequence[str] = (),
-    judge_candidates: int | None = None,
+    judge_variants: int | None = None,
 ) -> np.ndarray:
     """Swap one negative of each target question for its best usable candidate; the questions changed.
 
     ``above`` questions lose their weakest negative, ``below`` questions their strongest (by the ensemble); the
     candidate chosen brings the probes' probabilities of the answer nearest ``chance`` (:func:`probe_costs`;
-    ``lagging``: the probes below chance over the set) and must bring them nearer than they were. With
-    ``judge_candidates``, only that many of a question's usable candidates (an ``rng`` draw) are judged.
+    ``lagging``: the probes below chance over the set) and must bring them nearer than they were. Past
+    ``judge_variants`` usable (question, candidate) variants, each question's are an ``rng`` draw of an equal share.
     """
     targets = np.flatnonzero(above | below)
     if not len(targets):
@@ -218,8 +218,8 @@ def _replace(
     usable &= uses[cand_ids] < capacity[cand_ids]
     if work.candidate_class is not None and work.negative_class is not None:
         usable &= work.candidate_class[targets] == work.negative_class[targets, slot][:, None]
-    if judge_candidates is not None:
-        usable &= _drawn(usable, judge_candidates, rng)
+    if judge_variants is not None and usable.sum() > judge_variants:
+        usable &= _drawn(usable, max(1, judge_variants // len(targets)), rng)
     # every (question, candidate) variant: the chosen negative replaced by the candidate
     base = np.repeat(work.choices()[targets][:, None, :], n_cand, axis=1)  # (T, M, 1 + K)
     old = base[np.arange(len(targets)), 0, 1 + slot]  # (T,) the negative each variant drops

@@ -21,7 +21,7 @@ __all__ = [
     "PATIENCE",
     "TREE_BINS",
     "IMAGE_POLICY",
-    "JUDGE_CANDIDATES",
+    "JUDGE_VARIANTS",
     "JUDGE_ROUNDS",
     "PROBE_REPEATS",
     "PRUNE_PARTITIONS",
@@ -52,9 +52,10 @@ TREE_BINS = 255
 #: Subsampled cross-fitting: at most this many questions fit one fold's probes, so a round costs the same on any
 #: set larger than that (every question is still scored by the folds that did not see its procedure).
 MAX_FIT_QUESTIONS: int | None = 2000
-#: The textual filter's judge scores at most this many of a told question's usable candidates per round, a fresh
-#: seeded draw each round: scoring every candidate variant was most of a round's cost on large sets.
-JUDGE_CANDIDATES = 32
+#: A round's judge scores at most about this many candidate variants (a told question with one negative swapped
+#: for a usable candidate): past it, each told question's candidates are a fresh seeded draw of an equal share, so
+#: a round's replacements cost the same on any set larger than that (no set of the shared corpora reaches it).
+JUDGE_VARIANTS: int | None = 65_536
 #: The textual filter stops its rounds after this many rounds in a row without a new best round.
 PATIENCE = 4
 #: The textual filter's cheaper partial-input trees: 60 boosting iterations over 63 bins per feature read the same
@@ -78,8 +79,8 @@ class AdversarialPolicy:
             (AFLite-style pruning); 1: never drop a question.
         probe_repeats: cross-fitted ensembles averaged per round (:data:`PROBE_REPEATS`).
         judge_rounds: rounds whose ensembles judge a replacement (:data:`JUDGE_ROUNDS`).
-        judge_candidates: a round's judge scores at most this many of a told question's usable candidates, drawn
-            afresh each round (None: every one; the textual preset: :data:`JUDGE_CANDIDATES`).
+        judge_variants: a round's judge scores at most about this many candidate variants, each told question's
+            usable candidates subsampled to an equal share past it (:data:`JUDGE_VARIANTS`; None: every one).
         replace_share: share of the questions the probes tell that a round changes (drawn at random).
         prune_repeats: cross-fitted ensembles averaged per partition of the pruning.
         prune_partitions: partitions (fresh procedure folds) per pruning step (:data:`PRUNE_PARTITIONS`).
@@ -103,7 +104,7 @@ class AdversarialPolicy:
     min_yield: float = 1.0
     probe_repeats: int = PROBE_REPEATS
     judge_rounds: int = JUDGE_ROUNDS
-    judge_candidates: int | None = None
+    judge_variants: int | None = JUDGE_VARIANTS
     replace_share: float = 1.0
     prune_repeats: int = PROBE_REPEATS
     prune_partitions: int = PRUNE_PARTITIONS
@@ -146,7 +147,6 @@ TEXTUAL_POLICY = AdversarialPolicy(
     prune_partitions=1,
     prune_carry=True,
     patience=PATIENCE,
-    judge_candidates=JUDGE_CANDIDATES,
     **FAST_TREES,
 )
 #: Visual cloze and ordering: image embeddings of different photos of one dish can be very close; only
