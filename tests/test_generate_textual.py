@@ -678,3 +678,33 @@ def test_no_adversarial_negative_fits_the_answers_step_text_better_than_the_answ
     assert offered > 30
     # without step-text embeddings (or with --items text, whose context hides the answer's text) no such rule
     assert textual_pool.step_text_embeddings(store, "text", texts) is None
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    classes=st.lists(st.lists(st.booleans(), min_size=1, max_size=7), min_size=1, max_size=5),
+    per_procedure=st.integers(1, 7),
+    seed=st.integers(0, 2**16),
+)
+def test_adversarial_windows_skip_only_searches_that_cannot_change_the_pick(
+    classes: list[list[bool]], per_procedure: int, seed: int
+) -> None:
+    """``pick_windows`` searches only the contested drafts: any scores of the others pick the same drafts."""
+    shared = [value for procedure in classes for value in procedure]
+    spans, start = [], 0
+    for procedure in classes:
+        spans.append((start, start + len(procedure)))
+        start += len(procedure)
+    contested = textual_candidates._contested(shared, spans, per_procedure)
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(0, 17, len(shared))
+    other = np.where(contested, scores, rng.integers(0, 17, len(shared)))
+
+    def picks(score: np.ndarray) -> list[int]:
+        return [
+            i
+            for a, b in spans
+            for i in sorted(sorted(range(a, b), key=lambda i: (shared[i], -score[i], i))[:per_procedure])
+        ]
+
+    assert picks(scores) == picks(other)

@@ -178,7 +178,10 @@ def pick_windows(index: NeighborIndex, options: list[Draft], pool: Pool, per_pro
     """
 
     vectors = pool.embeddings.vectors
-    embedded = [i for i, d in enumerate(options) if d.answer_key in pool.positions]
+    shared = [_shared_answer(d, pool) for d in options]
+    spans = _procedure_spans(options)
+    contested = _contested(shared, spans, per_procedure)
+    embedded = [i for i, d in enumerate(options) if contested[i] and d.answer_key in pool.positions]
     score = np.full(len(options), -1, dtype=np.int64)  # not embedded: the last choice (skipped later)
     if embedded:
         chosen = [options[i] for i in embedded]
@@ -195,17 +198,40 @@ def pick_windows(index: NeighborIndex, options: list[Draft], pool: Pool, per_pro
             distance, hit = SplitSearch(index, pool, allowed)(means[members], procedures, ADVERSARIAL_NEARER)
             nearer = (hit >= 0) & (distance < radius[members][:, None])
             score[np.array(embedded)[members]] = nearer.sum(axis=1)
-    shared = [_shared_answer(d, pool) for d in options]
     picked: list[Draft] = []
+    for start, end in spans:
+        best = sorted(range(start, end), key=lambda i: (shared[i], -score[i], options[i].number))[:per_procedure]
+        picked.extend(options[i] for i in sorted(best))
+    return picked
+
+
+def _procedure_spans(options: list[Draft]) -> list[tuple[int, int]]:
+    """``[(start, end)]`` of each procedure's run of ``options`` (listed in procedure order)."""
+    spans = []
     start = 0
     while start < len(options):
         end = start
         while end < len(options) and options[end].procedure_id == options[start].procedure_id:
             end += 1
-        best = sorted(range(start, end), key=lambda i: (shared[i], -score[i], options[i].number))[:per_procedure]
-        picked.extend(options[i] for i in sorted(best))
+        spans.append((start, end))
         start = end
-    return picked
+    return spans
+
+
+def _contested(shared: list[bool], spans: list[tuple[int, int]], per_procedure: int) -> np.ndarray:
+    """``(len(shared),)`` the options whose score can change which are picked: those of the first class (unshared
+    answers first) that the ``per_procedure`` picks fill only in part. The other options are picked, or not, by
+    their class alone, so their searches are skipped (a procedure whose unshared drafts are fewer than its picks
+    needs none)."""
+    contested = np.zeros(len(shared), dtype=bool)
+    for start, end in spans:
+        left = per_procedure
+        for value in (False, True):
+            members = [i for i in range(start, end) if shared[i] == value]
+            if 0 < left < len(members):
+                contested[members] = True
+            left -= min(left, len(members))
+    return contested
 
 
 def _word_vectors(pool: Pool) -> Any:
