@@ -202,7 +202,7 @@ def command(
     --overwrite. An empty split is a warning (an error with --strict). --engine ray runs the neighbour
     searches as Ray tasks (the same files).
     """
-    from procbench.cli._console import print_json, progress_bar
+    from procbench.cli._console import err_console, print_json, progress_bar
     from procbench.engine import Engine
     from procbench.errors import BadInput
     from procbench.generate import generate
@@ -256,6 +256,9 @@ def command(
                     **{k: v for k, v in options.items() if v is not None},
                 )
             )
+    for result in results:
+        for warning in result.warnings:
+            err_console.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     if json:
         print_json(results[0].to_dict() if task is not None else [r.to_dict() for r in results])
         return
@@ -308,10 +311,8 @@ def _default_options(task: str) -> GenerateOptions:
 
 
 def _render(result: GenerateResult) -> None:
-    from procbench.cli._console import console, err_console
+    from procbench.cli._console import console
 
-    for warning in result.warnings:
-        err_console.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
     for name, path in result.paths.items():
         sizes = ", ".join(f"{s} {n}" for s, n in result.split_sizes.get(name, {}).items())
         console.print(
