@@ -178,7 +178,7 @@ def _check(
         assert meta["choice_clusters"] is None
 
 
-def _build(
+def _textual(
     store: Store, settings: list[Setting], *, splits: dict[str, str] | None = None, **options: Any
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``tc.build`` with textual cloze's options made from ``options``."""
@@ -186,7 +186,7 @@ def _build(
 
 
 def _questions(store: Store, setting: Setting, **options: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    sets, counts = _build(store, [setting], **options)
+    sets, counts = _textual(store, [setting], **options)
     rows = [
         {
             "procedure_id": q.procedure_id,
@@ -360,7 +360,7 @@ def test_exhausted_budgets_skip_questions_and_never_hang(sample_store: Path) -> 
 
 def test_auto_budget_keeps_nearly_every_draft_with_clusters_giving_equally(awkward_store: Path) -> None:
     store = Store.open(awkward_store)
-    sets, counts = _build(
+    sets, counts = _textual(
         store, [Setting("default"), Setting("debias", budget=4), Setting("debias", budget="auto")], seed=1
     )
     auto, fixed = counts["per_setting"]["debias-auto"], counts["per_setting"]["debias-b4"]
@@ -408,9 +408,9 @@ def _check_needs_context(q: dict[str, Any], oracle: Oracle, splits: dict[str, st
 @pytest.mark.slow  # two sweeps with two adversarial filters each: ~38 s of CPU (measured)
 def test_settings_are_paired_and_answer_positions_uniform(sample_store: Path) -> None:
     store = Store.open(sample_store)
-    sets, _ = _build(store, list(tc.SWEEP), seed=4, questions_per_procedure=3, policy="demo")
+    sets, _ = _textual(store, list(tc.SWEEP), seed=4, questions_per_procedure=3, policy="demo")
     # the first question of each procedure is the same in every setting: only the negatives differ
-    single, _ = _build(store, list(tc.SWEEP), seed=4, policy="demo")
+    single, _ = _textual(store, list(tc.SWEEP), seed=4, policy="demo")
     # (the adversarial and needs-context settings choose their own windows: see their tests)
     own_windows = ("adversarial", "needs-context")
     paired = {k: v for k, v in single.items() if k not in own_windows}
@@ -437,11 +437,11 @@ def test_bad_settings_and_options(sample_store: Path, tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="Control-Knobs"):
         tc.build(store, [Setting("knobs", (0, 1, 1))])
     with pytest.raises(BadInput, match="--clusters"):
-        _build(store, [Setting("recipeqa")], clusters=5)
+        _textual(store, [Setting("recipeqa")], clusters=5)
     with pytest.raises(BadInput, match="distinct titles"):
-        _build(store, [Setting("debias", budget=3)], clusters=10_000)
+        _textual(store, [Setting("debias", budget=3)], clusters=10_000)
     with pytest.raises(BadInput, match="--questions-per-procedure"):
-        _build(store, [Setting("default")], questions_per_procedure=0)
+        _textual(store, [Setting("default")], questions_per_procedure=0)
     bare = tmp_path / "bare"
     ingest_file(bare, write_jsonl(tmp_path / "in.jsonl", load_sample()[:5]))
     with pytest.raises(BadInput, match="procbench embed"):
@@ -676,7 +676,7 @@ def test_no_adversarial_negative_fits_the_answers_step_text_better_than_the_answ
     titles, texts = load_embeddings(store, "step_title"), load_embeddings(store, "step_text")
     title_row = {k: i for i, k in enumerate(titles.keys.to_pylist())}
     text_row = {k: i for i, k in enumerate(texts.keys.to_pylist())}
-    sets, _ = tc.build(store, [Setting("adversarial")], seed=0, policy="demo")
+    sets, _ = _textual(store, [Setting("adversarial")], seed=0, policy="demo")
     offered = 0
     for q in sets["adversarial"]:
         text = np.asarray(texts.vectors[text_row[q.meta["answer_key"]]])

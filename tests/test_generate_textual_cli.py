@@ -63,8 +63,8 @@ def test_cli_three_styles_and_sweep(embedded: Path, tmp_path: Path) -> None:
     written = sorted(p.name for p in (Path(store) / "questions" / "textual-cloze").iterdir())
     assert written == ["adversarial", "debias-auto", "debias-b6", "default", "needs-context", "recipeqa"]
     provenance = Store.open(store).provenance[-1]
-    assert provenance["command"] == "generate" and "debias-auto" in provenance["counts"]
-    auto = provenance["counts"]["debias-auto"]
+    assert provenance["command"] == "generate" and "debias-auto" in provenance["counts"]["per_setting"]
+    auto = provenance["counts"]["per_setting"]["debias-auto"]
     assert auto["auto_budget"]["chosen"] == auto["budget"]["per_cluster"] and auto["yield"] >= 0.98
 
 
@@ -78,7 +78,7 @@ def test_cli_rejects_what_does_not_apply(embedded: Path, ingested_sample: Path, 
         (["--debias", "--clusters", "100000"], "distinct titles"),
         (["--adjacent"], "does not apply"),
         (["--min-yield", "0.9"], "apply only with --adversarial"),
-        (["--adversarial", "--min-yield", "0"], "--min-yield in (0, 1]"),
+        (["--adversarial", "--min-yield", "0"], "--min-yield must be a share in (0, 1]"),
     ):
         result = runner.invoke(app, [*base, *extra])
         assert result.exit_code == 2 and message in result.stderr, (extra, result.output)
