@@ -288,8 +288,8 @@ def probe_store(store: Store, *, per_procedure: int, budgets: list[int], folds: 
     from procbench.features import ItemVectors
     from procbench.generate import Setting
     from procbench.generate import textual as tc
-    from procbench.generate.options import TextualClozeOptions
     from procbench.generate.debias import cluster_titles, default_n_clusters
+    from procbench.generate.options import TextualClozeOptions
     from procbench.store.views import kept_procedures
 
     items = ItemVectors(store, "step_title")

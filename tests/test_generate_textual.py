@@ -17,8 +17,8 @@ from procbench.embed import embed_store, load_embeddings, load_index
 from procbench.errors import BadInput
 from procbench.generate import Setting, assign_splits, generate
 from procbench.generate import textual as tc
-from procbench.generate.options import TextualClozeOptions
 from procbench.generate.debias import ClusterBudget, cluster_titles, default_n_clusters, draw_negatives
+from procbench.generate.options import TextualClozeOptions
 from procbench.generate.textual import candidates as textual_candidates
 from procbench.generate.textual import pool as textual_pool
 from procbench.ingest import ingest_file

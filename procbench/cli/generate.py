@@ -28,7 +28,8 @@ def command(
         typer.Option(
             "--task",
             "-t",
-            help=f"Task to generate: {', '.join(TASKS.names())} (with --manifest: its \\[generate.TASK] section only).",
+            help=f"Task to generate: {', '.join(TASKS.names())} (with --manifest: its \\[generate.TASK] section "
+            "only).",
             show_default=False,
         ),
     ] = None,
