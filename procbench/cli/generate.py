@@ -28,8 +28,7 @@ def command(
         typer.Option(
             "--task",
             "-t",
-            help=f"Task to generate: {', '.join(TASKS.names())} (with --manifest: its \\[generate.TASK] section "
-            "only).",
+            help=f"Task to generate: {', '.join(TASKS.names())}. With --manifest: only its \\[generate.TASK] section.",
             show_default=False,
         ),
     ] = None,
