@@ -76,6 +76,11 @@ _ORDER = (
 _ADVERSARIAL = ("rounds", "ceiling", "min_yield", "policy")
 
 
+def _order(name: str) -> int:
+    """Where ``name`` is recorded (:data:`_ORDER`; an option it does not list comes last)."""
+    return _ORDER.index(name) if name in _ORDER else len(_ORDER)
+
+
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
@@ -154,11 +159,7 @@ class GenerateOptions:
         Raises:
             BadInput: an option the task does not take (``--NAME does not apply to task TASK``) or a bad value.
         """
-        known = set(cls.names())
-        for name in options:
-            if name not in known:
-                raise BadInput(f"{_flag(name)} does not apply to task {cls.task}")
-        return cls(**{k: v for k, v in options.items() if v is not None})
+        return cls().replace(**options)
 
     def replace(self, **changes: Any) -> GenerateOptions:
         """A copy with ``changes`` applied (``None`` values are ignored); an option the task does not take is
@@ -177,7 +178,7 @@ class GenerateOptions:
             for f in fields(self)
             if f.name not in shared and f.metadata.get("record", True) and getattr(self, f.name) != f.default
         }
-        return {name: chosen[name] for name in sorted(chosen, key=_ORDER.index)}
+        return {name: chosen[name] for name in sorted(chosen, key=_order)}
 
     def record(self) -> dict[str, Any]:
         """What ``options.json`` and the provenance log record besides the task, setting and seed: the split and
