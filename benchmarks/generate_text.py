@@ -173,21 +173,26 @@ class PhaseClock(PhasePeaks):
 def child_scale(store_path: str, budgets: list[int]) -> None:
     from procbench.generate import Setting
     from procbench.generate import textual as tc
+    from procbench.generate.options import TextualClozeOptions
 
     clock = PhaseClock()
     baseline = rss_mb()
     started = time.perf_counter()
     settings = [Setting("default"), *(Setting("debias", budget=b) for b in budgets)]
-    sets, counts = tc.build(Store.open(store_path), settings, seed=0, progress=clock)
+    sets, counts = tc.build(Store.open(store_path), settings, TextualClozeOptions(seed=0), progress=clock)
     total = time.perf_counter() - started
     clock.stop()
     seconds = clock.seconds()
     summary = {}
     for s in settings:
-        entry = counts[s.name]
-        summary[s.name] = {k: entry[k] for k in ("questions", "skipped_questions", "skipped_procedures")}
-        if "budget" in entry:
-            summary[s.name]["budget"] = {k: v for k, v in entry["budget"].items() if k != "spent_per_cluster"}
+        report = counts["per_setting"][s.name]
+        summary[s.name] = {
+            "questions": report.questions,
+            "skipped_questions": report.skipped_questions,
+            "skipped_procedures": report.skipped_procedures,
+        }
+        if report.budget is not None:
+            summary[s.name]["budget"] = {k: v for k, v in report.budget.items() if k != "spent_per_cluster"}
     print(
         json.dumps(
             {
@@ -284,6 +289,7 @@ def probe_store(store: Store, *, per_procedure: int, budgets: list[int], folds: 
     from procbench.generate import Setting
     from procbench.generate import textual as tc
     from procbench.generate.debias import cluster_titles, default_n_clusters
+    from procbench.generate.options import TextualClozeOptions
     from procbench.store.views import kept_procedures
 
     items = ItemVectors(store, "step_title")
@@ -305,10 +311,11 @@ def probe_store(store: Store, *, per_procedure: int, budgets: list[int], folds: 
     centrality: dict[str, list[float]] = {n: [] for n in subsets}
     tv: dict[str, list[float]] = {n: [] for n in subsets}
     leaky: dict[str, list[float]] = {"recipeqa": [], "default": []}
-    unsplit, _ = tc.build(store, settings[:2], seed=0, questions_per_procedure=per_procedure)
+    unsplit, _ = tc.build(store, settings[:2], TextualClozeOptions(seed=0, questions_per_procedure=per_procedure))
     for fold in range(folds):
         splits = {pid: "test" if f == fold else "train" for pid, f in fold_of.items()}
-        sets, _ = tc.build(store, settings, seed=fold, questions_per_procedure=per_procedure, splits=splits)
+        options = TextualClozeOptions(seed=fold, questions_per_procedure=per_procedure)
+        sets, _ = tc.build(store, settings, options, splits=splits)
         for name, (source, min_steps) in subsets.items():
             questions = [q for q in sets[source] if q.meta["n_steps"] >= min_steps]
             train = [q for q in questions if splits[q.procedure_id] == "train"]

@@ -93,7 +93,8 @@ def child(store: str, setting: str, rounds: int | None) -> None:
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
     timing = {"seconds": round(seconds, 2), "cpu_seconds": round(cpu_seconds, 2), "peak_mb": round(peak_rss_mb())}
     # the filter's own probes on the set it kept: a fast filter that leaves them far above chance is no win
-    filtered = (result.counts.get("adversarial") or {}).get("adversarial") or {}
+    report = result.reports.get("adversarial")
+    filtered = (report.adversarial if report is not None else None) or {}
     quality = {"filter_accuracy": filtered["final_accuracy"]} if filtered.get("final_accuracy") else {}
     print(json.dumps({**timing, **result.questions, **quality}))
 

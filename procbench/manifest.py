@@ -27,9 +27,21 @@ min_interval = 1.0
 
 [clean]                                 # any option of procbench.clean.CleanOptions
 languages = ["en"]
+
+[generate.textual-cloze]                # one table per task: any option of its class in procbench.generate.options
+setting = "adversarial"                 # a setting folder name (default, recipeqa, adversarial, needs-context,
+                                        # knobs-011, debias-b10, debias-auto), or knobs = "0,1,1", or sweep = true
+seed = 3
+split_by = "procedure"
+min_yield = 0.9
+
+[generate.visual-cloze]
+sweep = true
+policy = "demo"
 ```
 
-Every section is optional; a stage asked to run from a manifest without its section says so. Version-1
+Every section is optional; a stage asked to run from a manifest without its section says so
+(``procbench generate --manifest FILE`` runs every ``[generate.TASK]`` section, ``--task T`` only T's). Version-1
 manifests (scrape keys at the top level with ``[filters]`` and ``[http]``) are still read. Every type is
 checked when the file is loaded, before any request is made; an unknown key is reported with its section.
 """
@@ -38,6 +50,8 @@ from __future__ import annotations
 
 import math
 import sys
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -48,6 +62,8 @@ from procbench.errors import BadInput, InputFileNotFound
 from procbench.scrape.filters import Filters
 
 if TYPE_CHECKING:
+    from procbench.generate.options import GenerateOptions
+    from procbench.generate.settings import Setting
     from procbench.scrape.http import HttpConfig
     from procbench.scrape.web import ScrapeOptions
 
@@ -56,12 +72,12 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["MANIFEST_VERSION", "SECTIONS", "Manifest", "ScrapeSection", "load_manifest"]
+__all__ = ["MANIFEST_VERSION", "SECTIONS", "GenerateSection", "Manifest", "ScrapeSection", "load_manifest"]
 
 #: The manifest format this procbench writes and reads (and every older one).
 MANIFEST_VERSION = 2
 #: The stages a manifest may configure, one table each.
-SECTIONS = ("scrape", "clean")
+SECTIONS = ("scrape", "clean", "generate")
 #: The largest response body a manifest may allow (the HTTP layer's default cap: a manifest may only lower it).
 MAX_BYTES_CEILING = 20 * 2**20
 
@@ -90,6 +106,25 @@ _HTTP: dict[str, tuple[type, float, float | None]] = {
     "pause_seconds": (float, 0.0, 86_400.0),
 }
 _FILTERS: dict[str, type] = {"min_steps": int, "max_steps": int, "language": str, "require_images": bool}
+#: ``[generate.TASK]`` keys that choose the settings (the others are the task's options).
+_SETTING_KEYS = ("setting", "knobs", "sweep")
+
+
+@dataclass(frozen=True)
+class GenerateSection:
+    """A ``[generate.TASK]`` section: which settings of the task to write, and the task's options.
+
+    Attributes:
+        task: the task (its canonical name).
+        options: the task's options (:mod:`procbench.generate.options`).
+        setting: the setting to write (None: the task's default setting).
+        sweep: write every setting of the task.
+    """
+
+    task: str
+    options: GenerateOptions
+    setting: Setting | None = None
+    sweep: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,6 +154,8 @@ class Manifest:
     description: str = ""
     scrape: ScrapeSection | None = None
     clean: CleanOptions | None = None
+    #: ``[generate.TASK]`` sections, by task, in the file's order.
+    generate: dict[str, GenerateSection] = field(default_factory=dict)
 
     def scrape_options(self, *, http: HttpConfig | None = None, **overrides: Any) -> ScrapeOptions:
         """Scrape options for the ``[scrape]`` section; ``overrides`` that are not None win over the file.
@@ -157,6 +194,23 @@ class Manifest:
     def clean_options(self) -> CleanOptions:
         """Options of ``clean``: the ``[clean]`` section over the defaults (the defaults without one)."""
         return self.clean or CleanOptions()
+
+    def generate_sections(self, task: str | None = None) -> list[GenerateSection]:
+        """The ``[generate.TASK]`` sections (``task``: only its own, in any spelling the task takes).
+
+        Raises:
+            BadInput: no such section (none at all without ``task``).
+        """
+        if task is None:
+            if not self.generate:
+                raise BadInput(f"{self.path} has no [generate.TASK] section: nothing to generate")
+            return list(self.generate.values())
+        from procbench.tasks import get_task
+
+        name = get_task(task).name
+        if name not in self.generate:
+            raise BadInput(f"{self.path} has no [generate.{name}] section")
+        return [self.generate[name]]
 
 
 class _Reader:
@@ -275,6 +329,80 @@ def _clean(read: _Reader, data: dict[str, Any]) -> CleanOptions:
         raise read.fail(f"[clean]: {exc}") from exc
 
 
+def _generate(read: _Reader, data: dict[str, Any]) -> dict[str, GenerateSection]:
+    from procbench.tasks import TASKS
+
+    sections = {}
+    for name, table in data.items():
+        if name not in TASKS:
+            raise read.fail(f"{TASKS.unknown(name)} in [generate] (one table per task: [generate.TASK])")
+        task = TASKS.canonical(name) or name
+        if task in sections:
+            raise read.fail(f"[generate.{task}] given twice")
+        sections[task] = _generate_task(read, task, read.table(table, f"[generate.{name}]"), f"[generate.{name}]")
+    return sections
+
+
+def _generate_task(read: _Reader, task: str, data: dict[str, Any], where: str) -> GenerateSection:
+    from procbench.generate.options import options_class
+    from procbench.generate.sequencing import read_references
+    from procbench.generate.settings import Setting, parse_knobs, parse_setting
+
+    cls = options_class(task)
+    hints = typing.get_type_hints(cls)
+    read.known(data, {*cls.names(), *_SETTING_KEYS}, where)
+    values: dict[str, Any] = {}
+    try:
+        for key in cls.names():
+            if key not in data:
+                continue
+            kind = _option_kind(hints[key])
+            if kind is tuple:  # split_ratios
+                values[key] = tuple(_number(read, v, f"{where} {key}") for v in _list(read, data[key], where, key))
+            elif kind is Mapping:  # references: a JSONL file of alternative orders, relative to the manifest
+                path = Path(read.value(data, key, str, where))
+                values[key] = read_references(path if path.is_absolute() else read.path.parent / path)
+            else:
+                values[key] = read.value(data, key, kind, where)
+        options = cls.of(**values)
+        chosen = [key for key in _SETTING_KEYS if key in data]
+        if len(chosen) > 1:
+            raise read.fail(f"{where} takes one of setting, knobs and sweep, not {' and '.join(chosen)}")
+        setting = None
+        if "setting" in data:
+            setting = parse_setting(read.value(data, "setting", str, where))
+        elif "knobs" in data:
+            knobs = data["knobs"]
+            text = ",".join(map(str, knobs)) if isinstance(knobs, list) else read.value(data, "knobs", str, where)
+            setting = Setting("knobs", parse_knobs(text))
+        sweep = read.value(data, "sweep", bool, where) if "sweep" in data else False
+    except BadInput as exc:
+        if str(exc).startswith(f"{read.path}:"):
+            raise
+        raise read.fail(f"{where}: {exc}") from exc
+    return GenerateSection(task, options, setting=setting, sweep=sweep)
+
+
+def _option_kind(hint: Any) -> type:
+    """The type a manifest gives an option of type ``hint`` in (``int | None``: int; ``tuple[...]``: tuple)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
+    origin = typing.get_origin(hint) or hint
+    return Mapping if isinstance(origin, type) and issubclass(origin, Mapping) else origin
+
+
+def _list(read: _Reader, value: Any, where: str, key: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise read.fail(f"{where} {key} must be a list, not {_kind(value)}")
+    return value
+
+
+def _number(read: _Reader, value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise read.fail(f"{where} must hold numbers, not {_kind(value)}")
+    return float(value)
+
+
 def load_manifest(path: str | Path) -> Manifest:
     """Read and check a manifest (every section, every type) without making any request.
 
@@ -296,7 +424,7 @@ def load_manifest(path: str | Path) -> Manifest:
     if version > MANIFEST_VERSION or version < 1:
         raise read.fail(f"manifest version {version}; this procbench reads versions 1 to {MANIFEST_VERSION}")
     scrape_data: dict[str, Any] | None
-    if version == 1 or _SCRAPE_KEYS & (set(data) - {"scrape", "clean"}):
+    if version == 1 or _SCRAPE_KEYS & (set(data) - set(SECTIONS)):
         # version 1: the scrape keys at the top level, with [filters] and [http]
         scrape_data = {k: data.pop(k) for k in list(data) if k in _SCRAPE_KEYS}
         read.known(data, _TOP, "the top level")
@@ -313,4 +441,5 @@ def load_manifest(path: str | Path) -> Manifest:
         description=read.value(data, "description", str, "the top level") if "description" in data else "",
         scrape=scrape,
         clean=_clean(read, read.table(data["clean"], "[clean]")) if "clean" in data else None,
+        generate=_generate(read, read.table(data["generate"], "[generate]")) if "generate" in data else {},
     )

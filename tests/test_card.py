@@ -10,6 +10,7 @@ from procbench.card import (
     SET_FIELDS,
     CardSet,
     DatasetCard,
+    SettingReport,
     dataset_card,
     set_parameters,
     spdx_license,
@@ -96,9 +97,11 @@ def test_card_records_adversarial_and_debias_runs_and_every_probe() -> None:
         "adversarial",
         _table("adversarial", [{"replacements": r, "ceiling": 0.8} for r in (0, 2, 1, 0)]),
     )
-    adversarial.generation = {
-        "yield": 0.9876,
-        "adversarial": {
+    adversarial.generation = SettingReport(
+        questions=80,
+        drafted=81,
+        kept_share=0.9876,
+        adversarial={
             "rounds": 10,
             "ceiling": 0.8,
             "rounds_run": 3,
@@ -108,22 +111,26 @@ def test_card_records_adversarial_and_debias_runs_and_every_probe() -> None:
             "chance_bound": 0.36,
             "rules": ["no negative nearer the answer's own step text than the answer"],
         },
-    }
+    )
     adversarial.audit = _audit(
         choice_only={"value": 0.1, "chance": 0.25, "ci": [0.05, 0.2], "verdict": "below", "flagged": True},
         context_reference={"value": 0.9, "chance": 0.25, "ci": [0.8, 1.0], "verdict": "above", "reference": True},
         length={"value": None, "chance": None, "ci": None, "reason": "choices are images"},
     )
     debias = summarise_set("textual-cloze", "debias-auto", _table("debias-auto", [{"budget": 8}] * 4))
-    debias.generation = {
-        "yield": 0.98,
-        "auto_budget": {
-            "chosen": 8,
-            "even_share": 6,
-            "tried": [{"budget": 6, "yield": 0.9}, {"budget": 8, "yield": 0.98}],
-        },
-        "skipped_questions": {"budget_exhausted": 1},
-    }
+    debias.generation = SettingReport.from_dict(  # as a provenance log holds it
+        {
+            "questions": 49,
+            "skipped_questions": {"budget_exhausted": 1},
+            "drafted": 50,
+            "yield": 0.98,
+            "auto_budget": {
+                "chosen": 8,
+                "even_share": 6,
+                "tried": [{"budget": 6, "yield": 0.9}, {"budget": 8, "yield": 0.98}],
+            },
+        }
+    )
     recipeqa = summarise_set("textual-cloze", "recipeqa", _table("recipeqa", [{"min_distance": 1.2}] * 4))
     card = DatasetCard(
         title="t",
@@ -144,7 +151,7 @@ def test_card_records_adversarial_and_debias_runs_and_every_probe() -> None:
     assert "questions; no negative nearer the answer's own step text than the answer;" in text
     assert "held-out probe accuracy on the final set choice_only 0.25, partial_input 0.3 (stop bound 0.36)" in text
     assert "yield 98.8%" in text and "budget auto: 8 per cluster (even share 6" in text and "8 → 98.0%" in text
-    assert "skipped questions: budget_exhausted 1" in text
+    assert "skipped questions: budget_exhausted 1" in text and "(49 kept of 50 drafted)" in text
     # the audit: a below-chance shortcut is bold, the reference probe is marked and never bold
     assert "| choice_only | **0.100 [0.050, 0.200] (0.250)** ↓ |" in text
     assert "| context_reference (*reference*) | 0.900 [0.800, 1.000] (0.250) |" in text

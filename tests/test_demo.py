@@ -96,14 +96,12 @@ def test_make_demo_ends_by_saying_how_to_run_procbench() -> None:
 
 
 def test_every_setting_the_demo_sizes_takes_the_demo_policy() -> None:
-    """The demo passes ``policy`` to each adversarial setting it generates: each builder must accept it
-    (a builder that does not is a BadInput, and the demo stops on it)."""
-    import inspect
-
-    from procbench.tasks import get_task
+    """The demo passes ``policy`` to each adversarial setting it generates: each task's options must take it
+    (an option a task does not take is a BadInput, and the demo stops on it)."""
+    from procbench.generate.options import options_class
 
     tasks = {"textual-cloze"} | {
         t for t, settings in DEMO_VISUAL_SETTINGS.items() if any(s.style == "adversarial" for s in settings)
     }
     for task in tasks:
-        assert "policy" in inspect.signature(get_task(task).builder()).parameters, task
+        assert "policy" in options_class(task).names(), task

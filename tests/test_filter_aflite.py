@@ -180,7 +180,7 @@ def test_cli_writes_a_new_setting_beside_the_source(store_template: Path, tmp_pa
     assert f"on textual-cloze/default: kept {summary['kept']} of {src.num_rows} questions" in card
     entry = Store.open(store).provenance[-1]
     assert entry["command"] == "filter" and entry["args"]["source"] == "textual-cloze/default"
-    assert entry["counts"]["default-aflite"]["aflite"]["removed"] == summary["removed"]
+    assert entry["counts"]["per_setting"]["default-aflite"]["aflite"]["removed"] == summary["removed"]
     options = json.loads((folder / "options.json").read_text(encoding="utf-8"))["options"]
     assert options["setting"] == "default-aflite" and options["partitions"] == 16
     # same store, options and seed: same bytes; the filtered set audits like any other

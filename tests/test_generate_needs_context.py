@@ -16,6 +16,7 @@ from procbench.embed import embed_store, load_embeddings
 from procbench.errors import BadInput
 from procbench.generate import Setting, generate
 from procbench.generate import textual as tc
+from procbench.generate.options import TextualClozeOptions
 from procbench.generate.textual.needs_context import PARAPHRASE, TEXT_SLACK, readable_sets
 from procbench.ingest import ingest_file
 from procbench.qsets import read_question_set
@@ -71,11 +72,11 @@ def test_the_rule_treats_the_steps_alike(n: int, seed: int) -> None:
 
 def test_every_question_meets_the_rules(titled_store: Path) -> None:
     store = Store.open(titled_store)
-    sets, counts = tc.build(store, [Setting("needs-context")], seed=0)
+    sets, counts = tc.build(store, [Setting("needs-context")], TextualClozeOptions(seed=0))
     questions = sets["needs-context"]
-    entry = counts["needs-context"]
+    entry = counts["per_setting"]["needs-context"]
     assert len(questions) >= 20, counts
-    assert entry["drafted"] == len(questions) + sum(entry["skipped_questions"].values())
+    assert entry.drafted == len(questions) + sum(entry.skipped_questions.values())
     titles, texts = load_embeddings(store, "step_title"), load_embeddings(store, "step_text")
     title_row = {k: i for i, k in enumerate(titles.keys.to_pylist())}
     text_row = {k: i for i, k in enumerate(texts.keys.to_pylist())}
@@ -99,7 +100,7 @@ def test_the_answer_is_uniform_among_its_procedures_steps(titled_store: Path) ->
     store = Store.open(titled_store)
     places: Counter[int] = Counter()
     for seed in range(12):
-        for q in tc.build(store, [Setting("needs-context")], seed=seed)[0]["needs-context"]:
+        for q in tc.build(store, [Setting("needs-context")], TextualClozeOptions(seed=seed))[0]["needs-context"]:
             steps = sorted(int(k.rsplit("#", 1)[1]) for k in q.meta["choice_keys"])
             places[steps.index(q.context[0])] += 1
     total = sum(places.values())
@@ -124,16 +125,16 @@ def test_needs_context_is_in_the_sweep_and_same_seed_same_bytes(titled_store: Pa
 def test_needs_context_only_over_titles(titled_store: Path) -> None:
     store = Store.open(titled_store)
     with pytest.raises(BadInput, match="needs-context"):
-        tc.build(store, [Setting("needs-context")], seed=0, items="text")
+        tc.build(store, [Setting("needs-context")], TextualClozeOptions(items="text"))
     # a sweep over step texts leaves it out instead of failing
     embed_store(titled_store, text_encoder="hashed", fields="step_text")
-    sets, _ = tc.build(store, [Setting("recipeqa"), Setting("needs-context")], seed=0, items="text")
+    sets, _ = tc.build(store, [Setting("recipeqa"), Setting("needs-context")], TextualClozeOptions(items="text"))
     assert set(sets) == {"recipeqa"}
 
 
 def test_the_adversarial_options_do_not_apply(titled_store: Path) -> None:
     with pytest.raises(BadInput, match="--adversarial"):
-        tc.build(Store.open(titled_store), [Setting("needs-context")], seed=0, rounds=2)
+        tc.build(Store.open(titled_store), [Setting("needs-context")], TextualClozeOptions(rounds=2))
 
 
 def test_without_step_texts_alone_is_an_error_and_a_sweep_says_why_it_left_it_out(tmp_path: Path) -> None:
@@ -142,9 +143,9 @@ def test_without_step_texts_alone_is_an_error_and_a_sweep_says_why_it_left_it_ou
     embed_store(store_path, text_encoder="hashed", fields="step_title")
     store = Store.open(store_path)
     with pytest.raises(BadInput, match="step-text embeddings"):
-        tc.build(store, [Setting("needs-context")], seed=0)
-    sets, counts = tc.build(store, [Setting("recipeqa"), Setting("needs-context")], seed=0)
-    assert set(sets) == {"recipeqa"} and "step_text" in counts["per_setting"]["needs-context"]["empty"]
+        tc.build(store, [Setting("needs-context")])
+    sets, counts = tc.build(store, [Setting("recipeqa"), Setting("needs-context")])
+    assert set(sets) == {"recipeqa"} and "step_text" in counts["per_setting"]["needs-context"].empty
     result = generate(store, "textual-cloze", sweep=True, seed=0, policy="demo")
     assert "needs-context" not in result.paths
     assert any(w.startswith("textual-cloze/needs-context: no questions") for w in result.warnings)

@@ -12,6 +12,7 @@ from procbench.corpus import load_sample
 from procbench.embed import embed_store
 from procbench.formats.recipeqa import PLACEHOLDER
 from procbench.generate import Setting, assign_splits
+from procbench.generate.options import TextualClozeOptions
 from procbench.generate.textual import build as textual_build
 from procbench.generate.textual import normalise_title
 from procbench.generate.textual.pool import Draft
@@ -93,15 +94,15 @@ def test_every_registered_sampler_keeps_the_contract(store: Store, style: str) -
     setting, splits = SETTINGS[style], _splits(store)
     titles = _titles(store)
     filtered = style in FILTERED
-    options: dict[str, Any] = {"splits": splits, "rounds": 2} if filtered else {"splits": splits}
-    sets, counts = textual_build(store, [setting], seed=5, **options)
-    questions, entry = sets[setting.name], counts[setting.name]
-    assert questions and entry["questions"] == len(questions)
+    options = TextualClozeOptions(seed=5, rounds=2) if filtered else TextualClozeOptions(seed=5)
+    sets, counts = textual_build(store, [setting], options, splits=splits)
+    questions, entry = sets[setting.name], counts["per_setting"][setting.name]
+    assert questions and entry.questions == len(questions)
     for q in questions:
         _check_question(q, setting.name, titles, splits, SAMPLERS.get(style).own_procedure_negatives)
-    if "drafted" in entry:
-        assert entry["drafted"] == len(questions) + sum(entry["skipped_questions"].values())
-    again, _ = textual_build(store, [setting], seed=5, **options)
+    if entry.drafted is not None:
+        assert entry.drafted == len(questions) + sum(entry.skipped_questions.values())
+    again, _ = textual_build(store, [setting], options, splits=splits)
     assert [(q.choices, q.answer, q.meta) for q in again[setting.name]] == [
         (q.choices, q.answer, q.meta) for q in questions
     ]
@@ -141,8 +142,9 @@ def test_a_new_sampler_is_one_class_and_one_registry_entry(store: Store, monkeyp
     monkeypatch.setattr(build_module, "SAMPLERS", registry)
     splits = _splits(store)
     titles = _titles(store)
-    sets, counts = build_module.build(store, [Setting("farthest"), Setting("default")], seed=1, splits=splits)
-    assert len(sets["farthest"]) == counts["farthest"]["questions"] > 0
+    settings = [Setting("farthest"), Setting("default")]
+    sets, counts = build_module.build(store, settings, TextualClozeOptions(seed=1), splits=splits)
+    assert len(sets["farthest"]) == counts["per_setting"]["farthest"].questions > 0
     for q in sets["farthest"]:
         _check_question(q, "farthest", titles, splits)
     # the drafts are shared: the same questions as the default setting, other negatives

@@ -18,6 +18,7 @@ from procbench.errors import BadInput
 from procbench.generate import Setting, assign_splits, generate
 from procbench.generate import textual as tc
 from procbench.generate.debias import ClusterBudget, cluster_titles, default_n_clusters, draw_negatives
+from procbench.generate.options import TextualClozeOptions
 from procbench.generate.textual import candidates as textual_candidates
 from procbench.generate.textual import pool as textual_pool
 from procbench.ingest import ingest_file
@@ -177,8 +178,15 @@ def _check(
         assert meta["choice_clusters"] is None
 
 
+def _textual(
+    store: Store, settings: list[Setting], *, splits: dict[str, str] | None = None, **options: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``tc.build`` with textual cloze's options made from ``options``."""
+    return tc.build(store, settings, TextualClozeOptions(**options), splits=splits)
+
+
 def _questions(store: Store, setting: Setting, **options: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    sets, counts = tc.build(store, [setting], **options)
+    sets, counts = _textual(store, [setting], **options)
     rows = [
         {
             "procedure_id": q.procedure_id,
@@ -283,9 +291,9 @@ def test_every_question_meets_its_constraints(awkward_store: Path, style: str) -
     assert rows
     for q in rows:
         _check(q, oracle, style=style)
-    entry = counts[setting.name]
-    assert entry["skipped_procedures"]["step_count"] >= 2  # Too-Short, Too-Long
-    assert entry["skipped_procedures"]["no_titled_window"] == 1  # No-Window
+    entry = counts["per_setting"][setting.name]
+    assert entry.skipped_procedures["step_count"] >= 2  # Too-Short, Too-Long
+    assert entry.skipped_procedures["no_titled_window"] == 1  # No-Window
     assert "stripped" in counts["title_source"]
     assert "test:Three-Steps" in {q["procedure_id"] for q in rows} or style == "debias"
 
@@ -307,11 +315,11 @@ def test_debias_property(awkward_store: Path, seed: int, per_cluster: int, clust
     for q in rows:
         _check(q, oracle, style="debias")
         tally.update(c for i, c in enumerate(q["meta"]["choice_clusters"]) if i != q["answer"])
-    budget = counts[setting.name]["budget"]
+    budget = counts["per_setting"][setting.name].budget
     assert budget["spent_per_cluster"] == [tally[c] for c in range(budget["clusters"])]
     assert max(budget["spent_per_cluster"]) <= per_cluster and budget["spent"] == 3 * len(rows)
     assert budget["clusters"] == (clusters or counts["clustering"]["clusters"])
-    skipped = counts[setting.name]["skipped_questions"]
+    skipped = counts["per_setting"][setting.name].skipped_questions
     if per_cluster * budget["clusters"] < 3 * (len(rows) + sum(skipped.values())):
         assert skipped.get("budget_exhausted", 0) > 0 or len(rows) * 3 == per_cluster * budget["clusters"]
     # distinct answers per procedure when several questions are drawn
@@ -325,7 +333,7 @@ def test_frequent_titles_do_not_crowd_out_neighbours(awkward_store: Path) -> Non
     rows, counts = _questions(store, Setting("default"), seed=0, knn_k=6, questions_per_procedure=8)
     oracle = Oracle(store)
     closers = [q for q in rows if tc.normalise_title(q["choices"][q["answer"]]) == "enjoy your project"]
-    assert closers and set(counts["default"]["skipped_questions"]) <= {"few_candidates"}
+    assert closers and set(counts["per_setting"]["default"].skipped_questions) <= {"few_candidates"}
     for q in rows:
         _check(q, oracle, style="default", k=6)
         assert q["meta"]["knn_k"] == 6
@@ -345,31 +353,31 @@ def test_recorded_clusters_are_the_kmeans_labels(awkward_store: Path) -> None:
 def test_exhausted_budgets_skip_questions_and_never_hang(sample_store: Path) -> None:
     store = Store.open(sample_store)
     rows, counts = _questions(store, Setting("debias", budget=1), seed=0, clusters=4)
-    entry = counts["debias-b1"]
-    assert len(rows) <= 1 and entry["skipped_questions"]["budget_exhausted"] >= 30
-    assert entry["budget"]["spent"] == 3 * len(rows) and all(s <= 1 for s in entry["budget"]["spent_per_cluster"])
+    entry = counts["per_setting"]["debias-b1"]
+    assert len(rows) <= 1 and entry.skipped_questions["budget_exhausted"] >= 30
+    assert entry.budget["spent"] == 3 * len(rows) and all(s <= 1 for s in entry.budget["spent_per_cluster"])
 
 
 def test_auto_budget_keeps_nearly_every_draft_with_clusters_giving_equally(awkward_store: Path) -> None:
     store = Store.open(awkward_store)
-    sets, counts = tc.build(
+    sets, counts = _textual(
         store, [Setting("default"), Setting("debias", budget=4), Setting("debias", budget="auto")], seed=1
     )
-    auto, fixed = counts["debias-auto"], counts["debias-b4"]
+    auto, fixed = counts["per_setting"]["debias-auto"], counts["per_setting"]["debias-b4"]
     # the fixed budget loses the short procedures (paper 004's 6-step minimum) and exhausts its clusters
-    assert fixed["yield"] * fixed["drafted"] / len(sets["default"]) < 0.9
+    assert fixed.kept_share * fixed.drafted / len(sets["default"]) < 0.9
     # auto: the same drafts as the default setting, nearly all kept
-    assert auto["drafted"] >= len(sets["default"]) and auto["questions"] == len(sets["debias-auto"])
-    assert auto["yield"] >= 0.9 and auto["questions"] >= 0.9 * len(sets["default"])
-    assert "step_count" not in auto["skipped_procedures"] or auto["skipped_procedures"]["step_count"] == (
-        counts["default"]["skipped_procedures"].get("step_count", 0)
+    assert auto.drafted >= len(sets["default"]) and auto.questions == len(sets["debias-auto"])
+    assert auto.kept_share >= 0.9 and auto.questions >= 0.9 * len(sets["default"])
+    assert auto.skipped_procedures.get("step_count", 0) == (
+        counts["per_setting"]["default"].skipped_procedures.get("step_count", 0)
     )
-    spent = auto["budget"]["spent_per_cluster"]
-    chosen = auto["auto_budget"]["chosen"]
-    assert chosen == auto["budget"]["per_cluster"] and max(spent) <= chosen
-    assert sum(spent) == 3 * auto["questions"]
+    spent = auto.budget["spent_per_cluster"]
+    chosen = auto.auto_budget["chosen"]
+    assert chosen == auto.budget["per_cluster"] and max(spent) <= chosen
+    assert sum(spent) == 3 * auto.questions
     # the cap is the even share or a few steps above it: no cluster gives more than a few times its share
-    assert chosen <= 4 * auto["auto_budget"]["even_share"]
+    assert chosen <= 4 * auto.auto_budget["even_share"]
     oracle = Oracle(store)
     for q in sets["debias-auto"]:
         row = {name: getattr(q, name) for name in ("procedure_id", "context", "question", "choices", "answer", "meta")}
@@ -400,9 +408,9 @@ def _check_needs_context(q: dict[str, Any], oracle: Oracle, splits: dict[str, st
 @pytest.mark.slow  # two sweeps with two adversarial filters each: ~38 s of CPU (measured)
 def test_settings_are_paired_and_answer_positions_uniform(sample_store: Path) -> None:
     store = Store.open(sample_store)
-    sets, _ = tc.build(store, list(tc.SWEEP), seed=4, questions_per_procedure=3, policy="demo")
+    sets, _ = _textual(store, list(tc.SWEEP), seed=4, questions_per_procedure=3, policy="demo")
     # the first question of each procedure is the same in every setting: only the negatives differ
-    single, _ = tc.build(store, list(tc.SWEEP), seed=4, policy="demo")
+    single, _ = _textual(store, list(tc.SWEEP), seed=4, policy="demo")
     # (the adversarial and needs-context settings choose their own windows: see their tests)
     own_windows = ("adversarial", "needs-context")
     paired = {k: v for k, v in single.items() if k not in own_windows}
@@ -429,11 +437,11 @@ def test_bad_settings_and_options(sample_store: Path, tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="Control-Knobs"):
         tc.build(store, [Setting("knobs", (0, 1, 1))])
     with pytest.raises(BadInput, match="--clusters"):
-        tc.build(store, [Setting("recipeqa")], clusters=5)
+        _textual(store, [Setting("recipeqa")], clusters=5)
     with pytest.raises(BadInput, match="distinct titles"):
-        tc.build(store, [Setting("debias", budget=3)], clusters=10_000)
-    with pytest.raises(BadInput):
-        tc.build(store, [Setting("default")], questions_per_procedure=0)
+        _textual(store, [Setting("debias", budget=3)], clusters=10_000)
+    with pytest.raises(BadInput, match="--questions-per-procedure"):
+        _textual(store, [Setting("default")], questions_per_procedure=0)
     bare = tmp_path / "bare"
     ingest_file(bare, write_jsonl(tmp_path / "in.jsonl", load_sample()[:5]))
     with pytest.raises(BadInput, match="procbench embed"):
@@ -668,7 +676,7 @@ def test_no_adversarial_negative_fits_the_answers_step_text_better_than_the_answ
     titles, texts = load_embeddings(store, "step_title"), load_embeddings(store, "step_text")
     title_row = {k: i for i, k in enumerate(titles.keys.to_pylist())}
     text_row = {k: i for i, k in enumerate(texts.keys.to_pylist())}
-    sets, _ = tc.build(store, [Setting("adversarial")], seed=0, policy="demo")
+    sets, _ = _textual(store, [Setting("adversarial")], seed=0, policy="demo")
     offered = 0
     for q in sets["adversarial"]:
         text = np.asarray(texts.vectors[text_row[q.meta["answer_key"]]])

@@ -39,17 +39,17 @@ def test_cli_three_styles_and_sweep(embedded: Path, tmp_path: Path) -> None:
     default = runner.invoke(app, base)
     assert default.exit_code == 0, default.output
     summary = json.loads(default.stdout)
-    assert summary["questions"] == {"default": 45} and summary["counts"]["default"]["knn_k"] == 100
+    assert summary["questions"] == {"default": 45} and summary["counts"]["per_setting"]["default"]["knn_k"] == 100
 
     debias = runner.invoke(app, [*base, "--debias", "--budget", "6", "--clusters", "12"])
     assert debias.exit_code == 0, debias.output
     counts = json.loads(debias.stdout)["counts"]
-    assert counts["clustering"]["clusters"] == 12 and counts["debias-b6"]["budget"]["per_cluster"] == 6
+    assert counts["clustering"]["clusters"] == 12 and counts["per_setting"]["debias-b6"]["budget"]["per_cluster"] == 6
     table = read_question_set(Path(store) / "questions" / "textual-cloze" / "debias-b6").table()
     spent = Counter(
         c for row in table.to_pylist() for i, c in enumerate(row["meta"]["choice_clusters"]) if i != row["answer"]
     )
-    assert [spent[c] for c in range(12)] == counts["debias-b6"]["budget"]["spent_per_cluster"]
+    assert [spent[c] for c in range(12)] == counts["per_setting"]["debias-b6"]["budget"]["spent_per_cluster"]
     assert all(v <= 6 for v in spent.values())
 
     # the sweep (seed 0) rewrites recipeqa and default made above with seed 2: refused without --overwrite
@@ -63,8 +63,8 @@ def test_cli_three_styles_and_sweep(embedded: Path, tmp_path: Path) -> None:
     written = sorted(p.name for p in (Path(store) / "questions" / "textual-cloze").iterdir())
     assert written == ["adversarial", "debias-auto", "debias-b6", "default", "needs-context", "recipeqa"]
     provenance = Store.open(store).provenance[-1]
-    assert provenance["command"] == "generate" and "debias-auto" in provenance["counts"]
-    auto = provenance["counts"]["debias-auto"]
+    assert provenance["command"] == "generate" and "debias-auto" in provenance["counts"]["per_setting"]
+    auto = provenance["counts"]["per_setting"]["debias-auto"]
     assert auto["auto_budget"]["chosen"] == auto["budget"]["per_cluster"] and auto["yield"] >= 0.98
 
 
@@ -78,7 +78,7 @@ def test_cli_rejects_what_does_not_apply(embedded: Path, ingested_sample: Path, 
         (["--debias", "--clusters", "100000"], "distinct titles"),
         (["--adjacent"], "does not apply"),
         (["--min-yield", "0.9"], "apply only with --adversarial"),
-        (["--adversarial", "--min-yield", "0"], "--min-yield in (0, 1]"),
+        (["--adversarial", "--min-yield", "0"], "--min-yield must be a share in (0, 1]"),
     ):
         result = runner.invoke(app, [*base, *extra])
         assert result.exit_code == 2 and message in result.stderr, (extra, result.output)

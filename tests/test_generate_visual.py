@@ -411,7 +411,7 @@ def check_result(w: World, task: str, result: Any) -> dict[str, list[dict[str, A
     per_setting = result.counts.get("per_setting", {})
     for name, path in result.paths.items():
         counts = per_setting.get(name, {})
-        skipped = counts.get("skipped_no_candidates", 0) + counts.get("skipped_rank_balance", 0)
+        skipped = sum(counts.get("skipped_questions", {}).get(k, 0) for k in ("no_candidates", "rank_balance"))
         skipped += counts.get("adversarial", {}).get("pruned", 0)
         out[name] = check_set(w, task, path, skipped)
         if task == "visual-coherence" and name == "adversarial":  # drawn near-copies without a replacement: counted

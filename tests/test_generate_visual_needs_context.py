@@ -14,6 +14,7 @@ from procbench.embed import embed_store, load_embeddings
 from procbench.errors import BadInput
 from procbench.formats.recipeqa import PLACEHOLDER
 from procbench.generate import Setting, generate
+from procbench.generate.options import VisualClozeOptions
 from procbench.generate.visual.cloze import build
 from procbench.generate.visual.needs_context import IMAGE_ALIKE, TEXT_ALIKE
 from procbench.store import Store
@@ -30,9 +31,9 @@ def photo_store(ingested_sample: Path, tmp_path_factory: pytest.TempPathFactory)
 
 def test_every_question_is_four_photos_of_its_procedure_that_the_rule_keeps(photo_store: Path) -> None:
     store = Store.open(photo_store)
-    sets, counts = build(store, [Setting("needs-context")], seed=0)
+    sets, counts = build(store, [Setting("needs-context")])
     questions, entry = sets["needs-context"], counts["per_setting"]["needs-context"]
-    assert len(questions) >= 20 and entry["questions"] == len(questions)
+    assert len(questions) >= 20 and entry.questions == len(questions)
     images, texts = load_embeddings(store, "image"), load_embeddings(store, "step_text")
     image_row = {k: i for i, k in enumerate(images.keys.to_pylist())}
     text_row = {k: i for i, k in enumerate(texts.keys.to_pylist())}
@@ -57,7 +58,7 @@ def test_the_answer_is_uniform_among_the_four_photos(photo_store: Path) -> None:
     places: Counter[int] = Counter()
     positions: Counter[int] = Counter()
     for seed in range(10):
-        for q in build(store, [Setting("needs-context")], seed=seed)[0]["needs-context"]:
+        for q in build(store, [Setting("needs-context")], VisualClozeOptions(seed=seed))[0]["needs-context"]:
             places[sorted(q.meta["choice_steps"]).index(q.context[0])] += 1
             positions[q.answer] += 1
     total = sum(places.values())
@@ -86,8 +87,8 @@ def test_without_step_texts_alone_is_an_error_and_a_sweep_says_why_it_left_it_ou
     embed_store(root, image_encoder="colour-layout", fields="image")
     store = Store.open(root)
     with pytest.raises(BadInput, match="step-text embeddings"):
-        build(store, [Setting("needs-context")], seed=0)
+        build(store, [Setting("needs-context")])
     with pytest.raises(BadInput, match="--adversarial"):
-        build(store, [Setting("needs-context")], seed=0, rounds=3)
-    sets, counts = build(store, [Setting("recipeqa"), Setting("needs-context")], seed=0)
-    assert set(sets) == {"recipeqa"} and "step-text" in counts["per_setting"]["needs-context"]["empty"]
+        build(store, [Setting("needs-context")], VisualClozeOptions(rounds=3))
+    sets, counts = build(store, [Setting("recipeqa"), Setting("needs-context")])
+    assert set(sets) == {"recipeqa"} and "step-text" in counts["per_setting"]["needs-context"].empty

@@ -111,9 +111,9 @@ def store(ingested_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> St
     for number, setting in enumerate(("knobs-000", "knobs-011")):
         questions = _mc_questions(opened, "visual-cloze", rest[:30], per_procedure=1, seed=10 + number)
         _write(opened, "visual-cloze", setting, questions, by_position)
-    seq, _ = sequencing.build(opened, [Setting("default")], seed=0)
+    seq, _ = sequencing.build(opened, [Setting("default")])
     _write(opened, "sequencing", "tiny", [q for q in seq["default"] if q.procedure_id in tiny[:5]], train_only)
-    pairs, _ = pair_order.build(opened, [Setting("default")], seed=0)
+    pairs, _ = pair_order.build(opened, [Setting("default")])
     _write(opened, "pair-order", "tiny", [q for q in pairs["default"] if q.procedure_id in tiny], train_only)
     generate(opened, "sequencing", seed=0)
     generate(opened, "pair-order", seed=0)

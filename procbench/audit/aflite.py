@@ -377,7 +377,7 @@ def filter_question_set(
     if not overwrite:
         check_overwrite(home, aset.task, [setting], seed=seed, args=args)
     entry = {"source": args["source"], **summary}
-    counts = {setting: {"questions": int(result.kept.sum()), "aflite": entry}}
+    counts = {"per_setting": {setting: {"questions": int(result.kept.sum()), "aflite": entry}}}  # a SettingReport
     written = write_question_sets(
         home, aset.task, {setting: questions}, splits=splits, seed=seed, args=args, counts=counts, command="filter"
     )

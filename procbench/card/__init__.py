@@ -25,6 +25,7 @@ from procbench.card.escape import md_code, md_text, yaml_safe
 from procbench.card.glossary import glossary_for
 from procbench.card.licenses import hub_license, spdx_license
 from procbench.card.models import models_section
+from procbench.card.setting_report import SettingReport
 from procbench.readers.views import readers_card_lines
 from procbench.tasks import TASKS as ALL_TASKS
 from procbench.tasks import TEXTUAL_ITEMS
@@ -35,6 +36,7 @@ __all__ = [
     "TASKS",
     "CardSet",
     "DatasetCard",
+    "SettingReport",
     "dataset_card",
     "default_set",
     "hub_license",
@@ -105,9 +107,9 @@ class CardSet:
     #: Hub split name -> file pattern, when the card declares configs.
     data_files: dict[str, str] | None = None
     config_name: str | None = None
-    #: This setting's entry in the counts of the ``generate`` run that wrote it (yield, budget use, adversarial
-    #: filtering account, skipped questions).
-    generation: dict[str, Any] = field(default_factory=dict)
+    #: This setting's report in the ``generate`` run that wrote it (yield, budget use, adversarial filtering
+    #: account, skipped questions); None: not recorded.
+    generation: SettingReport | None = None
     #: Per-question ``meta`` summed over the set (:func:`meta_totals`).
     totals: dict[str, int] = field(default_factory=dict)
     #: Textual cloze's ``--items`` the set was made with (None: not given, step titles).
@@ -244,13 +246,9 @@ def provenance_facts(provenance: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return {"sources": sources, "clean": clean, "encoders": encoders, "generate": generate}
 
 
-def setting_counts(counts: dict[str, Any], setting: str) -> dict[str, Any]:
-    """A setting's entry in a ``generate`` run's counts: ``counts[setting]`` (textual tasks) or
-    ``counts["per_setting"][setting]`` (visual tasks); empty when neither."""
-    entry = counts.get(setting)
-    if not isinstance(entry, dict):
-        entry = (counts.get("per_setting") or {}).get(setting)
-    return entry if isinstance(entry, dict) else {}
+def setting_counts(counts: dict[str, Any], setting: str) -> SettingReport | None:
+    """A setting's report in a ``generate`` run's counts (:meth:`SettingReport.of`); None when it recorded none."""
+    return SettingReport.of(counts, setting)
 
 
 def generation_of(build: dict[str, Any], task: str, setting: str) -> dict[str, Any] | None:
@@ -463,61 +461,30 @@ def _build_section(card: DatasetCard) -> list[str]:
 
 
 def _setting_facts(s: CardSet) -> list[str]:
-    """What the generation log and the questions' ``meta`` say about one setting: questions kept of those
+    """What the setting's report and the questions' ``meta`` say about one setting: questions kept of those
     drafted (yield), the debiasing budget (and how ``--budget auto`` chose it), the adversarial filtering
     (rounds, ceiling, replacements, the probes' last accuracy) and the questions skipped, by reason."""
-    gen = s.generation
-    facts: list[str] = []
-    adversarial = gen.get("adversarial")
-    if isinstance(adversarial, dict) and adversarial:
-        text = f"adversarial filtering: at most {adversarial.get('rounds')} rounds"
-        if adversarial.get("rounds_run") is not None:
-            text += f", {adversarial['rounds_run']} run (stopped: {adversarial.get('stopped', '?')})"
-        facts.append(text)
-    ceiling = (adversarial or {}).get("ceiling") if isinstance(adversarial, dict) else None
-    if ceiling is None:
-        ceiling = s.parameters.get("ceiling")
-    # a task whose filtering replaces something else than negatives (visual coherence: the intruder; ordering:
-    # wrong orders) says what, and what its ceiling bounds
-    said = adversarial if isinstance(adversarial, dict) else {}
-    if ceiling is not None:
-        rule = said.get("ceiling_rule") or "no negative that close to the answer or a question item"
-        facts.append(f"similarity ceiling {_fmt(ceiling)} ({rule})")
-    if "replacements" in s.totals:
-        facts.append(
-            f"{s.totals['replacements']} {said.get('replaced', 'negatives')} replaced in "
-            f"{s.totals['replacements_questions']} of {s.questions} questions"
-        )
-    facts.extend(str(rule) for rule in said.get("rules") or [])
-    if isinstance(adversarial, dict) and adversarial.get("pruned"):
-        facts.append(
-            f"{adversarial['pruned']} questions the probes still solved dropped (most confident first; "
-            f"at least {_fmt(adversarial.get('min_yield'))} of the drafted questions kept)"
-        )
-    if isinstance(adversarial, dict) and isinstance(adversarial.get("final_accuracy"), dict):
-        accuracy = ", ".join(f"{k} {_fmt(v)}" for k, v in adversarial["final_accuracy"].items())
-        bound = adversarial.get("chance_bound")
-        facts.append(
-            f"held-out probe accuracy on the final set {accuracy}" + (f" (stop bound {_fmt(bound)})" if bound else "")
-        )
-    auto = gen.get("auto_budget")
-    if isinstance(auto, dict) and auto:
+    report = s.generation or SettingReport()
+    adversarial = report.adversarial or {}
+    facts = _adversarial_facts(s, adversarial)
+    auto = report.auto_budget
+    if auto:
         tried = ", ".join(f"{t.get('budget')} → {float(t.get('yield') or 0):.1%}" for t in auto.get("tried") or [])
         facts.append(
             f"budget auto: {auto.get('chosen')} per cluster (even share {auto.get('even_share')}; "
             f"budget → yield tried: {tried})"
         )
-    budget = gen.get("budget")
-    if isinstance(budget, dict) and budget:
+    budget = report.budget
+    if budget:
         facts.append(
             f"budget {budget.get('per_cluster')} per cluster over {budget.get('clusters')} clusters: "
             f"{budget.get('spent')} spent, {budget.get('exhausted')} clusters exhausted"
         )
-    if gen.get("yield") is not None:
-        of = f"{gen['questions']} kept of {gen['drafted']} drafted" if "drafted" in gen and "questions" in gen else ""
-        facts.append(f"yield {float(gen['yield']):.1%} ({of or 'questions kept of those drafted'})")
-    aflite = gen.get("aflite")
-    if isinstance(aflite, dict) and aflite:
+    if report.kept_share is not None:
+        of = f"{report.questions} kept of {report.drafted} drafted" if report.drafted is not None else ""
+        facts.append(f"yield {float(report.kept_share):.1%} ({of or 'questions kept of those drafted'})")
+    aflite = report.aflite
+    if aflite:
         facts.append(
             f"AFLite (`procbench filter --aflite`, Le Bras et al. 2020) on {aflite.get('source')}: kept "
             f"{aflite.get('kept')} of {aflite.get('questions')} questions after {aflite.get('iterations')} rounds "
@@ -526,9 +493,45 @@ def _setting_facts(s: CardSet) -> list[str]:
             "context-free features answered most often"
         )
     for key in ("skipped_questions", "skipped_procedures"):
-        skipped = {k: v for k, v in (gen.get(key) or {}).items() if v}
+        skipped = {k: v for k, v in getattr(report, key).items() if v}
         if skipped:
             facts.append(key.replace("_", " ") + ": " + ", ".join(f"{k} {v}" for k, v in skipped.items()))
+    return facts
+
+
+def _adversarial_facts(s: CardSet, adversarial: dict[str, Any]) -> list[str]:
+    """The adversarial filtering's account: rounds, ceiling, replacements, rules, pruning, the probes' accuracy."""
+    facts: list[str] = []
+    if adversarial:
+        text = f"adversarial filtering: at most {adversarial.get('rounds')} rounds"
+        if adversarial.get("rounds_run") is not None:
+            text += f", {adversarial['rounds_run']} run (stopped: {adversarial.get('stopped', '?')})"
+        facts.append(text)
+    ceiling = adversarial.get("ceiling")
+    if ceiling is None:
+        ceiling = s.parameters.get("ceiling")
+    # a task whose filtering replaces something else than negatives (visual coherence: the intruder; ordering:
+    # wrong orders) says what, and what its ceiling bounds
+    if ceiling is not None:
+        rule = adversarial.get("ceiling_rule") or "no negative that close to the answer or a question item"
+        facts.append(f"similarity ceiling {_fmt(ceiling)} ({rule})")
+    if "replacements" in s.totals:
+        facts.append(
+            f"{s.totals['replacements']} {adversarial.get('replaced', 'negatives')} replaced in "
+            f"{s.totals['replacements_questions']} of {s.questions} questions"
+        )
+    facts.extend(str(rule) for rule in adversarial.get("rules") or [])
+    if adversarial.get("pruned"):
+        facts.append(
+            f"{adversarial['pruned']} questions the probes still solved dropped (most confident first; "
+            f"at least {_fmt(adversarial.get('min_yield'))} of the drafted questions kept)"
+        )
+    if isinstance(adversarial.get("final_accuracy"), dict):
+        accuracy = ", ".join(f"{k} {_fmt(v)}" for k, v in adversarial["final_accuracy"].items())
+        bound = adversarial.get("chance_bound")
+        facts.append(
+            f"held-out probe accuracy on the final set {accuracy}" + (f" (stop bound {_fmt(bound)})" if bound else "")
+        )
     return facts
 
 

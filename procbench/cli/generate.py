@@ -1,26 +1,47 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from procbench.cli._options import (
     DEFAULT_STORE,
+    MAX_SEED,
     EngineOption,
     JsonOption,
     RayAddressOption,
     RayWorkersOption,
-    SeedOption,
     StoreOption,
 )
 from procbench.tasks import TASKS  # names only: nothing heavy is imported
+
+if TYPE_CHECKING:
+    from procbench.generate import GenerateOptions, GenerateResult, Setting
 
 NAME = "generate"
 
 
 def command(
-    task: Annotated[str, typer.Option("--task", "-t", help=f"Task to generate: {', '.join(TASKS.names())}.")],
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            "-t",
+            help=f"Task to generate: {', '.join(TASKS.names())}. With --manifest: only its \\[generate.TASK] section.",
+            show_default=False,
+        ),
+    ] = None,
+    manifest: Annotated[
+        Path | None,
+        typer.Option(
+            "--manifest",
+            "-m",
+            help="Manifest (TOML) whose \\[generate.TASK] sections set the setting and options (the options given "
+            "here win); without --task every such section is generated.",
+            show_default=False,
+        ),
+    ] = None,
     knobs: Annotated[
         str | None,
         typer.Option(
@@ -110,9 +131,14 @@ def command(
         ),
     ] = False,
     split_by: Annotated[
-        str, typer.Option(help="'procedure', or 'category:LEVEL' for unseen test categories.")
-    ] = "procedure",
-    split_ratios: Annotated[str, typer.Option(help="train,val,test shares.")] = "0.8,0.1,0.1",
+        str | None,
+        typer.Option(
+            help="'procedure', or 'category:LEVEL' for unseen test categories [procedure].", show_default=False
+        ),
+    ] = None,
+    split_ratios: Annotated[
+        str | None, typer.Option(help="train,val,test shares [0.8,0.1,0.1].", show_default=False)
+    ] = None,
     pairs_per_procedure: Annotated[int | None, typer.Option(help="pair-order: pairs drawn per procedure [2].")] = None,
     questions_per_procedure: Annotated[
         int | None, typer.Option(help="textual-cloze: questions drawn per procedure [1].", min=1)
@@ -141,7 +167,16 @@ def command(
     ray_address: RayAddressOption = None,
     ray_workers: RayWorkersOption = None,
     store: StoreOption = DEFAULT_STORE,
-    seed: SeedOption = 0,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            min=0,
+            max=MAX_SEED,
+            help="Random seed (0 to 2^32-1): same inputs + same seed = same outputs [0, or the manifest's].",
+            show_default=False,
+        ),
+    ] = None,
     json: JsonOption = False,
 ) -> None:
     """Generate a question set (or a whole sweep) from the store.
@@ -167,14 +202,77 @@ def command(
     --overwrite. An empty split is a warning (an error with --strict). --engine ray runs the neighbour
     searches as Ray tasks (the same files).
     """
-    from procbench.cli._console import console, err_console, print_json, progress_bar
+    from procbench.cli._console import err_console, print_json, progress_bar
     from procbench.engine import Engine
     from procbench.errors import BadInput
-    from procbench.generate import Setting, generate, parse_knobs
+    from procbench.generate import generate
     from procbench.generate.sequencing import read_references
-    from procbench.generate.settings import parse_budget
+    from procbench.manifest import GenerateSection, load_manifest
     from procbench.qsets.splits import parse_ratios
     from procbench.store import Store
+
+    chosen = _chosen_setting(knobs, style, debias, budget, adversarial, sweep)
+    if manifest is not None:
+        sections = load_manifest(manifest).generate_sections(task)
+    elif task is None:
+        raise BadInput("--task is required (or --manifest FILE with [generate.TASK] sections)")
+    else:
+        sections = [GenerateSection(task, _default_options(task))]
+    options = {
+        "clusters": clusters,
+        "questions_per_procedure": questions_per_procedure,
+        "pairs_per_procedure": pairs_per_procedure,
+        "adjacent": adjacent,
+        "kc": kc,
+        "min_distance": min_distance,
+        "items": items,
+        "rounds": rounds,
+        "ceiling": ceiling,
+        "min_yield": min_yield,
+        "policy": policy,
+        "references": read_references(references) if references else None,
+    }
+    ratios = parse_ratios(split_ratios) if split_ratios is not None else None
+    where = Engine.parse(engine, address=ray_address, workers=ray_workers)
+    target = Store.open(store)
+    results: list[GenerateResult] = []
+    for section in sections:
+        setting, every = chosen if chosen is not None else (section.setting, section.sweep)
+        with progress_bar() as progress:
+            results.append(
+                generate(
+                    target,
+                    section.task,
+                    setting,
+                    sweep=every,
+                    options=section.options,
+                    seed=seed,
+                    split_by=split_by,
+                    split_ratios=ratios,
+                    overwrite=overwrite,
+                    strict=strict,
+                    progress=progress,
+                    engine=where,
+                    **{k: v for k, v in options.items() if v is not None},
+                )
+            )
+    for result in results:
+        for warning in result.warnings:
+            err_console.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    if json:
+        print_json(results[0].to_dict() if task is not None else [r.to_dict() for r in results])
+        return
+    for result in results:
+        _render(result)
+
+
+def _chosen_setting(
+    knobs: str | None, style: str | None, debias: bool, budget: str | None, adversarial: bool, sweep: bool
+) -> tuple[Setting | None, bool] | None:
+    """The setting the options choose and whether to sweep (None: none chosen here)."""
+    from procbench.errors import BadInput
+    from procbench.generate import Setting, parse_knobs
+    from procbench.generate.settings import parse_budget
 
     chosen = [
         name
@@ -193,55 +291,33 @@ def command(
         raise BadInput("--budget applies only with --debias")
     if style not in (None, "recipeqa", "default", "needs-context"):
         raise BadInput(f"--style takes 'recipeqa', 'default' or 'needs-context', not {style!r}")
+    if not chosen:
+        return None
+    if sweep:
+        return None, True
     if knobs:
-        setting = Setting("knobs", parse_knobs(knobs))
-    elif debias:
-        setting = Setting("debias", budget=parse_budget(budget or "auto"))
-    elif adversarial:
-        setting = Setting("adversarial")
-    else:
-        setting = Setting(style or "default")
-    options = {
-        "clusters": clusters,
-        "questions_per_procedure": questions_per_procedure,
-        "pairs_per_procedure": pairs_per_procedure,
-        "adjacent": adjacent,
-        "kc": kc,
-        "min_distance": min_distance,
-        "items": items,
-        "rounds": rounds,
-        "ceiling": ceiling,
-        "min_yield": min_yield,
-        "policy": policy,
-        "references": read_references(references) if references else None,
-    }
-    ratios = parse_ratios(split_ratios)
-    where = Engine.parse(engine, address=ray_address, workers=ray_workers)
-    target = Store.open(store)
-    with progress_bar() as progress:
-        result = generate(
-            target,
-            task,
-            setting,
-            sweep=sweep,
-            seed=seed,
-            split_by=split_by,
-            split_ratios=ratios,
-            overwrite=overwrite,
-            strict=strict,
-            progress=progress,
-            engine=where,
-            **{k: v for k, v in options.items() if v is not None},
-        )
-    for warning in result.warnings:
-        err_console.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
-    if json:
-        print_json(result.to_dict())
-        return
+        return Setting("knobs", parse_knobs(knobs)), False
+    if debias:
+        return Setting("debias", budget=parse_budget(budget or "auto")), False
+    if adversarial:
+        return Setting("adversarial"), False
+    return Setting(style or "default"), False
+
+
+def _default_options(task: str) -> GenerateOptions:
+    from procbench.generate.options import options_class
+
+    return options_class(task)()
+
+
+def _render(result: GenerateResult) -> None:
+    from procbench.cli._console import console
+
     for name, path in result.paths.items():
         sizes = ", ".join(f"{s} {n}" for s, n in result.split_sizes.get(name, {}).items())
         console.print(
-            f"[bold green]{task}/{name}[/]: {result.questions[name]} questions ({sizes}) -> {path}", highlight=False
+            f"[bold green]{result.task}/{name}[/]: {result.questions[name]} questions ({sizes}) -> {path}",
+            highlight=False,
         )
     for key, value in result.counts.items():
         console.print(f"{key}: {value}", highlight=False, markup=False)

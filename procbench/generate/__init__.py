@@ -1,10 +1,11 @@
 """``procbench generate``: question sets from the store (DESIGN §5-6).
 
 Each task is a :class:`~procbench.tasks.TaskSpec` in :data:`procbench.tasks.TASKS` naming a module with
-``SWEEP`` (its settings) and ``build(store, settings, *, seed, progress, **options) -> ({setting name:
-questions}, counts)``, the questions being :class:`~procbench.qsets.Question` objects or a question table
-(:mod:`procbench.qsets.columns`); this package splits the procedures and has :mod:`procbench.qsets` write
-the files and record provenance.
+``SWEEP`` (its settings) and ``build(store, settings, options, *, progress[, splits]) -> ({setting name:
+questions}, counts)``: ``options`` is the task's frozen options object (:mod:`procbench.generate.options`), the
+questions are :class:`~procbench.qsets.Question` objects or a question table (:mod:`procbench.qsets.columns`),
+and ``counts["per_setting"]`` holds a :class:`~procbench.card.setting_report.SettingReport` per setting. This
+package splits the procedures and has :mod:`procbench.qsets` write the files and record provenance.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,9 +20,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from procbench.card.setting_report import SettingReport
 from procbench.engine import LOCAL, Engine
 from procbench.errors import BadInput
 from procbench.generate.answers import balance_answer_positions
+from procbench.generate.options import MAX_SEED, GenerateOptions
+from procbench.generate.options import task_options as task_options_of
 from procbench.generate.search import searching_with
 from procbench.generate.settings import Setting, parse_knobs
 from procbench.progress import SILENT, Progress
@@ -36,9 +39,12 @@ from procbench.tasks import TASKS, get_task
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "MAX_SEED",
     "TASKS",
+    "GenerateOptions",
     "GenerateResult",
     "Setting",
+    "SettingReport",
     "balance_answer_positions",
     "generate",
     "parse_knobs",
@@ -57,6 +63,10 @@ class GenerateResult:
     split_sizes: dict[str, dict[str, int]] = field(default_factory=dict)
     #: Things the user must know about (an empty split); ``strict`` turns them into errors.
     warnings: list[str] = field(default_factory=list)
+    #: The options the sets were made with.
+    options: GenerateOptions | None = None
+    #: Each setting's report (``counts["per_setting"]`` holds their JSON).
+    reports: dict[str, SettingReport] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
@@ -87,69 +97,50 @@ def assign_splits(
     return split_by_category(categories, level=int(level), ratios=ratios, seed=seed)
 
 
-#: Largest seed (every random generator procbench uses takes 32 bits).
-MAX_SEED = 2**32 - 1
-
-
-def _check_numbers(seed: int, options: dict[str, Any]) -> None:
-    """A seed and numeric options that no generator could use are bad input (not a traceback, not NaN output)."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise BadInput(f"--seed must be an integer from 0 to {MAX_SEED}, not {seed!r}")
-    distance = options.get("min_distance")
-    if distance is not None and (isinstance(distance, bool) or not math.isfinite(distance) or distance < 0):
-        raise BadInput(f"--min-distance must be a finite distance of at least 0, not {distance!r}")
-
-
 def generate(
     store: Store,
     task: str,
     setting: Setting | None = None,
     *,
     sweep: bool = False,
-    seed: int = 0,
-    split_by: str = "procedure",
-    split_ratios: tuple[float, float, float] = (0.8, 0.1, 0.1),
+    options: GenerateOptions | None = None,
+    seed: int | None = None,
+    split_by: str | None = None,
+    split_ratios: tuple[float, float, float] | None = None,
     overwrite: bool = False,
     strict: bool = False,
     progress: Progress = SILENT,
     engine: Engine = LOCAL,
-    **options: Any,
+    **task_options: Any,
 ) -> GenerateResult:
     """Generate one setting of ``task`` (or every setting with ``sweep``) and write it to the store.
 
-    ``options`` are the task's own (e.g. ``pairs_per_procedure`` for pair order); an option the task does
-    not take is a :class:`BadInput`. A setting's folder records the options that made it
-    (``options.json``); writing over a set made with other options is refused unless ``overwrite``.
-    A split left empty although its ratio is not 0 is a warning in the result, an error with ``strict``
-    (nothing is written then). With a Ray ``engine`` the neighbour searches run as Ray tasks over query
-    shards against one shared index (:mod:`procbench.engine.raysearch`); the question files are the same
-    bytes as a local run's.
+    ``options`` are the task's (:mod:`procbench.generate.options`, e.g. a manifest's ``[generate.TASK]``; None:
+    the defaults); ``seed``, ``split_by``, ``split_ratios`` and ``task_options`` (e.g. ``pairs_per_procedure``
+    for pair order) that are not None change them; an option the task does not take is a :class:`BadInput`.
+    A setting's folder records the options that made it (``options.json``, :meth:`GenerateOptions.record`);
+    writing over a set made with other options is refused unless ``overwrite``. A split left empty although
+    its ratio is not 0 is a warning in the result, an error with ``strict`` (nothing is written then). With a
+    Ray ``engine`` the neighbour searches run as Ray tasks over query shards against one shared index
+    (:mod:`procbench.engine.raysearch`); the question files are the same bytes as a local run's.
 
     Raises:
-        BadInput: an option the task does not take, a set made with other options in the way, or (with
-            ``strict``) an empty split.
+        BadInput: an option the task does not take or a bad value, a set made with other options in the way,
+            or (with ``strict``) an empty split.
     """
     spec = get_task(task)
     task, build = spec.name, spec.builder()
-    accepted = set(inspect.signature(build).parameters)
-    for name in options:
-        if name not in accepted:
-            raise BadInput(f"--{name.replace('_', '-')} does not apply to task {task}")
-    _check_numbers(seed, options)
+    chosen = task_options_of(task, options, seed=seed, split_by=split_by, split_ratios=split_ratios, **task_options)
     settings = spec.sweep() if sweep else [setting or Setting("default")]
-    args = {
-        "settings": [s.name for s in settings],
-        "split_by": split_by,
-        "split_ratios": list(split_ratios),
-        **{k: (str(v) if isinstance(v, Path) else v) for k, v in options.items() if not isinstance(v, dict)},
-    }
+    chosen.check(settings)
+    args = {"settings": [s.name for s in settings], **chosen.record()}
     if not overwrite:
-        check_overwrite(store, task, [s.name for s in settings], seed=seed, args=args)
-    splits: dict[str, str] | None = options.get("splits")
-    if splits is None and "splits" in accepted:  # tasks that draw choices from other procedures get the split
+        check_overwrite(store, task, [s.name for s in settings], seed=chosen.seed, args=args)
+    splits: dict[str, str] | None = None
+    extra: dict[str, Any] = {}
+    if "splits" in inspect.signature(build).parameters:  # tasks that draw choices from other procedures get the split
         kept = set(kept_procedures(store, ["id"])["id"].to_pylist())
-        splits = assign_splits(store, kept, split_by=split_by, ratios=split_ratios, seed=seed)
-        options = {**options, "splits": splits}
+        splits = extra["splits"] = _splits(store, kept, chosen)
     with contextlib.ExitStack() as stack:
         from threadpoolctl import threadpool_limits
 
@@ -163,22 +154,35 @@ def generate(
             ray = stack.enter_context(ray_runtime(engine))
             searcher = RaySearch(ray, cluster_workers(ray, engine))
             stack.enter_context(searching_with(searcher))
-        sets, counts = build(store, settings, seed=seed, progress=progress, **options)
+        sets, built = build(store, settings, chosen, progress=progress, **extra)
         if engine.is_ray:
             log.info("generate: %d queries searched as %d Ray tasks", searcher.queries, searcher.tasks)
+    reports: dict[str, SettingReport] = dict(built.get("per_setting") or {})
+    counts = {**built, "per_setting": {name: report.to_dict() for name, report in reports.items()}}
     used = set().union(*(procedure_ids(questions) for questions in sets.values()))
     if splits is None:
-        splits = assign_splits(store, used, split_by=split_by, ratios=split_ratios, seed=seed)
+        splits = _splits(store, used, chosen)
     sizes = {name: _split_sizes(questions, splits) for name, questions in sets.items()}
-    warnings = _empty_split_warnings(task, sizes, split_by=split_by, ratios=split_ratios)
-    for name, per_setting in (counts.get("per_setting") or {}).items():  # a setting that drew nothing says why
-        if isinstance(per_setting, dict) and per_setting.get("empty"):
-            warnings.append(f"{task}/{name}: no questions: {per_setting['empty']}")
+    warnings = _empty_split_warnings(task, sizes, split_by=chosen.split_by, ratios=chosen.split_ratios)
+    warnings += [f"{task}/{name}: no questions: {r.empty}" for name, r in reports.items() if r.empty]
     if strict and warnings:
         raise BadInput(f"{warnings[0]} (--strict: nothing written)")
-    paths = write_question_sets(store, task, sets, splits=splits, seed=seed, args=args, counts=counts)
+    paths = write_question_sets(store, task, sets, splits=splits, seed=chosen.seed, args=args, counts=counts)
     return GenerateResult(
-        task, paths, {name: count(qs) for name, qs in sets.items()}, counts, split_sizes=sizes, warnings=warnings
+        task,
+        paths,
+        {name: count(qs) for name, qs in sets.items()},
+        counts,
+        split_sizes=sizes,
+        warnings=warnings,
+        options=chosen,
+        reports=reports,
+    )
+
+
+def _splits(store: Store, procedure_ids: set[str], options: GenerateOptions) -> dict[str, str]:
+    return assign_splits(
+        store, procedure_ids, split_by=options.split_by, ratios=options.split_ratios, seed=options.seed
     )
 
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from procbench.generate.options import NextActionOptions
 from procbench.generate.settings import Setting
-from procbench.generate.textual import KNN_K
 from procbench.generate.textual import SWEEP as _CLOZE_SWEEP
 from procbench.generate.textual import build as build_textual
 from procbench.progress import SILENT, Progress
@@ -37,45 +37,22 @@ SWEEP = [s for s in _CLOZE_SWEEP if s.style != "needs-context"]
 def build(
     store: Store,
     settings: list[Setting],
+    options: NextActionOptions | None = None,
     *,
-    seed: int = 0,
     progress: Progress = SILENT,
-    clusters: int | None = None,
-    questions_per_procedure: int = 1,
-    knn_k: int = KNN_K,
-    min_distance: float | None = None,
-    rounds: int | None = None,
-    ceiling: float | None = None,
-    min_yield: float | None = None,
     splits: Mapping[str, str] | None = None,
-    policy: str | None = None,
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
     """Next-action questions for each setting (``recipeqa``, ``default``, ``debias``, ``adversarial``).
 
-    The options are textual cloze's (:func:`procbench.generate.textual.build`).
+    The options are textual cloze's but the items (:class:`~procbench.generate.options.NextActionOptions`), and
+    so is the driver (:func:`procbench.generate.textual.build`).
 
     Raises:
         BadInput: no ``action`` embeddings (run ``procbench extract``, then ``procbench embed --fields action``).
     """
     from procbench.extract.pipeline import step_actions
 
-    sets, counts = build_textual(
-        store,
-        settings,
-        seed=seed,
-        progress=progress,
-        clusters=clusters,
-        questions_per_procedure=questions_per_procedure,
-        knn_k=knn_k,
-        min_distance=min_distance,
-        items="action",
-        rounds=rounds,
-        ceiling=ceiling,
-        min_yield=min_yield,
-        splits=splits,
-        last=True,
-        policy=policy,
-    )
+    sets, counts = build_textual(store, settings, options or NextActionOptions(), progress=progress, splits=splits)
     actions = step_actions(store)
     tuples = {
         key: [verb, *arguments]

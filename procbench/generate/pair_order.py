@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from procbench.card.setting_report import SettingReport
 from procbench.errors import BadInput
+from procbench.generate.options import PairOrderOptions
 from procbench.generate.settings import Setting
 from procbench.progress import SILENT, Progress
 from procbench.qsets.questions import Question
@@ -32,23 +34,22 @@ _PAIRS = stream("pair-order")
 def build(
     store: Store,
     settings: list[Setting],
+    options: PairOrderOptions | None = None,
     *,
-    seed: int = 0,
     progress: Progress = SILENT,
-    pairs_per_procedure: int = 2,
-    adjacent: bool = False,
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
-    """Up to ``pairs_per_procedure`` distinct step pairs per procedure (consecutive steps if ``adjacent``)."""
+    """Up to ``options.pairs_per_procedure`` distinct step pairs per procedure (consecutive steps if
+    ``options.adjacent``)."""
+    options = options or PairOrderOptions()
     for setting in settings:
         if setting.style != "default":
             raise BadInput("pair-order has a single setting; drop --style/--knobs/--debias")
-    if pairs_per_procedure < 1:
-        raise BadInput("--pairs-per-procedure must be at least 1")
+    pairs_per_procedure, adjacent = options.pairs_per_procedure, options.adjacent
     counts_per_procedure: dict[str, int] = {}
     for row in kept_steps(store, ["procedure_id"]).to_pylist():
         counts_per_procedure[row["procedure_id"]] = counts_per_procedure.get(row["procedure_id"], 0) + 1
     roots = {p["id"]: (p["category"] or ["(none)"])[0] for p in kept_procedures(store, ["id", "category"]).to_pylist()}
-    rng = _PAIRS.rng(seed)
+    rng = _PAIRS.rng(options.seed)
     pairs: list[tuple[str, int, int]] = []
     progress.start("pair-order", total=len(counts_per_procedure))
     for pid in sorted(counts_per_procedure):
@@ -76,4 +77,6 @@ def build(
             )
         )
     per_category = Counter(q.meta["category"] for q in questions)
-    return {"default": questions}, {"per_category": dict(sorted(per_category.items()))}
+    report = SettingReport(questions=len(questions), procedures=len({pid for pid, _, _ in pairs}))
+    counts = {"per_category": dict(sorted(per_category.items())), "per_setting": {"default": report}}
+    return {"default": questions}, counts

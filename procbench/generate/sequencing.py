@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from procbench.card.setting_report import SettingReport
 from procbench.errors import BadInput
+from procbench.generate.options import SequencingOptions
 from procbench.generate.settings import Setting
 from procbench.progress import SILENT, Progress
 from procbench.qsets.questions import Question
@@ -53,23 +55,23 @@ def read_references(path: str | Path) -> dict[str, list[list[int]]]:
 def build(
     store: Store,
     settings: list[Setting],
+    options: SequencingOptions | None = None,
     *,
-    seed: int = 0,
     progress: Progress = SILENT,
-    references: dict[str, list[list[int]]] | None = None,
-    min_steps: int = 3,
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
-    """One sequencing question per procedure with at least ``min_steps`` steps (a window of up to 5)."""
+    """One sequencing question per procedure with at least ``options.min_steps`` steps (a window of up to 5),
+    the ``options.references`` orders as further acceptable choices."""
+    options = options or SequencingOptions()
     for setting in settings:
         if setting.style != "default":
             raise BadInput("sequencing has a single setting; drop --style/--knobs/--debias")
-    references = references or {}
+    references, min_steps = options.references or {}, options.min_steps
     stored = _stored_image_ids(store)
     steps = kept_steps(store, ["procedure_id", "index", "image_ids"]).to_pylist()
     by_procedure: dict[str, list[dict[str, Any]]] = {}
     for row in steps:
         by_procedure.setdefault(row["procedure_id"], []).append(row)
-    rng = _SEQUENCING.rng(seed)
+    rng = _SEQUENCING.rng(options.seed)
     questions: list[Question] = []
     skipped = 0
     progress.start("sequencing", total=len(by_procedure))
@@ -105,7 +107,8 @@ def build(
                 },
             )
         )
-    return {"default": questions}, {"skipped_short": skipped}
+    report = SettingReport(questions=len(questions), skipped_procedures={"step_count": skipped})
+    return {"default": questions}, {"per_setting": {"default": report}}
 
 
 def _derangement_free_shuffle(n: int, rng: np.random.Generator) -> list[int]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from procbench.errors import BadInput
 
-__all__ = ["Setting", "parse_budget", "parse_knobs"]
+__all__ = ["Setting", "parse_budget", "parse_knobs", "parse_setting"]
 
 
 @dataclass(frozen=True)
@@ -52,3 +52,26 @@ def parse_budget(text: str | int) -> int | str:
     if not value.isdigit() or int(value) < 1:
         raise BadInput(f"--budget takes a whole number of at least 1 or 'auto', not {text!r}")
     return int(value)
+
+
+#: The setting styles that take no knobs or budget (their name is their folder).
+_PLAIN = ("recipeqa", "default", "adversarial", "needs-context")
+
+
+def parse_setting(name: str) -> Setting:
+    """A setting from its folder name (:attr:`Setting.name`): ``recipeqa``, ``default``, ``adversarial``,
+    ``needs-context``, ``knobs-011`` (K1 K2 K3), ``debias-b10``, ``debias-auto`` (``debias``: ``debias-auto``)."""
+    text = str(name).strip().lower()
+    if text in _PLAIN:
+        return Setting(text)
+    if text == "debias":
+        return Setting("debias", budget="auto")
+    if text.startswith("knobs-"):
+        return Setting("knobs", parse_knobs(text.removeprefix("knobs-")))
+    if text.startswith("debias-"):
+        budget = text.removeprefix("debias-")
+        return Setting("debias", budget=parse_budget(budget if budget == "auto" else budget.removeprefix("b")))
+    raise BadInput(
+        f"unknown setting {name!r}: give recipeqa, default, adversarial, needs-context, knobs-K1K2K3 "
+        "(e.g. knobs-011), debias-bB (e.g. debias-b10) or debias-auto"
+    )

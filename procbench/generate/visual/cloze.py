@@ -35,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from procbench.errors import BadInput
+from procbench.card.setting_report import SettingReport
 from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.answers import answer_orders, place_answers
+from procbench.generate.options import VisualClozeOptions
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import (
     IMAGE_POLICY,
@@ -48,7 +49,6 @@ from procbench.generate.visual.adversarial import (
 )
 from procbench.generate.visual.bands import (
     ADVERSARIAL,
-    DEFAULT_KC,
     LEVELS,
     QUESTION_KNN,
     RANDOM,
@@ -397,34 +397,33 @@ CLOZE = VisualTask(
 def build(
     store: Store,
     settings: list[Setting],
+    options: VisualClozeOptions | None = None,
     *,
-    seed: int = 0,
     progress: Progress = SILENT,
-    kc: int = DEFAULT_KC,
-    min_distance: float | None = None,
-    rounds: int | None = None,
-    ceiling: float | None = None,
-    min_yield: float | None = None,
-    policy: str | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Visual cloze's sets and counts: the knob, RecipeQA-style and adversarial settings through the visual driver
     (:func:`~.driver.run`), ``needs-context`` through :mod:`.needs_context`."""
+    options = options or VisualClozeOptions()
+    options.check(settings)
     exchangeable = [s for s in settings if s.style == STYLE]
     rest = [s for s in settings if s.style != STYLE]
-    if not rest and any(v is not None for v in (rounds, ceiling, min_yield, policy)):
-        raise BadInput("--rounds, --ceiling, --min-yield and --policy apply only with --adversarial (or --sweep)")
     sets: dict[str, Any]
     if rest:
-        sets, counts = run(
-            CLOZE, store, rest, seed=seed, progress=progress, kc=kc, min_distance=min_distance, rounds=rounds,
-            ceiling=ceiling, min_yield=min_yield, policy=policy,
-        )  # fmt: skip
+        sets, counts = run(CLOZE, store, rest, options, progress=progress)
     else:
         sets, counts = {}, {"per_setting": {}}
     for setting in exchangeable:
-        questions, counts["per_setting"][setting.name] = build_needs_context(
-            store, setting, seed=seed, progress=progress, alone=not rest
-        )
+        questions, entry = build_needs_context(store, setting, seed=options.seed, progress=progress, alone=not rest)
+        counts["per_setting"][setting.name] = _needs_context_report(entry)
         if questions is not None:
             sets[setting.name] = questions
     return sets, counts
+
+
+def _needs_context_report(entry: dict[str, Any]) -> SettingReport:
+    """The needs-context setting's report: its procedures with too few photos or no readable set are skipped."""
+    skipped: dict[str, int] = {k: entry[k] for k in ("few_photos", "no_readable_set") if k in entry}
+    details = {k: v for k, v in entry.items() if k not in ("questions", "empty", *skipped)}
+    return SettingReport(
+        questions=entry["questions"], skipped_procedures=skipped, empty=entry.get("empty"), details=details
+    )

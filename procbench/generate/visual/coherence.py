@@ -25,7 +25,6 @@ coherent mean), ``min_pairwise``, ``negatives`` (the coherent images, in choice 
 
 from __future__ import annotations
 
-import functools
 import weakref
 from collections import Counter
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ import pyarrow as pa
 
 from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.answers import answer_orders, place_answers
+from procbench.generate.options import VisualCoherenceOptions
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import (
     IMAGE_FAMILIES,
@@ -68,6 +68,7 @@ from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import dictionary, fixed_lists, ragged_lists, struct
 from procbench.rng import stream
+from procbench.store import Store
 
 __all__ = ["DEFAULT_KNOBS", "SWEEP", "TASK", "build"]
 
@@ -400,6 +401,14 @@ COHERENCE = VisualTask(
     window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial,
     balanced_adversarial=True,  # its filter ends with more questions and nearer chance from them (measured, README)
 )  # fmt: skip
-#: ``build(store, settings, *, seed, progress, kc, min_distance, rounds, ceiling, min_yield)``: the visual driver
-#: run on the task.
-build = functools.partial(run, COHERENCE)
+
+
+def build(
+    store: Store,
+    settings: list[Setting],
+    options: VisualCoherenceOptions | None = None,
+    *,
+    progress: Progress = SILENT,
+) -> tuple[dict[str, pa.Table], dict[str, Any]]:
+    """Visual coherence's sets and counts: the visual driver (:func:`~.driver.run`) run on the task."""
+    return run(COHERENCE, store, settings, options or VisualCoherenceOptions(), progress=progress)

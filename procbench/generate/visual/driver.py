@@ -23,7 +23,6 @@ draws its own negatives in ``add``.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -34,8 +33,8 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from procbench.errors import BadInput
-from procbench.generate.adversarial import AdversarialPolicy, sized
+from procbench.card.setting_report import SettingReport
+from procbench.generate.options import VisualClozeOptions, VisualCoherenceOptions, VisualOrderingOptions
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import IMAGE_POLICY
 from procbench.generate.visual.bands import DEFAULT_KC, Candidates
@@ -66,6 +65,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+#: A visual task's options; :data:`_NEIGHBOURS` those of the tasks that search neighbour images.
+VisualOptions = VisualClozeOptions | VisualCoherenceOptions | VisualOrderingOptions
+_NEIGHBOURS = (VisualClozeOptions, VisualCoherenceOptions)
 W = TypeVar("W", bound="Window")
 CHUNK_PROCEDURES = 2048
 Neighbours = tuple[np.ndarray, np.ndarray]
@@ -260,67 +262,29 @@ def key_seed(key: PlanKey) -> tuple[int, int]:
     return (2 if key.k1 is None else key.k1), int(key.ranked)
 
 
-def adversarial_options(
-    rounds: int | None,
-    ceiling: float | None,
-    min_yield: float | None,
-    *,
-    adversarial: bool,
-    policy: str | None = None,
-) -> AdversarialPolicy:
-    """The ``adversarial`` setting's options: :data:`.adversarial.IMAGE_POLICY` with ``--rounds``,
-    ``--ceiling`` and ``--min-yield`` where given.
-
-    Raises:
-        BadInput: one given without an ``adversarial`` setting, or out of range.
-    """
-    if any(v is not None for v in (rounds, ceiling, min_yield, policy)) and not adversarial:
-        raise BadInput("--rounds, --ceiling, --min-yield and --policy apply only with --adversarial (or --sweep)")
-    if rounds is not None and (isinstance(rounds, bool) or rounds < 0):
-        raise BadInput(f"--rounds must be at least 0, not {rounds!r}")
-    if ceiling is not None and not 0 < ceiling <= 1:
-        raise BadInput(f"--ceiling must be a cosine similarity in (0, 1], not {ceiling!r}")
-    if min_yield is not None and not 0 < min_yield <= 1:
-        raise BadInput(f"--min-yield must be a share in (0, 1], not {min_yield!r}")
-    preset = sized(IMAGE_POLICY, policy)
-    return dataclasses.replace(
-        preset,
-        rounds=preset.rounds if rounds is None else rounds,
-        ceiling=preset.ceiling if ceiling is None else ceiling,
-        min_yield=preset.min_yield if min_yield is None else min_yield,
-    )
-
-
 @paused_gc()
 def run(
     task: VisualTask[Any],
     store: Store,
     settings: list[Setting],
+    options: VisualOptions,
     *,
-    seed: int = 0,
     progress: Progress = SILENT,
-    kc: int = DEFAULT_KC,
-    min_distance: float | None = None,
-    rounds: int | None = None,
-    ceiling: float | None = None,
-    min_yield: float | None = None,
-    policy: str | None = None,
 ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
     """``task``'s question table per setting and its counts; neighbour searches are shared by all settings.
 
-    Args:
-        kc: K_C, the neighbours of each anchor that define the K2 band (and of the K3 point).
-        min_distance: the RecipeQA style's fixed distance (default: median distance of random image pairs).
-        rounds, ceiling, min_yield: the ``adversarial`` setting's round limit, similarity ceiling and the share
-            of questions pruning keeps at least (default: those of :data:`.adversarial.IMAGE_POLICY`).
-        policy: the adversarial filter's size, ``standard`` (default) or ``demo`` (docs/adversarial.md).
+    ``options`` (:mod:`procbench.generate.options`): the seed, K_C (the neighbours of each anchor that define the
+    K2 band, and of the K3 point) and the RecipeQA style's fixed distance (None: the median distance of random
+    image pairs) for the tasks that search neighbours, and the ``adversarial`` setting's filter over
+    :data:`.adversarial.IMAGE_POLICY`. ``counts["per_setting"]`` holds a
+    :class:`~procbench.card.setting_report.SettingReport` per setting.
     """
+    seed = options.seed
+    kc, min_distance = (options.kc, options.min_distance) if isinstance(options, _NEIGHBOURS) else (DEFAULT_KC, None)
     searches = task.need > 0
-    if searches and kc < 1:
-        raise BadInput("--kc must be at least 1")
     resolved = _resolve(task, settings)
-    adversarial = any(s.setting.style == "adversarial" for s in resolved)
-    filtering = adversarial_options(rounds, ceiling, min_yield, adversarial=adversarial, policy=policy)
+    options.check(settings)
+    filtering = options.adversarial_policy(IMAGE_POLICY)
     data = VisualData(store, with_index=searches and any(s.knobs is not None for s in resolved))
     # more neighbours than images is all of them: searching for K_C = 10^8 must not allocate (B, 10^8) arrays
     k = min(kc, max(1, data.n_rows))
@@ -405,12 +369,21 @@ def run(
         queries=data.queries if searches else None,
         min_distance=fixed,
     )
+    reports = {name: _report(entry) for name, entry in counts["per_setting"].items()}
     for name, summary in filtered.items():
-        counts["per_setting"][name]["adversarial"] = summary
+        reports[name].adversarial = summary
     for s in resolved:  # a setting without questions says why (never a silent empty set)
         if not out[s.name].num_rows:
-            counts["per_setting"][s.name]["empty"] = _empty_reason(s, plans[s.plan_key].eligible, tally[s.name])
+            reports[s.name].empty = _empty_reason(s, plans[s.plan_key].eligible, tally[s.name])
+    counts["per_setting"] = reports
     return out, counts
+
+
+def _report(entry: dict[str, Any]) -> SettingReport:
+    """A setting's report from its counts: tallies ``skipped_REASON`` are its skipped questions."""
+    skipped = {k.removeprefix("skipped_"): v for k, v in entry.items() if k.startswith("skipped_")}
+    details = {k: v for k, v in entry.items() if k != "questions" and not k.startswith("skipped_")}
+    return SettingReport(questions=entry["questions"], skipped_questions=skipped, details=details)
 
 
 def _empty_reason(s: VisualSetting, eligible: int, tally: Counter[str]) -> str:

@@ -41,6 +41,7 @@ import pyarrow as pa
 
 from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.answers import answer_orders, place_answers
+from procbench.generate.options import VisualOrderingOptions
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import IMAGE_POLICY, filter_orders, order_ceiling, shorter_orders
 from procbench.generate.visual.columns import QuestionColumns
@@ -302,17 +303,10 @@ ORDERING = VisualTask(
 def build(
     store: Store,
     settings: list[Setting],
+    options: VisualOrderingOptions | None = None,
     *,
-    seed: int = 0,
     progress: Progress = SILENT,
-    rounds: int | None = None,
-    ceiling: float | None = None,
-    min_yield: float | None = None,
-    policy: str | None = None,
 ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
     """Visual ordering questions (a question table per setting; no neighbour search: only the question's
-    own images); ``rounds``, ``ceiling``, ``min_yield`` and ``policy`` tune the ``adversarial`` setting."""
-    return run(
-        ORDERING, store, settings, seed=seed, progress=progress,
-        rounds=rounds, ceiling=ceiling, min_yield=min_yield, policy=policy,
-    )  # fmt: skip
+    own images); ``options`` holds the seed and the ``adversarial`` setting's filter options."""
+    return run(ORDERING, store, settings, options or VisualOrderingOptions(), progress=progress)

@@ -1,0 +1,118 @@
+"""What generating one setting did: :class:`SettingReport`, one shape for every task.
+
+Every ``generate`` builder returns one report per setting under ``counts["per_setting"]``; ``generate`` records
+their JSON (:meth:`SettingReport.to_dict`) in the store's provenance log and the dataset card renders them
+(:meth:`SettingReport.of` reads one back from a log entry's counts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["SettingReport"]
+
+#: Keys of :meth:`SettingReport.to_dict` that are fields (the rest are :attr:`SettingReport.details`).
+_FIELDS = (
+    "questions",
+    "procedures",
+    "skipped_procedures",
+    "skipped_questions",
+    "drafted",
+    "yield",
+    "budget",
+    "auto_budget",
+    "adversarial",
+    "aflite",
+    "empty",
+)
+
+
+@dataclass
+class SettingReport:
+    """One setting's account of its generation.
+
+    Attributes:
+        questions: questions kept (written).
+        procedures: procedures the kept questions come from (None: not counted by the task).
+        drafted: questions drafted before negatives were drawn or filtering dropped some (None: the task drafts
+            what it keeps).
+        kept_share: ``questions / drafted`` (``yield`` in the JSON; None without ``drafted``).
+        skipped_procedures: procedures left out, by reason (too few steps, no split, ...).
+        skipped_questions: drafted questions dropped, by reason (too few candidates, budget exhausted, ...).
+        empty: why the setting has no question (None: it has some).
+        adversarial: the adversarial filter's account (rounds, replacements, probe accuracy, pruned questions).
+        budget: debiasing's budget use (per cluster, spent, exhausted clusters).
+        auto_budget: ``--budget auto``: the budget chosen and the budgets tried with their yield.
+        aflite: ``procbench filter --aflite``: what AFLite kept of which set.
+        details: the task's own counts (kNN k, the fixed RecipeQA distance, band and fallback tallies, ...).
+    """
+
+    questions: int = 0
+    procedures: int | None = None
+    drafted: int | None = None
+    kept_share: float | None = None
+    skipped_procedures: dict[str, int] = field(default_factory=dict)
+    skipped_questions: dict[str, int] = field(default_factory=dict)
+    empty: str | None = None
+    adversarial: dict[str, Any] | None = None
+    budget: dict[str, Any] | None = None
+    auto_budget: dict[str, Any] | None = None
+    aflite: dict[str, Any] | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pruned(self) -> int:
+        """Questions the adversarial filter dropped because its probes still solved them."""
+        return int((self.adversarial or {}).get("pruned") or 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the counted fields first, then :attr:`details`, then the accounts (None and empty left out)."""
+        out: dict[str, Any] = {"questions": self.questions}
+        if self.procedures is not None:
+            out["procedures"] = self.procedures
+        for name in ("skipped_procedures", "skipped_questions"):
+            skipped = {k: v for k, v in sorted(getattr(self, name).items()) if v}
+            if skipped:
+                out[name] = skipped
+        if self.drafted is not None:
+            out["drafted"] = self.drafted
+            out["yield"] = self.kept_share
+        out.update(self.details)
+        for name in ("budget", "auto_budget", "adversarial", "aflite", "empty"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SettingReport:
+        """The report :meth:`to_dict` wrote (keys it does not know are :attr:`details`)."""
+        return cls(
+            questions=int(data.get("questions") or 0),
+            procedures=data.get("procedures"),
+            drafted=data.get("drafted"),
+            kept_share=data.get("yield"),
+            skipped_procedures=dict(data.get("skipped_procedures") or {}),
+            skipped_questions=dict(data.get("skipped_questions") or {}),
+            empty=data.get("empty"),
+            adversarial=data.get("adversarial"),
+            budget=data.get("budget"),
+            auto_budget=data.get("auto_budget"),
+            aflite=data.get("aflite"),
+            details={k: v for k, v in data.items() if k not in _FIELDS},
+        )
+
+    @classmethod
+    def of(cls, counts: Mapping[str, Any], setting: str) -> SettingReport | None:
+        """``setting``'s report in a ``generate`` run's ``counts`` (``counts["per_setting"][setting]``, a report or
+        its JSON); None when the run recorded none."""
+        entry = (counts.get("per_setting") or {}).get(setting)
+        if isinstance(entry, SettingReport):
+            return entry
+        return cls.from_dict(entry) if isinstance(entry, Mapping) else None
+
+    @staticmethod
+    def yield_of(questions: int, drafted: int) -> float:
+        """The yield of ``questions`` kept of ``drafted`` (rounded as every report states it)."""
+        return round(questions / max(1, drafted), 4)
