@@ -81,3 +81,25 @@ def test_stable_search_scans_the_lists_it_is_asked_to() -> None:
     _, all_lists = stable_search(index, queries, 1000, nprobe=16)
     assert ((one >= 0).sum(axis=1) < 1000).all()  # one list holds fewer than 1,000 rows
     assert ((all_lists >= 0).sum(axis=1) == 1000).all() and index.nprobe == 1  # the index itself is unchanged
+
+
+@pytest.mark.parametrize(
+    ("kind", "split_rows", "exact"), [("flat", 900, True), ("ivf", 100, True), ("ivf", 900, False)]
+)
+def test_a_split_small_enough_for_an_exact_index_is_searched_exactly(kind: str, split_rows: int, exact: bool) -> None:
+    """On an approximate store index, a split the store would index exactly (at most ``exact_max_rows`` rows) is
+    searched over an exact index of its own rows: its rows are too sparse in the lists an IVF search scans (at 100k
+    procedures the widened searches of the 10% splits ran for more than 15 CPU minutes)."""
+    from procbench.generate.textual.candidates import SplitSearch
+
+    subsets: list[int] = []
+
+    def subset(rows: np.ndarray) -> str:
+        subsets.append(len(rows))
+        return "part"
+
+    index = SimpleNamespace(kind=kind, exact_max_rows=500, subset=subset)
+    allowed = np.zeros(1000, dtype=bool)
+    allowed[:split_rows] = True
+    split = SplitSearch(index, SimpleNamespace(keys=range(1000)), allowed)  # type: ignore[arg-type]
+    assert (split.part is not None) == exact and subsets == ([split_rows] if exact else [])

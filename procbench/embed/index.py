@@ -333,6 +333,12 @@ class NeighborIndex:
         params = self.info.get("params") or {}
         return (int(params.get("nprobe", 0)), int(params.get("nlist", 0))) if self.kind == "ivf" else (0, 0)
 
+    @property
+    def exact_max_rows(self) -> int:
+        """Up to how many rows this store's indexes are exact (its :class:`IndexConfig`, from the sidecar)."""
+        config = self.info.get("config") or {}
+        return int(config.get("exact_max_rows", IndexConfig().exact_max_rows))
+
     def __len__(self) -> int:
         return int(self.index.ntotal)
 
