@@ -301,9 +301,9 @@ def near_candidates(index: NeighborIndex, drafts: list[Draft], pool: Pool, sizes
             elif source == "items":
                 items = shown[members]
                 per_item = -(-k // max(1, items.shape[1]))
-                found = nearest(np.asarray(vectors[np.maximum(items, 0)].reshape(-1, vectors.shape[1])), per_item)
-                found = found.reshape(len(members), items.shape[1], -1)
-                found = np.where(items[:, :, None] >= 0, found, -1)
+                shown_items = items >= 0  # items is padded to the longest question: only shown items are searched
+                found = np.full((*items.shape, per_item + MAX_STEPS), -1, dtype=np.int64)
+                found[shown_items] = nearest(np.asarray(vectors[items[shown_items]], dtype=np.float32), per_item)
                 hits = found.transpose(0, 2, 1).reshape(len(members), -1)  # interleaved: each item's nearest first
             elif source == "words":
                 if words is None:
