@@ -11,13 +11,14 @@ Distances are Euclidean on the L2-normalised vectors (DESIGN §6): ``d = ‖a �
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -263,6 +264,14 @@ RERANK_PAIRS = 16384
 RawSearch = Callable[[np.ndarray, int, "int | None"], tuple[np.ndarray, np.ndarray]]
 
 
+class Searcher(Protocol):
+    """Where the FAISS part of a search runs (e.g. :class:`procbench.engine.raysearch.RaySearch`)."""
+
+    def raw(self, index: NeighborIndex) -> RawSearch:
+        """The raw search of ``index`` (see :meth:`NeighborIndex.search`)."""
+        ...
+
+
 def stable_search(
     index: Any, queries: np.ndarray, fetch: int, nprobe: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -304,11 +313,15 @@ def stable_search(
 class NeighborIndex:
     """A loaded FAISS index with the keys and procedure of every row (see :func:`load_index`)."""
 
-    def __init__(self, name: str, index: Any, embeddings: Embeddings, info: dict[str, Any]) -> None:
+    def __init__(
+        self, name: str, index: Any, embeddings: Embeddings, info: dict[str, Any], searcher: Searcher | None = None
+    ) -> None:
         self.name = name
         self.index = index
         self.embeddings = embeddings
         self.info = info
+        #: where its searches run (None: in this process); see :meth:`served_by`
+        self.searcher = searcher
         procedure_ids = embeddings.procedure_ids
         if isinstance(procedure_ids, pa.ChunkedArray):
             procedure_ids = procedure_ids.combine_chunks()
@@ -333,6 +346,13 @@ class NeighborIndex:
         params = self.info.get("params") or {}
         return (int(params.get("nprobe", 0)), int(params.get("nlist", 0))) if self.kind == "ivf" else (0, 0)
 
+    def served_by(self, searcher: Searcher | None) -> NeighborIndex:
+        """This index with its searches run by ``searcher`` (e.g. Ray tasks; None: in this process), and those of
+        its :meth:`subset` indexes: a generation run binds its engine's searcher to the indexes it loads."""
+        served = copy.copy(self)
+        served.searcher = searcher
+        return served
+
     @property
     def exact_max_rows(self) -> int:
         """Up to how many rows this store's indexes are exact (its :class:`IndexConfig`, from the sidecar)."""
@@ -356,7 +376,7 @@ class NeighborIndex:
             emb.name, emb.path, emb.keys.take(taken), emb.procedure_ids.take(taken), emb.hashes[rows], vectors,
             dict(emb.metadata),
         )  # fmt: skip
-        return NeighborIndex(f"{self.name}[{len(rows)} rows]", index, part, {"kind": "flat"})
+        return NeighborIndex(f"{self.name}[{len(rows)} rows]", index, part, {"kind": "flat"}, self.searcher)
 
     def search(
         self,
@@ -368,9 +388,9 @@ class NeighborIndex:
         raw: RawSearch | None = None,
         nprobe: int | None = None,
     ) -> Neighbors:
-        """See :func:`neighbors`; ``raw`` runs the FAISS search (default: :func:`stable_search` here; an
-        engine passes one that runs it elsewhere, e.g. on Ray workers); ``nprobe``: an IVF index scans that many
-        lists (None: its own :attr:`nprobe`)."""
+        """See :func:`neighbors`; ``raw`` runs the FAISS search (default: :attr:`searcher`'s, else
+        :func:`stable_search` here); ``nprobe``: an IVF index scans that many lists (None: its own
+        :attr:`nprobe`)."""
         q = np.ascontiguousarray(queries, dtype=np.float32)
         if q.ndim == 1:
             q = q.reshape(1, -1)
@@ -399,6 +419,8 @@ class NeighborIndex:
         fetch = max(1, min(n_total, k + extra))
         if n_total == 0:
             return Neighbors(np.full((len(q), k), np.inf, np.float32), np.full((len(q), k), -1, np.int64), self.keys)
+        if raw is None and self.searcher is not None:
+            raw = self.searcher.raw(self)
         squared, rows = raw(q, fetch, nprobe) if raw is not None else stable_search(self.index, q, fetch, nprobe)
         rows = rows.astype(np.int64)
         mask = rows < 0

@@ -26,7 +26,6 @@ from procbench.errors import BadInput
 from procbench.generate.answers import balance_answer_positions
 from procbench.generate.options import MAX_SEED, GenerateOptions
 from procbench.generate.options import task_options as task_options_of
-from procbench.generate.search import searching_with
 from procbench.generate.settings import Setting, parse_knobs
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import as_table, count, procedure_ids
@@ -138,7 +137,8 @@ def generate(
         check_overwrite(store, task, [s.name for s in settings], seed=chosen.seed, args=args)
     splits: dict[str, str] | None = None
     extra: dict[str, Any] = {}
-    if "splits" in inspect.signature(build).parameters:  # tasks that draw choices from other procedures get the split
+    accepted = inspect.signature(build).parameters
+    if "splits" in accepted:  # tasks that draw choices from other procedures get the split
         kept = set(kept_procedures(store, ["id"])["id"].to_pylist())
         splits = extra["splits"] = _splits(store, kept, chosen)
     with contextlib.ExitStack() as stack:
@@ -153,7 +153,8 @@ def generate(
 
             ray = stack.enter_context(ray_runtime(engine))
             searcher = RaySearch(ray, cluster_workers(ray, engine))
-            stack.enter_context(searching_with(searcher))
+            if "searcher" in accepted:  # tasks that search neighbours run their searches through the engine's
+                extra["searcher"] = searcher
         sets, built = build(store, settings, chosen, progress=progress, **extra)
         if engine.is_ray:
             log.info("generate: %d queries searched as %d Ray tasks", searcher.queries, searcher.tasks)

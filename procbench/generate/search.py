@@ -9,47 +9,22 @@ is the RecipeQA style's fixed distance: the median distance between random items
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from procbench.embed.index import Searcher
+
 if TYPE_CHECKING:
     from procbench.embed import NeighborIndex
-    from procbench.embed.index import RawSearch
 
-__all__ = ["PAIRS", "Searcher", "knn", "median_pair_distance", "search_until_k", "searching_with"]
+__all__ = ["PAIRS", "Searcher", "knn", "median_pair_distance", "search_until_k"]
 
 #: Random pairs drawn to estimate the RecipeQA style's fixed distance.
 PAIRS = 10_000
 #: Queries one :func:`search_until_k` call hands :func:`knn` at a time (bounds the ``(queries, fetch)`` arrays).
 SEARCH_BLOCK = 32_768
-
-
-class Searcher(Protocol):
-    """Where the FAISS part of a search runs (e.g. :class:`procbench.engine.raysearch.RaySearch`)."""
-
-    def raw(self, index: NeighborIndex) -> RawSearch:
-        """The raw search of ``index`` (see :meth:`NeighborIndex.search`)."""
-        ...
-
-
-_searcher: Searcher | None = None
-
-
-@contextlib.contextmanager
-def searching_with(searcher: Searcher | None) -> Iterator[None]:
-    """Within the block, :func:`knn` runs its FAISS searches through ``searcher`` (None: in this process).
-
-    Process-wide, not per thread: the visual generators search on a worker thread.
-    """
-    global _searcher
-    previous, _searcher = _searcher, searcher
-    try:
-        yield
-    finally:
-        _searcher = previous
 
 
 def knn(
@@ -61,14 +36,14 @@ def knn(
     nprobe: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` nearest rows of ``index`` to each of ``queries (B, D)``, none of procedure ``exclude[b]``
-    (``nprobe``: an IVF index scans that many lists; None: its own).
+    (``nprobe``: an IVF index scans that many lists; None: its own), searched where the index is served
+    (:meth:`~procbench.embed.index.NeighborIndex.served_by`: e.g. Ray tasks under ``--engine ray``).
 
     Returns:
         ``(distances (B, k) float32 ascending, inf where none; ids (B, k) int64 rows, -1 where none)``.
     """
-    raw = _searcher.raw(index) if _searcher is not None else None
     vectors = np.ascontiguousarray(queries, dtype=np.float32)
-    found = index.search(vectors, k, exclude=exclude, raw=raw, nprobe=nprobe)
+    found = index.search(vectors, k, exclude=exclude, nprobe=nprobe)
     return found.distances, found.indices
 
 

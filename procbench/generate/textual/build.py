@@ -14,6 +14,7 @@ from procbench.errors import BadInput
 from procbench.generate.adversarial import TEXTUAL_POLICY
 from procbench.generate.answers import balance_answer_positions
 from procbench.generate.options import NextActionOptions, TextualClozeOptions
+from procbench.generate.search import Searcher
 from procbench.generate.settings import Setting
 from procbench.generate.textual.pool import MAX_STEPS, MIN_STEPS, item_embeddings, make_pool, read_items
 from procbench.generate.textual.samplers import SAMPLERS, Sampler, TextualContext
@@ -41,6 +42,7 @@ def build(
     *,
     progress: Progress = SILENT,
     splits: Mapping[str, str] | None = None,
+    searcher: Searcher | None = None,
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
     """Textual-cloze questions for each setting (``recipeqa``, ``default``, ``debias``, ``adversarial``,
     ``needs-context``); next-action's with :class:`~procbench.generate.options.NextActionOptions`.
@@ -53,6 +55,7 @@ def build(
         splits: procedure id -> split (the runner passes the split it writes). Negatives are then drawn
             only from procedures of the question's own split, so no title of one split is a choice in
             another; without it (library use) they come from any other procedure, as in Algorithm 1.
+        searcher: where the neighbour searches run (e.g. Ray tasks; None: in this process).
 
     Returns:
         ``({setting name: questions}, counts)``; ``counts["per_setting"]`` holds a
@@ -91,6 +94,7 @@ def build(
         adversarial=options.adversarial_policy(TEXTUAL_POLICY),
         hide_window=items != "title" and not last,
         last=last,
+        searcher=searcher,
     )
     left_out: dict[str, SettingReport] = {}
     if any(s.style == "needs-context" for s in settings) and context.step_texts is None:

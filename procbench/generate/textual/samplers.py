@@ -42,7 +42,7 @@ from procbench.generate.adversarial import (
     lattice_targets,
 )
 from procbench.generate.debias import ClusterBudget, Clustering, cluster_titles, default_n_clusters, draw_negatives
-from procbench.generate.search import median_pair_distance
+from procbench.generate.search import Searcher, median_pair_distance
 from procbench.generate.settings import Setting
 from procbench.generate.textual.arena import (
     answer_ranks,
@@ -131,6 +131,7 @@ class TextualContext:
             None = the default, computed here).
         adversarial: the adversarial filter's options.
         hide_window, last: how drafts are made (:func:`~.pool.make_drafts`).
+        searcher: where the neighbour searches of :attr:`index` run (None: in this process).
     """
 
     store: Store
@@ -149,6 +150,7 @@ class TextualContext:
     notes: dict[str, Any] = field(default_factory=dict)  # shared resources' account (the clustering)
     hide_window: bool = False
     last: bool = False
+    searcher: Searcher | None = None
     _drafts: dict[DraftPlan, dict[str, list[Draft]]] = field(default_factory=dict)
 
     def drafts(self, plan: DraftPlan) -> dict[str, list[Draft]]:
@@ -202,7 +204,7 @@ class TextualContext:
         """The store's persisted index of the items (every neighbour search goes through it)."""
         from procbench.embed import load_index
 
-        return load_index(self.store, ITEM_FIELDS[self.items])
+        return load_index(self.store, ITEM_FIELDS[self.items]).served_by(self.searcher)
 
     @cached_property
     def clustering(self) -> Clustering:

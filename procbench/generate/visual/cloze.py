@@ -39,6 +39,7 @@ from procbench.card.setting_report import SettingReport
 from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.options import VisualClozeOptions
+from procbench.generate.search import Searcher
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import (
     IMAGE_POLICY,
@@ -400,16 +401,18 @@ def build(
     options: VisualClozeOptions | None = None,
     *,
     progress: Progress = SILENT,
+    searcher: Searcher | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Visual cloze's sets and counts: the knob, RecipeQA-style and adversarial settings through the visual driver
-    (:func:`~.driver.run`), ``needs-context`` through :mod:`.needs_context`."""
+    (:func:`~.driver.run`; ``searcher``: where its neighbour searches run), ``needs-context`` through
+    :mod:`.needs_context`."""
     options = options or VisualClozeOptions()
     options.check(settings)
     exchangeable = [s for s in settings if s.style == STYLE]
     rest = [s for s in settings if s.style != STYLE]
     sets: dict[str, Any]
     if rest:
-        sets, counts = run(CLOZE, store, rest, options, progress=progress)
+        sets, counts = run(CLOZE, store, rest, options, progress=progress, searcher=searcher)
     else:
         sets, counts = {}, {"per_setting": {}}
     for setting in exchangeable:

@@ -36,6 +36,7 @@ import pyarrow as pa
 from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.options import VisualCoherenceOptions
+from procbench.generate.search import Searcher
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import (
     IMAGE_FAMILIES,
@@ -409,6 +410,8 @@ def build(
     options: VisualCoherenceOptions | None = None,
     *,
     progress: Progress = SILENT,
+    searcher: Searcher | None = None,
 ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
-    """Visual coherence's sets and counts: the visual driver (:func:`~.driver.run`) run on the task."""
-    return run(COHERENCE, store, settings, options or VisualCoherenceOptions(), progress=progress)
+    """Visual coherence's sets and counts: the visual driver (:func:`~.driver.run`) run on the task (``searcher``:
+    where its neighbour searches run)."""
+    return run(COHERENCE, store, settings, options or VisualCoherenceOptions(), progress=progress, searcher=searcher)

@@ -35,6 +35,7 @@ import pyarrow as pa
 
 from procbench.card.setting_report import SettingReport
 from procbench.generate.options import VisualClozeOptions, VisualCoherenceOptions, VisualOrderingOptions
+from procbench.generate.search import Searcher
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import IMAGE_POLICY
 from procbench.generate.visual.bands import DEFAULT_KC, Candidates
@@ -270,8 +271,10 @@ def run(
     options: VisualOptions,
     *,
     progress: Progress = SILENT,
+    searcher: Searcher | None = None,
 ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
-    """``task``'s question table per setting and its counts; neighbour searches are shared by all settings.
+    """``task``'s question table per setting and its counts; neighbour searches are shared by all settings (and
+    run through ``searcher``: e.g. Ray tasks; None: in this process).
 
     ``options`` (:mod:`procbench.generate.options`): the seed, K_C (the neighbours of each anchor that define the
     K2 band, and of the K3 point) and the RecipeQA style's fixed distance (None: the median distance of random
@@ -285,7 +288,7 @@ def run(
     resolved = _resolve(task, settings)
     options.check(settings)
     filtering = options.adversarial_policy(IMAGE_POLICY)
-    data = VisualData(store, with_index=searches and any(s.knobs is not None for s in resolved))
+    data = VisualData(store, with_index=searches and any(s.knobs is not None for s in resolved), searcher=searcher)
     # more neighbours than images is all of them: searching for K_C = 10^8 must not allocate (B, 10^8) arrays
     k = min(kc, max(1, data.n_rows))
     seqs = data.seqs

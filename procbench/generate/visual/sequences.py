@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from procbench.formats.recipeqa import PLACEHOLDER
-from procbench.generate.search import search_until_k
+from procbench.generate.search import Searcher, search_until_k
 from procbench.store import Store, is_image_id
 from procbench.store.views import kept_steps
 
@@ -125,7 +125,7 @@ def _first_unused(
 class VisualData:
     """The image embedding, its FAISS index and the image sequences of a store, loaded once per build."""
 
-    def __init__(self, store: Store, *, with_index: bool) -> None:
+    def __init__(self, store: Store, *, with_index: bool, searcher: Searcher | None = None) -> None:
         from procbench.embed import load_embeddings, load_index
 
         self.embeddings: Embeddings = load_embeddings(store, "image")
@@ -138,7 +138,7 @@ class VisualData:
             self._own_codes, self.extra = self._shared_images(store)
             owner = pc.index_in(pc.fill_null(self.embeddings.procedure_ids, ""), value_set=pa.array(self.seqs.names))
             self.owner = pc.fill_null(owner, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-            self.index: NeighborIndex | None = index.result() if index else None
+            self.index: NeighborIndex | None = index.result().served_by(searcher) if index else None
         self._store = store
         self._image_stats: dict[int, int] = {}
         self._stats: ImageStats | None = None
