@@ -44,9 +44,10 @@ from procbench.generate.adversarial import (
 )
 from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData, distances_to
+from procbench.image_stats import IMAGE_PROBES, RELATIONS, choice_relations, probe_features, probe_model
 from procbench.progress import SILENT, Progress
 from procbench.rng import stream
-from procbench.shortcuts import ChoiceBatch, choice_features, within_question
+from procbench.shortcuts import WITHIN_KINDS, ChoiceBatch, choice_features, within_question
 
 __all__ = [
     "CANDIDATES",
@@ -77,7 +78,7 @@ CANDIDATES = 48
 #: shows none the other choices) the filter's partial-input probe sees beside the embedding features: the ones
 #: the audit's ``colour_layout`` and ``near_duplicate`` probes read (:mod:`procbench.audit.probes.image`). On the
 #: build guides the answer photo shares its neighbours' desk and light (measurements: benchmarks/real_photos.md).
-IMAGE_RELATIONS = ("colour_mean_distance", "colour_nearest_distance", "hash_agreement", "thumb_correlation")
+IMAGE_RELATIONS = RELATIONS
 
 
 #: Coherence's filter: each round's probe folds, the order intruders are replaced in.
@@ -111,37 +112,13 @@ class ImageRelations:
 
     def relations(self, choices: np.ndarray, refs: np.ndarray | None) -> np.ndarray:
         """``(Q, C, len(IMAGE_RELATIONS))`` relations of image rows ``choices (Q, C)`` to ``refs (Q, L)`` (-1: none),
-        or (``refs`` None) to the other choices; NaN where a choice or every reference image is unread."""
-        at = self.position[np.maximum(choices, 0)]
-        ok_c = (choices >= 0) & (at >= 0)
-        ok_c &= self.found[np.maximum(at, 0)]
+        or (``refs`` None) to the other choices; NaN where a choice or every reference image is unread
+        (:func:`~procbench.image_stats.choice_relations`, the audit's)."""
+        at, ok_c = self._read(choices)
         if refs is None:
-            ref_at, ok_r = at, ok_c
-        else:
-            ref_at = self.position[np.maximum(refs, 0)]
-            ok_r = (refs >= 0) & (ref_at >= 0)
-            ok_r &= self.found[np.maximum(ref_at, 0)]
-        ci, ri = np.maximum(at, 0), np.maximum(ref_at, 0)
-        pair = ok_c[:, :, None] & ok_r[:, None, :]  # (Q, C, L)
-        if refs is None:
-            pair &= ~np.eye(choices.shape[1], dtype=bool)[None]
-        zc, zr = self.z[ci], self.z[ri]  # (Q, C, F), (Q, L, F)
-        dist = np.linalg.norm(zc[:, :, None, :] - zr[:, None, :, :], axis=3)
-        n_ref = pair.sum(axis=2)
-        ref_mean = np.einsum("qcl,qlf->qcf", pair.astype(np.float64), zr) / np.maximum(n_ref, 1)[:, :, None]
-        bc, br = self.bits[ci], self.bits[ri]
-        agree = (np.einsum("qcb,qlb->qcl", bc, br) + np.einsum("qcb,qlb->qcl", 1 - bc, 1 - br)) / bc.shape[2]
-        corr = np.einsum("qcb,qlb->qcl", self.thumbs[ci], self.thumbs[ri])
-        out = np.stack(
-            [
-                np.linalg.norm(zc - ref_mean, axis=2),
-                np.where(pair, dist, np.inf).min(axis=2, initial=np.inf),
-                np.where(pair, agree, -np.inf).max(axis=2, initial=-np.inf),
-                np.where(pair, corr, -np.inf).max(axis=2, initial=-np.inf),
-            ],
-            axis=2,
-        )
-        return np.where((n_ref > 0)[:, :, None], out, np.nan)
+            return choice_relations(self.z, self.bits, self.thumbs, np.where(ok_c, at, -1), None)
+        ref_at, ok_r = self._read(refs)
+        return choice_relations(self.z, self.bits, self.thumbs, np.where(ok_c, at, -1), np.where(ok_r, ref_at, -1))
 
     def foursome(self, coherent: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """``(B, K, 4, len(IMAGE_RELATIONS))`` the relations of each of four choices to the other three, were
@@ -227,6 +204,69 @@ class ImageRelations:
             defined = valid & np.isfinite(value)
             parts.append(within_question(np.where(defined, value, 0.0), defined))
         return np.concatenate(parts, axis=2)
+
+
+def relations_of(features: np.ndarray) -> np.ndarray:
+    """``(Q, C, len(IMAGE_RELATIONS))`` the choices' relations from probe features whose last columns are
+    :meth:`ImageRelations.features` (0 where a relation is undefined: an image file not read)."""
+    width = len(WITHIN_KINDS)
+    block = features[:, :, features.shape[2] - width * len(IMAGE_RELATIONS) :]
+    return block.reshape(*features.shape[:2], len(IMAGE_RELATIONS), width)[:, :, :, WITHIN_KINDS.index("value")]
+
+
+class ImageProbes:
+    """The audit's image probes (:data:`~procbench.image_stats.IMAGE_PROBES`: ``colour_layout``, ``near_duplicate``;
+    the same features and linear SVM, :func:`~procbench.image_stats.probe_features`,
+    :func:`~procbench.image_stats.probe_model`) as the visual filter's own probes
+    (:class:`~procbench.generate.adversarial.rounds.ExtraProbes`): cross-fitted on each round's procedure folds,
+    they judge replacements and decide the stop and the pruning as the filter's probes do. They read the choices'
+    relations from the last columns of the probe features (:func:`relations_of`); each question's scores become
+    within-question probabilities by a softmax of the SVM's decision values."""
+
+    names = tuple(IMAGE_PROBES)
+
+    def fit(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray, seed: int) -> FittedImageProbes:
+        """One model per probe and fold, fitted on the other folds' questions (the answer is column 0)."""
+        relations = relations_of(features)
+        valid = batch.valid
+        correct = np.arange(valid.shape[1])[None, :] == batch.answers[:, None]
+        models: dict[str, list[Any]] = {}
+        for name in self.names:
+            x = probe_features(relations, valid, name)
+            models[name] = []
+            for fold in range(int(folds.max()) + 1 if len(folds) else 0):
+                train = (folds != fold)[:, None] & valid
+                y = correct[train]
+                model = None
+                if y.any() and not y.all():
+                    model = probe_model(seed)
+                    model.fit(x[train], y)  # type: ignore[attr-defined]
+                models[name].append(model)
+        return FittedImageProbes(models)
+
+
+@dataclass
+class FittedImageProbes:
+    """:class:`ImageProbes` fitted: ``models[name][fold]`` (None: that fold's complement had one class only)."""
+
+    models: dict[str, list[Any]]
+
+    def predict(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray) -> dict[str, np.ndarray]:
+        """``{name: (Q, C)}`` within-question probabilities (uniform where a question's fold has no model)."""
+        relations = relations_of(features)
+        valid = batch.valid
+        out = {}
+        for name, per_fold in self.models.items():
+            x = probe_features(relations, valid, name)
+            scores = np.zeros(valid.shape)
+            for fold, model in enumerate(per_fold):
+                cells = (folds == fold)[:, None] & valid
+                if model is not None and cells.any():
+                    scores[cells] = model.decision_function(x[cells])
+            masked = np.where(valid, scores, -np.inf)
+            weights = np.where(valid, np.exp(masked - masked.max(axis=1, keepdims=True)), 0.0)
+            out[name] = weights / np.maximum(weights.sum(axis=1, keepdims=True), 1e-300)
+        return out
 
 
 #: Families of :data:`IMAGE_RELATIONS` (colour and layout; near-duplicate), each weighing one in
@@ -342,6 +382,7 @@ def filter_image_negatives(
         negative_class=slot_closer.astype(np.int64),
         placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),  # the only slot without an image
         features=_cloze_features(unit, relations) if relations.any else None,
+        probes=ImageProbes() if relations.any else None,
     )
     # the start: on each side of the answer's distance to the question mean as many negatives as were drawn (the
     # rank stays), the usable candidates nearest an even spacing of the choices' distances around the answer's
@@ -493,7 +534,8 @@ class _IntruderGame:
 
     def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
         batch, features = _coherence_batch(self.data, self._rows(), self.proc, self.clusters, relations=self.relations)
-        ensemble, probs = probe(batch, features, self.policy, _ROUNDS.seed(self.seed, round_number))
+        extra = ImageProbes() if self.relations is not None and self.relations.any else None
+        ensemble, probs = probe(batch, features, self.policy, _ROUNDS.seed(self.seed, round_number), extra)
         return ensemble, probs, batch
 
     def replace(
@@ -614,6 +656,7 @@ def filter_intruders(
             groups=proc,
             clusters=clusters,
             features=_coherence_features(relations) if relations.any else None,
+            probes=ImageProbes() if relations.any else None,
         )
         floor = math.ceil(options.min_yield * n_q)
         result.kept, result.pruning, result.best_step = prune_predictable(final, options, floor, seed=seed)
