@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,20 +48,26 @@ from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.image_stats import IMAGE_PROBES, RELATIONS, choice_relations, probe_features, probe_model
 from procbench.progress import SILENT, Progress
 from procbench.rng import stream
-from procbench.shortcuts import WITHIN_KINDS, ChoiceBatch, choice_features, within_question
+from procbench.shortcuts import FEATURE_NAMES, WITHIN_KINDS, ChoiceBatch, choice_features, within_question
 
 __all__ = [
     "CANDIDATES",
+    "PATH_COLUMN",
     "IMAGE_FAMILIES",
     "IMAGE_RELATIONS",
     "IMAGE_WEIGHT",
     "IMAGE_POLICY",
     "INTRUDER_CANDIDATES",
     "ORDERS",
+    "FittedSvmProbes",
     "ImageRelations",
+    "SvmProbes",
     "filter_image_negatives",
     "filter_intruders",
     "image_gaps",
+    "image_probes",
+    "path_probe",
+    "relations_of",
     "filter_orders",
     "order_ceiling",
     "order_features",
@@ -214,25 +221,47 @@ def relations_of(features: np.ndarray) -> np.ndarray:
     return block.reshape(*features.shape[:2], len(IMAGE_RELATIONS), width)[:, :, :, WITHIN_KINDS.index("value")]
 
 
-class ImageProbes:
-    """The audit's image probes (:data:`~procbench.image_stats.IMAGE_PROBES`: ``colour_layout``, ``near_duplicate``;
-    the same features and linear SVM, :func:`~procbench.image_stats.probe_features`,
-    :func:`~procbench.image_stats.probe_model`) as the visual filter's own probes
-    (:class:`~procbench.generate.adversarial.rounds.ExtraProbes`): cross-fitted on each round's procedure folds,
-    they judge replacements and decide the stop and the pruning as the filter's probes do. They read the choices'
-    relations from the last columns of the probe features (:func:`relations_of`); each question's scores become
-    within-question probabilities by a softmax of the SVM's decision values."""
+#: A probe's per-choice inputs ``(Q, C, F)`` from the filter's probe features ``(Q, C, F')`` and ``valid (Q, C)``.
+ProbeView = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
-    names = tuple(IMAGE_PROBES)
 
-    def fit(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray, seed: int) -> FittedImageProbes:
+#: The order in which an :class:`SvmProbes` view sees each question's choices.
+_TIES = stream("visual.probe-ties")
+
+
+def view_shuffled(view: ProbeView, features: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``view(features, valid)`` computed on each question's choices in a random order (seeded by the batch's shape:
+    the same batch always gets the same order) and returned in the choices' own order."""
+    q, c = valid.shape
+    order = np.argsort(_TIES.rng(q, c).random((q, c)), axis=1)
+    back = np.argsort(order, axis=1)
+    shown = view(np.take_along_axis(features, order[:, :, None], axis=1), np.take_along_axis(valid, order, axis=1))
+    return np.take_along_axis(shown, back[:, :, None], axis=1)
+
+
+class SvmProbes:
+    """Audit probes as the visual filter's own (:class:`~procbench.generate.adversarial.rounds.ExtraProbes`): each a
+    view of the filter's probe features (what the audit's probe reads: :func:`image_probes`, :func:`path_probe`)
+    and the audit's linear SVM (:func:`~procbench.image_stats.probe_model`). Cross-fitted on each round's procedure
+    folds, they judge replacements and decide the stop and the pruning as the filter's probes do; a question's SVM
+    decision values become within-question probabilities by a softmax.
+
+    The audit's features rank a question's choices with ties in choice order. In a set the answer's place is
+    random, so that order is noise; in the filter the answer is always the first choice, and ties (two photos that
+    are each other's nearest copy, an order and its reverse) would rank it first every time, a tell no audited set
+    has. So each view sees every question's choices in a seeded random order (:func:`view_shuffled`)."""
+
+    def __init__(self, views: dict[str, ProbeView]) -> None:
+        self.views = views
+        self.names = tuple(views)
+
+    def fit(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray, seed: int) -> FittedSvmProbes:
         """One model per probe and fold, fitted on the other folds' questions (the answer is column 0)."""
-        relations = relations_of(features)
         valid = batch.valid
         correct = np.arange(valid.shape[1])[None, :] == batch.answers[:, None]
         models: dict[str, list[Any]] = {}
-        for name in self.names:
-            x = probe_features(relations, valid, name)
+        for name, view in self.views.items():
+            x = view_shuffled(view, features, valid)
             models[name] = []
             for fold in range(int(folds.max()) + 1 if len(folds) else 0):
                 train = (folds != fold)[:, None] & valid
@@ -242,22 +271,22 @@ class ImageProbes:
                     model = probe_model(seed)
                     model.fit(x[train], y)  # type: ignore[attr-defined]
                 models[name].append(model)
-        return FittedImageProbes(models)
+        return FittedSvmProbes(self.views, models)
 
 
 @dataclass
-class FittedImageProbes:
-    """:class:`ImageProbes` fitted: ``models[name][fold]`` (None: that fold's complement had one class only)."""
+class FittedSvmProbes:
+    """:class:`SvmProbes` fitted: ``models[name][fold]`` (None: that fold's complement had one class only)."""
 
+    views: dict[str, ProbeView]
     models: dict[str, list[Any]]
 
     def predict(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray) -> dict[str, np.ndarray]:
         """``{name: (Q, C)}`` within-question probabilities (uniform where a question's fold has no model)."""
-        relations = relations_of(features)
         valid = batch.valid
         out = {}
         for name, per_fold in self.models.items():
-            x = probe_features(relations, valid, name)
+            x = view_shuffled(self.views[name], features, valid)
             scores = np.zeros(valid.shape)
             for fold, model in enumerate(per_fold):
                 cells = (folds == fold)[:, None] & valid
@@ -267,6 +296,35 @@ class FittedImageProbes:
             weights = np.where(valid, np.exp(masked - masked.max(axis=1, keepdims=True)), 0.0)
             out[name] = weights / np.maximum(weights.sum(axis=1, keepdims=True), 1e-300)
         return out
+
+
+def image_probes() -> SvmProbes:
+    """The audit's image probes (:data:`~procbench.image_stats.IMAGE_PROBES`: ``colour_layout``,
+    ``near_duplicate``; :func:`~procbench.image_stats.probe_features`) on the choices' relations, read from the
+    last columns of the probe features (:func:`relations_of`)."""
+
+    def view(name: str) -> ProbeView:
+        return lambda features, valid: probe_features(relations_of(features), valid, name)
+
+    return SvmProbes({name: view(name) for name in IMAGE_PROBES})
+
+
+#: The column of :func:`order_features` holding an order's path length (the first of its own features' values).
+PATH_COLUMN = len(FEATURE_NAMES) + WITHIN_KINDS.index("value")
+
+
+def path_probe() -> SvmProbes:
+    """The audit's ``question_distance`` on an ordering set (its distance is the order's path length: the
+    features and SVM of :func:`procbench.audit.probes.distance.distance_features`) as the ordering filter's probe
+    ``path_length``, reading the path length from :func:`order_features` (:data:`PATH_COLUMN`). The filter's own
+    ``question_distance`` reads the order vectors' distance to their mean, not the path length."""
+
+    def view(features: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        from procbench.audit.probes.distance import distance_features
+
+        return distance_features(features[:, :, PATH_COLUMN], valid)
+
+    return SvmProbes({"path_length": view})
 
 
 #: Families of :data:`IMAGE_RELATIONS` (colour and layout; near-duplicate), each weighing one in
@@ -382,7 +440,7 @@ def filter_image_negatives(
         negative_class=slot_closer.astype(np.int64),
         placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),  # the only slot without an image
         features=_cloze_features(unit, relations) if relations.any else None,
-        probes=ImageProbes() if relations.any else None,
+        probes=image_probes() if relations.any else None,
     )
     # the start: on each side of the answer's distance to the question mean as many negatives as were drawn (the
     # rank stays), the usable candidates nearest an even spacing of the choices' distances around the answer's
@@ -534,7 +592,7 @@ class _IntruderGame:
 
     def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
         batch, features = _coherence_batch(self.data, self._rows(), self.proc, self.clusters, relations=self.relations)
-        extra = ImageProbes() if self.relations is not None and self.relations.any else None
+        extra = image_probes() if self.relations is not None and self.relations.any else None
         ensemble, probs = probe(batch, features, self.policy, _ROUNDS.seed(self.seed, round_number), extra)
         return ensemble, probs, batch
 
@@ -656,7 +714,7 @@ def filter_intruders(
             groups=proc,
             clusters=clusters,
             features=_coherence_features(relations) if relations.any else None,
-            probes=ImageProbes() if relations.any else None,
+            probes=image_probes() if relations.any else None,
         )
         floor = math.ceil(options.min_yield * n_q)
         result.kept, result.pruning, result.best_step = prune_predictable(final, options, floor, seed=seed)
@@ -863,6 +921,7 @@ def filter_orders(
         candidate_class=shorter,
         negative_class=np.take_along_axis(shorter, picked - 1, axis=1),
         features=lambda batch: order_features(batch, flat_scores),
+        probes=path_probe(),
     )
     # the order vectors' own similarity is no paraphrase test: the ceiling is applied to the moved images above
     result = filter_negatives(arena, dataclasses.replace(options, ceiling=2.0), seed=seed, progress=progress)
