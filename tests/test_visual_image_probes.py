@@ -18,7 +18,15 @@ from procbench.generate.adversarial.rounds import (
     run_rounds,
     told_questions,
 )
-from procbench.generate.visual.adversarial import IMAGE_RELATIONS, image_probes, relations_of
+from procbench.generate.visual.adversarial import (
+    IMAGE_RELATIONS,
+    PATH_COLUMN,
+    image_probes,
+    order_features,
+    path_probe,
+    relations_of,
+    view_shuffled,
+)
 from procbench.image_stats import (
     IMAGE_PROBES,
     RELATIONS,
@@ -26,7 +34,7 @@ from procbench.image_stats import (
     near_duplicate_similarity,
     probe_features,
 )
-from procbench.shortcuts import ChoiceBatch, within_question
+from procbench.shortcuts import FEATURE_NAMES, ChoiceBatch, choice_features, within_question
 
 
 def _signatures(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -75,31 +83,31 @@ def test_two_choices_that_are_each_others_nearest_copy_tie_exactly() -> None:
 
 
 def _batch(n: int, seed: int) -> tuple[ChoiceBatch, np.ndarray]:
-    """``n`` questions of 4 choices (answer first) whose features end with the image relations, as the visual
-    filter's do; the answer sits nearest its question's photos in colour (colour_mean_distance) and nothing else
-    tells it."""
+    """``n`` questions of 4 choices (answer first) whose features are :func:`choice_features`, then the image
+    relations, as the visual filter's are; the answer sits nearest its question's photos in colour
+    (colour_mean_distance) and nothing else tells it."""
     rng = np.random.default_rng(seed)
     rel = rng.normal(size=(n, 4, len(IMAGE_RELATIONS)))
     rel[:, 0, IMAGE_RELATIONS.index("colour_mean_distance")] -= 2.0
     valid = np.ones((n, 4), dtype=bool)
-    base = rng.normal(size=(n, 4, 3))
-    features = np.concatenate([base, *(within_question(rel[:, :, i], valid) for i in range(rel.shape[2]))], axis=2)
+    vectors = rng.normal(size=(n, 4, 8)).astype(np.float32)
     batch = ChoiceBatch(
-        choice_vectors=rng.normal(size=(n, 4, 8)).astype(np.float32),
+        choice_vectors=vectors / np.linalg.norm(vectors, axis=2, keepdims=True),
         question_vectors=np.zeros((n, 1, 8), np.float32),
         question_mask=np.zeros((n, 1), bool),
         valid=valid,
         answers=np.zeros(n, dtype=np.int64),
         groups=np.arange(n) // 4,
     )
-    return batch, features
+    relations = [within_question(rel[:, :, i], valid) for i in range(rel.shape[2])]
+    return batch, np.concatenate([choice_features(batch), *relations], axis=2)
 
 
 def test_relations_are_read_back_from_the_filter_features() -> None:
     batch, features = _batch(8, seed=2)
     rel = relations_of(features)
     assert rel.shape == (8, 4, len(IMAGE_RELATIONS))
-    np.testing.assert_array_equal(rel[:, :, 0], features[:, :, 3])  # the first relation's value column
+    np.testing.assert_array_equal(rel[:, :, 0], features[:, :, len(FEATURE_NAMES)])  # the first relation's value
 
 
 def test_image_probes_find_the_colour_tell_held_out_and_not_a_missing_one() -> None:
@@ -201,3 +209,55 @@ def test_probe_features_are_the_audits_distance_features() -> None:
     names = list(IMAGE_PROBES["near_duplicate"])
     expected = [distance_features(rel[:, :, RELATIONS.index(name)], batch.valid) for name in names]
     np.testing.assert_array_equal(x, np.concatenate(expected, axis=2))
+
+
+def test_a_tie_does_not_rank_the_first_choice_first() -> None:
+    """The filter's answer is always column 0: a view sees the choices in a seeded random order, so two tied
+    choices are ranked in an order that does not tell the answer (the audit's sets place the answer at random)."""
+    from procbench.audit.probes.distance import distance_features
+
+    n = 400
+    value = np.tile([0.5, 0.5, 0.9, 0.1], (n, 1))  # the answer ties choice 1
+    valid = np.ones((n, 4), dtype=bool)
+    plain = distance_features(value, valid)
+    assert (plain[:, 0, 3 + 1] == 1).all()  # in choice order the answer always takes rank 1 of the tie
+
+    def view(features: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        return distance_features(features[:, :, 0], valid)
+
+    shown = view_shuffled(view, value[:, :, None], valid)
+    answer_rank1 = shown[:, 0, 3 + 1].mean()
+    assert 0.4 < answer_rank1 < 0.6  # each of the two tied choices takes rank 1 about half the time
+    np.testing.assert_array_equal(shown[:, :, :3], plain[:, :, :3])  # values, spreads: unchanged
+    np.testing.assert_array_equal(shown, view_shuffled(view, value[:, :, None], valid))  # seeded
+
+
+def test_the_path_probe_reads_the_order_path_length() -> None:
+    scores = np.arange(48, dtype=np.float64)  # question q, order p: path length 24 q + p
+    ids = np.array([[0, 1, 2, 23], [24, 30, 26, 27]])
+    batch = ChoiceBatch(
+        np.eye(4, dtype=np.float32)[None].repeat(2, 0), np.zeros((2, 1, 4), np.float32), np.zeros((2, 1), bool),
+        np.ones((2, 4), bool), np.zeros(2, np.int64), np.arange(2), choice_ids=ids,
+    )  # fmt: skip
+    features = order_features(batch, scores)
+    np.testing.assert_array_equal(features[:, :, PATH_COLUMN], scores[ids])
+    probes = path_probe()
+    assert probes.names == ("path_length",)
+
+
+def test_reserved_columns_are_the_extra_probes_alone() -> None:
+    """With ``reserved`` columns, the filter's own probes are fitted on the other columns (as the audit's
+    partial-input sees only its own features) and the task's probes still read the whole features."""
+    from procbench.generate.adversarial import AdversarialPolicy
+
+    batch, features = _batch(80, seed=6)
+    policy = AdversarialPolicy(n_folds=3, probe_repeats=1, tree_iterations=10)
+    reserved = image_probes()
+    reserved.reserved = features.shape[2] - len(FEATURE_NAMES)  # the relations
+    _, probs = probe(batch, features, policy, seed=0, extra=reserved)
+    _, alone = probe(batch, features[:, :, : len(FEATURE_NAMES)], policy, seed=0)
+    for name in FILTER_MODELS:
+        np.testing.assert_array_equal(probs[name], alone[name])
+    _, shared = probe(batch, features, policy, seed=0, extra=image_probes())
+    np.testing.assert_array_equal(probs["colour_layout"], shared["colour_layout"])
+    assert not np.array_equal(probs["partial_input"], shared["partial_input"])

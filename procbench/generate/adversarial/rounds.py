@@ -62,9 +62,11 @@ class ExtraProbes(Protocol):
     """Probes a task adds to the filter's own (e.g. the audit's image probes, which read the task's features): fitted
     on the procedure folds of each of a round's ensembles and scored held out as they are; the stop rule, the told
     questions, the replacements' costs and pruning read them as they read :data:`FILTER_MODELS`. ``ensemble``
-    stays the mean of the ensemble's own probes."""
+    stays the mean of the ensemble's own probes. The last ``reserved`` columns of the features are theirs alone:
+    the ensemble's probes do not see them (0: they see every column)."""
 
     names: tuple[str, ...]
+    reserved: int
 
     def fit(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray, seed: int) -> FittedProbes:
         """Fit on ``batch`` (the answer is column 0): the models of fold ``f`` on the questions whose ``folds (Q,)``
@@ -124,11 +126,12 @@ class ProbedEnsemble:
 
     shortcut: ShortcutEnsemble
     extra: FittedProbes
+    reserved: int = 0
 
     def predict(self, batch: ChoiceBatch, features: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """The ensemble's probabilities (``ensemble``: the mean of its own probes), then the task's probes'."""
         feats = choice_features(batch) if features is None else features
-        out = self.shortcut.predict(batch, feats)
+        out = self.shortcut.predict(batch, _shared_columns(feats, self.reserved))
         out.update(self.extra.predict(batch, feats, fold_codes(self.shortcut, batch.groups)))
         return out
 
@@ -150,6 +153,11 @@ class RepeatedEnsemble:
 _REPEATS = stream("adversarial.probe-repeats")
 
 
+def _shared_columns(features: np.ndarray, reserved: int) -> np.ndarray:
+    """The features without their last ``reserved`` columns (a task's own probes' alone)."""
+    return features[:, :, : features.shape[2] - reserved] if reserved else features
+
+
 def probe(
     batch: ChoiceBatch,
     features: np.ndarray,
@@ -160,6 +168,7 @@ def probe(
     """``policy.probe_repeats`` fresh cross-fitted ensembles on ``batch`` and their mean held-out probabilities
     (``extra``: a task's own probes, fitted on each ensemble's folds)."""
     members: list[ShortcutEnsemble | ProbedEnsemble] = []
+    shared = features if extra is None else _shared_columns(features, extra.reserved)
     for repeat in range(policy.probe_repeats):
         member = ShortcutEnsemble(
             n_folds=policy.n_folds,
@@ -168,12 +177,12 @@ def probe(
             tree_iterations=policy.tree_iterations,
             tree_bins=policy.tree_bins,
             max_fit_questions=policy.max_fit_questions,
-        ).fit(batch, features)
+        ).fit(batch, shared)
         if extra is None:
             members.append(member)
         else:
             fitted = extra.fit(batch, features, fold_codes(member, batch.groups), _REPEATS.seed(seed, repeat))
-            members.append(ProbedEnsemble(member, fitted))
+            members.append(ProbedEnsemble(member, fitted, extra.reserved))
     ensemble = RepeatedEnsemble(members)
     return ensemble, ensemble.predict(batch, features)
 

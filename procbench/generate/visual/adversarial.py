@@ -68,6 +68,7 @@ __all__ = [
     "image_probes",
     "path_probe",
     "relations_of",
+    "view_shuffled",
     "filter_orders",
     "order_ceiling",
     "order_features",
@@ -251,9 +252,10 @@ class SvmProbes:
     are each other's nearest copy, an order and its reverse) would rank it first every time, a tell no audited set
     has. So each view sees every question's choices in a seeded random order (:func:`view_shuffled`)."""
 
-    def __init__(self, views: dict[str, ProbeView]) -> None:
+    def __init__(self, views: dict[str, ProbeView], reserved: int = 0) -> None:
         self.views = views
         self.names = tuple(views)
+        self.reserved = reserved
 
     def fit(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray, seed: int) -> FittedSvmProbes:
         """One model per probe and fold, fitted on the other folds' questions (the answer is column 0)."""
@@ -298,15 +300,22 @@ class FittedSvmProbes:
         return out
 
 
+#: Whether the filter's own probes (its partial-input trees) also see the image relations the image probes read
+#: (True), or only the audit's partial-input features (:func:`~procbench.shortcuts.choice_features`) as the audit's
+#: ``partial_input`` does (False).
+RELATIONS_SHARED = True
+
+
 def image_probes() -> SvmProbes:
     """The audit's image probes (:data:`~procbench.image_stats.IMAGE_PROBES`: ``colour_layout``,
     ``near_duplicate``; :func:`~procbench.image_stats.probe_features`) on the choices' relations, read from the
-    last columns of the probe features (:func:`relations_of`)."""
+    last columns of the probe features (:func:`relations_of`; reserved to them unless :data:`RELATIONS_SHARED`)."""
 
     def view(name: str) -> ProbeView:
         return lambda features, valid: probe_features(relations_of(features), valid, name)
 
-    return SvmProbes({name: view(name) for name in IMAGE_PROBES})
+    reserved = 0 if RELATIONS_SHARED else len(WITHIN_KINDS) * len(IMAGE_RELATIONS)
+    return SvmProbes({name: view(name) for name in IMAGE_PROBES}, reserved)
 
 
 #: The column of :func:`order_features` holding an order's path length (the first of its own features' values).
