@@ -11,6 +11,11 @@ replacement lies on the same side of the answer's distance to the question mean 
 so the answer's distance rank stays the uniform one of K3=2. An image is never a near-copy of the answer or of
 a question image (cosine similarity ceiling) and is a negative in at most about as many questions as its share
 of the pool allows.
+
+Beside the filter's own probes, each task plays against the audit's probes that read what its choices show
+(:class:`SvmProbes`): cloze and coherence against the image probes ``colour_layout`` and ``near_duplicate``
+(:func:`image_probes`), ordering against ``path_length``, the audit's ``question_distance`` on an order's path
+length (:func:`path_probe`). The rounds stop, and pruning ends, only when these are at chance too.
 """
 
 from __future__ import annotations
@@ -83,9 +88,9 @@ CANDIDATES = 48
 
 
 #: The image-statistics relations of a choice to its reference images (the question's, or for a question that
-#: shows none the other choices) the filter's partial-input probe sees beside the embedding features: the ones
-#: the audit's ``colour_layout`` and ``near_duplicate`` probes read (:mod:`procbench.audit.probes.image`). On the
-#: build guides the answer photo shares its neighbours' desk and light (measurements: benchmarks/real_photos.md).
+#: shows none the other choices) the filter's image probes read (:func:`image_probes`, the audit's ``colour_layout``
+#: and ``near_duplicate``: :data:`procbench.image_stats.IMAGE_PROBES`). On the build guides the answer photo shares
+#: its neighbours' desk and light (measurements: benchmarks/real_photos.md).
 IMAGE_RELATIONS = RELATIONS
 
 
@@ -302,8 +307,10 @@ class FittedSvmProbes:
 
 #: Whether the filter's own probes (its partial-input trees) also see the image relations the image probes read
 #: (True), or only the audit's partial-input features (:func:`~procbench.shortcuts.choice_features`) as the audit's
-#: ``partial_input`` does (False).
-RELATIONS_SHARED = True
+#: ``partial_input`` does (False). False: on the build guides (3 generation seeds) the audit's partial-input read
+#: 0.26 -> 0.28 on cloze and 0.32 -> 0.28 on coherence, question distance 0.34 -> 0.29 on cloze; with 16 more columns
+#: on ~90 questions the filter's trees missed what the audit's found (benchmarks/real_photos.md, session 13).
+RELATIONS_SHARED = False
 
 
 def image_probes() -> SvmProbes:
