@@ -134,7 +134,8 @@ def test_the_filter_probes_take_a_tasks_own_probes_beside_theirs() -> None:
     assert probe_names(probs) == (*FILTER_MODELS, *IMAGE_PROBES)
     judged = ensemble.predict(batch, features)  # the judge reads them too
     np.testing.assert_allclose(judged["colour_layout"], probs["colour_layout"])
-    plain, plain_probs = probe(batch, features, policy, seed=0)
+    shared = features[:, :, : features.shape[2] - image_probes().reserved]  # what the filter's own probes see
+    _, plain_probs = probe(batch, shared, policy, seed=0)
     assert list(plain_probs) == [*FILTER_MODELS, "ensemble"]  # no extra probes: as before
     for name in FILTER_MODELS:  # and the filter's own probes are the same models
         np.testing.assert_array_equal(plain_probs[name], probs[name])
@@ -258,6 +259,8 @@ def test_reserved_columns_are_the_extra_probes_alone() -> None:
     _, alone = probe(batch, features[:, :, : len(FEATURE_NAMES)], policy, seed=0)
     for name in FILTER_MODELS:
         np.testing.assert_array_equal(probs[name], alone[name])
-    _, shared = probe(batch, features, policy, seed=0, extra=image_probes())
+    seeing = image_probes()
+    seeing.reserved = 0  # the filter's own probes see the relations too (RELATIONS_SHARED)
+    _, shared = probe(batch, features, policy, seed=0, extra=seeing)
     np.testing.assert_array_equal(probs["colour_layout"], shared["colour_layout"])
     assert not np.array_equal(probs["partial_input"], shared["partial_input"])
