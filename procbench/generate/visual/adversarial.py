@@ -307,9 +307,10 @@ class FittedSvmProbes:
 
 #: Whether the filter's own probes (its partial-input trees) also see the image relations the image probes read
 #: (True), or only the audit's partial-input features (:func:`~procbench.shortcuts.choice_features`) as the audit's
-#: ``partial_input`` does (False). False: on the build guides (3 generation seeds) the audit's partial-input read
-#: 0.26 -> 0.28 on cloze and 0.32 -> 0.28 on coherence, question distance 0.34 -> 0.29 on cloze; with 16 more columns
-#: on ~90 questions the filter's trees missed what the audit's found (benchmarks/real_photos.md, session 13).
+#: ``partial_input`` does (False). False: on the build guides (3 generation seeds, True -> False) cloze's worst
+#: audited probe read 0.34 -> 0.29 (question distance 0.34 -> 0.29, near-duplicate 0.33 -> 0.24) and coherence's
+#: partial-input 0.32 -> 0.28 (its near-duplicate 0.29 -> 0.33); with 16 more columns on ~90 questions the filter's
+#: trees missed what the audit's found (benchmarks/real_photos.md, session 13).
 RELATIONS_SHARED = False
 
 
