@@ -13,8 +13,13 @@ Two families, computed from the image files themselves (not from an encoder's em
   A re-crop or re-encode of a photo keeps a small dHash Hamming distance and a high thumbnail correlation.
 
 :class:`ImageStats` reads a set of image files once and serves both, by key; :func:`near_duplicate_similarity`
-compares signatures. The audit's ``colour_layout`` and ``near_duplicate`` probes use these features, and the
-adversarial filter can use the same ones. Constants live here, in one place.
+compares signatures. Constants live here, in one place.
+
+The two image probes (:data:`IMAGE_PROBES`: ``colour_layout`` and ``near_duplicate``) are defined here once, for
+the audit (:mod:`procbench.audit.probes.image`) and the visual adversarial filter
+(:mod:`procbench.generate.visual.adversarial`) alike: each choice's :data:`RELATIONS` to its reference images
+(:func:`choice_relations`), the probe's per-choice features of them (:func:`probe_features`) and its model
+(:func:`probe_model`, a linear SVM; the highest-scoring choice is the probe's answer).
 """
 
 from __future__ import annotations
@@ -29,12 +34,17 @@ __all__ = [
     "GRID",
     "HASH_SIDE",
     "HIST_BINS",
+    "IMAGE_PROBES",
+    "RELATIONS",
     "STATS_SIDE",
     "THUMB_SIDE",
     "ImageStats",
+    "choice_relations",
     "colour_layout_stats",
     "near_duplicate_signature",
     "near_duplicate_similarity",
+    "probe_features",
+    "probe_model",
     "stats_names",
 ]
 
@@ -48,6 +58,19 @@ GRID = 3
 HASH_SIDE = 8
 #: Side of the greyscale thumbnail compared by correlation.
 THUMB_SIDE = 16
+
+#: A choice's relations to its reference images (:func:`choice_relations`): its distance, in standardised colour
+#: and layout statistics, to the reference images' mean and to the nearest one; its highest dHash agreement and
+#: highest thumbnail correlation with any of them.
+RELATIONS = ("colour_mean_distance", "colour_nearest_distance", "hash_agreement", "thumb_correlation")
+#: The image probes: name -> the relations its model reads, each with the sign of its one-relation rule (+1: "the
+#: answer is the choice with the highest value"; -1: the lowest).
+IMAGE_PROBES: dict[str, dict[str, int]] = {
+    "colour_layout": {"colour_mean_distance": -1, "colour_nearest_distance": -1},
+    "near_duplicate": {"hash_agreement": 1, "thumb_correlation": 1},
+}
+#: The image probes' linear SVM's regularisation.
+PROBE_C = 1.0
 
 
 def stats_names() -> list[str]:
@@ -203,3 +226,70 @@ class ImageStats:
             rows = self.stats[self.found]
             out[self.found] = (rows - rows.mean(axis=0)) / (rows.std(axis=0) + 1e-6)
         return out
+
+
+def choice_relations(
+    z: np.ndarray, bits: np.ndarray, thumbs: np.ndarray, choices: np.ndarray, refs: np.ndarray | None
+) -> np.ndarray:
+    """``(Q, C, len(RELATIONS))`` each choice's :data:`RELATIONS` to its reference images.
+
+    Args:
+        z: ``(u, F)`` standardised colour and layout statistics (:meth:`ImageStats.standardised`).
+        bits: ``(u, B)`` dHash bits (bool or 0/1 floats); thumbs: ``(u, T)`` normalised thumbnails.
+        choices: ``(Q, C)`` rows of ``z`` (-1: no image, or an unread one).
+        refs: ``(Q, L)`` rows of each question's reference images (-1: none); None: each choice's reference
+            images are the question's other choices (a question that shows no image, visual coherence).
+
+    NaN where the choice has no image or no reference image.
+    """
+    ok_c = choices >= 0
+    ci = np.maximum(choices, 0)
+    if refs is None:
+        ri, ok_r = ci, ok_c
+    else:
+        ri, ok_r = np.maximum(refs, 0), refs >= 0
+    pair = ok_c[:, :, None] & ok_r[:, None, :]  # (Q, C, L)
+    if refs is None:
+        pair &= ~np.eye(choices.shape[1], dtype=bool)[None]
+    zc, zr = z[ci], z[ri]  # (Q, C, F), (Q, L, F)
+    dist = np.linalg.norm(zc[:, :, None, :] - zr[:, None, :, :], axis=3)
+    n_ref = pair.sum(axis=2)
+    ref_mean = np.einsum("qcl,qlf->qcf", pair.astype(np.float64), zr) / np.maximum(n_ref, 1)[:, :, None]
+    b = np.asarray(bits, dtype=np.float64)
+    bc, br = b[ci], b[ri]
+    agree = (np.einsum("qcb,qlb->qcl", bc, br) + np.einsum("qcb,qlb->qcl", 1 - bc, 1 - br)) / max(b.shape[1], 1)
+    corr = np.einsum("qcb,qlb->qcl", thumbs[ci], thumbs[ri])
+    if refs is None:  # exactly symmetric: two choices that are each other's nearest copy tie, whatever the sum order
+        corr = (corr + corr.transpose(0, 2, 1)) / 2
+    out = np.stack(
+        [
+            np.linalg.norm(zc - ref_mean, axis=2),
+            np.where(pair, dist, np.inf).min(axis=2, initial=np.inf),
+            np.where(pair, agree, -np.inf).max(axis=2, initial=-np.inf),
+            np.where(pair, corr, -np.inf).max(axis=2, initial=-np.inf),
+        ],
+        axis=2,
+    )
+    return np.where((n_ref > 0)[:, :, None], out, np.nan)
+
+
+def probe_features(relations: np.ndarray, valid: np.ndarray, probe: str) -> np.ndarray:
+    """``(Q, C, F)`` image probe ``probe``'s (:data:`IMAGE_PROBES`) per-choice features of ``relations (Q, C,
+    len(RELATIONS))``: for each relation it reads, the audit's distance features (the value minus the question's
+    mean, its square, its within-question z-score and its within-question rank one-hot;
+    :func:`procbench.audit.probes.distance.distance_features`). NaN values count as missing."""
+    from procbench.audit.probes.distance import distance_features
+
+    return np.concatenate(
+        [distance_features(relations[:, :, RELATIONS.index(name)], valid) for name in IMAGE_PROBES[probe]], axis=2
+    )
+
+
+def probe_model(seed: int) -> object:
+    """A fresh image-probe model: standardised features, linear SVM (a binary "answer or not" per choice; the
+    choice with the highest decision value is the probe's answer)."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import LinearSVC
+
+    return make_pipeline(StandardScaler(), LinearSVC(C=PROBE_C, dual=False, random_state=seed))

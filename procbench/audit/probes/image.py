@@ -14,7 +14,9 @@ images: the question's images, or (a question that shows none, visual coherence)
 
 Either way a linear SVM scores each choice from these relations, each centred, squared, standardised
 within the question and ranked (one-hot), as ``question_distance`` does with embedding distances; the
-highest-scoring choice is the answer, cross-validated over procedure-grouped folds. ``value`` is the
+highest-scoring choice is the answer, cross-validated over procedure-grouped folds. Relations, features and
+model are :mod:`procbench.image_stats`'s (:data:`~procbench.image_stats.IMAGE_PROBES`), the ones the visual
+adversarial filter plays against. ``value`` is the
 accuracy with a procedure-bootstrap 95% interval, ``chance`` the mean of 1/#choices.
 
 Ordering sets are not applicable: their choices are permutations of the same images, so every choice has
@@ -31,11 +33,18 @@ import numpy as np
 from procbench.audit.auditset import AuditSet, NotApplicable
 from procbench.audit.context import ProbeContext, cv_choice_scores
 from procbench.audit.probes.common import require_multiple_choice
-from procbench.audit.probes.distance import distance_features, distance_ranks
+from procbench.audit.probes.distance import distance_ranks
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import mc_hits
-from procbench.image_stats import ImageStats, near_duplicate_similarity
+from procbench.image_stats import (
+    IMAGE_PROBES,
+    RELATIONS,
+    ImageStats,
+    choice_relations,
+    probe_features,
+    probe_model,
+)
 
 __all__ = ["colour_layout", "image_relations", "image_stats_of", "near_duplicate"]
 
@@ -89,56 +98,28 @@ def image_stats_of(aset: AuditSet, ctx: ProbeContext | None = None) -> ImageStat
 
 
 def image_relations(aset: AuditSet, stats: ImageStats) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Each choice's relation to its reference images: ``{name: (n, k)}`` for ``colour_mean_distance``,
-    ``colour_nearest_distance``, ``hash_agreement`` and ``thumb_correlation`` (NaN where undefined), and
-    ``(n,)`` the questions where every valid choice and at least one reference image was read."""
+    """Each choice's relation to its reference images: ``{name: (n, k)}`` for each of
+    :data:`~procbench.image_stats.RELATIONS` (NaN where undefined; :func:`~procbench.image_stats.choice_relations`,
+    the filter's too), and ``(n,)`` the questions where every valid choice and at least one reference image was
+    read."""
     index = aset.index()
     valid = index.valid
-    n, k = valid.shape
-    choice = index.choice[:, :, 0]
-    z = stats.standardised()
     found = stats.found
-    out = {name: np.full((n, k), np.nan) for name in _RELATIONS}
-    ok = np.zeros(n, dtype=bool)
-    for i in range(n):
-        q_items = [int(t) for t in index.question[i] if t >= 0 and found[t]]
-        c_ids = choice[i]
-        if not all(found[c] for c, v in zip(c_ids, valid[i], strict=True) if v):
-            continue
-        shows_items = bool((index.question[i] >= 0).any())
-        if shows_items and not q_items:
-            continue
-        for j in range(k):
-            if not valid[i, j]:
-                continue
-            ref = q_items if shows_items else [int(c_ids[m]) for m in range(k) if m != j and valid[i, m]]
-            if not ref:
-                continue
-            c = int(c_ids[j])
-            d = np.linalg.norm(z[ref] - z[c], axis=1)
-            out["colour_mean_distance"][i, j] = float(np.linalg.norm(z[ref].mean(axis=0) - z[c]))
-            out["colour_nearest_distance"][i, j] = float(d.min())
-            agree, corr = near_duplicate_similarity(
-                stats.bits[[c]], stats.thumbs[[c]], stats.bits[ref], stats.thumbs[ref]
-            )
-            out["hash_agreement"][i, j] = float(agree.max())
-            out["thumb_correlation"][i, j] = float(corr.max())
-        ok[i] = bool(np.isfinite(np.where(valid[i], out["colour_mean_distance"][i], 0.0)).all())
-    return out, ok
+    question = np.asarray(index.question)
+    choice = np.asarray(index.choice[:, :, 0])
+    choices = np.where(valid & (choice >= 0) & found[np.maximum(choice, 0)], choice, -1)
+    refs = np.where((question >= 0) & found[np.maximum(question, 0)], question, -1)
+    shows_items: np.ndarray = np.asarray((question >= 0).any(axis=1))
+    z = stats.standardised()
+    with_refs = choice_relations(z, stats.bits, stats.thumbs, choices, refs)
+    among_choices = choice_relations(z, stats.bits, stats.thumbs, choices, None)
+    rel = np.where(shows_items[:, None, None], with_refs, among_choices)
+    rel = np.where(valid[:, :, None], rel, np.nan)
+    ok: np.ndarray = np.asarray(np.isfinite(np.where(valid, rel[:, :, 0], 0.0)).all(axis=1))
+    return {name: rel[:, :, i] for i, name in enumerate(RELATIONS)}, ok
 
 
-_RELATIONS = ("colour_mean_distance", "colour_nearest_distance", "hash_agreement", "thumb_correlation")
-
-
-def _model(seed: int) -> Any:
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-    from sklearn.svm import LinearSVC
-
-    return make_pipeline(StandardScaler(), LinearSVC(C=1.0, dual=False, random_state=seed))
-
-
-def _probe(aset: AuditSet, ctx: ProbeContext, names: tuple[str, ...], rules: dict[str, int]) -> ProbeResult:
+def _probe(aset: AuditSet, ctx: ProbeContext, probe: str) -> ProbeResult:
     stats = image_stats_of(aset, ctx)
     if "image_relations" not in ctx.cache:
         ctx.cache["image_relations"] = image_relations(aset, stats)
@@ -149,12 +130,14 @@ def _probe(aset: AuditSet, ctx: ProbeContext, names: tuple[str, ...], rules: dic
     in_range = (answers >= 0) & (answers < k)
     rows = ok & in_range & valid[np.arange(len(answers)), np.clip(answers, 0, k - 1)] & (valid.sum(axis=1) >= 2)
     ctx.require_cv(rows)
-    features = np.concatenate([distance_features(relations[name], valid) for name in names], axis=2)
+    rules = IMAGE_PROBES[probe]
+    names = tuple(rules)
+    features = probe_features(np.stack([relations[name] for name in RELATIONS], axis=2), valid, probe)
     first = relations[names[0]]
     ranks = distance_ranks(first, valid)
     answer_ranks = np.where(rows, ranks[np.arange(len(answers)), np.clip(answers, 0, k - 1)], -1)
     folds = ctx.stratified_folds(answer_ranks)
-    scores = cv_choice_scores(features, valid, answers, folds, rows, lambda: _model(ctx.seed))
+    scores = cv_choice_scores(features, valid, answers, folds, rows, lambda: probe_model(ctx.seed))
     rows = rows & np.isfinite(np.where(valid, scores, 0.0)).all(axis=1)
     hits = mc_hits(scores, answers, valid)
     details: dict[str, Any] = {
@@ -188,12 +171,7 @@ def _probe(aset: AuditSet, ctx: ProbeContext, names: tuple[str, ...], rules: dic
 )
 def colour_layout(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     """Cross-validated accuracy of a linear SVM on colour and layout statistics distances."""
-    return _probe(
-        aset,
-        ctx,
-        ("colour_mean_distance", "colour_nearest_distance"),
-        {"colour_mean_distance": -1, "colour_nearest_distance": -1},
-    )
+    return _probe(aset, ctx, "colour_layout")
 
 
 @register(
@@ -203,4 +181,4 @@ def colour_layout(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
 )
 def near_duplicate(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     """Cross-validated accuracy of a linear SVM on near-duplicate similarities."""
-    return _probe(aset, ctx, ("hash_agreement", "thumb_correlation"), {"hash_agreement": 1, "thumb_correlation": 1})
+    return _probe(aset, ctx, "near_duplicate")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from procbench.generate.adversarial.policy import DEFAULT_POLICY, AdversarialPolicy
+from procbench.generate.adversarial.rounds import ExtraProbes
 from procbench.rng import stream
 from procbench.shortcuts import FEATURE_NAMES, WITHIN_KINDS, ChoiceBatch, choice_features, word_weights
 
@@ -67,6 +68,8 @@ class Arena:
         features: ``features(batch) -> (Q, C, F)`` the probes' per-choice features of a :class:`ChoiceBatch` of
             this arena (its ``choice_ids`` are the rows' identities), for items :func:`choice_features` does not
             describe (e.g. orders of images). None: :func:`choice_features`.
+        probes: the task's own probes beside the filter's (:class:`~.rounds.ExtraProbes`, e.g. the audit's image
+            probes), fitted on :attr:`features`; None: the filter's only.
     """
 
     vectors: np.ndarray
@@ -83,6 +86,7 @@ class Arena:
     negative_class: np.ndarray | None = None
     placeholder: np.ndarray | None = None
     features: Callable[[ChoiceBatch], np.ndarray] | None = None
+    probes: ExtraProbes | None = None
     _word_weights: dict[str, float] | None = field(default=None, repr=False)
     _text_pairs: dict[tuple[str, str], tuple[int, int, float, float]] = field(default_factory=dict, repr=False)
 
@@ -121,6 +125,7 @@ class Arena:
             negative_class=None if self.negative_class is None else self.negative_class[keep],
             placeholder=None if self.placeholder is None else self.placeholder[keep],
             features=self.features,
+            probes=self.probes,
             _word_weights=self._word_weights,
             _text_pairs=self._text_pairs,
         )

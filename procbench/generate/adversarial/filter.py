@@ -54,9 +54,11 @@ class _NegativeGame:
 
     def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
         batch = self.work.batch()
-        ensemble, probs = probe(
-            batch, self.work.choice_features(batch), self.policy, _ROUNDS.seed(self.seed, round_number)
-        )
+        features, seed = self.work.choice_features(batch), _ROUNDS.seed(self.seed, round_number)
+        if self.work.probes is None:
+            ensemble, probs = probe(batch, features, self.policy, seed)
+        else:  # the task's own probes too
+            ensemble, probs = probe(batch, features, self.policy, seed, self.work.probes)
         return ensemble, probs, batch
 
     def replace(

@@ -15,13 +15,13 @@ from procbench.aflite import aflite_rounds
 from procbench.generate.adversarial.arena import Arena
 from procbench.generate.adversarial.policy import PRUNE_PARTITIONS, PRUNE_STEP, AdversarialPolicy
 from procbench.generate.adversarial.rounds import (
-    FILTER_MODELS,
     _accuracies,
     _lowest,
     chance_gap,
     chance_margin,
     lagging_probes,
     probe,
+    probe_names,
 )
 from procbench.rng import stream
 from procbench.shortcuts import hits
@@ -88,12 +88,16 @@ def _predictability(
     repeats = dataclasses.replace(options, probe_repeats=options.prune_repeats)
     for partition in range(options.prune_partitions):
         batch = current.batch()
-        _, probs = probe(batch, current.choice_features(batch), repeats, _PRUNE.seed(seed, partition))
+        features, partition_seed = current.choice_features(batch), _PRUNE.seed(seed, partition)
+        if current.probes is None:
+            _, probs = probe(batch, features, repeats, partition_seed)
+        else:  # the task's own probes too
+            _, probs = probe(batch, features, repeats, partition_seed, current.probes)
         accuracy = _accuracies(probs, valid)
         accuracies.append(accuracy)
         # the probes above chance tell a question by solving it; one below chance, by rating its answer lowest
         # (dropping what the ensemble solves would push that probe further below)
-        telling = [name for name in FILTER_MODELS if accuracy.get(name, chance) > chance + margin]
+        telling = [name for name in probe_names(accuracy) if accuracy.get(name, chance) > chance + margin]
         lagging = lagging_probes(accuracy, chance, margin)
         for name in telling or ([] if lagging else ["ensemble"]):
             solved += hits(probs[name], answers, valid)

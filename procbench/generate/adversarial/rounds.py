@@ -9,7 +9,7 @@ nearest chance is kept.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -18,18 +18,22 @@ import numpy as np
 from procbench.generate.adversarial.policy import AdversarialPolicy
 from procbench.progress import Progress
 from procbench.rng import stream
-from procbench.shortcuts import DISTANCE_MODEL, MODELS, ChoiceBatch, ShortcutEnsemble, hits
+from procbench.shortcuts import DISTANCE_MODEL, MODELS, ChoiceBatch, ShortcutEnsemble, choice_features, hits
 
 __all__ = [
     "FILTER_MODELS",
     "AdversarialResult",
+    "ExtraProbes",
+    "FittedProbes",
     "Game",
+    "ProbedEnsemble",
     "RepeatedEnsemble",
     "chance_gap",
     "chance_margin",
     "lagging_probes",
     "probe",
     "probe_costs",
+    "probe_names",
     "run_rounds",
     "told_questions",
 ]
@@ -37,6 +41,37 @@ __all__ = [
 #: The context-free probes filtering plays against: the audit's shortcut probes (:data:`MODELS`) and its
 #: question-distance probe (:data:`DISTANCE_MODEL`), which reads a distance pattern the trees leave.
 FILTER_MODELS = (*MODELS, DISTANCE_MODEL)
+
+
+def probe_names(probes: Iterable[str]) -> tuple[str, ...]:
+    """The probes the rules below read among ``probes`` (a probe dict's or an accuracy dict's keys): every one of
+    :data:`FILTER_MODELS`, then a task's own (:class:`ExtraProbes`) in their order; not ``ensemble``."""
+    return (*FILTER_MODELS, *(name for name in probes if name not in FILTER_MODELS and name != "ensemble"))
+
+
+class FittedProbes(Protocol):
+    """A task's own probes, fitted (:meth:`ExtraProbes.fit`)."""
+
+    def predict(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray) -> dict[str, np.ndarray]:
+        """``{name: (Q, C)}`` within-question probabilities, each question scored by the models of its fold
+        ``folds (Q,)`` (fitted without that fold's procedures)."""
+        ...
+
+
+class ExtraProbes(Protocol):
+    """Probes a task adds to the filter's own (e.g. the audit's image probes, which read the task's features): fitted
+    on the procedure folds of each of a round's ensembles and scored held out as they are; the stop rule, the told
+    questions, the replacements' costs and pruning read them as they read :data:`FILTER_MODELS`. ``ensemble``
+    stays the mean of the ensemble's own probes. The last ``reserved`` columns of the features are theirs alone:
+    the ensemble's probes do not see them (0: they see every column)."""
+
+    names: tuple[str, ...]
+    reserved: int
+
+    def fit(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray, seed: int) -> FittedProbes:
+        """Fit on ``batch`` (the answer is column 0): the models of fold ``f`` on the questions whose ``folds (Q,)``
+        is not ``f``."""
+        ...
 
 
 @dataclass
@@ -80,11 +115,33 @@ def _accuracies(probs: dict[str, np.ndarray], valid: np.ndarray) -> dict[str, fl
     return {name: round(float(hits(p, answers, valid).mean()), 4) for name, p in probs.items()}
 
 
+def fold_codes(ensemble: ShortcutEnsemble, groups: np.ndarray) -> np.ndarray:
+    """``(Q,)`` the fold of each question's procedure in a fitted ``ensemble`` (unseen procedures: fold 0)."""
+    return np.array([ensemble.fold_of.get(int(g), 0) for g in np.asarray(groups).tolist()], dtype=np.int64)
+
+
+@dataclass
+class ProbedEnsemble:
+    """A fitted :class:`ShortcutEnsemble` and a task's own probes fitted on its folds (:class:`ExtraProbes`)."""
+
+    shortcut: ShortcutEnsemble
+    extra: FittedProbes
+    reserved: int = 0
+
+    def predict(self, batch: ChoiceBatch, features: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """The ensemble's probabilities (``ensemble``: the mean of its own probes), then the task's probes'."""
+        feats = choice_features(batch) if features is None else features
+        out = self.shortcut.predict(batch, _shared_columns(feats, self.reserved))
+        out.update(self.extra.predict(batch, feats, fold_codes(self.shortcut, batch.groups)))
+        return out
+
+
 @dataclass
 class RepeatedEnsemble:
-    """The mean of :class:`ShortcutEnsemble` s fitted with different seeds (procedure folds)."""
+    """The mean of :class:`ShortcutEnsemble` s (or :class:`ProbedEnsemble` s) fitted with different seeds
+    (procedure folds)."""
 
-    members: list[ShortcutEnsemble]
+    members: Sequence[ShortcutEnsemble | ProbedEnsemble]
 
     def predict(self, batch: ChoiceBatch, features: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Each probe's within-question probabilities ``(Q, C)``, averaged over the members."""
@@ -96,29 +153,43 @@ class RepeatedEnsemble:
 _REPEATS = stream("adversarial.probe-repeats")
 
 
+def _shared_columns(features: np.ndarray, reserved: int) -> np.ndarray:
+    """The features without their last ``reserved`` columns (a task's own probes' alone)."""
+    return features[:, :, : features.shape[2] - reserved] if reserved else features
+
+
 def probe(
-    batch: ChoiceBatch, features: np.ndarray, policy: AdversarialPolicy, seed: int
+    batch: ChoiceBatch,
+    features: np.ndarray,
+    policy: AdversarialPolicy,
+    seed: int,
+    extra: ExtraProbes | None = None,
 ) -> tuple[RepeatedEnsemble, dict[str, np.ndarray]]:
-    """``policy.probe_repeats`` fresh cross-fitted ensembles on ``batch`` and their mean held-out probabilities."""
-    ensemble = RepeatedEnsemble(
-        [
-            ShortcutEnsemble(
-                n_folds=policy.n_folds,
-                seed=_REPEATS.seed(seed, repeat),
-                models=FILTER_MODELS,
-                tree_iterations=policy.tree_iterations,
-                tree_bins=policy.tree_bins,
-                max_fit_questions=policy.max_fit_questions,
-            ).fit(batch, features)
-            for repeat in range(policy.probe_repeats)
-        ]
-    )
+    """``policy.probe_repeats`` fresh cross-fitted ensembles on ``batch`` and their mean held-out probabilities
+    (``extra``: a task's own probes, fitted on each ensemble's folds)."""
+    members: list[ShortcutEnsemble | ProbedEnsemble] = []
+    shared = features if extra is None else _shared_columns(features, extra.reserved)
+    for repeat in range(policy.probe_repeats):
+        member = ShortcutEnsemble(
+            n_folds=policy.n_folds,
+            seed=_REPEATS.seed(seed, repeat),
+            models=FILTER_MODELS,
+            tree_iterations=policy.tree_iterations,
+            tree_bins=policy.tree_bins,
+            max_fit_questions=policy.max_fit_questions,
+        ).fit(batch, shared)
+        if extra is None:
+            members.append(member)
+        else:
+            fitted = extra.fit(batch, features, fold_codes(member, batch.groups), _REPEATS.seed(seed, repeat))
+            members.append(ProbedEnsemble(member, fitted, extra.reserved))
+    ensemble = RepeatedEnsemble(members)
     return ensemble, ensemble.predict(batch, features)
 
 
 def chance_gap(accuracy: dict[str, float], chance: float) -> float:
     """How far the probe (or their mean) farthest from chance is from it."""
-    return max(abs(accuracy[name] - chance) for name in (*FILTER_MODELS, "ensemble") if name in accuracy)
+    return max(abs(accuracy[name] - chance) for name in (*probe_names(accuracy), "ensemble") if name in accuracy)
 
 
 def chance_margin(options: AdversarialPolicy, chance: float, n_q: int) -> float:
@@ -127,8 +198,8 @@ def chance_margin(options: AdversarialPolicy, chance: float, n_q: int) -> float:
 
 
 def lagging_probes(accuracy: dict[str, float], chance: float, margin: float) -> tuple[str, ...]:
-    """The probes (:data:`FILTER_MODELS`) whose accuracy is below chance by more than ``margin``."""
-    return tuple(name for name in FILTER_MODELS if name in accuracy and accuracy[name] < chance - margin)
+    """The probes (:func:`probe_names`) whose accuracy is below chance by more than ``margin``."""
+    return tuple(name for name in probe_names(accuracy) if name in accuracy and accuracy[name] < chance - margin)
 
 
 def told_questions(
@@ -138,7 +209,7 @@ def told_questions(
     where a probe below chance rates the answer (column 0) strictly lowest."""
     above = np.zeros(len(batch), dtype=bool)
     below = np.zeros(len(batch), dtype=bool)
-    for name in (*FILTER_MODELS, "ensemble"):
+    for name in (*probe_names(probs), "ensemble"):
         if accuracy[name] > chance + margin:
             above |= hits(probs[name], batch.answers, batch.valid)
         elif accuracy[name] < chance - margin and name != "ensemble":
@@ -153,13 +224,13 @@ def _lowest(probs: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 
 def probe_costs(probs: dict[str, np.ndarray], chance: float, lagging: Sequence[str] = ()) -> np.ndarray:
-    """``(Q,)`` how far the probes' (:data:`FILTER_MODELS`) probabilities of the answer (column 0) are from ``chance``,
+    """``(Q,)`` how far the probes' (:func:`probe_names`) probabilities of the answer (column 0) are from ``chance``,
     summed over the probes; for a probe ``lagging`` (below chance over the set: it has learnt what answers are
     not) only an answer probability *below* chance counts. Every probe judges a replacement, so one probe is
     not brought to chance by pushing another past it, and a probe below chance is pulled back: that is how a
     set would end with a probe far below chance, which a shortcut hunter inverts."""
     costs = []
-    for name in FILTER_MODELS:
+    for name in probe_names(probs):
         if name in probs:
             deviation = probs[name][:, 0] - chance
             costs.append(np.maximum(-deviation, 0.0) if name in lagging else np.abs(deviation))

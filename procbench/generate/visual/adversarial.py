@@ -11,6 +11,11 @@ replacement lies on the same side of the answer's distance to the question mean 
 so the answer's distance rank stays the uniform one of K3=2. An image is never a near-copy of the answer or of
 a question image (cosine similarity ceiling) and is a negative in at most about as many questions as its share
 of the pool allows.
+
+Beside the filter's own probes, each task plays against the audit's probes that read what its choices show
+(:class:`SvmProbes`): cloze and coherence against the image probes ``colour_layout`` and ``near_duplicate``
+(:func:`image_probes`), ordering against ``path_length``, the audit's ``question_distance`` on an order's path
+length (:func:`path_probe`). The rounds stop, and pruning ends, only when these are at chance too.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,22 +50,30 @@ from procbench.generate.adversarial import (
 )
 from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData, distances_to
+from procbench.image_stats import IMAGE_PROBES, RELATIONS, choice_relations, probe_features, probe_model
 from procbench.progress import SILENT, Progress
 from procbench.rng import stream
-from procbench.shortcuts import ChoiceBatch, choice_features, within_question
+from procbench.shortcuts import FEATURE_NAMES, WITHIN_KINDS, ChoiceBatch, choice_features, within_question
 
 __all__ = [
     "CANDIDATES",
+    "PATH_COLUMN",
     "IMAGE_FAMILIES",
     "IMAGE_RELATIONS",
     "IMAGE_WEIGHT",
     "IMAGE_POLICY",
     "INTRUDER_CANDIDATES",
     "ORDERS",
+    "FittedSvmProbes",
     "ImageRelations",
+    "SvmProbes",
     "filter_image_negatives",
     "filter_intruders",
     "image_gaps",
+    "image_probes",
+    "path_probe",
+    "relations_of",
+    "view_shuffled",
     "filter_orders",
     "order_ceiling",
     "order_features",
@@ -74,10 +88,10 @@ CANDIDATES = 48
 
 
 #: The image-statistics relations of a choice to its reference images (the question's, or for a question that
-#: shows none the other choices) the filter's partial-input probe sees beside the embedding features: the ones
-#: the audit's ``colour_layout`` and ``near_duplicate`` probes read (:mod:`procbench.audit.probes.image`). On the
-#: build guides the answer photo shares its neighbours' desk and light (measurements: benchmarks/real_photos.md).
-IMAGE_RELATIONS = ("colour_mean_distance", "colour_nearest_distance", "hash_agreement", "thumb_correlation")
+#: shows none the other choices) the filter's image probes read (:func:`image_probes`, the audit's ``colour_layout``
+#: and ``near_duplicate``: :data:`procbench.image_stats.IMAGE_PROBES`). On the build guides the answer photo shares
+#: its neighbours' desk and light (measurements: benchmarks/real_photos.md).
+IMAGE_RELATIONS = RELATIONS
 
 
 #: Coherence's filter: each round's probe folds, the order intruders are replaced in.
@@ -111,37 +125,13 @@ class ImageRelations:
 
     def relations(self, choices: np.ndarray, refs: np.ndarray | None) -> np.ndarray:
         """``(Q, C, len(IMAGE_RELATIONS))`` relations of image rows ``choices (Q, C)`` to ``refs (Q, L)`` (-1: none),
-        or (``refs`` None) to the other choices; NaN where a choice or every reference image is unread."""
-        at = self.position[np.maximum(choices, 0)]
-        ok_c = (choices >= 0) & (at >= 0)
-        ok_c &= self.found[np.maximum(at, 0)]
+        or (``refs`` None) to the other choices; NaN where a choice or every reference image is unread
+        (:func:`~procbench.image_stats.choice_relations`, the audit's)."""
+        at, ok_c = self._read(choices)
         if refs is None:
-            ref_at, ok_r = at, ok_c
-        else:
-            ref_at = self.position[np.maximum(refs, 0)]
-            ok_r = (refs >= 0) & (ref_at >= 0)
-            ok_r &= self.found[np.maximum(ref_at, 0)]
-        ci, ri = np.maximum(at, 0), np.maximum(ref_at, 0)
-        pair = ok_c[:, :, None] & ok_r[:, None, :]  # (Q, C, L)
-        if refs is None:
-            pair &= ~np.eye(choices.shape[1], dtype=bool)[None]
-        zc, zr = self.z[ci], self.z[ri]  # (Q, C, F), (Q, L, F)
-        dist = np.linalg.norm(zc[:, :, None, :] - zr[:, None, :, :], axis=3)
-        n_ref = pair.sum(axis=2)
-        ref_mean = np.einsum("qcl,qlf->qcf", pair.astype(np.float64), zr) / np.maximum(n_ref, 1)[:, :, None]
-        bc, br = self.bits[ci], self.bits[ri]
-        agree = (np.einsum("qcb,qlb->qcl", bc, br) + np.einsum("qcb,qlb->qcl", 1 - bc, 1 - br)) / bc.shape[2]
-        corr = np.einsum("qcb,qlb->qcl", self.thumbs[ci], self.thumbs[ri])
-        out = np.stack(
-            [
-                np.linalg.norm(zc - ref_mean, axis=2),
-                np.where(pair, dist, np.inf).min(axis=2, initial=np.inf),
-                np.where(pair, agree, -np.inf).max(axis=2, initial=-np.inf),
-                np.where(pair, corr, -np.inf).max(axis=2, initial=-np.inf),
-            ],
-            axis=2,
-        )
-        return np.where((n_ref > 0)[:, :, None], out, np.nan)
+            return choice_relations(self.z, self.bits, self.thumbs, np.where(ok_c, at, -1), None)
+        ref_at, ok_r = self._read(refs)
+        return choice_relations(self.z, self.bits, self.thumbs, np.where(ok_c, at, -1), np.where(ok_r, ref_at, -1))
 
     def foursome(self, coherent: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """``(B, K, 4, len(IMAGE_RELATIONS))`` the relations of each of four choices to the other three, were
@@ -227,6 +217,131 @@ class ImageRelations:
             defined = valid & np.isfinite(value)
             parts.append(within_question(np.where(defined, value, 0.0), defined))
         return np.concatenate(parts, axis=2)
+
+
+def relations_of(features: np.ndarray) -> np.ndarray:
+    """``(Q, C, len(IMAGE_RELATIONS))`` the choices' relations from probe features whose last columns are
+    :meth:`ImageRelations.features` (0 where a relation is undefined: an image file not read)."""
+    width = len(WITHIN_KINDS)
+    block = features[:, :, features.shape[2] - width * len(IMAGE_RELATIONS) :]
+    return block.reshape(*features.shape[:2], len(IMAGE_RELATIONS), width)[:, :, :, WITHIN_KINDS.index("value")]
+
+
+#: A probe's per-choice inputs ``(Q, C, F)`` from the filter's probe features ``(Q, C, F')`` and ``valid (Q, C)``.
+ProbeView = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+#: The order in which an :class:`SvmProbes` view sees each question's choices.
+_TIES = stream("visual.probe-ties")
+
+
+def view_shuffled(view: ProbeView, features: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``view(features, valid)`` computed on each question's choices in a random order (seeded by the batch's shape:
+    the same batch always gets the same order) and returned in the choices' own order."""
+    q, c = valid.shape
+    order = np.argsort(_TIES.rng(q, c).random((q, c)), axis=1)
+    back = np.argsort(order, axis=1)
+    shown = view(np.take_along_axis(features, order[:, :, None], axis=1), np.take_along_axis(valid, order, axis=1))
+    return np.take_along_axis(shown, back[:, :, None], axis=1)
+
+
+class SvmProbes:
+    """Audit probes as the visual filter's own (:class:`~procbench.generate.adversarial.rounds.ExtraProbes`): each a
+    view of the filter's probe features (what the audit's probe reads: :func:`image_probes`, :func:`path_probe`)
+    and the audit's linear SVM (:func:`~procbench.image_stats.probe_model`). Cross-fitted on each round's procedure
+    folds, they judge replacements and decide the stop and the pruning as the filter's probes do; a question's SVM
+    decision values become within-question probabilities by a softmax.
+
+    The audit's features rank a question's choices with ties in choice order. In a set the answer's place is
+    random, so that order is noise; in the filter the answer is always the first choice, and ties (two photos that
+    are each other's nearest copy, an order and its reverse) would rank it first every time, a tell no audited set
+    has. So each view sees every question's choices in a seeded random order (:func:`view_shuffled`)."""
+
+    def __init__(self, views: dict[str, ProbeView], reserved: int = 0) -> None:
+        self.views = views
+        self.names = tuple(views)
+        self.reserved = reserved
+
+    def fit(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray, seed: int) -> FittedSvmProbes:
+        """One model per probe and fold, fitted on the other folds' questions (the answer is column 0)."""
+        valid = batch.valid
+        correct = np.arange(valid.shape[1])[None, :] == batch.answers[:, None]
+        models: dict[str, list[Any]] = {}
+        for name, view in self.views.items():
+            x = view_shuffled(view, features, valid)
+            models[name] = []
+            for fold in range(int(folds.max()) + 1 if len(folds) else 0):
+                train = (folds != fold)[:, None] & valid
+                y = correct[train]
+                model = None
+                if y.any() and not y.all():
+                    model = probe_model(seed)
+                    model.fit(x[train], y)  # type: ignore[attr-defined]
+                models[name].append(model)
+        return FittedSvmProbes(self.views, models)
+
+
+@dataclass
+class FittedSvmProbes:
+    """:class:`SvmProbes` fitted: ``models[name][fold]`` (None: that fold's complement had one class only)."""
+
+    views: dict[str, ProbeView]
+    models: dict[str, list[Any]]
+
+    def predict(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray) -> dict[str, np.ndarray]:
+        """``{name: (Q, C)}`` within-question probabilities (uniform where a question's fold has no model)."""
+        valid = batch.valid
+        out = {}
+        for name, per_fold in self.models.items():
+            x = view_shuffled(self.views[name], features, valid)
+            scores = np.zeros(valid.shape)
+            for fold, model in enumerate(per_fold):
+                cells = (folds == fold)[:, None] & valid
+                if model is not None and cells.any():
+                    scores[cells] = model.decision_function(x[cells])
+            masked = np.where(valid, scores, -np.inf)
+            weights = np.where(valid, np.exp(masked - masked.max(axis=1, keepdims=True)), 0.0)
+            out[name] = weights / np.maximum(weights.sum(axis=1, keepdims=True), 1e-300)
+        return out
+
+
+#: Whether the filter's own probes (its partial-input trees) also see the image relations the image probes read
+#: (True), or only the audit's partial-input features (:func:`~procbench.shortcuts.choice_features`) as the audit's
+#: ``partial_input`` does (False). False: on the build guides (3 generation seeds, True -> False) cloze's worst
+#: audited probe read 0.34 -> 0.29 (question distance 0.34 -> 0.29, near-duplicate 0.33 -> 0.24) and coherence's
+#: partial-input 0.32 -> 0.28 (its near-duplicate 0.29 -> 0.33); with 16 more columns on ~90 questions the filter's
+#: trees missed what the audit's found (benchmarks/real_photos.md, session 13).
+RELATIONS_SHARED = False
+
+
+def image_probes() -> SvmProbes:
+    """The audit's image probes (:data:`~procbench.image_stats.IMAGE_PROBES`: ``colour_layout``,
+    ``near_duplicate``; :func:`~procbench.image_stats.probe_features`) on the choices' relations, read from the
+    last columns of the probe features (:func:`relations_of`; reserved to them unless :data:`RELATIONS_SHARED`)."""
+
+    def view(name: str) -> ProbeView:
+        return lambda features, valid: probe_features(relations_of(features), valid, name)
+
+    reserved = 0 if RELATIONS_SHARED else len(WITHIN_KINDS) * len(IMAGE_RELATIONS)
+    return SvmProbes({name: view(name) for name in IMAGE_PROBES}, reserved)
+
+
+#: The column of :func:`order_features` holding an order's path length (the first of its own features' values).
+PATH_COLUMN = len(FEATURE_NAMES) + WITHIN_KINDS.index("value")
+
+
+def path_probe() -> SvmProbes:
+    """The audit's ``question_distance`` on an ordering set (its distance is the order's path length: the
+    features and SVM of :func:`procbench.audit.probes.distance.distance_features`) as the ordering filter's probe
+    ``path_length``, reading the path length from :func:`order_features` (:data:`PATH_COLUMN`). The filter's own
+    ``question_distance`` reads the order vectors' distance to their mean, not the path length."""
+
+    def view(features: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        from procbench.audit.probes.distance import distance_features
+
+        return distance_features(features[:, :, PATH_COLUMN], valid)
+
+    return SvmProbes({"path_length": view})
 
 
 #: Families of :data:`IMAGE_RELATIONS` (colour and layout; near-duplicate), each weighing one in
@@ -342,6 +457,7 @@ def filter_image_negatives(
         negative_class=slot_closer.astype(np.int64),
         placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),  # the only slot without an image
         features=_cloze_features(unit, relations) if relations.any else None,
+        probes=image_probes() if relations.any else None,
     )
     # the start: on each side of the answer's distance to the question mean as many negatives as were drawn (the
     # rank stays), the usable candidates nearest an even spacing of the choices' distances around the answer's
@@ -493,7 +609,8 @@ class _IntruderGame:
 
     def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
         batch, features = _coherence_batch(self.data, self._rows(), self.proc, self.clusters, relations=self.relations)
-        ensemble, probs = probe(batch, features, self.policy, _ROUNDS.seed(self.seed, round_number))
+        extra = image_probes() if self.relations is not None and self.relations.any else None
+        ensemble, probs = probe(batch, features, self.policy, _ROUNDS.seed(self.seed, round_number), extra)
         return ensemble, probs, batch
 
     def replace(
@@ -614,6 +731,7 @@ def filter_intruders(
             groups=proc,
             clusters=clusters,
             features=_coherence_features(relations) if relations.any else None,
+            probes=image_probes() if relations.any else None,
         )
         floor = math.ceil(options.min_yield * n_q)
         result.kept, result.pruning, result.best_step = prune_predictable(final, options, floor, seed=seed)
@@ -820,6 +938,7 @@ def filter_orders(
         candidate_class=shorter,
         negative_class=np.take_along_axis(shorter, picked - 1, axis=1),
         features=lambda batch: order_features(batch, flat_scores),
+        probes=path_probe(),
     )
     # the order vectors' own similarity is no paraphrase test: the ceiling is applied to the moved images above
     result = filter_negatives(arena, dataclasses.replace(options, ceiling=2.0), seed=seed, progress=progress)
