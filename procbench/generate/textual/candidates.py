@@ -114,26 +114,30 @@ WORD_BLOCK = 256
 WORD_POSTINGS = 1000
 
 
+#: On an approximate (IVF) store index, a split of at most this many rows is searched over an exact index of its own
+#: rows: below it an exact search costs less per query than a filtered IVF one (benchmarks/adversarial_constants.md).
+SPLIT_EXACT_ROWS = 65_536
+
+
 class SplitSearch:
     """Searches of the rows ``allowed`` (a ``(N,)`` mask of pool rows, e.g. one split's usable titles), made once
     per split: ``search(queries (B, D), procedures, k)`` gives the ``k`` allowed rows nearest each query, none of
     its procedure (``procedures``; None: any), as ``(distances (B, k), rows (B, k))`` ascending, inf / -1 where
     none.
 
-    Through :func:`~procbench.generate.search.knn` (the one search path, so ``--engine ray`` serves it). When the
-    ``allowed`` rows are few enough for the store to index exactly (:attr:`NeighborIndex.exact_max_rows`: always,
-    with an exact persisted index), over an exact index of them alone (:meth:`NeighborIndex.subset`: a split's
-    share of the store, where filtering the whole index made a 10% split search ten times as many rows per query;
-    on an approximate index, a small split's rows are too sparse in the lists a search scans, so its searches
-    were widened again and again: at 100k procedures the candidate searches ran for more than 15 CPU minutes);
-    else over the persisted approximate (IVF) index, rows outside ``allowed`` dropped and the search widened until
-    ``k`` remain (:func:`~procbench.generate.search.search_until_k`).
+    Through :func:`~procbench.generate.search.knn` (the one search path, so ``--engine ray`` serves it). With an
+    exact persisted index, or an approximate one and at most :data:`SPLIT_EXACT_ROWS` ``allowed`` rows, over an
+    exact index of them alone (:meth:`NeighborIndex.subset`: a split's share of the store, where filtering the
+    whole index made a 10% split search ten times as many rows per query, and on an approximate index widened
+    its searches again and again: a small split's rows are sparse in the lists a search scans); else over the
+    persisted approximate (IVF) index, rows outside ``allowed`` dropped and the search widened until ``k``
+    remain (:func:`~procbench.generate.search.search_until_k`).
     """
 
     def __init__(self, index: NeighborIndex, pool: Pool, allowed: np.ndarray) -> None:
         self.index, self.allowed, self.total = index, allowed, len(pool.keys)
         self.rows = np.flatnonzero(allowed)
-        exact = index.kind != "ivf" or len(self.rows) <= index.exact_max_rows
+        exact = index.kind != "ivf" or len(self.rows) <= min(SPLIT_EXACT_ROWS, index.exact_max_rows)
         self.part = index.subset(self.rows) if exact else None
 
     def __call__(self, queries: np.ndarray, procedures: Sequence[str | None], k: int) -> tuple[np.ndarray, np.ndarray]:
