@@ -249,3 +249,29 @@ def test_generate_from_a_manifest_on_the_command_line(ingested_sample: Path, tmp
     assert missing.exit_code == 2 and "no [generate.sequencing] section" in missing.stderr
     unknown = runner.invoke(app, ["generate", "--store", str(root)])
     assert unknown.exit_code == 2 and "--task is required" in unknown.stderr
+
+
+def test_a_setting_report_reads_in_a_few_lines() -> None:
+    from procbench.card.setting_report import SettingReport
+
+    report = SettingReport(
+        questions=45,
+        drafted=52,
+        kept_share=0.8654,
+        skipped_questions={"rank_balance": 41, "few_candidates": 0},
+        adversarial={
+            "rounds_run": 15,
+            "stopped": "rounds",
+            "replacements": 363,
+            "pruned": 7,
+            "final_accuracy": {"choice_only": 0.2593, "near_duplicate": 0.2667},
+            "chance_bound": 0.2823,
+            "history": [{"round": 0}],
+        },
+    )
+    assert report.summary() == [
+        "45 questions of 52 drafted (yield 0.8654)",
+        "skipped questions: rank_balance 41",
+        "adversarial filter: 15 rounds (stopped: rounds), 363 replacements, 7 pruned; best probe at the end: "
+        "near_duplicate 0.2667 (stop bound 0.2823)",
+    ]

@@ -112,6 +112,36 @@ class SettingReport:
             return entry
         return cls.from_dict(entry) if isinstance(entry, Mapping) else None
 
+    def summary(self) -> list[str]:
+        """A few human lines (the terminal's account; ``to_dict`` holds everything, the filter's rounds included)."""
+        head = f"{self.questions} questions"
+        if self.drafted is not None:
+            head += f" of {self.drafted} drafted (yield {self.kept_share})"
+        if self.procedures is not None:
+            head += f", from {self.procedures} procedures"
+        lines = [head]
+        for name in ("skipped_procedures", "skipped_questions"):
+            skipped = {k: v for k, v in sorted(getattr(self, name).items()) if v}
+            if skipped:
+                listed = ", ".join(f"{k} {v}" for k, v in skipped.items())
+                lines.append(f"{name.replace('_', ' ')}: {listed}")
+        if self.empty:
+            lines.append(f"no questions: {self.empty}")
+        filtered = self.adversarial or {}
+        if "rounds_run" in filtered:
+            final = filtered.get("final_accuracy") or {}
+            worst = max(final.items(), key=lambda item: item[1], default=None)
+            line = (
+                f"adversarial filter: {filtered['rounds_run']} rounds (stopped: {filtered.get('stopped')}), "
+                f"{filtered.get('replacements', 0)} replacements, {self.pruned} pruned"
+            )
+            if worst is not None:
+                line += f"; best probe at the end: {worst[0]} {worst[1]}"
+                if "chance_bound" in filtered:
+                    line += f" (stop bound {filtered['chance_bound']})"
+            lines.append(line)
+        return lines
+
     @staticmethod
     def yield_of(questions: int, drafted: int) -> float:
         """The yield of ``questions`` kept of ``drafted`` (rounded as every report states it)."""

@@ -319,5 +319,8 @@ def _render(result: GenerateResult) -> None:
             f"[bold green]{result.task}/{name}[/]: {result.questions[name]} questions ({sizes}) -> {path}",
             highlight=False,
         )
+    for name, report in result.reports.items():
+        console.print(f"{result.task}/{name}: " + "\n  ".join(report.summary()), highlight=False, markup=False)
     for key, value in result.counts.items():
-        console.print(f"{key}: {value}", highlight=False, markup=False)
+        if key != "per_setting":  # the reports above (--json: every count)
+            console.print(f"{key}: {value}", highlight=False, markup=False)
