@@ -488,6 +488,8 @@ def _shared_basis(vectors: np.ndarray, valid: np.ndarray) -> ChoiceDiscriminant:
 
 #: The questions a fold's models are fitted on when ``max_fit_questions`` caps them.
 _FIT_SAMPLE = stream("shortcuts.fit-sample")
+#: The questions the contrast discriminant's label-free basis is computed from when ``max_fit_questions`` caps them.
+_BASIS_SAMPLE = stream("shortcuts.basis-sample")
 
 
 def group_folds(groups: np.ndarray, n_folds: int, seed: int) -> dict[int, int]:
@@ -582,7 +584,10 @@ class ShortcutEnsemble:
         # one BLAS thread, the basis's eigendecomposition included: on a busy machine a multi-threaded LAPACK call
         # on a 384 x 384 scatter spun for a second and more (18% of textual filtering, under load)
         with threadpool_limits(limits=1):
-            basis = _shared_basis(batch.choice_vectors, batch.valid) if wants_contrast else None
+            basis = None
+            if wants_contrast:
+                sample = self._basis_rows(len(batch))
+                basis = _shared_basis(batch.choice_vectors[sample], batch.valid[sample])
             coordinates = None if basis is None else basis.project(batch.choice_vectors)
             for rows in fit_rows:
                 train = rows[:, None] & batch.valid
@@ -615,6 +620,14 @@ class ShortcutEnsemble:
                         by_distance.fit(distance[train], y)
                 self._fitted.append(_FoldModels(linear, contrast, trees, by_distance))
         return self
+
+    def _basis_rows(self, n_questions: int) -> np.ndarray:
+        """``(n,)`` the questions the shared basis is computed from: every one, or past ``max_fit_questions`` a
+        seeded draw of that many (ascending), so its cost is bounded like a fold's fit."""
+        if self.max_fit_questions is None or n_questions <= self.max_fit_questions:
+            return np.arange(n_questions)
+        drawn = _BASIS_SAMPLE.rng(self.seed).choice(n_questions, self.max_fit_questions, replace=False)
+        return np.sort(drawn)
 
     def _fit_rows(self, folds: np.ndarray, n_folds: int) -> list[np.ndarray]:
         """Per fold, ``(Q,)`` the questions its models are fitted on: the other folds' (at most

@@ -329,3 +329,14 @@ def test_batches_sharing_a_text_pair_cache_get_the_features_of_batches_without_i
     assert len(cache) == 40 * 4
     np.testing.assert_array_equal(first, alone)
     np.testing.assert_array_equal(again, alone)
+
+
+def test_the_shared_basis_is_drawn_from_at_most_max_fit_questions() -> None:
+    """Subsampled cross-fitting bounds the contrast discriminant's label-free basis too: past
+    ``max_fit_questions`` it is computed from a seeded draw of that many questions."""
+    capped = ShortcutEnsemble(max_fit_questions=50, seed=3)
+    rows = capped._basis_rows(200)
+    assert len(rows) == 50 and len(np.unique(rows)) == 50 and (np.diff(rows) > 0).all() and rows.max() < 200
+    assert (rows == ShortcutEnsemble(max_fit_questions=50, seed=3)._basis_rows(200)).all()
+    assert (capped._basis_rows(40) == np.arange(40)).all()
+    assert (ShortcutEnsemble()._basis_rows(200) == np.arange(200)).all()

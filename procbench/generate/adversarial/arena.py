@@ -89,6 +89,15 @@ class Arena:
     probes: ExtraProbes | None = None
     _word_weights: dict[str, float] | None = field(default=None, repr=False)
     _text_pairs: dict[tuple[str, str], tuple[int, int, float, float]] = field(default_factory=dict, repr=False)
+    _text_table: np.ndarray | None = field(default=None, repr=False)
+
+    def text_table(self) -> np.ndarray | None:
+        """``(N + 1,)`` object array of the item texts as strings ("" for none), then "" (row -1 reads it)."""
+        if self.texts is None:
+            return None
+        if self._text_table is None:
+            self._text_table = np.array([str(t or "") for t in self.texts] + [""], dtype=object)
+        return self._text_table
 
     def word_weights(self) -> dict[str, float] | None:
         """The TF-IDF overlap feature's token weights, from every item text of the pool (None: no texts)."""
@@ -128,6 +137,7 @@ class Arena:
             probes=self.probes,
             _word_weights=self._word_weights,
             _text_pairs=self._text_pairs,
+            _text_table=self._text_table,
         )
 
     def batch(self) -> ChoiceBatch:
@@ -148,11 +158,12 @@ def _batch(
     choice_vectors[~valid] = 0
     question_vectors = arena.vectors[np.maximum(q_rows, 0)]
     question_vectors[~q_mask] = 0
-    texts = arena.texts
+    table = arena.text_table()
     choice_texts = question_texts = None
-    if texts is not None:
-        choice_texts = [[str(texts[r] or "") if r >= 0 else "" for r in row] for row in rows.tolist()]
-        question_texts = [[str(texts[r] or "") for r in row if r >= 0] for row in q_rows.tolist()]
+    if table is not None:  # row -1 reads the table's last entry, ""
+        choice_texts = table[rows].tolist()
+        shown = table[q_rows]
+        question_texts = [row[keep].tolist() for row, keep in zip(shown, q_mask, strict=True)]
     return ChoiceBatch(
         choice_vectors=choice_vectors,
         question_vectors=question_vectors,
