@@ -90,6 +90,7 @@ class Arena:
     _word_weights: dict[str, float] | None = field(default=None, repr=False)
     _text_pairs: dict[tuple[str, str], tuple[int, int, float, float]] = field(default_factory=dict, repr=False)
     _text_table: np.ndarray | None = field(default=None, repr=False)
+    _usable: dict[tuple[float, int], np.ndarray] = field(default_factory=dict, repr=False)
 
     def text_table(self) -> np.ndarray | None:
         """``(N + 1,)`` object array of the item texts as strings ("" for none), then "" (row -1 reads it)."""
@@ -138,6 +139,7 @@ class Arena:
             _word_weights=self._word_weights,
             _text_pairs=self._text_pairs,
             _text_table=self._text_table,
+            _usable={key: usable[keep] for key, usable in self._usable.items()},
         )
 
     def batch(self) -> ChoiceBatch:
@@ -187,7 +189,17 @@ QUESTION_BLOCK = 512
 
 
 def usable_candidates(arena: Arena, options: AdversarialPolicy) -> np.ndarray:
-    """``(Q, M)`` candidates that are usable at all: not a paraphrase of the answer or of a question item."""
+    """``(Q, M)`` candidates that are usable at all: not a paraphrase of the answer or of a question item.
+
+    A question's row depends on that question alone, so it is computed once per arena and policy and kept by the
+    arena's :meth:`~Arena.subset` (drawing the start, the ranks and the filter each ask for it)."""
+    key = (float(options.ceiling), int(options.max_uses))
+    if key not in arena._usable:
+        arena._usable[key] = _usable_candidates(arena, options)
+    return arena._usable[key].copy()
+
+
+def _usable_candidates(arena: Arena, options: AdversarialPolicy) -> np.ndarray:
     cand = arena.candidates
     safe = np.maximum(cand, 0)
     ids = arena.identity[safe]
