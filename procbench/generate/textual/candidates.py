@@ -182,7 +182,8 @@ def pick_windows(index: NeighborIndex, options: list[Draft], pool: Pool, per_pro
 
     Before the score, an answer whose title no other step shares is preferred: a generic title ("Ingredients",
     "Enjoy!") is the answer of many questions but rarely a near enough negative, so how often a choice occurs in
-    the set would tell answers (one in four choices) from negatives.
+    the set would tell answers (one in four choices) from negatives. Only the options whose score can change the
+    pick are searched (:func:`_contested`).
     """
 
     vectors = pool.embeddings.vectors
@@ -227,10 +228,10 @@ def _procedure_spans(options: list[Draft]) -> list[tuple[int, int]]:
 
 
 def _contested(shared: list[bool], spans: list[tuple[int, int]], per_procedure: int) -> np.ndarray:
-    """``(len(shared),)`` the options whose score can change which are picked: those of the first class (unshared
-    answers first) that the ``per_procedure`` picks fill only in part. The other options are picked, or not, by
-    their class alone, so their searches are skipped (a procedure whose unshared drafts are fewer than its picks
-    needs none)."""
+    """``(len(shared),)`` the options whose score can change which are picked: those of the class (unshared answers
+    first, then shared ones) that a procedure's ``per_procedure`` picks fill only in part. The other options are
+    picked, or not, by their class alone, so their searches are skipped (a procedure whose unshared drafts are
+    fewer than its picks needs none)."""
     contested = np.zeros(len(shared), dtype=bool)
     for start, end in spans:
         left = per_procedure
