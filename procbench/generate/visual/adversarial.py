@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -361,7 +362,8 @@ def image_gaps(relations: ImageRelations, rows: np.ndarray, refs: np.ndarray, ta
     candidates; 0 where undefined (no file read), so it never rules a candidate out."""
     rel = relations.relations(rows, refs)  # (B, K, R)
     gap = np.abs(rel - target[:, None, :])
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a relation no candidate has (no file read): NaN, then 0
         spread = np.nanstd(np.where(np.isfinite(rel), rel, np.nan), axis=1, keepdims=True)
     scaled = np.nan_to_num(gap / np.where(spread > 1e-12, spread, np.nan), nan=0.0, posinf=0.0)
     return sum((scaled[:, :, list(family)].mean(axis=2) for family in IMAGE_FAMILIES), np.zeros(rows.shape))
