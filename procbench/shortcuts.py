@@ -558,7 +558,8 @@ class ShortcutEnsemble:
     fold_of: dict[int, int] = field(default_factory=dict)
     _fitted: list[_FoldModels] = field(default_factory=list, repr=False)
 
-    def _folds(self, groups: np.ndarray) -> np.ndarray:
+    def folds(self, groups: np.ndarray) -> np.ndarray:
+        """``(Q,)`` the fold of each question's procedure ``groups (Q,)`` in the fitted ensemble (unseen: fold 0)."""
         return np.array([self.fold_of.get(int(g), 0) for g in np.asarray(groups).tolist()], dtype=np.int64)
 
     def fit(self, batch: ChoiceBatch, features: np.ndarray | None = None) -> ShortcutEnsemble:
@@ -573,7 +574,7 @@ class ShortcutEnsemble:
         if n_folds < 2:
             raise ValueError("cross-fitting needs questions from at least 2 procedures")
         self.fold_of = group_folds(batch.groups, n_folds, self.seed)
-        folds = self._folds(batch.groups)
+        folds = self.folds(batch.groups)
         feats = choice_features(batch) if features is None else features
         labels = np.arange(batch.n_choices)[None, :] == batch.answers[:, None]
         view = choice_view(batch.choice_vectors, batch.valid) if "choice_only" in self.models else None
@@ -652,7 +653,7 @@ class ShortcutEnsemble:
             raise ValueError("fit the ensemble first")
         feats = choice_features(batch) if features is None else features
         distance = distance_view(feats, batch.valid) if DISTANCE_MODEL in self.models else None
-        folds = self._folds(batch.groups)
+        folds = self.folds(batch.groups)
         q, c = batch.valid.shape
         uniform = _normalise_within(np.ones((q, c)), batch.valid)
         out = {name: uniform.copy() for name in self.models}

@@ -283,7 +283,7 @@ def test_subsampled_cross_fitting_fits_on_at_most_the_cap_and_still_scores_every
     batch = _batch(400, shortcut="near")
     capped = ShortcutEnsemble(n_folds=4, seed=3, max_fit_questions=90, tree_bins=63)
     capped.fit(batch)
-    folds = capped._folds(batch.groups)
+    folds = capped.folds(batch.groups)
     rows = capped._fit_rows(folds, 4)
     assert [int(r.sum()) for r in rows] == [90] * 4
     assert all(not (r & (folds == fold)).any() for fold, r in enumerate(rows))

@@ -141,13 +141,17 @@ def test_the_filter_probes_take_a_tasks_own_probes_beside_theirs() -> None:
         np.testing.assert_array_equal(plain_probs[name], probs[name])
 
 
+def _blank_batch(n: int) -> ChoiceBatch:
+    """``n`` questions of 4 choices, each its own procedure, with zero vectors (the rules read only the probes)."""
+    return ChoiceBatch(
+        np.zeros((n, 4, 2), np.float32), np.zeros((n, 1, 2), np.float32), np.zeros((n, 1), bool),
+        np.ones((n, 4), dtype=bool), np.zeros(n, dtype=np.int64), np.arange(n),
+    )  # fmt: skip
+
+
 def test_the_rules_read_the_extra_probes() -> None:
     n = 40
-    valid = np.ones((n, 4), dtype=bool)
-    batch = ChoiceBatch(
-        np.zeros((n, 4, 2), np.float32), np.zeros((n, 1, 2), np.float32), np.zeros((n, 1), bool), valid,
-        np.zeros(n, dtype=np.int64), np.arange(n),
-    )  # fmt: skip
+    batch = _blank_batch(n)
     at_chance = np.full((n, 4), 0.25)
     at_chance[:, 1] += 0.01  # no probe solves a question
     solved = np.full((n, 4), 0.1)
@@ -167,11 +171,7 @@ def test_the_rounds_do_not_stop_while_an_extra_probe_is_above_chance() -> None:
     from procbench.progress import SILENT
 
     n = 40
-    valid = np.ones((n, 4), dtype=bool)
-    batch = ChoiceBatch(
-        np.zeros((n, 4, 2), np.float32), np.zeros((n, 1, 2), np.float32), np.zeros((n, 1), bool), valid,
-        np.zeros(n, dtype=np.int64), np.arange(n),
-    )  # fmt: skip
+    batch = _blank_batch(n)
     at_chance = np.tile([0.26, 0.25, 0.25, 0.24], (n, 1))
     at_chance[n // 4 :] = [0.24, 0.26, 0.25, 0.25]  # the filter's probes solve a quarter: chance
 

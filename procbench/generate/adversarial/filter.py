@@ -55,10 +55,7 @@ class _NegativeGame:
     def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
         batch = self.work.batch()
         features, seed = self.work.choice_features(batch), _ROUNDS.seed(self.seed, round_number)
-        if self.work.probes is None:
-            ensemble, probs = probe(batch, features, self.policy, seed)
-        else:  # the task's own probes too
-            ensemble, probs = probe(batch, features, self.policy, seed, self.work.probes)
+        ensemble, probs = probe(batch, features, self.policy, seed, self.work.probes)  # with the task's own probes
         return ensemble, probs, batch
 
     def replace(

@@ -115,11 +115,6 @@ def _accuracies(probs: dict[str, np.ndarray], valid: np.ndarray) -> dict[str, fl
     return {name: round(float(hits(p, answers, valid).mean()), 4) for name, p in probs.items()}
 
 
-def fold_codes(ensemble: ShortcutEnsemble, groups: np.ndarray) -> np.ndarray:
-    """``(Q,)`` the fold of each question's procedure in a fitted ``ensemble`` (unseen procedures: fold 0)."""
-    return np.array([ensemble.fold_of.get(int(g), 0) for g in np.asarray(groups).tolist()], dtype=np.int64)
-
-
 @dataclass
 class ProbedEnsemble:
     """A fitted :class:`ShortcutEnsemble` and a task's own probes fitted on its folds (:class:`ExtraProbes`)."""
@@ -132,7 +127,7 @@ class ProbedEnsemble:
         """The ensemble's probabilities (``ensemble``: the mean of its own probes), then the task's probes'."""
         feats = choice_features(batch) if features is None else features
         out = self.shortcut.predict(batch, _shared_columns(feats, self.reserved))
-        out.update(self.extra.predict(batch, feats, fold_codes(self.shortcut, batch.groups)))
+        out.update(self.extra.predict(batch, feats, self.shortcut.folds(batch.groups)))
         return out
 
 
@@ -181,7 +176,7 @@ def probe(
         if extra is None:
             members.append(member)
         else:
-            fitted = extra.fit(batch, features, fold_codes(member, batch.groups), _REPEATS.seed(seed, repeat))
+            fitted = extra.fit(batch, features, member.folds(batch.groups), _REPEATS.seed(seed, repeat))
             members.append(ProbedEnsemble(member, fitted, extra.reserved))
     ensemble = RepeatedEnsemble(members)
     return ensemble, ensemble.predict(batch, features)
