@@ -24,7 +24,14 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from procbench.errors import BadInput
-from procbench.generate.adversarial.policy import IMAGE_POLICY, POLICY_SIZES, TEXTUAL_POLICY, AdversarialPolicy, sized
+from procbench.generate.adversarial.policy import (
+    IMAGE_POLICY,
+    MIN_YIELD,
+    POLICY_SIZES,
+    TEXTUAL_POLICY,
+    AdversarialPolicy,
+    sized,
+)
 from procbench.tasks import TEXTUAL_ITEMS
 
 if TYPE_CHECKING:
@@ -48,9 +55,6 @@ __all__ = [
 
 #: Largest seed (every random generator procbench uses takes 32 bits).
 MAX_SEED = 2**32 - 1
-#: ``min_yield``'s one default, every task: when replacing negatives leaves the probes above chance, the questions
-#: they still solve are dropped while this share of the drafted questions stays.
-MIN_YIELD = 0.85
 #: The textual samplers' neighbours of the correct item (paper 004: k = 100).
 KNN_K = 100
 #: The visual tasks' K_C, the neighbours of each anchor that define the K2 band (paper 001: 100).

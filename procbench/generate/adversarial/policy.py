@@ -22,6 +22,7 @@ __all__ = [
     "TREE_BINS",
     "IMAGE_POLICY",
     "JUDGE_VARIANTS",
+    "MIN_YIELD",
     "JUDGE_ROUNDS",
     "PROBE_REPEATS",
     "PRUNE_PARTITIONS",
@@ -56,6 +57,9 @@ MAX_FIT_QUESTIONS: int | None = 2000
 #: for a usable candidate): past it, each told question's candidates are a fresh seeded draw of an equal share, so
 #: a round's replacements cost the same on any set larger than that (no set of the shared corpora reaches it).
 JUDGE_VARIANTS: int | None = 65_536
+#: ``min_yield``'s one default, every task's preset (and ``generate``'s options): when replacing negatives leaves the
+#: probes above chance, the questions they still solve are dropped while this share of the drafted questions stays.
+MIN_YIELD = 0.85
 #: The textual filter stops its rounds after this many rounds in a row without a new best round.
 PATIENCE = 4
 #: The textual filter's cheaper partial-input trees: 60 boosting iterations over 63 bins per feature read the same
@@ -141,7 +145,7 @@ DEFAULT_POLICY = AdversarialPolicy()
 #: rounds without progress: the validity probes within noise of the standard loop at a fraction of its cost
 #: (benchmarks/adversarial_constants.md).
 TEXTUAL_POLICY = AdversarialPolicy(
-    min_yield=0.85,
+    min_yield=MIN_YIELD,
     probe_repeats=1,
     prune_repeats=1,
     prune_partitions=1,
@@ -151,10 +155,10 @@ TEXTUAL_POLICY = AdversarialPolicy(
 )
 #: Visual cloze and ordering: image embeddings of different photos of one dish can be very close; only
 #: near-copies are excluded. Questions the probes still solve are dropped while 85% stay.
-IMAGE_POLICY = AdversarialPolicy(ceiling=0.95, min_yield=0.85)
+IMAGE_POLICY = AdversarialPolicy(ceiling=0.95, min_yield=MIN_YIELD)
 #: Visual coherence: the intruder (the answer) is what is replaced; one ensemble per round, and half of the told
 #: questions changed per round (replacing them all made the probes swing across chance from round to round).
-COHERENCE_POLICY = AdversarialPolicy(ceiling=0.95, min_yield=0.85, probe_repeats=1, replace_share=0.5)
+COHERENCE_POLICY = AdversarialPolicy(ceiling=0.95, min_yield=MIN_YIELD, probe_repeats=1, replace_share=0.5)
 
 #: ``--policy demo``: a demo-sized filter for a small sample in seconds rather than minutes: 4 rounds of one
 #: 3-fold ensemble judged alone, whose partial-input trees have 50 boosting iterations (150 standard); pruning
