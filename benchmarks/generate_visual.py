@@ -2,7 +2,7 @@
 
 Run by hand: `python benchmarks/generate_visual.py [--sizes 10000,100000] [--dim 512] [--keep DIR]`.
 
-For each size a synthetic store is written (in a child process) by `procbench.generate.visual.synthetic`:
+For each size a synthetic store is written (in a child process) by `procbench.corpus.synthetic`:
 N procedures of 5-8 steps (about 6.5 N images), 512-d random but clustered vectors (N/50 topic centres,
 a centre per procedure, an image per step), written directly as the image embedding and indexed by the
 embed package's writer (`build_index_for`: exact up to 250,000 images, IVF above, nprobe tuned to
@@ -44,7 +44,7 @@ def _cpu_s() -> float:
 
 
 def child_setup(path: str, n: int, dim: int) -> None:
-    from procbench.generate.visual.synthetic import write_synthetic_store
+    from procbench.corpus.synthetic import write_synthetic_store
     from procbench.store import Store
 
     started = time.perf_counter()

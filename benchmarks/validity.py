@@ -101,7 +101,7 @@ def text_as_image_store(text_store: Store, out: Path) -> Store:
     import pyarrow as pa
 
     from procbench.embed.index import IndexConfig
-    from procbench.generate.visual.synthetic import stage_image_embedding
+    from procbench.corpus.synthetic import stage_image_embedding
     from procbench.store import IMAGES, PROCEDURES, STEPS, conform
 
     if (out / "embeddings").exists():
@@ -439,7 +439,7 @@ def text_table(store: Store, items: str) -> dict:
 
 def visual_table(work: Path, n_procedures: int, drift: float = 0.0, store: Store | None = None) -> dict:
     """Every visual setting of a synthetic store of ``n_procedures`` (or of ``store``), probed."""
-    from procbench.generate.visual.synthetic import write_synthetic_store
+    from procbench.corpus.synthetic import write_synthetic_store
 
     if store is None:
         path = work / (f"visual-{n_procedures}" + (f"-drift{drift}" if drift else ""))

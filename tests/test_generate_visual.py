@@ -29,7 +29,7 @@ from procbench.cli import app
 from procbench.embed import embed_store, load_embeddings
 from procbench.errors import BadInput
 from procbench.generate import Setting, generate
-from procbench.generate.visual.synthetic import write_synthetic_store
+from procbench.corpus.synthetic import write_synthetic_store
 from procbench.store import Store
 
 TOL = 1e-4  # float32 search distances against float64 recomputation

@@ -18,7 +18,7 @@ from procbench.rng import RNG_VERSION, declared, stream
 
 ROOT = Path(procbench.__file__).parent
 #: Modules that may seed numpy themselves: the synthetic store maker draws a store, not a question set.
-OWN_SEEDS = {"generate/visual/synthetic.py", "rng.py"}
+OWN_SEEDS = {"corpus/synthetic.py", "rng.py"}
 
 
 def test_every_generation_stream_is_declared_once_and_no_generator_seeds_numpy_itself() -> None:

@@ -32,7 +32,7 @@ from procbench.generate.visual.adversarial import (
 from procbench.generate.visual.ordering import order_scores
 from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData
-from procbench.generate.visual.synthetic import write_synthetic_store
+from procbench.corpus.synthetic import write_synthetic_store
 from procbench.shortcuts import (
     FEATURE_NAMES,
     WITHIN_KINDS,

@@ -5,6 +5,8 @@ paragraph) live in ``sample.jsonl``. Step images are drawn on demand with Pillow
 the same seed gives the same bytes. An image shows its procedure's palette and object, how far the
 work has progressed (parts accumulate step after step) and a motif tied to the step headline, so
 images of one procedure resemble each other and visual tasks have real signal to work with.
+
+:mod:`.synthetic` writes synthetic visual stores of any size (vectors only) for tests and benchmarks.
 """
 
 from __future__ import annotations

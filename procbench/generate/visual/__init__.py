@@ -10,6 +10,7 @@ One module per concept, one driver, and per task only its hooks:
 - :mod:`.recipeqa_style`: the RecipeQA style's random negatives beyond ``min_distance``;
 - :mod:`.columns`: questions gathered as numpy columns and the ``meta`` fields every task shares;
 - :mod:`.driver`: settings, chunks, searches, draws and tables, the same for every task;
-- :mod:`.cloze`, :mod:`.coherence`, :mod:`.ordering`: the tasks (their window, add and table hooks);
-- :mod:`.synthetic`: synthetic visual stores of any size for tests and benchmarks.
+- :mod:`.cloze`, :mod:`.coherence`, :mod:`.ordering`: the tasks (their window, add and table hooks).
+
+Synthetic visual stores of any size, for tests and benchmarks, are :mod:`procbench.corpus.synthetic`.
 """

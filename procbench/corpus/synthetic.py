@@ -186,7 +186,7 @@ def write_synthetic_store(
         stage_image_embedding(
             store, txn, EMBEDDING_NAME, keys, [owner[k] for k in keys], ordered[: len(keys)],
             encoder="synthetic", revision=f"seed{seed}",
-            model="random clustered vectors (procbench.generate.visual_synthetic)",
+            model="random clustered vectors (procbench.corpus.synthetic)",
             index_config=index_config or IndexConfig(seed=seed), progress=progress,
         )  # fmt: skip
         del ordered, created
