@@ -100,8 +100,8 @@ def text_as_image_store(text_store: Store, out: Path) -> Store:
 
     import pyarrow as pa
 
-    from procbench.embed.index import IndexConfig
     from procbench.corpus.synthetic import stage_image_embedding
+    from procbench.embed.index import IndexConfig
     from procbench.store import IMAGES, PROCEDURES, STEPS, conform
 
     if (out / "embeddings").exists():

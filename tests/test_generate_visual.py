@@ -26,10 +26,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from procbench.cli import app
+from procbench.corpus.synthetic import write_synthetic_store
 from procbench.embed import embed_store, load_embeddings
 from procbench.errors import BadInput
 from procbench.generate import Setting, generate
-from procbench.corpus.synthetic import write_synthetic_store
 from procbench.store import Store
 
 TOL = 1e-4  # float32 search distances against float64 recomputation

@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from procbench.cli import app
+from procbench.corpus.synthetic import write_synthetic_store
 from procbench.generate import Setting, generate
 from procbench.generate.adversarial import JUDGE_ROUNDS, AdversarialPolicy, chance_gap
 from procbench.generate.visual import adversarial as visual_adversarial
@@ -32,7 +33,6 @@ from procbench.generate.visual.adversarial import (
 from procbench.generate.visual.ordering import order_scores
 from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData
-from procbench.corpus.synthetic import write_synthetic_store
 from procbench.shortcuts import (
     FEATURE_NAMES,
     WITHIN_KINDS,

@@ -81,9 +81,9 @@ def test_image_gaps_rank_a_negative_from_the_answer_s_desk_first(tmp_path: Path)
 
 
 def test_a_knob_setting_without_procedures_says_why_and_eligible_names_ranked_plans(tmp_path: Path) -> None:
+    from procbench.corpus.synthetic import write_synthetic_store
     from procbench.generate import generate
     from procbench.generate.settings import Setting
-    from procbench.corpus.synthetic import write_synthetic_store
 
     short = write_synthetic_store(tmp_path / "short", n_procedures=12, dim=16, steps=(4, 4), seed=1)
     result = generate(short, "visual-cloze", setting=Setting("knobs", (0, 1, 2)), seed=0)
