@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from procbench.generate.visual.adversarial import IMAGE_RELATIONS, ImageRelations, image_gaps
+from procbench.generate.visual.adversarial import IMAGE_RELATIONS, ImageRelations, _lookalikes, image_gaps
 from procbench.image_stats import ImageStats
 
 
@@ -116,3 +116,18 @@ def test_foursome_relations_are_each_choice_s_relations_to_the_other_three(tmp_p
     # the re-crop of photo 0 stands among 0, 1, 2 as a near copy: its hash agreement is the highest of the four
     agreement = four[0, 0, :, IMAGE_RELATIONS.index("hash_agreement")]
     assert agreement[0] == agreement.max() > 0.75
+
+
+def test_lookalike_intruders_are_the_pool_s_photos_nearest_the_coherent_ones_by_both_image_probes(
+    tmp_path: Path,
+) -> None:
+    images = _store(tmp_path)
+    coherent = np.array([[0, 1, 2], [4, 5, -1]])
+    pool = np.array([[4, 6, 3, 5], [6, -1, 0, 3]])
+    found = _lookalikes(images, coherent, pool, 2)  # type: ignore[arg-type]
+    assert found[0, 0] == 3  # the re-crop of photo 0, on the question's desk: first
+    assert found[0, 1] in (4, 5)  # then a readable photo; the unreadable 6 never
+    assert set(found[1].tolist()) == {0, 3} and 6 not in found  # -1 and unread pool rows are never picked
+    assert (_lookalikes(images, coherent, pool, 0) == -1).all()
+    unread = _Images([None] * 7)
+    assert (_lookalikes(unread, coherent, pool, 2) == -1).all()  # type: ignore[arg-type]

@@ -64,6 +64,7 @@ __all__ = [
     "IMAGE_WEIGHT",
     "IMAGE_POLICY",
     "INTRUDER_CANDIDATES",
+    "INTRUDER_LOOKALIKES",
     "ORDERS",
     "FittedSvmProbes",
     "ImageRelations",
@@ -495,6 +496,13 @@ def _kept(result: AdversarialResult, n_q: int) -> np.ndarray:
 # -- visual coherence: the intruder is what the probes find, so the intruder is replaced ---------------------------
 #: Candidates per coherence question: half nearest the coherent images' mean, half nearest the coherent images.
 INTRUDER_CANDIDATES = 48
+#: Intruder candidates chosen by image statistics: per question, of the :data:`LOOKALIKE_POOL` embedding neighbours
+#: of its coherent photos' mean, the ones that look most like a coherent photo to the image probes
+#: (:func:`_lookalikes`). Found by the embedding alone, candidates correlate less with the coherent photos than
+#: those do with each other, and the judge has nothing to answer the ``near_duplicate`` probe with; taken from
+#: all photos, the judge traded that probe for partial-input (benchmarks/real_photos.md, session 14).
+INTRUDER_LOOKALIKES = 16
+LOOKALIKE_POOL = 96
 #: Variant questions scored at once (a block of ``(rows, 4, D)`` float32 choice vectors).
 _VARIANT_BLOCK = 8192
 
@@ -533,6 +541,37 @@ def _coherence_features(relations: ImageRelations) -> Any:
         return np.concatenate([base, relations.features(batch.choice_ids, None, batch.valid)], axis=2)
 
     return features
+
+
+def _lookalikes(data: VisualData, coherent: np.ndarray, pool: np.ndarray, count: int) -> np.ndarray:
+    """``(Q, count)`` the ``count`` of each question's candidate image rows ``pool (Q, M)`` (-1: none) that look most
+    like one of its ``coherent (Q, 3)`` images to both image probes: the best summed rank of the highest thumbnail
+    correlation (``near_duplicate``) and the smallest colour and layout distance (``colour_layout``); best first,
+    -1 where fewer pool images were read."""
+    out = np.full((len(pool), count), -1, dtype=np.int64)
+    relations = ImageRelations(data, np.concatenate([coherent, pool], axis=1))
+    if not relations.any or not count:
+        return out
+    at_c, ok_c = relations._read(coherent)
+    at_p, ok_p = relations._read(pool)
+    corr = np.einsum("qif,qmf->qim", relations.thumbs[at_c], relations.thumbs[at_p])  # (Q, 3, M)
+    near = np.where(ok_c[:, :, None], corr, -np.inf).max(axis=1)
+    colour = np.linalg.norm(relations.z[at_c][:, :, None, :] - relations.z[at_p][:, None, :, :], axis=3)
+    close = np.where(ok_c[:, :, None], colour, np.inf).min(axis=1)
+    # a lookalike to both image probes: the best summed rank of the two relations
+    score = _ranks(-near) + _ranks(close)
+    best = np.where(ok_p & np.isfinite(near), -score, -np.inf)
+    order = np.argsort(-best, axis=1, kind="stable")[:, :count]
+    take = order.shape[1]
+    out[:, :take] = np.where(
+        np.isfinite(np.take_along_axis(best, order, axis=1)), np.take_along_axis(pool, order, axis=1), -1
+    )
+    return out
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """``(Q, M)`` each value's rank within its row (0: smallest)."""
+    return np.argsort(np.argsort(values, axis=1, kind="stable"), axis=1, kind="stable").astype(np.float64)
 
 
 def _procedure_images(data: VisualData, proc: np.ndarray) -> np.ndarray:
@@ -657,9 +696,10 @@ def filter_intruders(
     questions a probe tells, drawn at random, are changed per round): a told question gets the candidate that
     brings every probe's probability of the intruder nearest chance, if nearer than now
     (:func:`~procbench.generate.adversarial.probe_costs`; judged by the ensembles of the last rounds). Candidates
-    are images of other procedures nearest the coherent images' mean and nearest each coherent image, whose rank
-    by distance to the mean of the other three choices is the question's (``ranks``, K3=2's uniform rank: it stays
-    what it was) and whose cosine similarity to every image of the question's procedure is below
+    are images of other procedures nearest the coherent images' mean and nearest each coherent image, and the
+    neighbours of the mean that look most like a coherent photo to the image probes (:data:`INTRUDER_LOOKALIKES`),
+    whose rank by distance to the mean of the other three choices is the question's (``ranks``, K3=2's uniform
+    rank: it stays what it was) and whose cosine similarity to every image of the question's procedure is below
     ``options.ceiling``; an image is the intruder of at most about as many questions as its share of the pool
     allows. A drawn intruder above the ceiling is replaced by a random usable candidate before the first round
     (``ceiling_replaced``; the ones without one stay, ``ceiling_unmet``). The item-frequency feature counts
@@ -686,6 +726,8 @@ def filter_intruders(
     half = INTRUDER_CANDIDATES // 2
     found = [data.search(mean, proc, half, kind="adversarial")[1]]
     found += [data.search(vecs[:, i], proc, -(-half // 3), kind="adversarial")[1] for i in range(3)]
+    pool = data.search(mean, proc, LOOKALIKE_POOL, kind="adversarial")[1]
+    found.append(_lookalikes(data, coherent, pool, INTRUDER_LOOKALIKES))
     ordered = np.sort(np.concatenate(found, axis=1), axis=1)  # a candidate found by two searches is kept once
     repeat = np.zeros(ordered.shape, dtype=bool)
     repeat[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
