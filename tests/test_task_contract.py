@@ -37,7 +37,9 @@ SEED = 3
 
 def _sweep(store: Store, task: str) -> GenerateResult:
     """Every setting of ``task`` (adversarial filtering demo-sized where the task takes a policy)."""
-    sized = {"policy": "demo"} if "policy" in {f.name for f in dataclasses.fields(options_class(task))} else {}
+    sized: dict[str, Any] = (
+        {"policy": "demo"} if "policy" in {f.name for f in dataclasses.fields(options_class(task))} else {}
+    )
     return generate(store, task, sweep=True, seed=SEED, **sized)
 
 
