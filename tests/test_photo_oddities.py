@@ -1,0 +1,94 @@
+"""Odd image files of real photo corpora (issue 35): each is stored as a browser shows it, or refused with a
+message; never a blank or sideways photo. Tiny images built here; nothing read from ../shared."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from procbench.ingest import ingest_file
+from procbench.store import Store
+from procbench.store.images import BadImage, decode_image
+
+from helpers import make_record, write_jsonl
+
+
+def _gradient(w: int = 64, h: int = 48) -> Image.Image:
+    """An RGB picture whose left half is dark and right half bright (so a rotation or a blank shows)."""
+    a = np.zeros((h, w, 3), np.uint8)
+    a[:, w // 2 :] = 220
+    a[:, : w // 2] = 30
+    return Image.fromarray(a)
+
+
+def _bytes(im: Image.Image, fmt: str, **kw: object) -> bytes:
+    out = io.BytesIO()
+    im.save(out, format=fmt, **kw)
+    return out.getvalue()
+
+
+def test_exif_orientation_is_applied() -> None:
+    exif = Image.Exif()
+    exif[0x0112] = 6  # shown rotated 90 degrees clockwise
+    im = decode_image(_bytes(_gradient(64, 48), "JPEG", exif=exif))
+    assert im.size == (48, 64)
+    a = np.asarray(im.convert("L"), dtype=float)
+    assert a[: 32].mean() < 80 and a[32:].mean() > 170  # the dark left half is now on top
+
+
+def test_sixteen_bit_greyscale_is_not_white() -> None:
+    grey = np.asarray(_gradient().convert("L"), dtype=np.uint16) * 257
+    im = decode_image(_bytes(Image.fromarray(grey), "PNG"))
+    a = np.asarray(im, dtype=float)
+    assert a.shape == (48, 64, 3)
+    assert abs(a[:, :32].mean() - 30) < 2 and abs(a[:, 32:].mean() - 220) < 2
+
+
+def test_float_greyscale_is_stretched() -> None:
+    values = np.where(np.arange(64)[None, :] < 32, 0.25, 0.75).repeat(48, axis=0).astype(np.float32)
+    im = decode_image(_bytes(Image.fromarray(values, "F"), "TIFF"))
+    a = np.asarray(im.convert("L"), dtype=float)
+    assert a[:, :32].mean() < 5 and a[:, 32:].mean() > 250
+
+
+@pytest.mark.parametrize("mode", ["CMYK", "L", "P", "RGBA"])
+def test_other_modes_decode_to_rgb(mode: str) -> None:
+    src = _gradient().convert(mode)
+    fmt = "JPEG" if mode in ("CMYK", "L") else "PNG"
+    im = decode_image(_bytes(src, fmt))
+    assert im.mode == "RGB" and im.size == (64, 48)
+    a = np.asarray(im.convert("L"), dtype=float)
+    assert a[:, :32].mean() < 90 and a[:, 32:].mean() > 150
+
+
+def test_truncated_and_empty_files_are_refused() -> None:
+    data = _bytes(_gradient(256, 192), "JPEG")
+    for bad in (data[: len(data) * 2 // 5], b"", b"not an image\n"):
+        with pytest.raises(BadImage):
+            decode_image(bad)
+
+
+def test_odd_files_in_one_import(tmp_path: Path) -> None:
+    images = tmp_path / "images"
+    images.mkdir()
+    exif = Image.Exif()
+    exif[0x0112] = 8
+    (images / "rotated.jpg").write_bytes(_bytes(_gradient(), "JPEG", exif=exif))
+    grey = np.asarray(_gradient().convert("L"), dtype=np.uint16) * 257
+    (images / "grey16.png").write_bytes(_bytes(Image.fromarray(grey), "PNG"))
+    (images / "cut.jpg").write_bytes(_bytes(_gradient(256, 192), "JPEG")[:500])
+    record = make_record("odd", 3)
+    record["steps"][0]["images"] = ["images/rotated.jpg"]
+    record["steps"][1]["images"] = ["images/grey16.png", "images/missing.jpg"]
+    record["steps"][2]["images"] = ["images/cut.jpg"]
+    report = ingest_file(tmp_path / "s", write_jsonl(tmp_path / "in.jsonl", [record]))
+    assert report.added == 1 and report.images_stored == 2
+    assert sorted(ref for ref, _ in report.image_failures) == ["images/cut.jpg", "images/missing.jpg"]
+    store = Store.open(tmp_path / "s")
+    rows = store.table("images", ["url", "width", "height"]).to_pylist()
+    sizes = {r["url"]: (r["width"], r["height"]) for r in rows}
+    assert sizes == {"images/rotated.jpg": (48, 64), "images/grey16.png": (64, 48)}
