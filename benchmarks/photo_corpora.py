@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from _common import ROOT
 
 SOURCE = Path("/work/shared/data/build-guides")
@@ -285,7 +286,13 @@ def _run(cmd: list[str], store: Path, log: list[dict[str, Any]]) -> dict[str, An
         summary = {"stdout": done.stdout[-2000:]}
     warnings = [ln for ln in done.stderr.splitlines() if "arn" in ln or "rror" in ln][-20:]
     log.append(
-        {"cmd": cmd, "exit": done.returncode, "seconds": round(took, 1), "stderr": done.stderr[-3000:], "warnings": warnings}
+        {
+            "cmd": cmd,
+            "exit": done.returncode,
+            "seconds": round(took, 1),
+            "stderr": done.stderr[-3000:],
+            "warnings": warnings,
+        }
     )
     print(f"  {' '.join(cmd)}: exit {done.returncode} ({took:.0f} s)", flush=True)
     if done.returncode != 0:

@@ -37,7 +37,7 @@ def test_exif_orientation_is_applied() -> None:
     im = decode_image(_bytes(_gradient(64, 48), "JPEG", exif=exif))
     assert im.size == (48, 64)
     a = np.asarray(im.convert("L"), dtype=float)
-    assert a[: 32].mean() < 80 and a[32:].mean() > 170  # the dark left half is now on top
+    assert a[:32].mean() < 80 and a[32:].mean() > 170  # the dark left half is now on top
 
 
 def test_sixteen_bit_greyscale_is_not_white() -> None:
@@ -92,3 +92,25 @@ def test_odd_files_in_one_import(tmp_path: Path) -> None:
     rows = store.table("images", ["url", "width", "height"]).to_pylist()
     sizes = {r["url"]: (r["width"], r["height"]) for r in rows}
     assert sizes == {"images/rotated.jpg": (48, 64), "images/grey16.png": (64, 48)}
+
+
+def test_tiny_images_are_not_embedded_and_said_so(tmp_path: Path) -> None:
+    from procbench.clean import clean_store
+    from procbench.embed import embed_store, load_embeddings
+    from procbench.embed.fields import MIN_IMAGE_SIDE
+
+    images = tmp_path / "images"
+    images.mkdir()
+    _gradient(64, 48).save(images / "photo.png")
+    _gradient(MIN_IMAGE_SIDE - 1, 40).save(images / "icon.png")
+    record = make_record("tiny", 3)
+    record["steps"][0]["images"] = ["images/photo.png"]
+    record["steps"][1]["images"] = ["images/icon.png"]
+    ingest_file(tmp_path / "s", write_jsonl(tmp_path / "in.jsonl", [record]))
+    store = Store.open(tmp_path / "s")
+    clean_store(store, min_steps=1)
+    report = {f.field: f for f in embed_store(store, text_encoder="hashed", image_encoder="colour-layout").fields}
+    ids = {r["url"]: r["id"] for r in store.table("images", ["url", "id"]).to_pylist()}
+    assert load_embeddings(store, "image").keys.to_pylist() == [ids["images/photo.png"]]
+    assert [key for key, _ in report["image"].failed] == [ids["images/icon.png"]]
+    assert f"{MIN_IMAGE_SIDE - 1}x40 pixels" in report["image"].failed[0][1]
