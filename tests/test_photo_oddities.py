@@ -114,3 +114,36 @@ def test_tiny_images_are_not_embedded_and_said_so(tmp_path: Path) -> None:
     assert load_embeddings(store, "image").keys.to_pylist() == [ids["images/photo.png"]]
     assert [key for key, _ in report["image"].failed] == [ids["images/icon.png"]]
     assert f"{MIN_IMAGE_SIDE - 1}x40 pixels" in report["image"].failed[0][1]
+
+
+def test_the_report_says_why_a_set_is_empty_and_what_generation_skipped(tmp_path: Path) -> None:
+    """An empty set is not a silent blank page: the reason generate recorded is on its page and the index."""
+    from procbench.report.data import SetView, generation_notes
+    from procbench.report.html import index_page, set_page
+
+    store = Store.open(tmp_path / "s", create=True)
+    why = "no procedure has at least 5 image steps (K1): ingest procedures with one image per step"
+    per_setting = {
+        "knobs-011": {"questions": 0, "empty": why},
+        "needs-context": {"questions": 5, "skipped_procedures": {"few_photos": 50, "no_readable_set": 0}},
+    }
+    old = {"per_setting": {"knobs-011": {"questions": 9}}}
+    store.record_run("generate", args={"task": "visual-cloze"}, seed=0, counts=old)
+    store.record_run("generate", args={"task": "visual-cloze"}, seed=0, counts={"per_setting": per_setting})
+    store.record_run("generate", args={"task": "visual-ordering"}, seed=0, counts={"per_setting": {}})
+    assert generation_notes(store, "visual-cloze", "knobs-011") == {"empty": why}  # the latest run wins
+    assert generation_notes(store, "visual-cloze", "needs-context") == {"skipped_procedures": {"few_photos": 50}}
+    assert generation_notes(store, "visual-coherence", "knobs-011") == {}
+
+    def view(setting: str) -> SetView:
+        return SetView(
+            name=f"visual-cloze/{setting}", task="visual-cloze", setting=setting, slug=setting, splits={"test": 0},
+            questions=[], total=0, audit=None, has_scores=False,
+            generation=generation_notes(store, "visual-cloze", setting),
+        )  # fmt: skip
+
+    empty, skipped = view("knobs-011"), view("needs-context")
+    assert f'<p class="warn">Generation: no questions: {why}.</p>' in set_page(empty, instruction="")
+    assert "Generation: 50 procedures skipped (few photos 50)." in set_page(skipped, instruction="")
+    index = index_page([empty, skipped], [], title="t")
+    assert f"no questions: {why}" in index and "50 procedures skipped (few photos 50)" in index
