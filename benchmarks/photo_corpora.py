@@ -76,8 +76,8 @@ def _edit(src: Path, dst: Path, rng: random.Random) -> None:
     """An "extra photo" of a step: a crop of 70-90%, mirrored half the time, with a colour shift."""
     from PIL import Image, ImageEnhance, ImageOps
 
-    with Image.open(src) as im:
-        im = im.convert("RGB")
+    with Image.open(src) as opened:
+        im = opened.convert("RGB")
         w, h = im.size
         f = rng.uniform(0.7, 0.9)
         cw, ch = int(w * f), int(h * f)
