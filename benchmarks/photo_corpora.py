@@ -14,9 +14,11 @@ deterministically (seed 0) from ``/work/shared/data/build-guides`` (``--source``
 - ``repair``: many short guides (each build guide cut into pieces of 3-5 steps), 5 categories of very
   different sizes, about half of the steps without a photo, texts numbered ``N.``/``N)``, a photo shown
   on two consecutive steps of a guide, and one photo shared by two guides.
+- ``mixed``: guides cut into pieces of 3-12 steps (some long enough for the knobs' 5 image steps), a quarter
+  of the steps without a photo, a fifth with 1-2 extra photos, ``Step N -`` numbering, 8 categories.
 - ``few``: 6 guides in 3 categories (two each): too few procedures for most settings.
 
-Every variant also gets the odd files of real corpora (in ``cooking`` and ``repair``): a PNG with alpha, a
+Every variant but ``few`` also gets the odd files of real corpora: a PNG with alpha, a
 palette PNG, a greyscale JPEG, a 16-bit greyscale PNG, a CMYK JPEG, a JPEG with an EXIF rotation, a tiny
 (12x9) photo, a very large one (7000x5000), a truncated JPEG, a text file named ``.jpg``, a missing path, a
 zero-byte file and a byte-identical copy of a photo under another name (``ODD_FILES``).
@@ -47,7 +49,7 @@ from _common import ROOT
 
 SOURCE = Path("/work/shared/data/build-guides")
 TASKS = ("visual-cloze", "visual-coherence", "visual-ordering")
-VARIANTS = ("cooking", "repair", "few")
+VARIANTS = ("cooking", "repair", "mixed", "few")
 #: The odd image files every variant gets, by name: what each is.
 ODD_FILES = {
     "alpha.png": "RGBA PNG, half transparent",
@@ -211,6 +213,44 @@ def repair(guides: list[dict[str, Any]], source: Path, out: Path, rng: random.Ra
     return procs
 
 
+def mixed(guides: list[dict[str, Any]], source: Path, out: Path, rng: random.Random) -> list[dict[str, Any]]:
+    """Guides of 3-12 steps (some long enough for the knobs, most not), a quarter of the steps without a photo,
+    a fifth with 1-2 extra photos, ``Step N -`` numbering, 8 categories of uneven size."""
+    images = out / "images"
+    procs: list[dict[str, Any]] = []
+    for g, guide in enumerate(guides):
+        steps = guide["steps"]
+        i = 0
+        while len(steps) - i >= 3:
+            piece = steps[i : i + rng.randint(3, 12)]
+            i += len(piece)
+            out_steps = []
+            for s, step in enumerate(piece, 1):
+                photos = [_copy_photo(source, p, images) for p in step.get("images") or []]
+                roll = rng.random()
+                if roll < 0.25:
+                    photos = []
+                elif roll < 0.45 and photos:
+                    for k in range(rng.choice((1, 2))):
+                        name = f"extra-{len(procs)}-{s}-{k}.jpg"
+                        _edit(out / photos[0], images / name, rng)
+                        photos.append(f"images/{name}")
+                out_steps.append(
+                    {"title": step.get("title"), "text": f"Step {s} - {step.get('text') or ''}", "images": photos}
+                )
+            procs.append(
+                {
+                    "source": "mixed",
+                    "id": f"m{len(procs)}",
+                    "title": f"{guide['title']} ({len(procs)})",
+                    "category": ["Repair", f"Kind {min(g % 11, 7)}"],
+                    "license": guide.get("license"),
+                    "steps": out_steps,
+                }
+            )
+    return procs
+
+
 def few(guides: list[dict[str, Any]], source: Path, out: Path, rng: random.Random) -> list[dict[str, Any]]:
     images = out / "images"
     chosen = rng.sample(guides, 6)
@@ -256,7 +296,7 @@ def write_variant(name: str, source: Path, out: Path, seed: int = 0) -> Path:
     (folder / "images").mkdir(parents=True)
     rng = random.Random(seed)
     guides = _load(source)
-    procs = {"cooking": cooking, "repair": repair, "few": few}[name](guides, source, folder, rng)
+    procs = {"cooking": cooking, "repair": repair, "mixed": mixed, "few": few}[name](guides, source, folder, rng)
     if name != "few":
         _with_odd_files(procs, folder, rng)
     path = folder / "procedures.jsonl"
