@@ -147,3 +147,25 @@ def test_the_report_says_why_a_set_is_empty_and_what_generation_skipped(tmp_path
     assert "Generation: 50 procedures skipped (few photos 50)." in set_page(skipped, instruction="")
     index = index_page([empty, skipped], [], title="t")
     assert f"no questions: {why}" in index and "50 procedures skipped (few photos 50)" in index
+
+
+@pytest.mark.parametrize("files", ["none", "tiny"])
+def test_a_store_without_usable_images_says_why_it_has_no_image_embeddings(tmp_path: Path, files: str) -> None:
+    """Not "run procbench embed first" after embed ran: every image file was missing, or every one too small."""
+    from procbench.clean import clean_store
+    from procbench.embed import embed_store, load_embeddings
+    from procbench.errors import BadInput
+
+    images = tmp_path / "images"
+    images.mkdir()
+    if files == "tiny":
+        _gradient(12, 9).save(images / "a.png")
+    record = make_record("no-photos", 3)
+    record["steps"][0]["images"] = ["images/a.png"]
+    ingest_file(tmp_path / "s", write_jsonl(tmp_path / "in.jsonl", [record]))
+    store = Store.open(tmp_path / "s")
+    clean_store(store, min_steps=1)
+    embed_store(store, text_encoder="hashed", image_encoder="colour-layout")
+    why = "no image file to embed" if files == "none" else "at least 24 pixels on a side"
+    with pytest.raises(BadInput, match=why):
+        load_embeddings(store, "image")
