@@ -340,6 +340,48 @@ def _run(cmd: list[str], store: Path, log: list[dict[str, Any]]) -> dict[str, An
     return summary if done.returncode == 0 else None
 
 
+def check_sets(store_root: Path) -> dict[str, dict[str, int]]:
+    """Independent checks of every visual set of a store, from its parquet files and ``steps.image_ids`` (not the
+    generator's code): per set, the questions, and the questions where a choice repeats a question image or
+    another choice (``repeated``), where a wrong choice (cloze) or the intruder (coherence) is a photo of the
+    question's own procedure, a photo shared with or copied into it included (``own_negative``), and ordering
+    questions whose orders are not four distinct orders of the same images (``bad_orders``)."""
+    from collections import defaultdict
+
+    import pyarrow.parquet as pq
+
+    sys.path.insert(0, str(ROOT))
+    from procbench.store import Store
+
+    store = Store.open(store_root)
+    own: dict[str, set[str]] = defaultdict(set)
+    for row in store.table("steps", ["procedure_id", "image_ids"]).to_pylist():
+        own[row["procedure_id"]].update(row["image_ids"] or [])
+    out: dict[str, dict[str, int]] = {}
+    for folder in sorted((store_root / "questions").glob("visual-*/*")):
+        qs = [q for f in sorted(folder.glob("*.parquet")) for q in pq.read_table(f).to_pylist() if "qid" in q]
+        counts = {"questions": len(qs), "repeated": 0, "own_negative": 0, "bad_orders": 0}
+        for q in qs:
+            choices = list(q["choices"])
+            if folder.parent.name == "visual-ordering":
+                orders = {tuple(c) for c in choices}
+                counts["bad_orders"] += len(orders) < len(choices) or len({frozenset(c) for c in choices}) > 1
+                continue
+            shown = [x for x in q["question"] if x != "@placeholder"]
+            counts["repeated"] += len(set(choices)) < len(choices) or bool(set(choices) & set(shown))
+            if folder.name == "needs-context":  # its choices are the procedure's own photos by design
+                continue
+            answer = int(q["answer"])
+            wrong = (
+                [choices[answer]]
+                if folder.parent.name == "visual-coherence"
+                else choices[:answer] + choices[answer + 1 :]
+            )
+            counts["own_negative"] += any(c in own[q["procedure_id"]] for c in wrong)
+        out[f"{folder.parent.name}/{folder.name}"] = counts
+    return out
+
+
 def run_pipeline(jsonl: Path, tasks: tuple[str, ...]) -> dict[str, Any]:
     """The user's path on one variant; what each step said."""
     folder = jsonl.parent
@@ -358,6 +400,7 @@ def run_pipeline(jsonl: Path, tasks: tuple[str, ...]) -> dict[str, Any]:
         out["generate"][task] = summary
         if summary:
             sets += [f"{task}/{s}" for s in summary.get("questions", {})]
+    out["checks"] = check_sets(store)
     out["audit"] = _run(["audit", *sets], store, log) if sets else None
     out["report"] = _run(["report", "--out", str(folder / "report")], store, log)
     (folder / "run.json").write_text(json.dumps(out, indent=1, default=str))
@@ -385,6 +428,14 @@ def summarise(name: str, out: dict[str, Any]) -> list[str]:
             lines.append(f"  - {setting}: {json.dumps(counts)[:400]}")
         if summary.get("skipped"):
             lines.append(f"  - skipped: {json.dumps(summary['skipped'])[:600]}")
+    bad = {
+        name: c
+        for name, c in (out.get("checks") or {}).items()
+        if c["repeated"] or c["own_negative"] or c["bad_orders"]
+    }
+    lines.append(
+        f"- independent checks: {json.dumps(bad) if bad else 'no repeated item, own-procedure negative or bad order'}"
+    )
     lines.append("")
     return lines
 
