@@ -169,3 +169,33 @@ def test_a_store_without_usable_images_says_why_it_has_no_image_embeddings(tmp_p
     why = "no image file to embed" if files == "none" else "at least 24 pixels on a side"
     with pytest.raises(BadInput, match=why):
         load_embeddings(store, "image")
+
+
+def test_repeated_items_finds_a_choice_that_repeats_a_question_photo() -> None:
+    """The audit reads a repeat from the set alone: a wrong choice that is a question photo (a photo copied into
+    two guides, stored once), two equal choices, two equal orders."""
+    from procbench.audit import AuditSet, audit_set
+
+    def cloze(i: int, negatives: list[str]) -> tuple[list[str], list[str]]:
+        return [f"p{i}a", "@placeholder", f"p{i}b", f"p{i}c"], [f"p{i}x", *negatives]
+
+    rows = [cloze(i, [f"o{i}1", f"o{i}2", f"o{i}3"]) for i in range(6)]
+    rows[2] = cloze(2, ["p2b", "o22", "o23"])  # the photo beside the blank, offered again
+    rows[4] = cloze(4, ["o41", "o41", "o43"])  # two equal choices
+    aset = AuditSet(
+        name="t", task="visual-cloze", procedure_ids=[f"p{i}" for i in range(6)], questions=[q for q, _ in rows],
+        choices=[c for _, c in rows], answers=np.zeros(6, dtype=np.int64), qids=[f"q{i}" for i in range(6)],
+    )  # fmt: skip
+    result = audit_set(aset, n_boot=50, probes="repeated_items").probes["repeated_items"]
+    assert result.value == pytest.approx(2 / 6) and result.chance is None
+    assert result.details["examples"] == ["q2", "q4"]
+    assert result.details["choice_repeats_question_item"] == 1 and result.details["choices_repeat_each_other"] == 1
+
+    orders = [[["a", "b", "c"], ["b", "a", "c"], ["c", "b", "a"], ["a", "c", "b"]] for _ in range(4)]
+    orders[1][3] = ["b", "a", "c"]
+    ordering = AuditSet(
+        name="o", task="visual-ordering", procedure_ids=["p0", "p1", "p2", "p3"], questions=[[], [], [], []],
+        choices=orders, answers=np.zeros(4, dtype=np.int64),
+    )  # fmt: skip
+    result = audit_set(ordering, n_boot=50, probes="repeated_items").probes["repeated_items"]
+    assert result.value == pytest.approx(1 / 4) and result.details["examples"] == ["1"]
