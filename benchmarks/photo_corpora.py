@@ -15,7 +15,8 @@ deterministically (seed 0) from ``/work/shared/data/build-guides`` (``--source``
   different sizes, about half of the steps without a photo, texts numbered ``N.``/``N)``, a photo shown
   on two consecutive steps of a guide, and one photo shared by two guides.
 - ``mixed``: guides cut into pieces of 3-12 steps (some long enough for the knobs' 5 image steps), a quarter
-  of the steps without a photo, a fifth with 1-2 extra photos, ``Step N -`` numbering, 8 categories.
+  of the steps without a photo, a fifth with 1-2 extra photos, ``Step N -`` numbering, 8 categories, and
+  8 photos re-encoded (90% size, JPEG quality 60) into a step of another guide (``NEAR_COPIES``).
 - ``few``: 6 guides in 3 categories (two each): too few procedures for most settings.
 
 Every variant but ``few`` also gets the odd files of real corpora: a PNG with alpha, a
@@ -66,6 +67,8 @@ ODD_FILES = {
     "copy.jpg": "a byte-identical copy of another photo of the corpus",
     "missing.jpg": "named in the JSONL, not on disk",
 }
+#: Photos of the ``mixed`` variant re-encoded into a step of another guide.
+NEAR_COPIES = 8
 UNICODE_TITLES = ["Crème brûlée — step by step", "Schnitzel & Spätzle ①②③", "寿司の作り方", "Ratatouille (é, ü, ñ) 🍅"]
 
 
@@ -282,10 +285,23 @@ def _with_odd_files(procs: list[dict[str, Any]], out: Path, rng: random.Random) 
     images = out / "images"
     photo = next(out / st["images"][0] for p in procs for st in p["steps"] if st["images"])
     _odd_files(images, photo)
-    shutil.copyfile(photo, images / "copy.jpg")
     steps = [st for p in procs for st in p["steps"]]
     for name, chosen in zip(ODD_FILES, rng.sample(steps, len(ODD_FILES)), strict=True):
         chosen["images"] = [f"images/{name}", *chosen["images"]] if rng.random() < 0.5 else [f"images/{name}"]
+
+
+def _with_near_copies(procs: list[dict[str, Any]], out: Path, rng: random.Random, n: int = NEAR_COPIES) -> None:
+    """Put a re-encoded copy (90% size, JPEG quality 60) of ``n`` photos first on a step of another procedure:
+    the same photo in two guides, as real sites reuse one (not byte-identical, so stored twice)."""
+    from PIL import Image
+
+    with_photo = [(i, st) for i, p in enumerate(procs) for st in p["steps"] if st["images"]]
+    for k, (i, step) in enumerate(rng.sample(with_photo, n)):
+        with Image.open(out / step["images"][0]) as im:
+            w, h = im.size
+            im.convert("RGB").resize((w * 9 // 10, h * 9 // 10)).save(out / "images" / f"near-{k}.jpg", quality=60)
+        j, other = rng.choice([(j, st) for j, st in with_photo if j != i])
+        other["images"] = [f"images/near-{k}.jpg", *other["images"]]
 
 
 def write_variant(name: str, source: Path, out: Path, seed: int = 0) -> Path:
@@ -299,6 +315,8 @@ def write_variant(name: str, source: Path, out: Path, seed: int = 0) -> Path:
     procs = {"cooking": cooking, "repair": repair, "mixed": mixed, "few": few}[name](guides, source, folder, rng)
     if name != "few":
         _with_odd_files(procs, folder, rng)
+    if name == "mixed":
+        _with_near_copies(procs, folder, rng)
     path = folder / "procedures.jsonl"
     with open(path, "w", encoding="utf-8") as fh:
         for p in procs:
@@ -344,23 +362,40 @@ def check_sets(store_root: Path) -> dict[str, dict[str, int]]:
     """Independent checks of every visual set of a store, from its parquet files and ``steps.image_ids`` (not the
     generator's code): per set, the questions, and the questions where a choice repeats a question image or
     another choice (``repeated``), where a wrong choice (cloze) or the intruder (coherence) is a photo of the
-    question's own procedure, a photo shared with or copied into it included (``own_negative``), and ordering
-    questions whose orders are not four distinct orders of the same images (``bad_orders``)."""
+    question's own procedure, a photo shared with or copied into it included (``own_negative``), where a wrong
+    choice (cloze) is a near copy of the answer or of a question photo, or the intruder (coherence) of a coherent
+    photo (``near_copy``: dHash agreement >= 0.875 and thumbnail correlation >= 0.9, the signatures of
+    :mod:`procbench.image_stats`), and ordering questions whose orders are not four distinct orders of the same
+    images (``bad_orders``)."""
     from collections import defaultdict
 
     import pyarrow.parquet as pq
 
     sys.path.insert(0, str(ROOT))
+    from procbench.image_stats import ImageStats, near_duplicate_similarity
     from procbench.store import Store
 
     store = Store.open(store_root)
+    ids = store.table("images", ["id", "stored"]).to_pylist()
+    stats = ImageStats.read([r["id"] for r in ids if r["stored"]], lambda key: store.image_path(key))
+    row = {key: i for i, key in enumerate(stats.keys) if stats.found[i]}
+
+    def near(a: str, b: str) -> bool:
+        if a not in row or b not in row:
+            return False
+        i, j = row[a], row[b]
+        agree, corr = near_duplicate_similarity(
+            stats.bits[i : i + 1], stats.thumbs[i : i + 1], stats.bits[j : j + 1], stats.thumbs[j : j + 1]
+        )
+        return bool(agree[0, 0] >= 0.875 and corr[0, 0] >= 0.9)
+
     own: dict[str, set[str]] = defaultdict(set)
     for row in store.table("steps", ["procedure_id", "image_ids"]).to_pylist():
         own[row["procedure_id"]].update(row["image_ids"] or [])
     out: dict[str, dict[str, int]] = {}
     for folder in sorted((store_root / "questions").glob("visual-*/*")):
         qs = [q for f in sorted(folder.glob("*.parquet")) for q in pq.read_table(f).to_pylist() if "qid" in q]
-        counts = {"questions": len(qs), "repeated": 0, "own_negative": 0, "bad_orders": 0}
+        counts = {"questions": len(qs), "repeated": 0, "own_negative": 0, "near_copy": 0, "bad_orders": 0}
         for q in qs:
             choices = list(q["choices"])
             if folder.parent.name == "visual-ordering":
@@ -378,6 +413,8 @@ def check_sets(store_root: Path) -> dict[str, dict[str, int]]:
                 else choices[:answer] + choices[answer + 1 :]
             )
             counts["own_negative"] += any(c in own[q["procedure_id"]] for c in wrong)
+            right = [c for c in choices if c not in wrong] + shown
+            counts["near_copy"] += any(near(w, r) for w in wrong for r in right if w != r)
         out[f"{folder.parent.name}/{folder.name}"] = counts
     return out
 
@@ -428,14 +465,10 @@ def summarise(name: str, out: dict[str, Any]) -> list[str]:
             lines.append(f"  - {setting}: {json.dumps(counts)[:400]}")
         if summary.get("skipped"):
             lines.append(f"  - skipped: {json.dumps(summary['skipped'])[:600]}")
-    bad = {
-        name: c
-        for name, c in (out.get("checks") or {}).items()
-        if c["repeated"] or c["own_negative"] or c["bad_orders"]
-    }
-    lines.append(
-        f"- independent checks: {json.dumps(bad) if bad else 'no repeated item, own-procedure negative or bad order'}"
-    )
+    checks = out.get("checks") or {}
+    bad = {name: c for name, c in checks.items() if any(v for k, v in c.items() if k != "questions")}
+    clean = "no repeated item, own-procedure negative, near copy or bad order"
+    lines.append(f"- independent checks: {json.dumps(bad) if bad else clean}")
     lines.append("")
     return lines
 
