@@ -304,7 +304,7 @@ def _with_near_copies(procs: list[dict[str, Any]], out: Path, rng: random.Random
         other["images"] = [f"images/near-{k}.jpg", *other["images"]]
 
 
-def write_variant(name: str, source: Path, out: Path, seed: int = 0) -> Path:
+def write_variant(name: str, source: Path, out: Path, seed: int = 0, near_copies: int = NEAR_COPIES) -> Path:
     """Write variant ``name`` into ``out/name`` (replacing it); the JSONL's path."""
     folder = out / name
     if folder.exists():
@@ -315,8 +315,8 @@ def write_variant(name: str, source: Path, out: Path, seed: int = 0) -> Path:
     procs = {"cooking": cooking, "repair": repair, "mixed": mixed, "few": few}[name](guides, source, folder, rng)
     if name != "few":
         _with_odd_files(procs, folder, rng)
-    if name == "mixed":
-        _with_near_copies(procs, folder, rng)
+    if name == "mixed" and near_copies:
+        _with_near_copies(procs, folder, rng, near_copies)
     path = folder / "procedures.jsonl"
     with open(path, "w", encoding="utf-8") as fh:
         for p in procs:
@@ -480,11 +480,14 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--no-run", action="store_true", help="only write the variants")
+    parser.add_argument(
+        "--near-copies", type=int, default=NEAR_COPIES, help="mixed: photos re-encoded into another guide"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     summary: list[str] = ["# Photo corpora (benchmarks/photo_corpora.py)", ""]
     for name in args.variants.split(","):
-        jsonl = write_variant(name, args.source, args.out)
+        jsonl = write_variant(name, args.source, args.out, near_copies=args.near_copies)
         if args.no_run:
             continue
         out = run_pipeline(jsonl, tuple(args.tasks.split(",")))
