@@ -33,6 +33,7 @@ PROBE_NAMES = [
     "context_overlap",
     "cluster_balance",
     "question_overlap",
+    "repeated_items",
     "order_tells",
     "context_reference",
 ]

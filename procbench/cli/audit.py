@@ -157,6 +157,15 @@ def _render(console: Any, run: Any, kinds: dict[str, str]) -> None:
         console.print(f"[dim]({number}) {escape(reason)}[/]", highlight=False)
     for name, audit in report.sets.items():
         console.print(verdict_line(name, audit, kinds), highlight=False, soft_wrap=True)
+        repeated = audit.probes.get("repeated_items")
+        if repeated is not None and repeated.value:  # a broken question, whatever the shortcut probes say
+            details = repeated.details or {}
+            console.print(
+                f"[bold red]{escape(name)}: {details.get('questions')} questions show one item twice[/] "
+                f"(repeated_items; e.g. {escape(', '.join(details.get('examples', [])))})",
+                highlight=False,
+                soft_wrap=True,
+            )
     console.print(f"audit.json -> {run.report_path}", highlight=False)
     if run.plots:
         console.print(f"{len(run.plots)} plots -> {run.plots[0].parent}", highlight=False)

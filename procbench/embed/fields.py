@@ -2,8 +2,10 @@
 
 Every field is a table ``key, procedure_id, payload`` in a fixed order. Keys follow DESIGN §6: a step is
 ``PROCEDURE_ID#INDEX``, a procedure its id, an image its id. ``payload`` is the text to embed, or the
-image id for images. Empty texts (e.g. steps without a headline) and images whose bytes are not stored
-are left out. ``step_first_sentence`` is the first sentence of each step text (:mod:`procbench.sentences`),
+image id for images. Empty texts (e.g. steps without a headline), images whose bytes are not stored and
+images under :data:`MIN_IMAGE_SIDE` pixels on a side (icons, bullets, spacers: :func:`small_images` says
+which, and ``embed`` reports them) are left out; a step whose only image is left out has no image in the
+visual tasks' sequences. ``step_first_sentence`` is the first sentence of each step text (:mod:`procbench.sentences`),
 what ``generate --task textual-cloze --items first-sentence`` shows.
 """
 
@@ -26,12 +28,18 @@ __all__ = [
     "DEFAULT_FIELDS",
     "FIELDS",
     "FIELD_MODALITY",
+    "MIN_IMAGE_SIDE",
     "TEXT_FIELDS",
     "content_hashes",
     "corpus_texts",
     "field_table",
     "parse_fields",
+    "small_images",
 ]
+
+#: Stored images narrower or lower than this (pixels) are not embedded: at the report's thumbnail size
+#: (about 200 px) they show nothing, and real pages hold such icons, bullets and spacer pixels among photos.
+MIN_IMAGE_SIDE = 24
 
 FIELDS = ("step_title", "step_text", "step_first_sentence", "procedure_title", "image", "action")
 #: What ``embed`` embeds without ``--fields`` (plus the other fields the store already has embeddings of):
@@ -95,15 +103,38 @@ def field_table(store: Store, field: str) -> pa.Table:
 
         return _non_empty(step_actions(store).select(["key", "procedure_id", "payload"]))
     if field == "image":
-        kept = kept_procedures(store, ["id"])["id"]
-        images = store.table("images", ["id", "procedure_id", "stored"])
-        images = images.filter(
-            pc.and_(pc.fill_null(images["stored"], False), pc.is_in(images["procedure_id"], value_set=kept))
-        )
+        images = _stored_images(store)
+        images = images.filter(pc.invert(_small(images)))
         grouped = images.group_by("id").aggregate([("procedure_id", "min")]).sort_by("id")
         ids = grouped["id"].cast(pa.string())
         return pa.table({"key": ids, "procedure_id": grouped["procedure_id_min"].cast(pa.string()), "payload": ids})
     raise BadInput(f"unknown field {field!r}; choose from {', '.join(FIELDS)}")
+
+
+def _stored_images(store: Store) -> pa.Table:
+    """The stored images of kept procedures: ``id``, ``procedure_id``, ``width``, ``height``."""
+    kept = kept_procedures(store, ["id"])["id"]
+    images = store.table("images", ["id", "procedure_id", "stored", "width", "height"])
+    return images.filter(
+        pc.and_(pc.fill_null(images["stored"], False), pc.is_in(images["procedure_id"], value_set=kept))
+    )
+
+
+def _small(images: pa.Table) -> pa.ChunkedArray:
+    side = pc.min_element_wise(images["width"], images["height"])
+    return pc.fill_null(pc.less(side, MIN_IMAGE_SIDE), False)  # a size not recorded: kept
+
+
+def small_images(store: Store) -> list[tuple[str, str]]:
+    """``(image id, why)`` of the stored images of kept procedures that the image field leaves out: under
+    :data:`MIN_IMAGE_SIDE` pixels on a side."""
+    images = _stored_images(store)
+    small = images.filter(_small(images)).group_by(["id", "width", "height"]).aggregate([]).sort_by("id")
+    return [
+        (row["id"], f"{row['width']}x{row['height']} pixels, under {MIN_IMAGE_SIDE} on a side (an icon or spacer, "
+         "not a photo): left out of the visual tasks")
+        for row in small.to_pylist()
+    ]  # fmt: skip
 
 
 def content_hashes(payload: pa.ChunkedArray | pa.Array, field: str, *, chunk: int = 65536) -> np.ndarray:

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from procbench.embed.base import Encoder, Modality
 from procbench.embed.encoding import chunk_rows, encode_inputs
-from procbench.embed.fields import FIELD_MODALITY, FIELDS, content_hashes, field_table, parse_fields
+from procbench.embed.fields import FIELD_MODALITY, FIELDS, content_hashes, field_table, parse_fields, small_images
 from procbench.embed.index import IndexConfig, build_index_for, index_is_current, read_sidecar
 from procbench.embed.registry import DEFAULT_IMAGE_ENCODER, DEFAULT_TEXT_ENCODER, EncoderSpec, resolve_encoder
 from procbench.embed.storage import (
@@ -354,6 +354,8 @@ def _embed_field(
     )
     report.seconds["encode"] = round(time.perf_counter() - started, 3)
     report.failed = [(what, why) for _, what, why in failures]
+    if field_name == "image":
+        report.failed += small_images(store)
     failed_rows = [row for row, _, _ in failures]
     if failed_rows:
         keep = ~np.isin(hashes, hashes[np.array(failed_rows)])

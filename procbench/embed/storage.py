@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from procbench.embed.fields import FIELDS, HASH_BYTES
 from procbench.errors import BadInput, StoreDamaged, StoreError
@@ -254,8 +255,30 @@ def embedding_name(store: Store, field_name: str) -> str:
         raise BadInput(f"unknown field {field_name!r}; choose from {', '.join(FIELDS)}")
     current = current_embeddings(store)
     if field_name not in current:
-        raise BadInput(f"{store.root} has no {field_name} embeddings yet; run `procbench embed` first")
+        raise BadInput(f"{store.root} has no {field_name} embeddings yet; {_why_not_embedded(store, field_name)}")
     return current[field_name]
+
+
+def _why_not_embedded(store: Store, field_name: str) -> str:
+    """What to do about a field without embeddings: run ``embed``, unless images cannot be embedded at all (none
+    stored: every file missing or unreadable at ingest, or URLs not yet fetched; or every one too small)."""
+    if field_name != "image" or not store.has_table("images"):
+        return "run `procbench embed` first"
+    from procbench.embed.fields import MIN_IMAGE_SIDE, field_table
+
+    images = store.table("images", ["stored"])
+    stored = int(pc.sum(pc.fill_null(images["stored"], False)).as_py() or 0)
+    if stored == 0:
+        return (
+            "the store holds no image file to embed (ingest stores none of the local files it reports as missing or "
+            "unreadable; image URLs are stored by `procbench fetch-images`)"
+        )
+    if field_table(store, "image").num_rows == 0:
+        return (
+            f"none of its {stored} stored images is both of a kept procedure and at least {MIN_IMAGE_SIDE} pixels "
+            "on a side (embed leaves the others out), so there is nothing to embed"
+        )
+    return "run `procbench embed` first"
 
 
 def load_embeddings(store: Store | str | Path, name: str) -> Embeddings:

@@ -24,6 +24,7 @@ from procbench.report.data import (
     choice_distances_of,
     copy_images,
     discover_runs,
+    generation_notes,
     report_target,
     set_view,
     sweep_tables,
@@ -96,6 +97,7 @@ def write_report(
     for qset in resolved.sets:
         view = set_view(qset, inliner, limit=limit)
         view.distances = choice_distances_of(qset, resolved.store)
+        view.generation = generation_notes(resolved.store, qset.task, qset.setting)
         images |= view.images
         page = report_target(out, f"sets/{view.slug}.html")
         page.write_text(set_page(view, instruction=qset.instruction), encoding="utf-8")

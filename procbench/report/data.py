@@ -18,7 +18,15 @@ from procbench.qsets.files import QuestionSet
 from procbench.readers.views import recorded_readers
 from procbench.store import Store, is_image_id
 
-__all__ = ["SYNTHETIC_SOURCES", "SetView", "choice_distances_of", "real_url", "set_view", "sweep_tables"]
+__all__ = [
+    "SYNTHETIC_SOURCES",
+    "SetView",
+    "choice_distances_of",
+    "generation_notes",
+    "real_url",
+    "set_view",
+    "sweep_tables",
+]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +79,8 @@ class SetView:
     readers: list[dict[str, Any]] = field(default_factory=list)
     #: Some images shown are drawn by procbench (:data:`SYNTHETIC_SOURCES`), not photographs.
     synthetic_images: bool = False
+    #: What the set's generation said (:func:`generation_notes`): why it is empty, what it skipped.
+    generation: dict[str, Any] = field(default_factory=dict)
 
 
 def _slug(name: str) -> str:
@@ -92,6 +102,27 @@ def _compact(item: dict[str, Any]) -> dict[str, Any]:
     if item["image"]:
         out["img"] = _image_path(item["image"])
     return out
+
+
+def generation_notes(store: Store, task: str, setting: str) -> dict[str, Any]:
+    """What the store's last ``generate`` of ``task`` that wrote ``setting`` recorded about it in the provenance
+    log: ``empty`` (why the set has no question), ``skipped_procedures`` and ``skipped_questions`` (reason ->
+    count), each only when present; ``{}`` when the log has no such entry (a set copied from elsewhere)."""
+    for entry in reversed(store.provenance):
+        if entry.get("command") != "generate" or (entry.get("args") or {}).get("task") != task:
+            continue
+        per = ((entry.get("counts") or {}).get("per_setting") or {}).get(setting)
+        if not isinstance(per, dict):
+            continue
+        notes: dict[str, Any] = {}
+        if per.get("empty"):
+            notes["empty"] = str(per["empty"])
+        for key in ("skipped_procedures", "skipped_questions"):
+            counts = {str(k): v for k, v in (per.get(key) or {}).items() if isinstance(v, int) and v > 0}
+            if counts:
+                notes[key] = counts
+        return notes
+    return {}
 
 
 def set_view(qset: QuestionSet, inliner: Inliner, *, limit: int) -> SetView:

@@ -134,17 +134,33 @@ def histogram_svg(correct: list[float], wrong: list[float], *, title: str, to: s
     return "".join(out)
 
 
+def generation_note(view: SetView) -> str:
+    """What the set's generation left out, in words (from :attr:`SetView.generation`): why it has no question,
+    else the procedures and drafted questions skipped, by reason; "" when nothing is known or skipped."""
+    notes = view.generation
+    if notes.get("empty"):
+        return f"no questions: {notes['empty']}"
+    parts = []
+    for key, what in (("skipped_procedures", "procedures"), ("skipped_questions", "drafted questions")):
+        counts = notes.get(key) or {}
+        if counts:
+            reasons = ", ".join(f"{reason.replace('_', ' ')} {n}" for reason, n in counts.items())
+            parts.append(f"{sum(counts.values())} {what} skipped ({reasons})")
+    return "; ".join(parts)
+
+
 def _sets_table(views: list[SetView]) -> str:
     rows = [
         "<table><tr><th>set</th><th>test</th><th>val</th><th>train</th><th>shown</th><th>audited</th>"
-        "<th>shortcut scores</th></tr>"
+        "<th>shortcut scores</th><th>left out by generation</th></tr>"
     ]
     for v in views:
         rows.append(
             f'<tr><td><a href="sets/{escape(v.slug)}.html">{escape(v.name)}</a></td>'
             + "".join(f'<td class="num">{v.splits.get(s, 0)}</td>' for s in ("test", "val", "train"))
             + f'<td class="num">{len(v.questions)}</td><td>{"yes" if v.audit else "no"}</td>'
-            f"<td>{'yes' if v.has_scores else 'no'}</td></tr>"
+            f"<td>{'yes' if v.has_scores else 'no'}</td>"
+            f'<td class="{"warn" if v.generation.get("empty") else "muted"}">{escape(generation_note(v))}</td></tr>'
         )
     rows.append("</table>")
     return "\n".join(rows)
@@ -366,6 +382,10 @@ def set_page(view: SetView, *, instruction: str) -> str:
     if meaning:
         about = f"<p><strong>Setting <code>{escape(view.setting)}</code>:</strong> {escape(meaning)}</p>"
     banner = _SYNTHETIC if view.synthetic_images else ""
+    left_out = generation_note(view)
+    if left_out:  # an empty set says why; a set that skipped procedures or questions says which and why
+        cls = "warn" if view.generation.get("empty") else "muted"
+        note += f'<p class="{cls}">Generation: {escape(left_out)}.</p>'
     body = f'{banner}\n{about}\n{note}\n{controls}\n<div id="questions"></div>\n'
     script = (
         f'<script id="qset-data" type="application/json">{payload}</script>\n'

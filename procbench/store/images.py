@@ -7,7 +7,7 @@ import io
 import warnings
 from dataclasses import dataclass
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 from procbench.errors import BadInput
 
@@ -29,6 +29,8 @@ MAX_PIXELS = 50_000_000
 MAX_DECODED_BYTES = 160_000_000
 #: Bytes per pixel of modes whose bands are wider than one byte (others: one byte per band).
 _WIDE_MODES = {"I": 4, "F": 4, "I;16": 2, "I;16L": 2, "I;16B": 2, "I;16N": 2}
+#: The EXIF tag of a photo's orientation (1: upright; 2-8: mirrored and/or rotated).
+_ORIENTATION = 0x0112
 
 
 class BadImage(BadInput):
@@ -61,8 +63,9 @@ def normalise_image(data: bytes, *, max_side: int = 512, quality: int = 90) -> N
 
 
 def decode_image(data: bytes) -> Image.Image:
-    """Verify ``data`` with Pillow and decode it to RGB (transparency on white), refusing decompression
-    bombs before decoding.
+    """Verify ``data`` with Pillow and decode it to RGB (transparency on white; upright as its EXIF orientation
+    says, as a browser shows it; 16- and 32-bit greyscale scaled to 8 bits), refusing decompression bombs
+    before decoding.
 
     Raises:
         BadImage: the bytes are not a decodable image, or decode to more than ``MAX_PIXELS`` pixels.
@@ -97,12 +100,30 @@ def decode_image(data: bytes) -> Image.Image:
 
 
 def _to_rgb(im: Image.Image) -> Image.Image:
+    if im.getexif().get(_ORIENTATION, 1) != 1:  # a phone photo taken sideways: stored the way it is seen
+        im = ImageOps.exif_transpose(im)
+    if im.mode in _WIDE_MODES:  # convert("RGB") clips every value over 255: a 16-bit photo would be white
+        im = _to_8bit(im)
     if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
         rgba = im if im.mode == "RGBA" else im.convert("RGBA")  # no copy of a decoded RGBA image
         background = Image.new("RGB", rgba.size, (255, 255, 255))
         background.paste(rgba, mask=rgba.getchannel("A"))
         return background
     return im.convert("RGB")
+
+
+def _to_8bit(im: Image.Image) -> Image.Image:
+    """A 16/32-bit integer or float greyscale image as 8-bit ``L``, as a browser shows it: 16-bit values
+    (``I;16*``, and ``I`` holding values over 255) divided by 257, floats by their own minimum and maximum."""
+    import numpy as np
+
+    values = np.asarray(im, dtype=np.float64)
+    if im.mode == "F":
+        low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
+        values = (values - low) * (255.0 / (high - low) if high > low else 0.0)
+    elif im.mode.startswith("I;16") or (values.size and values.max() > 255):
+        values = values / 257.0
+    return Image.fromarray(np.clip(np.rint(values), 0, 255).astype(np.uint8), "L")
 
 
 def remote_image_id(url: str) -> str:

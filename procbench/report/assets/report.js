@@ -88,11 +88,14 @@
     box.appendChild(choices);
     if (q.context.length) {
       var details = el("details");
-      details.appendChild(el("summary", null, "context (" + q.context.length + " steps)"));
-      var ol = el("ol", "context");
+      details.appendChild(el("summary", null, "context (" + q.context.length + (q.context.length === 1 ? " step)" : " steps)")));
+      // the steps keep their numbers when the context is the whole procedure; a part of it (needs-context: the
+      // blank's step alone) is not numbered, since "step 7" would tell a reader where the blank lies
+      var whole = q.context.every(function (step, k) { return step.i === k; });
+      var ol = el(whole ? "ol" : "ul", "context");
       q.context.forEach(function (step) {
         var li = el("li");
-        li.value = step.i + 1;
+        if (whole) li.value = step.i + 1;
         if (step.title) li.appendChild(el("strong", null, step.title + " "));
         if (step.text) li.appendChild(document.createTextNode(step.text));
         ol.appendChild(li);
