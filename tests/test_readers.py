@@ -98,7 +98,8 @@ def test_a_packet_reveals_no_set_procedure_or_answer(store: Path, tmp_path: Path
 
 
 def test_a_lone_blank_is_not_numbered_and_its_context_is_its_step_text(store: Path, tmp_path: Path) -> None:
-    """needs-context: "1. ____" would say the blank is the procedure's first step; the context is one step's text."""
+    """needs-context: "1. ____" would say the blank is the procedure's first step; the context is one step's text,
+    not numbered either ("7." would say where the blank lies)."""
     rows = _questions(store, "textual-cloze/needs-context")
     make_packet(["textual-cloze/needs-context"], tmp_path / "with", store=store, n=5, context="with", split="all")
     sheet = (tmp_path / "with" / "packet.md").read_text()
@@ -107,8 +108,9 @@ def test_a_lone_blank_is_not_numbered_and_its_context_is_its_step_text(store: Pa
     assert sheet.count("**Question:** ____") == len(packet["questions"]) == 5 and "1. ____" not in sheet
     for q in packet["questions"]:
         row = rows[key[q["id"]]["qid"]]
-        assert [step["step"] for step in q["context"]] == [row["context"][0] + 1]
-        assert set(q["context"][0]) == {"step", "text"}  # the step's text, never its title (the answer)
+        assert len(row["context"]) == len(q["context"]) == 1
+        assert set(q["context"][0]) == {"text"}  # the step's text, never its title (the answer), and no number
+        assert f"- {q['context'][0]['text'][:20]}" in sheet
     make_packet(["textual-cloze/needs-context"], tmp_path / "without", store=store, n=5, split="all")
     assert "Context" not in (tmp_path / "without" / "packet.md").read_text()
 
@@ -127,6 +129,8 @@ def test_one_question_per_procedure_and_the_answer_kept(store: Path) -> None:
             assert (shown.get("text") or shown.get("title")) == row["choices"][row["answer"]]
             # the context holds the steps' texts only: the titles are the question's items and choices
             assert q["context"] and all("title" not in step and step["text"] for step in q["context"])
+            # the whole procedure: its steps keep their numbers
+            assert [step["step"] for step in q["context"]] == [i + 1 for i in row["context"]]
             assert sum(1 for item in q["question"] if item.get("blank")) == 1
     without = build_packet(SETS, store=store, n=10, context="without", seed=3, split="all")
     assert all("context" not in q for q in without.questions)

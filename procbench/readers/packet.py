@@ -297,8 +297,15 @@ def _sheet_question(
         choices.append({"letter": letter, **choice})
     out: dict[str, Any] = {"id": neutral, "instruction": record["instruction"]}
     if context == "with" and record["context"]:
+        # numbered only when the context is the whole procedure: a part of it (needs-context: the blank's step
+        # alone) numbered by its position would tell a reader where the blank lies
+        whole = [c["index"] for c in record["context"]] == list(range(len(record["context"])))
         out["context"] = [
-            {k: v for k, v in (("step", c["index"] + 1), ("title", c["title"]), ("text", c["text"])) if v}
+            {
+                k: v
+                for k, v in (("step", c["index"] + 1 if whole else None), ("title", c["title"]), ("text", c["text"]))
+                if v
+            }
             for c in record["context"]
             if c["title"] or c["text"]
         ]
@@ -451,7 +458,8 @@ def packet_markdown(packet: Packet) -> str:
         if q.get("context"):
             lines += ["**Context** (the procedure's steps):", ""]
             for step in q["context"]:
-                lines.append(f"{step.get('step', '-')}. {_md_item(step, 'step image')}")
+                lines.append(f"{step['step']}. " if "step" in step else "- ")
+                lines[-1] += _md_item(step, "step image")
             lines.append("")
         if lone_blank(q["question"]):  # no number: "1." would say the blank is the procedure's first step
             lines += [f"**Question:** {BLANK}", ""]
