@@ -327,3 +327,19 @@ def test_own_layouts_are_the_gaps_of_four_images_of_one_procedure() -> None:
     assert (gap.min(axis=0) < 1e-5).all()  # and each of its five foursomes is drawn
     uniform = own_layouts(vectors, np.array([0, 3, 6]), rows[:6])
     assert uniform.shape == (LAYOUT_SAMPLES, 3) and np.allclose(uniform.sum(axis=1), 1.0)
+
+
+def test_a_set_from_fewer_procedures_than_the_probe_folds_is_left_as_drawn_and_says_why(tmp_path: Path) -> None:
+    """Cross-fitted probes on 4 procedures in 5 folds cannot be told from chance: no rounds, and the card and the
+    report's summary say why (the filter used to run its 15 rounds on such a set without a word)."""
+    assert AdversarialPolicy().not_filtered(5) is None
+    assert AdversarialPolicy().not_filtered(4) == "4 procedures, fewer than the probes' 5 procedure folds"
+    store = write_synthetic_store(tmp_path / "few", n_procedures=4, dim=16, steps=(8, 8), seed=1)
+    result = generate(store, "visual-cloze", Setting("adversarial"), seed=0, split_ratios=(1.0, 0.0, 0.0))
+    report = result.reports["adversarial"]
+    assert report.questions > 0 and report.adversarial is not None
+    assert report.adversarial["rounds_run"] == 0 and "4 procedures" in report.adversarial["not_filtered"]
+    assert any("adversarial filter: not run (4 procedures" in line for line in report.summary())
+    assert "none run: 4 procedures, fewer than" in (result.paths["adversarial"] / "card.md").read_text()
+    replaced = pq.read_table(result.paths["adversarial"] / "train.parquet").column("meta").to_pylist()
+    assert all(m.get("replacements", 0) == 0 for m in replaced)

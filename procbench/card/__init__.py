@@ -504,7 +504,9 @@ def _adversarial_facts(s: CardSet, adversarial: dict[str, Any]) -> list[str]:
     facts: list[str] = []
     if adversarial:
         text = f"adversarial filtering: at most {adversarial.get('rounds')} rounds"
-        if adversarial.get("rounds_run") is not None:
+        if adversarial.get("not_filtered"):
+            text += f", none run: {adversarial['not_filtered']}"
+        elif adversarial.get("rounds_run") is not None:
             text += f", {adversarial['rounds_run']} run (stopped: {adversarial.get('stopped', '?')})"
         facts.append(text)
     ceiling = adversarial.get("ceiling")

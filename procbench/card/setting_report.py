@@ -128,7 +128,9 @@ class SettingReport:
         if self.empty:
             lines.append(f"no questions: {self.empty}")
         filtered = self.adversarial or {}
-        if "rounds_run" in filtered:
+        if filtered.get("not_filtered"):
+            lines.append(f"adversarial filter: not run ({filtered['not_filtered']})")
+        elif "rounds_run" in filtered:
             final = filtered.get("final_accuracy") or {}
             worst = max(final.items(), key=lambda item: item[1], default=None)
             line = (

@@ -120,6 +120,18 @@ class AdversarialPolicy:
     patience: int | None = None
     size: str = "standard"
 
+    def not_filtered(self, n_procedures: int) -> str | None:
+        """Why questions from ``n_procedures`` procedures are not filtered (None: they are). The probes are
+        cross-fitted on ``n_folds`` procedure folds: on fewer procedures each fold holds out a large share of a tiny
+        set, and a probe's held-out accuracy there cannot be told from chance, so its rounds would chase noise."""
+        if n_procedures < self.n_folds:
+            return f"{n_procedures} procedures, fewer than the probes' {self.n_folds} procedure folds"
+        return None
+
+    def unfiltered(self, why: str) -> dict[str, Any]:
+        """The account of a set left as drawn (:meth:`not_filtered`)."""
+        return {**self.to_dict(), "rounds_run": 0, "not_filtered": why}
+
     def to_dict(self) -> dict[str, Any]:
         """The options a set's counts and card state (the loop's own constants are the task's preset; a policy
         other than the standard one is named, with what it changes)."""

@@ -585,7 +585,8 @@ class Adversarial(Sampler):
         arena.negative_class = classes[keep]
         result = None
         negatives, kept = arena.negatives, np.ones(len(kept_index), dtype=bool)
-        if len(np.unique(arena.groups)) >= 2:  # cross-fitting needs two procedures
+        why = options.not_filtered(len(np.unique(arena.groups)))
+        if why is None:
             result = filter_negatives(arena, options, seed=seed, drafted=drafted, progress=self.context.progress)
             negatives, kept = result.negatives, result.kept
             self.skip("predictable", int((~kept).sum()))
@@ -600,7 +601,7 @@ class Adversarial(Sampler):
             question.meta["ceiling"] = options.ceiling
             question.meta["answer_rank"] = int(ranks[i])
             made[int(kept_index[i])] = question
-        summary = result.summary() if result is not None else {**options.to_dict(), "rounds_run": 0}
+        summary = result.summary() if result is not None else options.unfiltered(why or "")
         summary["rules"] = self.rules()
         self.notes["adversarial"] = summary
         return made

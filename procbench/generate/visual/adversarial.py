@@ -393,10 +393,6 @@ def _cloze_features(arena_vectors: np.ndarray, relations: ImageRelations) -> Any
     return features
 
 
-def _unfiltered(options: AdversarialPolicy) -> dict[str, Any]:
-    return {**options.to_dict(), "rounds_run": 0}
-
-
 def filter_image_negatives(
     data: VisualData,
     proc: np.ndarray,
@@ -417,13 +413,14 @@ def filter_image_negatives(
         negatives: ``(Q, K)`` the starting negatives (image rows).
 
     Returns:
-        ``(negatives (Q, K), replacements (Q,), kept (Q,), summary)``; with a single procedure nothing is
-        filtered. ``kept`` is False for the questions pruning dropped (``options.min_yield``).
+        ``(negatives (Q, K), replacements (Q,), kept (Q,), summary)``; on too few procedures nothing is
+        filtered (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`). ``kept`` is False for
+        the questions pruning dropped (``options.min_yield``).
     """
     n_q = len(answers)
     n_rows = data.n_rows
-    if len(np.unique(proc)) < 2:
-        return negatives.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), _unfiltered(options)
+    if why := options.not_filtered(len(np.unique(proc))):
+        return negatives.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), options.unfiltered(why)
     half, quarter = CANDIDATES // 2, CANDIDATES // 4
     mask = shown >= 0
     points = (data.gather(shown) * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)[:, None]
@@ -713,13 +710,14 @@ def filter_intruders(
         ranks: ``(Q,)`` the intruder's rank (0: closest) among the choices by distance to the other three's mean.
 
     Returns:
-        ``(intruders (Q,), replacements (Q,), kept (Q,), summary)``; with a single procedure nothing is filtered.
+        ``(intruders (Q,), replacements (Q,), kept (Q,), summary)``; on too few procedures nothing is filtered
+        (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`).
         When the rounds leave the probes above chance, the questions they still solve are dropped, most
         confident first, while ``options.min_yield`` stay (``kept``, :func:`prune_predictable`).
     """
     n_q = len(intruders)
-    if len(np.unique(proc)) < 2:
-        return intruders.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), _unfiltered(options)
+    if why := options.not_filtered(len(np.unique(proc))):
+        return intruders.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), options.unfiltered(why)
     n_rows = data.n_rows
     vecs = data.gather(coherent)  # (Q, 3, D)
     mean = vecs.mean(axis=1)
@@ -957,12 +955,13 @@ def filter_orders(
         picked: ``(Q, 3)`` the starting wrong orders, indices 1-23 into :data:`ORDERS`.
 
     Returns:
-        ``(picked (Q, 3), replacements (Q,), kept (Q,), summary)``; with a single procedure nothing is filtered.
+        ``(picked (Q, 3), replacements (Q,), kept (Q,), summary)``; on too few procedures nothing is filtered
+        (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`).
         ``kept`` is False for the questions pruning dropped (``options.min_yield``).
     """
     n_q = len(rows)
-    if len(np.unique(proc)) < 2:
-        return picked.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), _unfiltered(options)
+    if why := options.not_filtered(len(np.unique(proc))):
+        return picked.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), options.unfiltered(why)
     vectors = data.gather(rows)
     diff = vectors[:, :, None, :] - vectors[:, None, :, :]
     pair = np.sqrt(np.einsum("bijd,bijd->bij", diff, diff))
