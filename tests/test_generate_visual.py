@@ -1003,3 +1003,35 @@ def test_a_ranked_coherence_plan_takes_hideable_images_first() -> None:
         assert hideable[first & enough].all()
         paper_share = (scores[offsets[paper.proc][:, None] + paper.slots] >= HIDDEN_NEEDED).mean()
         assert hideable.mean() > paper_share + 0.1
+
+
+def test_a_photo_two_guides_share_is_each_guide_s_own(tmp_path: Path) -> None:
+    """The store files a shared photo once, under the first guide; for the second guide it is still its own: never
+    one of its negatives (a real corpus of mixed guides drew it as a negative of a question that showed it)."""
+    from PIL import Image
+
+    from procbench.generate.visual.sequences import VisualData
+    from procbench.ingest import ingest_file
+
+    from helpers import make_record, write_jsonl
+
+    records = []
+    for p in range(6):
+        steps = []
+        for i in range(5):
+            path = tmp_path / f"p{p}-{i}.png"
+            colour = (40 * p % 256, 50 * i % 256, (30 * p + 70 * i) % 256)
+            Image.new("RGB", (48, 48), colour).save(path)
+            steps.append({"title": f"guide {p} step {i}.", "text": f"Do part {i}.", "images": [str(path)]})
+        records.append(make_record(f"guide-{p}", 5, steps=steps))
+    records[1]["steps"][2]["images"] = records[0]["steps"][0]["images"]  # guide 1 shows guide 0's first photo
+    ingest_file(tmp_path / "store", write_jsonl(tmp_path / "in.jsonl", records))
+    embed_store(tmp_path / "store", image_encoder="colour-layout", fields="image")
+    data = VisualData(Store.open(tmp_path / "store"), with_index=True)
+    names = data.seqs.names
+    first, second = names.index("test:guide-0"), names.index("test:guide-1")
+    shared = int(data.seqs.rows[data.seqs.offsets[first]])  # guide 0's first photo
+    assert int(data.seqs.rows[data.seqs.offsets[second] + 2]) == shared  # in guide 1's sequence too
+    assert data.is_own(np.array([first, second, 2]), np.full((3, 1), shared))[:, 0].tolist() == [True, True, False]
+    _, found = data.search(data.gather(np.array([shared])), np.array([second]), 20, kind="answer")
+    assert shared not in found[0].tolist() and (found[0] >= 0).sum() == 20

@@ -135,9 +135,9 @@ class VisualData:
             self.n_rows = len(self.embeddings)
             self.seqs = load_sequences(store, self.embeddings)
             self.queries = {"answer": 0, "question_mean": 0}
-            self._own_codes, self.extra = self._shared_images(store)
             owner = pc.index_in(pc.fill_null(self.embeddings.procedure_ids, ""), value_set=pa.array(self.seqs.names))
             self.owner = pc.fill_null(owner, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+            self._own_codes, self.extra = self._shared_images(store)
             self.index: NeighborIndex | None = index.result().served_by(searcher) if index else None
         self._store = store
         self._image_stats: dict[int, int] = {}
@@ -172,20 +172,20 @@ class VisualData:
         return self._stats, position
 
     def _shared_images(self, store: Store) -> tuple[np.ndarray, int]:
-        """Codes ``procedure * N + row`` of images a procedure uses but the embedding files under another one."""
-        images = store.table("images", ["id", "procedure_id", "stored"])
-        images = images.filter(pc.fill_null(images["stored"], False))
-        proc = pc.index_in(images["procedure_id"], value_set=pa.array(self.seqs.names))
-        row = pc.index_in(images["id"], value_set=self.embeddings.keys)
-        ok = pc.and_(proc.is_valid(), row.is_valid())
-        proc_np = proc.filter(ok).to_numpy(zero_copy_only=False).astype(np.int64)
-        row_np = row.filter(ok).to_numpy(zero_copy_only=False).astype(np.int64)
-        if not len(row_np):
-            return np.zeros(0, np.int64), 0
-        owners = self.embeddings.procedure_ids.take(pa.array(row_np)).to_pylist()
-        names = self.seqs.names
-        foreign = np.array([o != names[p] for o, p in zip(owners, proc_np.tolist(), strict=True)], dtype=bool)
-        codes = np.unique(proc_np[foreign] * self.n_rows + row_np[foreign])
+        """Codes ``procedure * N + row`` of images a procedure's kept steps show but the embedding files under
+        another procedure (a photo two guides share: the images table and the embedding keep one row per image,
+        filed under the first), and the most such images of one procedure."""
+        steps = kept_steps(store, ["procedure_id", "image_ids"]).combine_chunks()
+        proc = pc.index_in(steps["procedure_id"], value_set=pa.array(self.seqs.names))
+        proc_np = pc.fill_null(proc, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        lists = steps["image_ids"].combine_chunks()
+        parents = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False).astype(np.int64)
+        found = pc.index_in(pc.list_flatten(lists), value_set=self.embeddings.keys)
+        has = found.is_valid().to_numpy(zero_copy_only=False)
+        rows = found.filter(pa.array(has)).to_numpy(zero_copy_only=False).astype(np.int64)
+        procs = proc_np[parents[has]]
+        foreign = (procs >= 0) & (self.owner[rows] != procs)
+        codes = np.unique(procs[foreign] * self.n_rows + rows[foreign])
         extra = int(np.bincount(codes // self.n_rows).max()) if len(codes) else 0
         return codes, extra
 
