@@ -61,7 +61,7 @@ from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, band_columns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
 from procbench.generate.visual.needs_context import STYLE, build_needs_context
-from procbench.generate.visual.ranks import CLOZE_WANTS, RankRule, rank_notes
+from procbench.generate.visual.ranks import CLOZE_WANTS, Exchange, RankRule, rank_notes
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
@@ -234,6 +234,7 @@ def _rank_rule(
     return RankRule(
         classes, CLOZE_WANTS, extra_rows=extra, extra_classes=extra_classes, preference=gap,
         extra_preference=extra_gap, layout=layout, secondary=secondary, extra_secondary=extra_secondary,
+        exchange=Exchange(w.columns["answer_row"], data.gather),
     )  # fmt: skip
 
 
