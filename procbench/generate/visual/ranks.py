@@ -291,13 +291,10 @@ def exchange_combos(wants: np.ndarray, shortlist: int) -> list[np.ndarray]:
     return out
 
 
-def spread_ranks(answer: np.ndarray, negatives: np.ndarray) -> np.ndarray:
-    """``(...)`` the rank (0: smallest) of the answer's mean distance to the other choices among the choices' own,
-    for unit vectors ``answer (..., D)`` and ``negatives (..., n, D)`` (ties count for the answer)."""
-    four = np.concatenate([answer[..., None, :], negatives], axis=-2).astype(np.float64)
-    gram = np.einsum("...sd,...td->...st", four, four)
-    dist = np.sqrt(np.maximum(2.0 - 2.0 * gram, 0.0))
-    spread = dist.sum(axis=-1) / (four.shape[-2] - 1)
+def spread_ranks(dist: np.ndarray) -> np.ndarray:
+    """``(...)`` the rank (0: smallest) of the first choice's mean distance to the other choices among the choices'
+    own, from their distances ``dist (..., k, k)`` (ties count for the first)."""
+    spread = dist.sum(axis=-1) / (dist.shape[-1] - 1)
     return np.asarray((spread[..., 1:] < spread[..., :1]).sum(axis=-1))
 
 
@@ -352,9 +349,11 @@ def exchange_draw(
             continue
         vectors = exchange.gather(np.concatenate([exchange.answers[b, None], short_rows[b]], axis=1))
         vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=2, keepdims=True), 1e-12)
+        gram = np.einsum("bsd,btd->bst", vectors, vectors).astype(np.float64)
+        dist = np.sqrt(np.maximum(2.0 - 2.0 * gram, 0.0))  # (b, S, S): the answer, then the shortlist
         idx = combos[r]  # (n, need) into the shortlist
-        negatives = vectors[:, idx + 1]  # (b, n, need, D)
-        at = spread_ranks(np.broadcast_to(vectors[:, None, 0], negatives[:, :, 0].shape), negatives)  # (b, n)
+        four = np.concatenate([np.zeros((len(idx), 1), dtype=np.int64), idx + 1], axis=1)  # (n, 1 + need) into S
+        at = spread_ranks(dist[:, four[:, :, None], four[:, None, :]])  # (b, n)
         miss = np.abs(at - target[b][:, None])
         value = short_pref[b][:, idx].sum(axis=2)  # (b, n); inf where a pick is missing
         best_miss = np.where(np.isfinite(value), miss, need + 1).min(axis=1, keepdims=True)
