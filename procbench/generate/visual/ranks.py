@@ -16,6 +16,11 @@ exactly rank ``r`` by distance to the question point:
 Each task states this as candidate *classes* and, per rank, how many negatives of each class it takes
 (:class:`RankRule`); the pool is the narrowest K2 band level holding enough candidates of every class the
 rank needs, so K2 keeps its meaning.
+
+Cloze's knob settings then draw the negatives again from the same pool and classes (:func:`exchange_draw`), so
+that the answer's mean distance to the other choices takes a rank dealt evenly and independently of ``r``: K2
+draws the negatives by their distance to the answer, which otherwise leaves the answer the odd one out of its
+choices (K2=1) or their hub (K2=0).
 """
 
 from __future__ import annotations
@@ -617,10 +622,10 @@ def rank_notes(sel: Selection, keep: np.ndarray, tally: Counter[str]) -> dict[in
             notes[b] = [f"{head}; drew from the whole kNN set and the question point's own neighbours"]
     if sel.spread_target is not None and sel.spread_reached is not None:
         for b in np.flatnonzero(keep & ~sel.spread_reached).tolist():
-            tally["k3-rank:spread-target"] += 1
+            tally["spread:nearest-rank"] += 1
             notes.setdefault(b, []).append(
-                f"k3 rank {int(rank[b])}: no {EXCHANGE_SHORTLIST} most preferred negatives of each class put the "
-                f"answer's mean distance to the other choices at rank {int(sel.spread_target[b])}; took the nearest "
-                "rank they allow"
+                f"spread: none of the {EXCHANGE_SHORTLIST} most preferred negatives of each class put the answer's "
+                f"mean distance to the other choices at rank {int(sel.spread_target[b])} of 4; took the nearest rank "
+                "they allow"
             )
     return notes
