@@ -258,13 +258,14 @@ def select_ranked(
     else:
         rank = (deal or independent_ranks)(feasible, rng)
         picked, pick_class, level = draw(rank)
-    target = reached = None
+    target: np.ndarray | None = None
+    reached: np.ndarray | None = None
     if exchange and rule.exchange is not None:
         again, target, reached = exchange_draw(
             pool_at(level), classes, preference, np.where((picked >= 0).all(axis=1), rank, -1), wants, pool_rows,
             rule.exchange, rng,
         )  # fmt: skip
-        drawn = (again >= 0).all(axis=1)
+        drawn: np.ndarray = np.asarray((again >= 0).all(axis=1))
         picked = np.where(drawn[:, None], again, picked)
         pick_class = np.where(picked >= 0, np.take_along_axis(classes, np.maximum(picked, 0), axis=1), -1)
     want = np.where(rank[:, None] >= 0, wants[np.maximum(rank, 0)], 0)
