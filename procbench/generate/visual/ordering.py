@@ -17,17 +17,19 @@ length among the four orders (balanced over the set among the ranks its orders a
 and its wrong orders are ``r`` strictly shorter ones and ``3 - r`` not shorter, each side drawn by the K2 rule
 (uniformly, or ∝ score without replacement) within that side; every question is drawn at every rank it allows
 and the ranks are then dealt so that the four path lengths are shaped alike at every rank
-(:func:`.ranks.layout_ranks`, as cloze and coherence deal theirs). ``--sweep`` writes the paper's 4, the 4 K3=2
-settings and ``adversarial``. ``--style recipeqa``: free resampling and uniform wrong orders. ``default`` =
-knobs (0,1,0).
+(:func:`.ranks.layout_ranks`, as cloze and coherence deal theirs). At each rank, the K3=2 knob settings take the
+wrong orders from the first of :data:`FIT_DRAWS` such draws that puts the authored order's position fit
+(:func:`position_fits`) at a target rank among the four orders', dealt evenly (else from one nearest it).
+``--sweep`` writes the paper's 4, the 4 K3=2 settings and ``adversarial``. ``--style recipeqa``: free resampling
+and uniform wrong orders. ``default`` = knobs (0,1,0).
 
 ``meta``: ``setting``, ``k1 k2 k3`` (not for RecipeQA style), ``n_steps``, ``budget``,
 ``question_number``, ``pool_size``, ``removed_steps`` (knob settings), ``question_steps``,
 ``answer_score`` (the authored order's score), ``negatives`` (one per wrong order, in choice order:
 ``order`` (positions 0-3 of the authored order), ``score``, ``probability``: its chance on a single
 draw; K3=2: on a single draw from its side of the authored order's path length; ``adversarial``: NaN) and
-``fallbacks``; K3=2 and ``adversarial``: ``answer_rank`` (how many wrong orders shown are shorter; the
-reversed authored order, of the same path length, is not).
+``fallbacks`` (K3=2: a ``fit:`` note where no draw met the fit target); K3=2 and ``adversarial``: ``answer_rank``
+(how many wrong orders shown are shorter; the reversed authored order, of the same path length, is not).
 """
 
 from __future__ import annotations

@@ -354,9 +354,10 @@ def exchange_draw(
         if not len(b):
             continue
         vectors = exchange.gather(np.concatenate([exchange.answers[b, None], short_rows[b]], axis=1))
-        vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=2, keepdims=True), 1e-12)
-        gram = np.einsum("bsd,btd->bst", vectors, vectors).astype(np.float64)
+        vectors = vectors.astype(np.float64) / np.maximum(np.linalg.norm(vectors, axis=2, keepdims=True), 1e-12)
+        gram = np.einsum("bsd,btd->bst", vectors, vectors)
         dist = np.sqrt(np.maximum(2.0 - 2.0 * gram, 0.0))  # (b, S, S): the answer, then the shortlist
+        dist[:, np.arange(dist.shape[1]), np.arange(dist.shape[1])] = 0.0  # exactly: rounding leaves ~1e-8
         idx = combos[r]  # (n, need) into the shortlist
         four = np.concatenate([np.zeros((len(idx), 1), dtype=np.int64), idx + 1], axis=1)  # (n, 1 + need) into S
         at = spread_ranks(dist[:, four[:, :, None], four[:, None, :]])  # (b, n)
