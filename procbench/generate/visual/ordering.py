@@ -265,8 +265,8 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
             f"fit: none of {FIT_DRAWS} draws put the authored order's position fit at its dealt rank among the "
             "four orders; took one nearest it"
         ]
-        notes = {int(b): note for b in np.flatnonzero(missed).tolist()}
-        drawn.tally["fit:nearest-rank"] += len(notes)
+        fit_notes = {int(b): note for b in np.flatnonzero(missed).tolist()}
+        drawn.tally["fit:nearest-rank"] += len(fit_notes)
         drawn.tally["skipped_rank_balance"] += len(w) - len(keep)
         safe = np.maximum(picked, 0)
         own = {
@@ -276,7 +276,7 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
             "neg_probability": np.full(picked.shape, np.nan) if adversarial else probability,
             "rank": rank,
         }
-        out.add(keep, {**w.columns, **own}, ragged=w.ragged, notes=notes)
+        out.add(keep, {**w.columns, **own}, ragged=w.ragged, notes=fit_notes)
         return
     k2 = 0 if drawn.setting.knobs is None else drawn.setting.knobs[1]
     picked, probability, positive = _draw_wrong(w.wrong, k2, drawn.rng)
