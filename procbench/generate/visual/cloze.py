@@ -6,11 +6,12 @@ by ``@placeholder``. ``choices`` are the missing image and three images of other
 indexes it. ``context`` lists every step index of the procedure (the textual context).
 
 Settings: ``--knobs K1,K2,K3`` (the sweep writes all 12; K3=2 is the rank-uniform variant of
-:mod:`.ranks`), ``--style recipeqa`` (free resampling, negatives
-drawn at random from other procedures beyond a fixed distance, by default the median distance between
-random images of different procedures; ``--min-distance`` sets it), and ``default`` = knobs (0,1,1), the
-set paper 001 reports as hardest. ``--style needs-context`` (:mod:`.needs_context`): the blank alone, four photos
-of the procedure's own sequence as choices, the answer uniform among them.
+:mod:`.ranks`, whose knob settings end with :func:`.ranks.exchange_draw`: the answer's mean distance to the
+other choices at a rank dealt evenly, so it is neither their hub nor their odd one out), ``--style recipeqa``
+(free resampling, negatives drawn at random from other procedures beyond a fixed distance, by default the median
+distance between random images of different procedures; ``--min-distance`` sets it), and ``default`` = knobs
+(0,1,1), the set paper 001 reports as hardest. ``--style needs-context`` (:mod:`.needs_context`): the blank
+alone, four photos of the procedure's own sequence as choices, the answer uniform among them.
 
 ``meta`` of a knob question: ``setting``, ``k1 k2 k3 k_c``, ``k_found`` (neighbours found), ``m`` and ``s``,
 ``band`` (the K2 band), ``band_level`` and ``band_used`` (after widening), ``n_steps``, ``budget``,
@@ -19,8 +20,9 @@ of the procedure's own sequence as choices, the answer uniform among them.
 images), ``answer_rank`` (how many negatives are closer to the question mean than the answer),
 ``negatives`` (one per wrong choice, in choice order: ``image``, ``source`` (a band level,
 ``question-knn``, ``relaxed``), ``k3`` (the K3 pick), ``d_answer``, ``d_question``) and ``fallbacks``
-(what was widened, in words). RecipeQA-style questions have ``min_distance`` instead of the knob and band
-fields (and no pool fields).
+(what was widened, in words; K3=2 knob settings also a ``spread:`` note where the answer's mean distance to the
+other choices could not take its dealt rank). RecipeQA-style questions have ``min_distance`` instead of the knob
+and band fields (and no pool fields).
 
 Questions are built as Arrow columns, a chunk of procedures at a time, never as Python objects: image
 ids are indices into one array of ids shared by every setting, so a sweep of millions of questions costs
@@ -61,7 +63,7 @@ from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, band_columns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
 from procbench.generate.visual.needs_context import STYLE, build_needs_context
-from procbench.generate.visual.ranks import CLOZE_WANTS, RankRule, rank_notes
+from procbench.generate.visual.ranks import CLOZE_WANTS, Exchange, RankRule, rank_notes
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
@@ -234,6 +236,7 @@ def _rank_rule(
     return RankRule(
         classes, CLOZE_WANTS, extra_rows=extra, extra_classes=extra_classes, preference=gap,
         extra_preference=extra_gap, layout=layout, secondary=secondary, extra_secondary=extra_secondary,
+        exchange=Exchange(w.columns["answer_row"], data.gather),
     )  # fmt: skip
 
 

@@ -426,7 +426,8 @@ def _knob_selection(
     seed: int,
 ) -> Selection:
     """A knob setting's negatives for one chunk of windows: K3=2's ranked draw (one rank rule per plan and chunk,
-    made once in ``rules``, whichever settings are drawn), else the K2 band draw (K3=1: with ``close``)."""
+    made once in ``rules``, whichever settings are drawn; a knob setting's ends with the rule's exchangeable draw,
+    if it has one), else the K2 band draw (K3=1: with ``close``)."""
     key, (_, k2, k3) = s.plan_key, s.knobs or (0, 0, 0)
     if k3 == 2 and task.rank_rule is not None:
         if key not in rules:
@@ -435,7 +436,8 @@ def _knob_selection(
             rules[key] = task.rank_rule(w, cands, close, data, rule_rng)
         balanced = s.setting.style == "adversarial" and task.balanced_adversarial
         deal = balanced_ranks if balanced else None  # None: independent, then dealt by layout
-        return select_ranked(cands, rules[key], k2=k2, need=task.need, rng=rng, deal=deal)
+        exchange = s.setting.style == "knobs"  # the adversarial draft keeps its own draw
+        return select_ranked(cands, rules[key], k2=k2, need=task.need, rng=rng, deal=deal, exchange=exchange)
     return select(cands, k2=k2, need=task.need, closeness=close if k3 else None, rng=rng)
 
 

@@ -16,6 +16,11 @@ exactly rank ``r`` by distance to the question point:
 Each task states this as candidate *classes* and, per rank, how many negatives of each class it takes
 (:class:`RankRule`); the pool is the narrowest K2 band level holding enough candidates of every class the
 rank needs, so K2 keeps its meaning.
+
+Cloze's knob settings then draw the negatives again from the same pool and classes (:func:`exchange_draw`), so
+that the answer's mean distance to the other choices takes a rank dealt evenly and independently of ``r``: K2
+draws the negatives by their distance to the answer, which otherwise leaves the answer the odd one out of its
+choices (K2=1) or their hub (K2=0).
 """
 
 from __future__ import annotations
@@ -34,21 +39,39 @@ from procbench.rng import stream
 
 __all__ = [
     "CLOZE_WANTS",
+    "EXCHANGE_SHORTLIST",
+    "Exchange",
     "RankRule",
     "balanced_ranks",
     "coherence_misfits",
     "coherence_ranks",
+    "exchange_combos",
+    "exchange_draw",
     "independent_ranks",
     "layout_ranks",
     "odd_one_out",
     "own_layouts",
     "rank_notes",
     "select_ranked",
+    "spread_ranks",
 ]
 
 
 #: The layouts coherence's ranks are drawn from.
 _LAYOUTS = stream("visual.layouts")
+
+
+@dataclass
+class Exchange:
+    """What :func:`exchange_draw` needs of a chunk's questions beside their pools.
+
+    Attributes:
+        answers: ``(B,)`` the answers' image rows.
+        gather: ``gather(rows (...,))``: ``(..., D)`` the images' vectors (unit length, as the audit's).
+    """
+
+    answers: np.ndarray
+    gather: Callable[[np.ndarray], np.ndarray]
 
 
 @dataclass
@@ -74,6 +97,8 @@ class RankRule:
         layout: ``layout(picked)``: ``(B, 1 + need)`` each choice's distance (the answer's first) were the pool
             columns ``picked (B, need)`` (into the candidates, then the extras; -1: none) drawn; with it the ranks
             are dealt so that these distances are alike at every rank (:func:`layout_ranks`). None: at random.
+        exchange: what the exchangeable last draw needs (:func:`exchange_draw`: cloze); None: the most preferred
+            candidates of each class are the negatives.
     """
 
     classes: np.ndarray
@@ -86,6 +111,7 @@ class RankRule:
     layout: Callable[[np.ndarray], np.ndarray] | None = None
     secondary: np.ndarray | None = None
     extra_secondary: np.ndarray | None = None
+    exchange: Exchange | None = None
 
     def extras(self, n_q: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(rows, classes, preference)`` of the extras, each ``(B, Kq)`` (``Kq = 0`` without extras)."""
@@ -149,6 +175,7 @@ def select_ranked(
     need: int,
     rng: np.random.Generator,
     deal: Callable[[np.ndarray, np.random.Generator], np.ndarray] | None = None,
+    exchange: bool = False,
 ) -> Selection:
     """Draw ``need`` negatives per question that put the answer at the target rank ``deal`` gives it
     (:func:`balanced_ranks` keeps more questions, for a set that adversarial filtering then takes further). By
@@ -160,6 +187,9 @@ def select_ranked(
     of every class the rank needs (within ``rule.tolerance`` of the preference, if given), else the whole kNN set
     with the extras (``question-knn``). One pool for every class keeps the spacing of the choices' distances the
     same on both sides of the answer's, so the answer's place among them tells nothing.
+
+    With ``exchange`` and ``rule.exchange`` (cloze's knob settings: the ``adversarial`` draft keeps its own), the
+    negatives at the dealt rank are then drawn again from the same pool by :func:`exchange_draw`.
 
     ``Selection.rank`` holds the target rank and ``Selection.pick_class`` each pick's class; ``source``
     the band level of each pick (or ``question-knn`` for an extra) and ``level`` the pool's level.
@@ -190,16 +220,21 @@ def select_ranked(
         extra_secondary = rule.extra_secondary if rule.extra_secondary is not None else np.zeros(extra_rows.shape)
         preference = preference + np.concatenate([rule.secondary, extra_secondary], axis=1)
 
+    def pool_at(level: np.ndarray) -> np.ndarray:
+        """``(B, K + Kq)`` each question's pool at its ``level (B,)``: its band level's candidates, or the kNN set
+        with the extras."""
+        with_extras = level == QUESTION_KNN
+        return np.concatenate(
+            [in_band[np.arange(n_q), np.minimum(level, n_levels - 1)], (extra_classes >= 0) & with_extras[:, None]],
+            axis=1,
+        )
+
     def draw(rank: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(picked, pick_class, level)``: the pool columns that put each answer at ``rank (B,)`` (-1: none)."""
         want = np.where(rank[:, None] >= 0, wants[np.maximum(rank, 0)], 0)  # (B, C)
         enough = (counts >= want[:, None, :]).all(axis=2)  # (B, L)
         level = np.where(enough.any(axis=1), enough.argmax(axis=1), QUESTION_KNN)
-        with_extras = level == QUESTION_KNN
-        pool = np.concatenate(
-            [in_band[np.arange(n_q), np.minimum(level, n_levels - 1)], (extra_classes >= 0) & with_extras[:, None]],
-            axis=1,
-        )  # (B, K + Kq)
+        pool = pool_at(level)  # (B, K + Kq)
         parts = []
         for c in range(n_classes):
             if want[:, c].any():
@@ -223,13 +258,118 @@ def select_ranked(
     else:
         rank = (deal or independent_ranks)(feasible, rng)
         picked, pick_class, level = draw(rank)
+    target: np.ndarray | None = None
+    reached: np.ndarray | None = None
+    if exchange and rule.exchange is not None:
+        again, target, reached = exchange_draw(
+            pool_at(level), classes, preference, np.where((picked >= 0).all(axis=1), rank, -1), wants, pool_rows,
+            rule.exchange, rng,
+        )  # fmt: skip
+        drawn: np.ndarray = np.asarray((again >= 0).all(axis=1))
+        picked = np.where(drawn[:, None], again, picked)
+        pick_class = np.where(picked >= 0, np.take_along_axis(classes, np.maximum(picked, 0), axis=1), -1)
     want = np.where(rank[:, None] >= 0, wants[np.maximum(rank, 0)], 0)
     rows = np.where(picked >= 0, np.take_along_axis(pool_rows, np.maximum(picked, 0), axis=1), -1)
     cols = np.where((picked >= 0) & (picked < k), picked, -1)
     source = np.where(picked < 0, -1, np.where(picked < k, np.minimum(level, n_levels - 1)[:, None], QUESTION_KNN))
     ok = (rank >= 0) & (rows >= 0).all(axis=1)
     base_count = (counts[:, 0, :] * (want > 0)).sum(axis=1)
-    return Selection(rows, cols, source, level, base_count, lo, hi, ok, rank=rank, pick_class=pick_class)
+    return Selection(
+        rows, cols, source, level, base_count, lo, hi, ok, rank=rank, pick_class=pick_class, spread_target=target,
+        spread_reached=reached,
+    )  # fmt: skip
+
+
+#: The exchangeable last draw (:func:`exchange_draw`) takes each class's negatives among this many of its most
+#: preferred candidates.
+EXCHANGE_SHORTLIST = 6
+
+
+def exchange_combos(wants: np.ndarray, shortlist: int) -> list[np.ndarray]:
+    """Per rank ``r``, ``(n, need)``: every way to take ``wants[r, c]`` of class ``c``'s ``shortlist`` columns
+    (class ``c``'s at ``c * shortlist`` and on), each class's in increasing order."""
+    from itertools import combinations, product
+
+    out = []
+    for want in np.asarray(wants, dtype=np.int64):
+        per_class = [list(combinations(range(c * shortlist, (c + 1) * shortlist), int(w))) for c, w in enumerate(want)]
+        out.append(np.array([sum(parts, ()) for parts in product(*per_class)], dtype=np.int64))
+    return out
+
+
+def spread_ranks(dist: np.ndarray) -> np.ndarray:
+    """``(...)`` the rank (0: smallest) of the first choice's mean distance to the other choices among the choices'
+    own, from their distances ``dist (..., k, k)`` (ties count for the first)."""
+    spread = dist.sum(axis=-1) / (dist.shape[-1] - 1)
+    return np.asarray((spread[..., 1:] < spread[..., :1]).sum(axis=-1))
+
+
+def exchange_draw(
+    pool: np.ndarray,
+    classes: np.ndarray,
+    preference: np.ndarray | None,
+    rank: np.ndarray,
+    wants: np.ndarray,
+    pool_rows: np.ndarray,
+    exchange: Exchange,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(picked, target, reached)``: each question's negatives (pool columns, ``(B, need)``, -1: none), drawn so
+    that the answer does not stand out by how far it lies from the other choices.
+
+    Each choice's mean distance to the other three (the audit's ``other_choices``) is the odd-one-out statistic:
+    negatives drawn by their distance to the answer (K2) leave the answer the choice farthest from the others
+    (the negatives near each other: "pick the choice farthest from the rest" read 0.44-0.51 on the real photos'
+    K3 = 2, K2 = 1) or their hub (near the answer, far from each other). So every question at rank ``r >= 0``
+    gets a target rank ``target (B,)`` of the answer's statistic among the four choices', dealt equally often at
+    each rank and independently of ``r`` (a fair deal within each K3 rank), and takes ``wants[r]`` negatives of
+    each class from its pool (``pool (B, P)``, ``classes (B, P)``: as the ranked draw) among the
+    :data:`EXCHANGE_SHORTLIST` most preferred of each class: of the combinations that put the answer's
+    statistic at its target rank (else at the nearest rank any does), the most preferred (least sum of
+    ``preference``; without one, of the places in the shortlists).
+
+    ``reached (B,)``: the target rank was met.
+    """
+    n_q = len(rank)
+    m = EXCHANGE_SHORTLIST
+    need = int(wants[0].sum())
+    short = np.concatenate(
+        [_take(pool & (classes == c), np.minimum((pool & (classes == c)).sum(axis=1), m), m, rng, preference)
+         for c in range(wants.shape[1])],
+        axis=1,
+    )  # fmt: skip
+    short_rows = np.where(short >= 0, np.take_along_axis(pool_rows, np.maximum(short, 0), axis=1), -1)
+    if preference is None:
+        short_pref = np.tile(np.arange(short.shape[1]) % m, (n_q, 1)).astype(np.float64)
+    else:
+        short_pref = np.take_along_axis(np.nan_to_num(preference, nan=np.inf), np.maximum(short, 0), axis=1)
+    short_pref = np.where(short >= 0, short_pref, np.inf)
+    target = np.full(n_q, -1, dtype=np.int64)
+    picked = np.full((n_q, need), -1, dtype=np.int64)
+    reached = np.zeros(n_q, dtype=bool)
+    combos = exchange_combos(wants, m)
+    for r in range(len(wants)):
+        b = np.flatnonzero(rank == r)
+        target[b] = rng.permutation(np.arange(len(b)) % (need + 1))
+        if not len(b):
+            continue
+        vectors = exchange.gather(np.concatenate([exchange.answers[b, None], short_rows[b]], axis=1))
+        vectors = vectors.astype(np.float64) / np.maximum(np.linalg.norm(vectors, axis=2, keepdims=True), 1e-12)
+        gram = np.einsum("bsd,btd->bst", vectors, vectors)
+        dist = np.sqrt(np.maximum(2.0 - 2.0 * gram, 0.0))  # (b, S, S): the answer, then the shortlist
+        dist[:, np.arange(dist.shape[1]), np.arange(dist.shape[1])] = 0.0  # exactly: rounding leaves ~1e-8
+        idx = combos[r]  # (n, need) into the shortlist
+        four = np.concatenate([np.zeros((len(idx), 1), dtype=np.int64), idx + 1], axis=1)  # (n, 1 + need) into S
+        at = spread_ranks(dist[:, four[:, :, None], four[:, None, :]])  # (b, n)
+        miss = np.abs(at - target[b][:, None])
+        value = short_pref[b][:, idx].sum(axis=2)  # (b, n); inf where a pick is missing
+        best_miss = np.where(np.isfinite(value), miss, need + 1).min(axis=1, keepdims=True)
+        cost = np.where(miss == best_miss, value, np.inf)
+        best = np.argmin(cost, axis=1)
+        found = np.isfinite(cost[np.arange(len(b)), best])
+        picked[b[found]] = short[b][np.arange(len(b))[:, None], idx[best]][found]
+        reached[b] = found & (best_miss[:, 0] == 0)
+    return picked, target, reached
 
 
 #: Fewer questions than this keep the ranks dealt at random: too few to balance.
@@ -482,4 +622,12 @@ def rank_notes(sel: Selection, keep: np.ndarray, tally: Counter[str]) -> dict[in
         else:
             tally["k3-rank:question-knn"] += 1
             notes[b] = [f"{head}; drew from the whole kNN set and the question point's own neighbours"]
+    if sel.spread_target is not None and sel.spread_reached is not None:
+        for b in np.flatnonzero(keep & ~sel.spread_reached).tolist():
+            tally["spread:nearest-rank"] += 1
+            notes.setdefault(b, []).append(
+                f"spread: none of the {EXCHANGE_SHORTLIST} most preferred negatives of each class put the answer's "
+                f"mean distance to the other choices at rank {int(sel.spread_target[b])} of 4; took the nearest rank "
+                "they allow"
+            )
     return notes
