@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from procbench.corpus.synthetic import write_synthetic_store
 from procbench.generate import Setting, generate
 from procbench.generate.visual.ranks import (
     CLOZE_WANTS,
@@ -26,7 +27,6 @@ from procbench.generate.visual.ranks import (
     exchange_draw,
     spread_ranks,
 )
-from procbench.generate.visual.synthetic import write_synthetic_store
 
 
 def _spread_rank(vectors: np.ndarray, tol: float = 0.0) -> int:
