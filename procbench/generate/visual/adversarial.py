@@ -724,8 +724,9 @@ def filter_intruders(
     half = INTRUDER_CANDIDATES // 2
     found = [data.search(mean, proc, half, kind="adversarial")[1]]
     found += [data.search(vecs[:, i], proc, -(-half // 3), kind="adversarial")[1] for i in range(3)]
-    pool = data.search(mean, proc, LOOKALIKE_POOL, kind="adversarial")[1]
-    found.append(_lookalikes(data, coherent, pool, INTRUDER_LOOKALIKES))
+    if ImageRelations(data, coherent).any:  # lookalikes need image files (a store of vectors alone has none)
+        pool = data.search(mean, proc, LOOKALIKE_POOL, kind="adversarial")[1]
+        found.append(_lookalikes(data, coherent, pool, INTRUDER_LOOKALIKES))
     ordered = np.sort(np.concatenate(found, axis=1), axis=1)  # a candidate found by two searches is kept once
     repeat = np.zeros(ordered.shape, dtype=bool)
     repeat[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
