@@ -131,22 +131,31 @@ def _copy_photo(source: Path, rel: str, images: Path) -> str:
     return f"images/{name}"
 
 
-def cooking(guides: list[dict[str, Any]], source: Path, out: Path, rng: random.Random) -> list[dict[str, Any]]:
+def _step_photos(
+    source: Path, step: dict[str, Any], out: Path, rng: random.Random, *, dropped: float, tag: str
+) -> list[str]:
+    """A step's photos copied under ``out/images``: none with probability ``dropped``, else, up to 0.45, one or
+    two edited copies of its first photo added (``extra-TAG-K.jpg``)."""
     images = out / "images"
+    photos = [_copy_photo(source, p, images) for p in step.get("images") or []]
+    roll = rng.random()
+    if roll < dropped:
+        return []
+    if roll < 0.45 and photos:
+        for k in range(rng.choice((1, 2))):
+            name = f"extra-{tag}-{k}.jpg"
+            _edit(out / photos[0], images / name, rng)
+            photos.append(f"images/{name}")
+    return photos
+
+
+def cooking(guides: list[dict[str, Any]], source: Path, out: Path, rng: random.Random) -> list[dict[str, Any]]:
     cats = (["Desserts"], ["Soups and Stews"])
     procs: list[dict[str, Any]] = []
     for g, guide in enumerate(guides):
         steps = []
         for s, step in enumerate(guide["steps"], 1):
-            photos = [_copy_photo(source, p, images) for p in step.get("images") or []]
-            roll = rng.random()
-            if roll < 0.2:
-                photos = []
-            elif roll < 0.45 and photos:
-                for k in range(rng.choice((1, 2))):
-                    name = f"extra-{g}-{s}-{k}.jpg"
-                    _edit(out / photos[0], images / name, rng)
-                    photos.append(f"images/{name}")
+            photos = _step_photos(source, step, out, rng, dropped=0.2, tag=f"{g}-{s}")
             text = step.get("text") or ""
             title = step.get("title")
             steps.append(
@@ -219,7 +228,6 @@ def repair(guides: list[dict[str, Any]], source: Path, out: Path, rng: random.Ra
 def mixed(guides: list[dict[str, Any]], source: Path, out: Path, rng: random.Random) -> list[dict[str, Any]]:
     """Guides of 3-12 steps (some long enough for the knobs, most not), a quarter of the steps without a photo,
     a fifth with 1-2 extra photos, ``Step N -`` numbering, 8 categories of uneven size."""
-    images = out / "images"
     procs: list[dict[str, Any]] = []
     for g, guide in enumerate(guides):
         steps = guide["steps"]
@@ -229,15 +237,7 @@ def mixed(guides: list[dict[str, Any]], source: Path, out: Path, rng: random.Ran
             i += len(piece)
             out_steps = []
             for s, step in enumerate(piece, 1):
-                photos = [_copy_photo(source, p, images) for p in step.get("images") or []]
-                roll = rng.random()
-                if roll < 0.25:
-                    photos = []
-                elif roll < 0.45 and photos:
-                    for k in range(rng.choice((1, 2))):
-                        name = f"extra-{len(procs)}-{s}-{k}.jpg"
-                        _edit(out / photos[0], images / name, rng)
-                        photos.append(f"images/{name}")
+                photos = _step_photos(source, step, out, rng, dropped=0.25, tag=f"{len(procs)}-{s}")
                 out_steps.append(
                     {"title": step.get("title"), "text": f"Step {s} - {step.get('text') or ''}", "images": photos}
                 )

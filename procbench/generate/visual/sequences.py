@@ -73,6 +73,11 @@ class Sequences:
 
 def load_sequences(store: Store, embeddings: Embeddings) -> Sequences:
     """Build the image sequence of every kept procedure from ``steps.image_ids`` and the image embedding."""
+    return _load_sequences(store, embeddings)[0]
+
+
+def _load_sequences(store: Store, embeddings: Embeddings) -> tuple[Sequences, np.ndarray, np.ndarray]:
+    """:func:`load_sequences`, and every image its kept steps show: ``(procedure codes (n,), image rows (n,))``."""
     steps = kept_steps(store, ["procedure_id", "index", "image_ids"]).combine_chunks()
     encoded = pc.dictionary_encode(steps["procedure_id"]).combine_chunks()
     names = [str(x) for x in encoded.dictionary.to_pylist()]
@@ -87,7 +92,7 @@ def load_sequences(store: Store, embeddings: Embeddings) -> Sequences:
     seq_step_rows, seq_rows = _first_unused(step_proc, parents, rows, max(1, len(embeddings)))
     seq_proc = step_proc[seq_step_rows]
     procs = np.arange(len(names) + 1)
-    return Sequences(
+    sequences = Sequences(
         names=names,
         offsets=np.searchsorted(seq_proc, procs).astype(np.int64),
         steps=step_index[seq_step_rows],
@@ -95,6 +100,7 @@ def load_sequences(store: Store, embeddings: Embeddings) -> Sequences:
         context_offsets=np.searchsorted(step_proc, procs).astype(np.int64),
         context_steps=step_index,
     )
+    return sequences, step_proc[parents], rows
 
 
 def _first_unused(
@@ -133,11 +139,11 @@ class VisualData:
             index = loader.submit(load_index, store, "image") if with_index else None
             self.vectors: np.ndarray = self.embeddings.vectors
             self.n_rows = len(self.embeddings)
-            self.seqs = load_sequences(store, self.embeddings)
+            self.seqs, shown_procs, shown_rows = _load_sequences(store, self.embeddings)
             self.queries = {"answer": 0, "question_mean": 0}
             owner = pc.index_in(pc.fill_null(self.embeddings.procedure_ids, ""), value_set=pa.array(self.seqs.names))
             self.owner = pc.fill_null(owner, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-            self._own_codes, self.extra = self._shared_images(store)
+            self._own_codes, self.extra = self._shared_images(shown_procs, shown_rows)
             self.index: NeighborIndex | None = index.result().served_by(searcher) if index else None
         self._store = store
         self._image_stats: dict[int, int] = {}
@@ -171,20 +177,11 @@ class VisualData:
             return ImageStats.read([], lambda _: None), position
         return self._stats, position
 
-    def _shared_images(self, store: Store) -> tuple[np.ndarray, int]:
-        """Codes ``procedure * N + row`` of images a procedure's kept steps show but the embedding files under
-        another procedure (a photo two guides share: the images table and the embedding keep one row per image,
-        filed under the first), and the most such images of one procedure."""
-        steps = kept_steps(store, ["procedure_id", "image_ids"]).combine_chunks()
-        proc = pc.index_in(steps["procedure_id"], value_set=pa.array(self.seqs.names))
-        proc_np = pc.fill_null(proc, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-        lists = steps["image_ids"].combine_chunks()
-        parents = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False).astype(np.int64)
-        found = pc.index_in(pc.list_flatten(lists), value_set=self.embeddings.keys)
-        has = found.is_valid().to_numpy(zero_copy_only=False)
-        rows = found.filter(pa.array(has)).to_numpy(zero_copy_only=False).astype(np.int64)
-        procs = proc_np[parents[has]]
-        foreign = (procs >= 0) & (self.owner[rows] != procs)
+    def _shared_images(self, procs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, int]:
+        """Codes ``procedure * N + row`` of the images kept steps show (``procs (n,)``, ``rows (n,)``) that the
+        embedding files under another procedure (a photo two guides share: the images table and the embedding keep
+        one row per image, filed under the first), and the most such images of one procedure."""
+        foreign = self.owner[rows] != procs
         codes = np.unique(procs[foreign] * self.n_rows + rows[foreign])
         extra = int(np.bincount(codes // self.n_rows).max()) if len(codes) else 0
         return codes, extra
