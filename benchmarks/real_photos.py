@@ -81,8 +81,8 @@ def _yield(folder: Path, n: int) -> dict[str, int]:
     counts = folder / "generate.json"
     if counts.is_file():
         per = json.loads(counts.read_text())["per_setting"][folder.name]
-        pruned = int(per.get("adversarial", {}).get("pruned", 0))
-        skipped = int(per.get("skipped_rank_balance", 0))
+        pruned = int(per.get("adversarial", {}).get("pruned", 0)) + int(per.get("pruning", {}).get("pruned", 0))
+        skipped = int(per.get("skipped_rank_balance", per.get("skipped_questions", {}).get("rank_balance", 0)))
     else:
         card = (folder / "card.md").read_text() if (folder / "card.md").is_file() else ""
         found = re.search(r"(\d+) questions the probes still solved dropped", card)

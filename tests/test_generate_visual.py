@@ -851,7 +851,7 @@ def test_k3_rank_uniform_gives_every_answer_rank_equally_and_the_distance_probe_
     store = write_synthetic_store(tmp_path / "s", n_procedures=120, seed=3)
     world = load_world(store.root)
     for task in ("visual-cloze", "visual-coherence"):
-        result = generate(store, task, setting=Setting("knobs", (0, 1, 2)), seed=0)
+        result = generate(store, task, setting=Setting("knobs", (0, 1, 2)), seed=0, rank_yield=1.0)  # the draw
         rows = check_result(world, task, result)["knobs-012"]
         counts = Counter(q["meta"]["answer_rank"] for q in rows)
         assert len(rows) > 100 and set(counts) == {0, 1, 2, 3}
@@ -877,7 +877,7 @@ def test_ordering_k3_rank_uniform_balances_the_path_length_rank(tmp_path: Path) 
     assert best_rank_share(check_result(world, "visual-ordering", paper)["knobs-000"]) > 0.35
     for knobs in ((0, 0, 2), (0, 1, 2)):
         name = Setting("knobs", knobs).name
-        result = generate(store, "visual-ordering", Setting("knobs", knobs), seed=0)
+        result = generate(store, "visual-ordering", Setting("knobs", knobs), seed=0, rank_yield=1.0)  # the draw
         rows = check_result(world, "visual-ordering", result)[name]
         counts = np.bincount([q["meta"]["answer_rank"] for q in rows], minlength=4)
         assert len(rows) > 200 and counts.min() > 0 and counts.max() - counts.min() <= 1, counts
@@ -892,10 +892,10 @@ def test_ordering_k3_rank_uniform_balances_the_path_length_rank(tmp_path: Path) 
         aset = load_question_set(result.paths[name])
         distance = audit_set(aset, seed=0, n_boot=200, probes="question_distance").probes["question_distance"]
         assert distance.value is not None and distance.value < 0.40, distance.to_dict()
-        again = generate(store, "visual-ordering", Setting("knobs", knobs), seed=0, overwrite=True)
-        for split in ("train", "val", "test"):
-            a, b = (r.paths[name] / f"{split}.parquet" for r in (result, again))
-            assert a.read_bytes() == b.read_bytes()
+        first = {split: (result.paths[name] / f"{split}.parquet").read_bytes() for split in ("train", "val", "test")}
+        again = generate(store, "visual-ordering", Setting("knobs", knobs), seed=0, overwrite=True, rank_yield=1.0)
+        for split, written in first.items():  # the same folder, written again
+            assert (again.paths[name] / f"{split}.parquet").read_bytes() == written
     # K2=1 within the sides: wrong orders of a longer path are drawn more often than uniformly
     rows = [
         q

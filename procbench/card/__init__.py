@@ -483,6 +483,19 @@ def _setting_facts(s: CardSet) -> list[str]:
     if report.kept_share is not None:
         of = f"{report.questions} kept of {report.drafted} drafted" if report.drafted is not None else ""
         facts.append(f"yield {float(report.kept_share):.1%} ({of or 'questions kept of those drafted'})")
+    pruning = report.pruning
+    if pruning and pruning.get("not_filtered"):
+        facts.append(f"AFLite pruning of the drawn questions not run: {pruning['not_filtered']}")
+    elif pruning:
+        final = pruning.get("final_accuracy") or {}
+        probes = ", ".join(f"{md_text(name)} {_fmt(value)}" for name, value in final.items())
+        facts.append(
+            f"AFLite pruning (Le Bras et al. 2020) of the drawn questions: {pruning.get('pruned')} the context-free "
+            f"probes still solved dropped (at most {1 - float(pruning.get('min_yield') or 1):.0%}, equally many at "
+            f"every answer rank; every kept question is as drawn); the probes' held-out accuracy then: {probes} "
+            f"(stop bound {_fmt(pruning.get('chance_bound'))})"
+            + (f"; policy {md_text(pruning['policy'])}" if pruning.get("policy") else "")
+        )
     aflite = report.aflite
     if aflite:
         facts.append(
@@ -863,7 +876,10 @@ def _contact_section(card: DatasetCard) -> list[str]:
 def _citation_section(card: DatasetCard) -> list[str]:
     """The papers (numbered as procbench's docs number them) and their BibTeX."""
     tasks = list(dict.fromkeys(s.task for s in card.sets))
-    own, other = citations_for(tasks, methods_of([s.setting for s in card.sets]))
+    methods = methods_of([s.setting for s in card.sets])
+    if any(s.generation is not None and s.generation.pruning for s in card.sets):  # K3=2's pruning
+        methods.append("aflite")
+    own, other = citations_for(tasks, list(dict.fromkeys(methods)))
     lines = [
         "## Citation",
         "",

@@ -25,6 +25,7 @@ _FIELDS = (
     "auto_budget",
     "adversarial",
     "aflite",
+    "pruning",
     "empty",
 )
 
@@ -46,6 +47,8 @@ class SettingReport:
         budget: debiasing's budget use (per cluster, spent, exhausted clusters).
         auto_budget: ``--budget auto``: the budget chosen and the budgets tried with their yield.
         aflite: ``procbench filter --aflite``: what AFLite kept of which set.
+        pruning: K3=2 knob settings: AFLite on the drawn set (questions the context-free probes still solved
+            dropped, answer ranks kept uniform; :mod:`procbench.generate.visual.pruning`).
         details: the task's own counts (kNN k, the fixed RecipeQA distance, band and fallback tallies, ...).
     """
 
@@ -60,12 +63,13 @@ class SettingReport:
     budget: dict[str, Any] | None = None
     auto_budget: dict[str, Any] | None = None
     aflite: dict[str, Any] | None = None
+    pruning: dict[str, Any] | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def pruned(self) -> int:
-        """Questions the adversarial filter dropped because its probes still solved them."""
-        return int((self.adversarial or {}).get("pruned") or 0)
+        """Questions the adversarial filter (or K3=2's pruning) dropped because its probes still solved them."""
+        return int((self.adversarial or {}).get("pruned") or 0) + int((self.pruning or {}).get("pruned") or 0)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the counted fields first, then :attr:`details`, then the accounts (None and empty left out)."""
@@ -80,7 +84,7 @@ class SettingReport:
             out["drafted"] = self.drafted
             out["yield"] = self.kept_share
         out.update(self.details)
-        for name in ("budget", "auto_budget", "adversarial", "aflite", "empty"):
+        for name in ("budget", "auto_budget", "adversarial", "aflite", "pruning", "empty"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         return out
@@ -100,6 +104,7 @@ class SettingReport:
             budget=data.get("budget"),
             auto_budget=data.get("auto_budget"),
             aflite=data.get("aflite"),
+            pruning=data.get("pruning"),
             details={k: v for k, v in data.items() if k not in _FIELDS},
         )
 
@@ -141,6 +146,16 @@ class SettingReport:
                 line += f"; best probe at the end: {worst[0]} {worst[1]}"
                 if "chance_bound" in filtered:
                     line += f" (stop bound {filtered['chance_bound']})"
+            lines.append(line)
+        pruning = self.pruning or {}
+        if pruning.get("not_filtered"):
+            lines.append(f"K3=2 pruning: not run ({pruning['not_filtered']})")
+        elif pruning:
+            final = pruning.get("final_accuracy") or {}
+            worst = max(final.items(), key=lambda item: item[1], default=None)
+            line = f"K3=2 pruning (AFLite, ranks kept uniform): {pruning.get('pruned', 0)} pruned"
+            if worst is not None:
+                line += f"; best probe at the end: {worst[0]} {worst[1]} (stop bound {pruning.get('chance_bound')})"
             lines.append(line)
         return lines
 

@@ -28,6 +28,8 @@ from procbench.generate.adversarial.policy import (
     IMAGE_POLICY,
     MIN_YIELD,
     POLICY_SIZES,
+    RANK_PRUNING,
+    RANK_UNIFORM_YIELD,
     TEXTUAL_POLICY,
     AdversarialPolicy,
     sized,
@@ -76,6 +78,7 @@ _ORDER = (
     "ceiling",
     "min_yield",
     "policy",
+    "rank_yield",
 )
 _ADVERSARIAL = ("rounds", "ceiling", "min_yield", "policy")
 
@@ -234,8 +237,14 @@ class _Adversarial(GenerateOptions):
         super().check(settings)
         defaults = {f.name: f.default for f in fields(self)}
         given = [name for name in _ADVERSARIAL if getattr(self, name) != defaults[name]]
+        if given == ["policy"] and self._pruned(settings):
+            return
         if given and not any(s.style == "adversarial" for s in settings):
             raise BadInput("--rounds, --ceiling, --min-yield and --policy apply only with --adversarial (or --sweep)")
+
+    def _pruned(self, settings: Sequence[Setting]) -> bool:
+        """Whether a setting of ``settings`` is pruned by a filter that ``policy`` sizes (besides ``adversarial``)."""
+        return False
 
     def adversarial_policy(self, preset: AdversarialPolicy) -> AdversarialPolicy:
         """``preset`` (the task's :class:`~procbench.generate.adversarial.AdversarialPolicy`) at this ``policy``'s
@@ -319,7 +328,43 @@ class NextActionOptions(_TextualSamplers):
 
 
 @dataclass(frozen=True)
-class VisualOrderingOptions(_Adversarial):
+class _Visual(_Adversarial):
+    """The visual tasks' options.
+
+    Attributes:
+        rank_yield: K3=2 knob settings: the drawn questions the context-free probes still solve are dropped (AFLite,
+            answer ranks kept uniform, :mod:`procbench.generate.visual.pruning`) while this share of them stays; 1
+            keeps every drawn question (:data:`RANK_UNIFORM_YIELD`).
+    """
+
+    rank_yield: float = RANK_UNIFORM_YIELD
+
+    def _check(self) -> None:
+        super()._check()
+        object.__setattr__(self, "rank_yield", _share("rank_yield", self.rank_yield, "a share"))
+
+    def check(self, settings: Sequence[Setting]) -> None:
+        super().check(settings)
+        if self.rank_yield != RANK_UNIFORM_YIELD and not self._ranked(settings):
+            raise BadInput("--rank-yield applies only to K3=2 knob settings (--knobs K1,K2,2 or --sweep)")
+
+    @staticmethod
+    def _ranked(settings: Sequence[Setting]) -> bool:
+        return any(s.style == "knobs" and s.knobs is not None and s.knobs[2] == 2 for s in settings)
+
+    def _pruned(self, settings: Sequence[Setting]) -> bool:
+        return self.rank_yield < 1 and self._ranked(settings)  # --policy sizes K3=2's pruning too
+
+    def rank_pruning(self) -> AdversarialPolicy | None:
+        """K3=2's pruning: :data:`RANK_PRUNING` at this ``policy``'s size with ``min_yield`` this ``rank_yield``
+        (None: 1, no pruning)."""
+        if self.rank_yield >= 1:
+            return None
+        return dataclasses.replace(sized(RANK_PRUNING, self.policy), min_yield=self.rank_yield)
+
+
+@dataclass(frozen=True)
+class VisualOrderingOptions(_Visual):
     """Visual ordering (:mod:`procbench.generate.visual.ordering`): only its adversarial setting has options."""
 
     task: ClassVar[str] = "visual-ordering"
@@ -328,7 +373,7 @@ class VisualOrderingOptions(_Adversarial):
 
 
 @dataclass(frozen=True)
-class _VisualNeighbours(_Adversarial):
+class _VisualNeighbours(_Visual):
     """The visual tasks that search neighbour images.
 
     Attributes:

@@ -43,12 +43,14 @@ from procbench.generate.adversarial.policy import (
     JUDGE_ROUNDS,
     POLICY_SIZES,
     PROBE_REPEATS,
+    RANK_PRUNING,
+    RANK_UNIFORM_YIELD,
     TEXTUAL_POLICY,
     TREE_ITERATIONS,
     AdversarialPolicy,
     sized,
 )
-from procbench.generate.adversarial.prune import PRUNE_PARTITIONS, PRUNE_STEP, prune_predictable
+from procbench.generate.adversarial.prune import PRUNE_PARTITIONS, PRUNE_STEP, prune_drawn, prune_predictable
 from procbench.generate.adversarial.rounds import (
     FILTER_MODELS,
     AdversarialResult,
@@ -77,6 +79,8 @@ __all__ = [
     "PROBE_REPEATS",
     "PRUNE_PARTITIONS",
     "PRUNE_STEP",
+    "RANK_PRUNING",
+    "RANK_UNIFORM_YIELD",
     "TEXTUAL_POLICY",
     "TREE_ITERATIONS",
     "AdversarialPolicy",
@@ -92,6 +96,7 @@ __all__ = [
     "lattice_targets",
     "probe",
     "probe_costs",
+    "prune_drawn",
     "prune_predictable",
     "run_rounds",
     "sized",

@@ -19,6 +19,8 @@ __all__ = [
     "FAST_TREES",
     "MAX_FIT_QUESTIONS",
     "PATIENCE",
+    "RANK_PRUNING",
+    "RANK_UNIFORM_YIELD",
     "TREE_BINS",
     "IMAGE_POLICY",
     "JUDGE_VARIANTS",
@@ -60,6 +62,10 @@ JUDGE_VARIANTS: int | None = 65_536
 #: ``min_yield``'s one default, every task's preset (and ``generate``'s options): when replacing negatives leaves the
 #: probes above chance, the questions they still solve are dropped while this share of the drafted questions stays.
 MIN_YIELD = 0.85
+#: K3=2 knob settings (rank-uniform, visual tasks): the drawn questions the probes still solve are dropped
+#: (AFLite) while this share stays, the share of its drafted questions issue 35's probe bar is held at
+#: (benchmarks/real_photos.md, session 15).
+RANK_UNIFORM_YIELD = 0.8
 #: The textual filter stops its rounds after this many rounds in a row without a new best round.
 PATIENCE = 4
 #: The textual filter's cheaper partial-input trees: 60 boosting iterations over 63 bins per feature read the same
@@ -91,6 +97,8 @@ class AdversarialPolicy:
         prune_step: share of the questions one pruning step drops (:data:`PRUNE_STEP`).
         prune_carry: a question's predictability adds up over the pruning steps so far (False: each step's own
             partitions only).
+        prune_last: pruning keeps the questions left when it stops (at chance, or at the floor: AFLite's target
+            size) rather than those of the step whose probes were nearest chance.
         tree_iterations: boosting iterations of the partial-input probe's trees (:data:`TREE_ITERATIONS`).
         tree_bins: histogram bins per feature of those trees (:data:`TREE_BINS`).
         max_fit_questions: subsampled cross-fitting: at most this many questions fit a fold's probes
@@ -114,6 +122,7 @@ class AdversarialPolicy:
     prune_partitions: int = PRUNE_PARTITIONS
     prune_step: float = PRUNE_STEP
     prune_carry: bool = False
+    prune_last: bool = False
     tree_iterations: int = TREE_ITERATIONS
     tree_bins: int = TREE_BINS
     max_fit_questions: int | None = MAX_FIT_QUESTIONS
@@ -165,6 +174,10 @@ TEXTUAL_POLICY = AdversarialPolicy(
     patience=PATIENCE,
     **FAST_TREES,
 )
+#: K3=2 knob settings' pruning (:mod:`procbench.generate.visual.pruning`): AFLite on the drawn set, scored as the
+#: visual filters prune, down to :data:`RANK_UNIFORM_YIELD` unless the probes reach chance first; it keeps what is
+#: left then, not the step whose noisy probes read nearest chance (benchmarks/real_photos.md, session 15).
+RANK_PRUNING = AdversarialPolicy(ceiling=0.95, min_yield=RANK_UNIFORM_YIELD, prune_last=True)
 #: Visual cloze and ordering: image embeddings of different photos of one dish can be very close; only
 #: near-copies are excluded. Questions the probes still solve are dropped while 85% stay.
 IMAGE_POLICY = AdversarialPolicy(ceiling=0.95, min_yield=MIN_YIELD)

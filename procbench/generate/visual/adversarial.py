@@ -79,6 +79,7 @@ __all__ = [
     "filter_orders",
     "order_ceiling",
     "order_features",
+    "path_lengths",
     "shorter_orders",
 ]
 
@@ -881,6 +882,14 @@ def shorter_orders(scores: np.ndarray, authored: np.ndarray) -> np.ndarray:
     return scores < bound.reshape(bound.shape + (1,) * (scores.ndim - bound.ndim))
 
 
+def path_lengths(vectors: np.ndarray) -> np.ndarray:
+    """``(Q, 24)`` the path length of every order of :data:`ORDERS` (the authored one first) of the images
+    ``vectors (Q, 4, D)``: the sum of its consecutive images' distances."""
+    diff = vectors[:, :, None, :] - vectors[:, None, :, :]
+    pair = np.sqrt(np.einsum("bijd,bijd->bij", diff, diff))
+    return pair[:, ORDERS[:, :-1], ORDERS[:, 1:]].sum(axis=2)
+
+
 def order_ceiling(vectors: np.ndarray, ceiling: float) -> np.ndarray:
     """``(B, 24)`` True where an order of the images ``vectors (B, 4, D)`` can be told from the authored one: some
     image it moves has cosine similarity below ``ceiling`` to the image it displaces (an order that only swaps
@@ -964,9 +973,7 @@ def filter_orders(
     if why := options.not_filtered(len(np.unique(proc))):
         return picked.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), options.unfiltered(why)
     vectors = data.gather(rows)
-    diff = vectors[:, :, None, :] - vectors[:, None, :, :]
-    pair = np.sqrt(np.einsum("bijd,bijd->bij", diff, diff))
-    scores = pair[:, ORDERS[:, :-1], ORDERS[:, 1:]].sum(axis=2)  # (Q, 24) path lengths
+    scores = path_lengths(vectors)
     shorter = shorter_orders(scores[:, 1:], scores[:, 0])
     base = np.arange(n_q, dtype=np.int64)[:, None] * 24
     candidates = np.where(order_ceiling(vectors, options.ceiling)[:, 1:], base + np.arange(1, 24), -1)

@@ -63,6 +63,7 @@ from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, band_columns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
 from procbench.generate.visual.needs_context import STYLE, build_needs_context
+from procbench.generate.visual.pruning import prune_cloze
 from procbench.generate.visual.ranks import CLOZE_WANTS, Exchange, RankRule, rank_notes
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
@@ -393,7 +394,7 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
 #: The task: its constants and hooks.
 CLOZE = VisualTask(
     TASK, code=0xC1, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=True, anchored=True, need=3,
-    window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial,
+    window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial, prune=prune_cloze,
     ranked_adversarial=False,  # its filter ends nearer chance from the paper's K1 questions (measured, README)
 )  # fmt: skip
 

@@ -56,6 +56,7 @@ from procbench.generate.visual.bands import (
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, band_columns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
+from procbench.generate.visual.pruning import prune_coherence
 from procbench.generate.visual.ranks import (
     RankRule,
     coherence_misfits,
@@ -399,7 +400,7 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
 #: The task: its constants and hooks.
 COHERENCE = VisualTask(
     TASK, code=0xC2, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=True, anchored=False, need=1,
-    window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial,
+    window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial, prune=prune_coherence,
     balanced_adversarial=True,  # its filter ends with more questions and nearer chance from them (measured, README)
 )  # fmt: skip
 

@@ -239,6 +239,8 @@ class VisualTask(Generic[W]):
             paper's K1 questions.
         balanced_adversarial: whether ``adversarial`` starts from ranks balanced among those each question
             allows (:func:`.ranks.balanced_ranks`, more questions) rather than K3=2's independent ones.
+        prune: ``prune(cols, data, seed=, options=)``, K3=2 knob settings: drop the drawn questions the
+            context-free probes still solve, ranks kept uniform (:mod:`.pruning`), returning its account.
     """
 
     name: str
@@ -255,6 +257,7 @@ class VisualTask(Generic[W]):
     adversarial: Callable[..., dict[str, Any]] | None = None
     ranked_adversarial: bool = True
     balanced_adversarial: bool = False
+    prune: Callable[..., dict[str, Any]] | None = None
 
 
 # -- the driver -------------------------------------------------------------------------------------------
@@ -279,7 +282,7 @@ def run(
     ``options`` (:mod:`procbench.generate.options`): the seed, K_C (the neighbours of each anchor that define the
     K2 band, and of the K3 point) and the RecipeQA style's fixed distance (None: the median distance of random
     image pairs) for the tasks that search neighbours, and the ``adversarial`` setting's filter over
-    :data:`.adversarial.IMAGE_POLICY`. ``counts["per_setting"]`` holds a
+    :data:`.adversarial.IMAGE_POLICY`, and K3=2's pruning (``rank_yield``). ``counts["per_setting"]`` holds a
     :class:`~procbench.card.setting_report.SettingReport` per setting.
     """
     seed = options.seed
@@ -287,7 +290,6 @@ def run(
     searches = task.need > 0
     resolved = _resolve(task, settings)
     options.check(settings)
-    filtering = options.adversarial_policy(IMAGE_POLICY)
     data = VisualData(store, with_index=searches and any(s.knobs is not None for s in resolved), searcher=searcher)
     # more neighbours than images is all of them: searching for K_C = 10^8 must not allocate (B, 10^8) arrays
     k = min(kc, max(1, data.n_rows))
@@ -342,11 +344,7 @@ def run(
             task.add(columns[s.name], w, drawn)
 
     pipelined(len(seqs.names), search, draw, progress)
-    filtered = {
-        s.name: task.adversarial(columns[s.name], data, seed=seed, progress=progress, options=filtering)
-        for s in resolved
-        if s.setting.style == "adversarial" and task.adversarial is not None and len(columns[s.name])
-    }
+    filtered, pruned = _filter(task, resolved, columns, data, options, seed=seed, progress=progress)
 
     def table(s: VisualSetting) -> pa.Table:
         cols = columns[s.name]
@@ -375,11 +373,42 @@ def run(
     reports = {name: _report(entry) for name, entry in counts["per_setting"].items()}
     for name, summary in filtered.items():
         reports[name].adversarial = summary
+    for name, account in pruned.items():
+        reports[name].pruning = account
+        if account["pruned"]:
+            reports[name].skipped_questions["pruned"] = account["pruned"]
     for s in resolved:  # a setting without questions says why (never a silent empty set)
         if not out[s.name].num_rows:
             reports[s.name].empty = _empty_reason(s, plans[s.plan_key].eligible, tally[s.name])
     counts["per_setting"] = reports
     return out, counts
+
+
+def _filter(
+    task: VisualTask[Any],
+    resolved: list[VisualSetting],
+    columns: dict[str, QuestionColumns],
+    data: VisualData,
+    options: VisualOptions,
+    *,
+    seed: int,
+    progress: Progress,
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The drawn questions filtered in place: the ``adversarial`` setting's negatives (its filter over
+    :data:`.adversarial.IMAGE_POLICY`), then the K3=2 knob settings pruned (``options.rank_yield``); each one's
+    account, by setting name."""
+    filtering, pruning = options.adversarial_policy(IMAGE_POLICY), options.rank_pruning()
+    filtered = {
+        s.name: task.adversarial(columns[s.name], data, seed=seed, progress=progress, options=filtering)
+        for s in resolved
+        if s.setting.style == "adversarial" and task.adversarial is not None and len(columns[s.name])
+    }
+    pruned = {
+        s.name: task.prune(columns[s.name], data, seed=seed, options=pruning)
+        for s in resolved
+        if s.rank_uniform and task.prune is not None and pruning is not None and len(columns[s.name])
+    }
+    return filtered, pruned
 
 
 def _report(entry: dict[str, Any]) -> SettingReport:

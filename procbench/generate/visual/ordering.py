@@ -48,6 +48,7 @@ from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import IMAGE_POLICY, filter_orders, order_ceiling, shorter_orders
 from procbench.generate.visual.columns import QuestionColumns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
+from procbench.generate.visual.pruning import prune_ordering
 from procbench.generate.visual.ranks import _take, balanced_ranks, layout_ranks
 from procbench.generate.visual.sequences import VisualData
 from procbench.progress import SILENT, Progress
@@ -361,7 +362,7 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
 #: The task: its constants and hooks (no neighbours: ``need`` 0); run by the visual driver.
 ORDERING = VisualTask(
     TASK, code=0xC3, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=False, anchored=False, need=0,
-    window=_window, add=_add, table=_table, adversarial=_adversarial,
+    window=_window, add=_add, table=_table, adversarial=_adversarial, prune=prune_ordering,
 )  # fmt: skip
 
 
