@@ -49,7 +49,8 @@ def prune_predictable(
     of chance or ``floor`` questions are left. ``strata (Q,)`` (e.g. K3=2's answer ranks): each step drops as many
     questions of every stratum, its most predictable ones, so their shares stay as drawn (the step and the questions
     dropped in all are multiples of the number of strata). Returns ``(kept (Q,), log, best)``: the questions of step
-    ``best``, the one whose worst probe was nearest chance, and one log entry per step.
+    ``best``, the one whose worst probe was nearest chance (``options.prune_last``: the last step, where it stopped),
+    and one log entry per step.
     """
     n_q, n_neg = arena.negatives.shape
     chance = 1.0 / (n_neg + 1)
