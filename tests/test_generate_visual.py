@@ -411,7 +411,8 @@ def check_result(w: World, task: str, result: Any) -> dict[str, list[dict[str, A
     per_setting = result.counts.get("per_setting", {})
     for name, path in result.paths.items():
         counts = per_setting.get(name, {})
-        skipped = sum(counts.get("skipped_questions", {}).get(k, 0) for k in ("no_candidates", "rank_balance"))
+        reasons = ("no_candidates", "rank_balance", "solved_by_probes")  # the last: K3=2's pruning
+        skipped = sum(counts.get("skipped_questions", {}).get(k, 0) for k in reasons)
         skipped += counts.get("adversarial", {}).get("pruned", 0)
         out[name] = check_set(w, task, path, skipped)
         if task == "visual-coherence" and name == "adversarial":  # drawn near-copies without a replacement: counted

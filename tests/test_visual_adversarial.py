@@ -103,7 +103,9 @@ def test_coherence_filter_moves_the_probes_to_chance_and_keeps_the_rank(
     # the start keeps the ranks dealt at random (no layout balancing): the shortcuts the filter must remove
     monkeypatch.setattr(ranks, "LAYOUT_MIN_QUESTIONS", 10**9)
     flat_store = write_synthetic_store(tmp_path / "s", n_procedures=160, dim=32, seed=1)
-    start = generate(flat_store, "visual-coherence", Setting("knobs", (0, 1, 2)), seed=0).paths["knobs-012"]
+    start = generate(flat_store, "visual-coherence", Setting("knobs", (0, 1, 2)), seed=0, rank_yield=1.0).paths[
+        "knobs-012"
+    ]  # the draw (K3=2's pruning would already have dropped what the filter is to answer)
     data = VisualData(flat_store, with_index=True)
     row = {k: i for i, k in enumerate(data.embeddings.keys.to_pylist())}
     questions = _rows(flat_store, start)

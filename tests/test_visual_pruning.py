@@ -73,7 +73,7 @@ def test_k3_rank_uniform_prunes_to_its_yield_keeping_drawn_questions_and_uniform
     assert "pruning" not in drawn.counts["per_setting"]["knobs-012"]
     n = len(drawn_rows)
     assert report["questions"] == len(kept_rows) == n - report["pruning"]["pruned"]
-    assert report.get("skipped_questions", {}).get("pruned", 0) == report["pruning"]["pruned"]
+    assert report.get("skipped_questions", {}).get("solved_by_probes", 0) == report["pruning"]["pruned"]
     assert len(kept_rows) >= RANK_UNIFORM_YIELD * n
     account = report["pruning"]
     # pruning went on to the floor (equal drops per rank, at least the yield kept) unless the probes reached chance

@@ -376,7 +376,7 @@ def run(
     for name, account in pruned.items():
         reports[name].pruning = account
         if account["pruned"]:
-            reports[name].skipped_questions["pruned"] = account["pruned"]
+            reports[name].skipped_questions["solved_by_probes"] = account["pruned"]
     for s in resolved:  # a setting without questions says why (never a silent empty set)
         if not out[s.name].num_rows:
             reports[s.name].empty = _empty_reason(s, plans[s.plan_key].eligible, tally[s.name])
