@@ -67,6 +67,9 @@ __all__ = [
     "INTRUDER_LOOKALIKES",
     "ORDERS",
     "FittedSvmProbes",
+    "cloze_probe_features",
+    "coherence_probe_features",
+    "order_vectors",
     "ImageRelations",
     "SvmProbes",
     "filter_image_negatives",
@@ -376,7 +379,7 @@ def _rows_of_vectors(vectors: np.ndarray) -> dict[bytes, int]:
     return {vectors[r].tobytes(): r for r in range(len(vectors))}
 
 
-def _cloze_features(arena_vectors: np.ndarray, relations: ImageRelations) -> Any:
+def cloze_probe_features(arena_vectors: np.ndarray, relations: ImageRelations) -> Any:
     """The cloze arena's probe features: :func:`choice_features`, then the choices' image-statistics relations to
     the question's images (:class:`ImageRelations`); a batch's question images are found by their vectors."""
     lookup = _rows_of_vectors(arena_vectors)
@@ -457,7 +460,7 @@ def filter_image_negatives(
         candidate_class=closer.astype(np.int64),
         negative_class=slot_closer.astype(np.int64),
         placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),  # the only slot without an image
-        features=_cloze_features(unit, relations) if relations.any else None,
+        features=cloze_probe_features(unit, relations) if relations.any else None,
         probes=image_probes() if relations.any else None,
     )
     # the start: on each side of the answer's distance to the question mean as many negatives as were drawn (the
@@ -528,7 +531,7 @@ def _cosine_below(data: VisualData, candidates: np.ndarray, others: np.ndarray, 
     return ok
 
 
-def _coherence_features(relations: ImageRelations) -> Any:
+def coherence_probe_features(relations: ImageRelations) -> Any:
     """A coherence arena's probe features: :func:`choice_features`, then each choice's image-statistics relations
     to the other choices."""
 
@@ -774,7 +777,7 @@ def filter_intruders(
             candidates=np.full((n_q, 1), -1, dtype=np.int64),
             groups=proc,
             clusters=clusters,
-            features=_coherence_features(relations) if relations.any else None,
+            features=coherence_probe_features(relations) if relations.any else None,
             probes=image_probes() if relations.any else None,
         )
         floor = math.ceil(options.min_yield * n_q)
@@ -926,7 +929,7 @@ def order_features(batch: ChoiceBatch, scores: np.ndarray) -> np.ndarray:
     return np.concatenate([base, *(within_question(x.astype(np.float64), valid) for x in extra)], axis=2)
 
 
-def _order_vectors(data: VisualData, rows: np.ndarray) -> np.ndarray:
+def order_vectors(data: VisualData, rows: np.ndarray) -> np.ndarray:
     """``(Q * 24, 4 * d)`` L2-normalised vectors of every order of each question's images: the images' first
     ``d`` principal components (over the set's images), concatenated in the order shown."""
     images = np.unique(rows)
@@ -955,7 +958,7 @@ def filter_orders(
     can exploit is which orders are offered: their path length (the authored order of real procedures is
     smoother), what images tend to come first or last (choice-only, on the orders' vectors) and how the
     orders shown agree with each other (the authored one must not be their consensus). The arena's items are
-    the orders (:func:`_order_vectors`, :func:`order_features`); a replacement keeps its side of the
+    the orders (:func:`order_vectors`, :func:`order_features`); a replacement keeps its side of the
     authored order's path length (shorter or not), so a rank-uniform start stays rank-uniform, and an order
     is a candidate only when it can be told from the authored one: some image it moves differs from the one it
     displaces (cosine below ``options.ceiling``, :func:`order_ceiling`).
@@ -979,7 +982,7 @@ def filter_orders(
     candidates = np.where(order_ceiling(vectors, options.ceiling)[:, 1:], base + np.arange(1, 24), -1)
     flat_scores = scores.reshape(-1)
     arena = Arena(
-        vectors=_order_vectors(data, rows),
+        vectors=order_vectors(data, rows),
         identity=np.arange(n_q * 24, dtype=np.int64),
         answers=base[:, 0],
         question_items=np.full((n_q, 1), -1, dtype=np.int64),

@@ -20,12 +20,12 @@ import numpy as np
 from procbench.generate.adversarial import AdversarialPolicy, Arena, prune_drawn
 from procbench.generate.visual.adversarial import (
     ImageRelations,
-    _cloze_features,
-    _coherence_features,
-    _order_vectors,
+    cloze_probe_features,
+    coherence_probe_features,
     image_clusters,
     image_probes,
     order_features,
+    order_vectors,
     path_lengths,
     path_probe,
     shorter_orders,
@@ -45,7 +45,10 @@ def _no_candidates(n_q: int) -> np.ndarray:
     return np.full((n_q, 1), -1, dtype=np.int64)
 
 
-def _pruned(cols: QuestionColumns, arena: Arena, ranks: np.ndarray, options: AdversarialPolicy, seed: int) -> dict:
+def _pruned(
+    cols: QuestionColumns, arena: Arena, ranks: np.ndarray, options: AdversarialPolicy, seed: int
+) -> dict[str, Any]:
+    """Prune the set ``arena`` holds by rank stratum, keep its questions in ``cols``; the account."""
     kept, account = prune_drawn(arena, options, strata=ranks, seed=seed)
     cols.keep(kept)
     return account
@@ -68,7 +71,7 @@ def prune_cloze(cols: QuestionColumns, data: VisualData, *, seed: int, options: 
         groups=cols.get("proc"),
         clusters=image_clusters(np.asarray(data.vectors, dtype=np.float32), seed),
         placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),
-        features=_cloze_features(unit, relations) if relations.any else None,
+        features=cloze_probe_features(unit, relations) if relations.any else None,
         probes=image_probes() if relations.any else None,
     )
     ranks = (cols.get("neg_d_question") < cols.get("d_answer_question")[:, None]).sum(axis=1)
@@ -90,7 +93,7 @@ def prune_coherence(
         candidates=_no_candidates(len(intruders)),
         groups=cols.get("proc"),
         clusters=image_clusters(np.asarray(data.vectors, dtype=np.float32), seed),
-        features=_coherence_features(relations) if relations.any else None,
+        features=coherence_probe_features(relations) if relations.any else None,
         probes=image_probes() if relations.any else None,
     )
     return _pruned(cols, arena, cols.get("answer_rank"), options, seed)
@@ -106,7 +109,7 @@ def prune_ordering(
     scores = path_lengths(data.gather(rows)).reshape(-1)
     base = np.arange(n_q, dtype=np.int64)[:, None] * 24
     arena = Arena(
-        vectors=_order_vectors(data, rows),
+        vectors=order_vectors(data, rows),
         identity=np.arange(n_q * 24, dtype=np.int64),
         answers=base[:, 0],
         question_items=_no_candidates(n_q),
