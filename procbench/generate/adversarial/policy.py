@@ -177,7 +177,7 @@ TEXTUAL_POLICY = AdversarialPolicy(
 #: K3=2 knob settings' pruning (:mod:`procbench.generate.visual.pruning`): AFLite on the drawn set, scored as the
 #: visual filters prune, down to :data:`RANK_UNIFORM_YIELD` unless the probes reach chance first; it keeps what is
 #: left then, not the step whose noisy probes read nearest chance (benchmarks/real_photos.md, session 15).
-RANK_PRUNING = AdversarialPolicy(ceiling=0.95, min_yield=RANK_UNIFORM_YIELD, prune_last=True)
+RANK_PRUNING = AdversarialPolicy(min_yield=RANK_UNIFORM_YIELD, prune_last=True)
 #: Visual cloze and ordering: image embeddings of different photos of one dish can be very close; only
 #: near-copies are excluded. Questions the probes still solve are dropped while 85% stay.
 IMAGE_POLICY = AdversarialPolicy(ceiling=0.95, min_yield=MIN_YIELD)

@@ -67,8 +67,11 @@ __all__ = [
     "INTRUDER_LOOKALIKES",
     "ORDERS",
     "FittedSvmProbes",
+    "cloze_arena",
     "cloze_probe_features",
+    "coherence_arena",
     "coherence_probe_features",
+    "order_arena",
     "order_vectors",
     "ImageRelations",
     "SvmProbes",
@@ -438,31 +441,17 @@ def filter_image_negatives(
     offsets = (distances_to(data, candidates, points) - radius[:, None]).astype(np.float64)  # (Q, M)
     closer = offsets < 0
     slot_closer = distances_to(data, negatives, points) < radius[:, None]
-    vectors = np.asarray(data.vectors, dtype=np.float32)
     # an image may be a choice about as often as the pool's share allows (K negatives per question), an answer
     # counting as one: answers shown once more than other images give themselves away by how often they are shown
     per_image = max(1, int(np.ceil(negatives.shape[1] * n_q / max(1, n_rows))))
     copies = np.full(n_rows, per_image + 1, dtype=np.int64)
     copies[answers] = per_image
-    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     # the probes also see how each choice's photo relates to the question's photos (same desk, same light, re-crop)
     relations = ImageRelations(data, np.concatenate([answers[:, None], shown, negatives, candidates], axis=1))
-    arena = Arena(
-        vectors=unit,
-        identity=np.arange(n_rows, dtype=np.int64),
-        answers=answers,
-        question_items=shown,
-        negatives=negatives,
-        candidates=candidates,
-        groups=proc,
-        copies=copies,
-        clusters=image_clusters(vectors, seed),
-        candidate_class=closer.astype(np.int64),
-        negative_class=slot_closer.astype(np.int64),
-        placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),  # the only slot without an image
-        features=cloze_probe_features(unit, relations) if relations.any else None,
-        probes=image_probes() if relations.any else None,
-    )
+    arena = cloze_arena(
+        data, proc, answers, shown, negatives, relations, seed=seed, candidates=candidates, copies=copies,
+        candidate_class=closer.astype(np.int64), negative_class=slot_closer.astype(np.int64),
+    )  # fmt: skip
     # the start: on each side of the answer's distance to the question mean as many negatives as were drawn (the
     # rank stays), the usable candidates nearest an even spacing of the choices' distances around the answer's
     # (lattice_targets); a question without enough keeps its drawn ones. Answers lie at a typical distance from
@@ -477,6 +466,46 @@ def filter_image_negatives(
     result.replacements = result.replacements + redrawn  # a redrawn start counts as replaced
     summary = {**result.summary(), "start": "evenly spaced distances to the question mean around the answer's"}
     return result.negatives, result.replacements, _kept(result, n_q), summary
+
+
+def _none(n_q: int) -> np.ndarray:
+    """``(Q, 1)`` no item: an arena's empty question items or candidates."""
+    return np.full((n_q, 1), -1, dtype=np.int64)
+
+
+def cloze_arena(
+    data: VisualData,
+    proc: np.ndarray,
+    answers: np.ndarray,
+    shown: np.ndarray,
+    negatives: np.ndarray,
+    relations: ImageRelations,
+    *,
+    seed: int,
+    candidates: np.ndarray | None = None,
+    **extra: Any,
+) -> Arena:
+    """The probes' view of visual-cloze questions, as the filter plays on it and K3=2's pruning scores it:
+    ``answers (Q,)``, ``shown (Q, L)`` (-1: the placeholder) and ``negatives (Q, K)`` image rows, the choices'
+    image relations to the question's photos; ``candidates (Q, M)`` and ``extra`` (copies, classes: the filter's
+    replacements) as :class:`~procbench.generate.adversarial.Arena` takes them."""
+    vectors = np.asarray(data.vectors, dtype=np.float32)
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    mask = shown >= 0
+    return Arena(
+        vectors=unit,
+        identity=np.arange(data.n_rows, dtype=np.int64),
+        answers=answers,
+        question_items=shown,
+        negatives=negatives,
+        candidates=_none(len(answers)) if candidates is None else candidates,
+        groups=proc,
+        clusters=image_clusters(vectors, seed),
+        placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),  # the only slot without an image
+        features=cloze_probe_features(unit, relations) if relations.any else None,
+        probes=image_probes() if relations.any else None,
+        **extra,
+    )
 
 
 def image_clusters(vectors: np.ndarray, seed: int) -> np.ndarray:
@@ -542,6 +571,32 @@ def coherence_probe_features(relations: ImageRelations) -> Any:
         return np.concatenate([base, relations.features(batch.choice_ids, None, batch.valid)], axis=2)
 
     return features
+
+
+def coherence_arena(
+    data: VisualData,
+    proc: np.ndarray,
+    coherent: np.ndarray,
+    intruders: np.ndarray,
+    relations: ImageRelations,
+    clusters: np.ndarray,
+) -> Arena:
+    """The probes' view of visual-coherence questions, as the filter prunes and K3=2's pruning scores them: the
+    intruder ``intruders (Q,)`` is the answer, the ``coherent (Q, 3)`` images its negatives, each choice's image
+    relations to the other choices as features (``clusters``: :func:`image_clusters`)."""
+    n_q = len(intruders)
+    return Arena(
+        vectors=_unit_vectors(data, np.arange(data.n_rows)),
+        identity=np.arange(data.n_rows, dtype=np.int64),
+        answers=intruders,
+        question_items=_none(n_q),
+        negatives=coherent,
+        candidates=_none(n_q),
+        groups=proc,
+        clusters=clusters,
+        features=coherence_probe_features(relations) if relations.any else None,
+        probes=image_probes() if relations.any else None,
+    )
 
 
 def _lookalikes(data: VisualData, coherent: np.ndarray, pool: np.ndarray, count: int) -> np.ndarray:
@@ -768,18 +823,7 @@ def filter_intruders(
     run_rounds(game, policy, result, chance=0.25, n_q=n_q, progress=progress)
     result.kept = np.ones(n_q, dtype=bool)
     if result.stopped != "chance" and options.min_yield < 1:
-        final = Arena(
-            vectors=_unit_vectors(data, np.arange(n_rows)),
-            identity=np.arange(n_rows, dtype=np.int64),
-            answers=result.negatives[:, 0],
-            question_items=np.full((n_q, 1), -1, dtype=np.int64),
-            negatives=coherent,
-            candidates=np.full((n_q, 1), -1, dtype=np.int64),
-            groups=proc,
-            clusters=clusters,
-            features=coherence_probe_features(relations) if relations.any else None,
-            probes=image_probes() if relations.any else None,
-        )
+        final = coherence_arena(data, proc, coherent, result.negatives[:, 0], relations, clusters)
         floor = math.ceil(options.min_yield * n_q)
         result.kept, result.pruning, result.best_step = prune_predictable(final, options, floor, seed=seed)
     summary = {
@@ -942,6 +986,38 @@ def order_vectors(data: VisualData, rows: np.ndarray) -> np.ndarray:
     return (orders / np.maximum(np.linalg.norm(orders, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
 
+def order_arena(
+    data: VisualData,
+    proc: np.ndarray,
+    rows: np.ndarray,
+    picked: np.ndarray,
+    scores: np.ndarray,
+    *,
+    candidates: np.ndarray | None = None,
+    **extra: Any,
+) -> Arena:
+    """The probes' view of visual-ordering questions, as the filter plays on it and K3=2's pruning scores it: the
+    items are the orders of each question's images ``rows (Q, 4)`` (item ``question * 24 + order``, the authored
+    one the answer), ``picked (Q, 3)`` the wrong orders shown (indices 1-23 into :data:`ORDERS`), ``scores (Q, 24)``
+    their path lengths (:func:`path_lengths`); ``candidates (Q, M)`` item ids and ``extra`` (classes: the filter's
+    replacements) as :class:`~procbench.generate.adversarial.Arena` takes them."""
+    n_q = len(rows)
+    base = np.arange(n_q, dtype=np.int64)[:, None] * 24
+    flat_scores = scores.reshape(-1)
+    return Arena(
+        vectors=order_vectors(data, rows),
+        identity=np.arange(n_q * 24, dtype=np.int64),
+        answers=base[:, 0],
+        question_items=_none(n_q),
+        negatives=base + picked,
+        candidates=_none(n_q) if candidates is None else candidates,
+        groups=proc,
+        features=lambda batch: order_features(batch, flat_scores),
+        probes=path_probe(),
+        **extra,
+    )
+
+
 def filter_orders(
     data: VisualData,
     proc: np.ndarray,
@@ -980,20 +1056,10 @@ def filter_orders(
     shorter = shorter_orders(scores[:, 1:], scores[:, 0])
     base = np.arange(n_q, dtype=np.int64)[:, None] * 24
     candidates = np.where(order_ceiling(vectors, options.ceiling)[:, 1:], base + np.arange(1, 24), -1)
-    flat_scores = scores.reshape(-1)
-    arena = Arena(
-        vectors=order_vectors(data, rows),
-        identity=np.arange(n_q * 24, dtype=np.int64),
-        answers=base[:, 0],
-        question_items=np.full((n_q, 1), -1, dtype=np.int64),
-        negatives=base + picked,
-        candidates=candidates,
-        groups=proc,
-        candidate_class=shorter,
+    arena = order_arena(
+        data, proc, rows, picked, scores, candidates=candidates, candidate_class=shorter,
         negative_class=np.take_along_axis(shorter, picked - 1, axis=1),
-        features=lambda batch: order_features(batch, flat_scores),
-        probes=path_probe(),
-    )
+    )  # fmt: skip
     # the order vectors' own similarity is no paraphrase test: the ceiling is applied to the moved images above
     result = filter_negatives(arena, dataclasses.replace(options, ceiling=2.0), seed=seed, progress=progress)
     summary = {

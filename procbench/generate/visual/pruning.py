@@ -20,29 +20,17 @@ import numpy as np
 from procbench.generate.adversarial import AdversarialPolicy, Arena, prune_drawn
 from procbench.generate.visual.adversarial import (
     ImageRelations,
-    cloze_probe_features,
-    coherence_probe_features,
+    cloze_arena,
+    coherence_arena,
     image_clusters,
-    image_probes,
-    order_features,
-    order_vectors,
+    order_arena,
     path_lengths,
-    path_probe,
     shorter_orders,
 )
 from procbench.generate.visual.columns import QuestionColumns
 from procbench.generate.visual.sequences import VisualData
 
 __all__ = ["prune_cloze", "prune_coherence", "prune_ordering"]
-
-
-def _unit(data: VisualData) -> np.ndarray:
-    vectors = np.asarray(data.vectors, dtype=np.float32)
-    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-
-
-def _no_candidates(n_q: int) -> np.ndarray:
-    return np.full((n_q, 1), -1, dtype=np.int64)
 
 
 def _pruned(
@@ -58,22 +46,8 @@ def prune_cloze(cols: QuestionColumns, data: VisualData, *, seed: int, options: 
     """Drop the K3=2 visual-cloze questions the probes still solve (answer ranks kept uniform); the account."""
     answers, items, negatives = cols.get("answer_row"), cols.get("items"), cols.get("neg_rows")
     shown = np.where(items >= data.n_rows, -1, items)
-    mask = shown >= 0
-    unit = _unit(data)
     relations = ImageRelations(data, np.concatenate([answers[:, None], shown, negatives], axis=1))
-    arena = Arena(
-        vectors=unit,
-        identity=np.arange(data.n_rows, dtype=np.int64),
-        answers=answers,
-        question_items=shown,
-        negatives=negatives,
-        candidates=_no_candidates(len(answers)),
-        groups=cols.get("proc"),
-        clusters=image_clusters(np.asarray(data.vectors, dtype=np.float32), seed),
-        placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),
-        features=cloze_probe_features(unit, relations) if relations.any else None,
-        probes=image_probes() if relations.any else None,
-    )
+    arena = cloze_arena(data, cols.get("proc"), answers, shown, negatives, relations, seed=seed)
     ranks = (cols.get("neg_d_question") < cols.get("d_answer_question")[:, None]).sum(axis=1)
     return _pruned(cols, arena, ranks, options, seed)
 
@@ -84,18 +58,8 @@ def prune_coherence(
     """Drop the K3=2 visual-coherence questions the probes still solve (intruder ranks kept uniform); the account."""
     coherent, intruders = cols.get("coherent_rows"), cols.get("pick")
     relations = ImageRelations(data, np.concatenate([coherent, intruders[:, None]], axis=1))
-    arena = Arena(
-        vectors=_unit(data),
-        identity=np.arange(data.n_rows, dtype=np.int64),
-        answers=intruders,
-        question_items=_no_candidates(len(intruders)),
-        negatives=coherent,
-        candidates=_no_candidates(len(intruders)),
-        groups=cols.get("proc"),
-        clusters=image_clusters(np.asarray(data.vectors, dtype=np.float32), seed),
-        features=coherence_probe_features(relations) if relations.any else None,
-        probes=image_probes() if relations.any else None,
-    )
+    clusters = image_clusters(np.asarray(data.vectors, dtype=np.float32), seed)
+    arena = coherence_arena(data, cols.get("proc"), coherent, intruders, relations, clusters)
     return _pruned(cols, arena, cols.get("answer_rank"), options, seed)
 
 
@@ -104,20 +68,8 @@ def prune_ordering(
 ) -> dict[str, Any]:
     """Drop the K3=2 visual-ordering questions the probes still solve (path-length ranks kept uniform); the
     account."""
-    rows, picked = cols.get("rows"), cols.get("neg_order") + 1  # indices into the orders, the authored one 0
-    n_q = len(rows)
-    scores = path_lengths(data.gather(rows)).reshape(-1)
-    base = np.arange(n_q, dtype=np.int64)[:, None] * 24
-    arena = Arena(
-        vectors=order_vectors(data, rows),
-        identity=np.arange(n_q * 24, dtype=np.int64),
-        answers=base[:, 0],
-        question_items=_no_candidates(n_q),
-        negatives=base + picked,
-        candidates=_no_candidates(n_q),
-        groups=cols.get("proc"),
-        features=lambda batch: order_features(batch, scores),
-        probes=path_probe(),
-    )
+    rows = cols.get("rows")
+    scores = path_lengths(data.gather(rows))
+    arena = order_arena(data, cols.get("proc"), rows, cols.get("neg_order") + 1, scores)  # the authored order is 0
     ranks = shorter_orders(cols.get("neg_score"), cols.get("answer_score")).sum(axis=1)
     return _pruned(cols, arena, ranks, options, seed)
