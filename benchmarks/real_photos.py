@@ -120,7 +120,10 @@ def _knob_check(store_root: Path, folder: Path) -> dict[str, Any]:
     store = Store.open(store_root)
     lookup, _ = store_vectors(store, "image")
     steps = store.table("steps", ["procedure_id", "image_ids"]).to_pylist()
-    owner = {image: row["procedure_id"] for row in steps for image in row["image_ids"]}
+    owners: dict[str, set[str]] = defaultdict(set)  # a photo shared by two guides is each one's own
+    for row in steps:
+        for image in row["image_ids"]:
+            owners[image].add(row["procedure_id"])
     n_steps: dict[str, int] = defaultdict(int)
     for row in steps:
         n_steps[row["procedure_id"]] += 1
@@ -150,14 +153,14 @@ def _knob_check(store_root: Path, folder: Path) -> dict[str, Any]:
             continue
         answer = r["answer"]
         negs = [c for j, c in enumerate(choices) if j != answer]
-        if any(q in owner for q in r["question"]):  # cloze: every negative from another procedure
-            counts["other_procedures_ok"] += all(owner.get(c) != pid for c in negs)
+        if any(q in owners for q in r["question"]):  # cloze: every negative from another procedure
+            counts["other_procedures_ok"] += all(pid not in owners.get(c, ()) for c in negs)
         else:  # coherence: the intruder (the answer) from another procedure, the coherent images from this one
-            counts["other_procedures_ok"] += owner.get(choices[answer]) != pid and all(
-                owner.get(c) == pid for c in negs
+            counts["other_procedures_ok"] += pid not in owners.get(choices[answer], ()) and all(
+                pid in owners.get(c, ()) for c in negs
             )
         vec = lookup.get(choices)
-        shown = [q for q in r["question"] if q in owner]
+        shown = [q for q in r["question"] if q in owners]
         if shown:  # cloze: distance to the question mean
             d = np.linalg.norm(vec - lookup.get(shown).mean(axis=0), axis=1)
             closer = d[[j for j in range(len(choices)) if j != answer]].min() < d[answer]
