@@ -75,9 +75,10 @@ def _generate(store: Path, task: str, seed: int, knobs: list[str], adversarial: 
 
 
 def _yield(folder: Path, n: int) -> dict[str, int]:
-    """``{"kept", "drafted", "eligible"}``: the set's questions, the questions its setting drafted (those kept
-    plus those pruning dropped) and the K1 questions eligible before K3=2's rank balance (kept plus pruned plus
-    those the rank balance skipped); from ``generate.json`` (the generate command's counts), else the card."""
+    """``{"kept", "drafted", "eligible"}``: the set's questions; the questions drawn at a rank (``drafted``, printed
+    as "drawn": those kept plus those pruning or the filter dropped); and the questions K1 planned (``eligible``,
+    printed as "planned": also those K3=2's rank balance skipped, which the card lists among the skipped
+    questions); from ``generate.json`` (the generate command's counts), else the card."""
     counts = folder / "generate.json"
     if counts.is_file():
         per = json.loads(counts.read_text())["per_setting"][folder.name]
@@ -257,9 +258,9 @@ def summarise(results: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
             n = float(np.mean([r["n"] for r in runs]))
             drafted = float(np.mean([r["yield"]["drafted"] for r in runs]))
             eligible = [r["yield"]["eligible"] for r in runs if "eligible" in r["yield"]]
-            cells.append(f"kept/drafted={n:.0f}/{drafted:.0f}={n / max(drafted, 1):.0%}")
+            cells.append(f"kept/drawn={n:.0f}/{drafted:.0f}={n / max(drafted, 1):.0%}")
             if len(eligible) == len(runs):
-                cells.append(f"kept/eligible={n:.0f}/{np.mean(eligible):.0f}={n / max(np.mean(eligible), 1):.0%}")
+                cells.append(f"kept/planned={n:.0f}/{np.mean(eligible):.0f}={n / max(np.mean(eligible), 1):.0%}")
             held = "" if paper_k3 or setting == "recipeqa" else (" PASS" if worst <= TARGET else " FAIL")
             lines.append(f"{task}/{setting} n={n:.0f} seeds={len(runs)}{held}: " + " ".join(cells))
     return lines
