@@ -216,6 +216,24 @@ def test_filtering_prunes_only_below_min_yield() -> None:
     assert summary["min_yield"] == 0.9
 
 
+def test_pruning_reports_its_steps_to_the_progress_bar() -> None:
+    arena = _arena(100, seed=7, on_topic=0)
+    policy = AdversarialPolicy(min_yield=0.9, prune_partitions=1, prune_repeats=1, **SMALL)
+    calls: list[tuple[str, int | None]] = []
+
+    class Recorder:
+        def start(self, description: str, total: int | None = None) -> None:
+            calls.append((description, total))
+
+        def advance(self, n: int = 1) -> None:
+            calls.append(("advance", n))
+
+    kept, log, _ = prune_predictable(arena, policy, floor=90, seed=0, progress=Recorder())
+    (description, total), advances = calls[0], calls[1:]
+    assert description == "pruning (AFLite)" and advances == [("advance", 1)] * len(log)
+    assert total is not None and len(log) <= total and kept.sum() >= 90
+
+
 @pytest.mark.slow  # ~30 s of CPU (measured)
 def test_prune_never_goes_below_the_floor() -> None:
     arena = _arena(100, seed=6, on_topic=0)

@@ -117,7 +117,9 @@ def filter_negatives(
     if result.stopped != "chance" and options.min_yield < 1:
         floor = math.ceil(options.min_yield * (n_q if drafted is None else drafted))
         best_arena = Arena(**{**arena.__dict__, "negatives": result.negatives})
-        result.kept, result.pruning, result.best_step = prune_predictable(best_arena, options, floor, seed=seed)
+        result.kept, result.pruning, result.best_step = prune_predictable(
+            best_arena, options, floor, seed=seed, progress=progress
+        )
     return result
 
 

@@ -24,6 +24,7 @@ from procbench.generate.adversarial.rounds import (
     probe,
     probe_names,
 )
+from procbench.progress import SILENT, Progress
 from procbench.rng import stream
 from procbench.shortcuts import hits
 
@@ -35,7 +36,13 @@ _PRUNE = stream("adversarial.prune")
 
 
 def prune_predictable(
-    arena: Arena, options: AdversarialPolicy, floor: int, *, seed: int = 0, strata: np.ndarray | None = None
+    arena: Arena,
+    options: AdversarialPolicy,
+    floor: int,
+    *,
+    seed: int = 0,
+    strata: np.ndarray | None = None,
+    progress: Progress = SILENT,
 ) -> tuple[np.ndarray, list[dict[str, Any]], int]:
     """Drop the questions context-free probes still solve, most predictable first (AFLite-style).
 
@@ -50,7 +57,7 @@ def prune_predictable(
     questions of every stratum, its most predictable ones, so their shares stay as drawn (the step and the questions
     dropped in all are multiples of the number of strata). Returns ``(kept (Q,), log, best)``: the questions of step
     ``best``, the one whose worst probe was nearest chance (``options.prune_last``: the last step, where it stopped),
-    and one log entry per step.
+    and one log entry per step. ``progress`` counts the steps (at most enough to reach ``floor``).
     """
     n_q, n_neg = arena.negatives.shape
     chance = 1.0 / (n_neg + 1)
@@ -60,6 +67,7 @@ def prune_predictable(
     log: list[dict[str, Any]] = []
     best: dict[str, Any] = {"kept": np.ones(n_q, dtype=bool), "step": 0, "gap": np.inf}
     carried = np.zeros((2, n_q))  # (solved, answer_prob) summed over the steps so far
+    progress.start("pruning (AFLite)", total=math.ceil(max(n_q - floor, 0) / step) + 1)
 
     def rank(kept: np.ndarray) -> tuple[np.ndarray, bool]:
         rows = np.flatnonzero(kept)
@@ -72,6 +80,7 @@ def prune_predictable(
         if gap < best["gap"]:
             best.update(kept=kept.copy(), step=len(log) - 1, gap=gap)
         order = rows[np.lexsort((-answer_prob, -solved))]  # most often solved, then most confidently
+        progress.advance()
         return (order if strata is None else interleaved(order, strata[order])), gap <= margin
 
     left = aflite_rounds(rank, n_q, step=step, floor=floor)
@@ -126,7 +135,12 @@ def _predictability(
 
 
 def prune_drawn(
-    arena: Arena, options: AdversarialPolicy, *, strata: np.ndarray | None = None, seed: int = 0
+    arena: Arena,
+    options: AdversarialPolicy,
+    *,
+    strata: np.ndarray | None = None,
+    seed: int = 0,
+    progress: Progress = SILENT,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """AFLite on a set as drawn (no negative replaced): :func:`prune_predictable` down to ``options.min_yield`` of
     its questions, ``strata`` kept in their drawn shares. Returns ``(kept (Q,), account)``; on too few procedures
@@ -135,7 +149,7 @@ def prune_drawn(
     if why := options.not_filtered(len(np.unique(arena.groups))):
         return np.ones(n_q, dtype=bool), {"min_yield": options.min_yield, "pruned": 0, "not_filtered": why}
     floor = math.ceil(options.min_yield * n_q)
-    kept, log, best = prune_predictable(arena, options, floor, seed=seed, strata=strata)
+    kept, log, best = prune_predictable(arena, options, floor, seed=seed, strata=strata, progress=progress)
     sized = {} if options.size == "standard" else {"policy": options.size}
     return kept, {
         "min_yield": options.min_yield,

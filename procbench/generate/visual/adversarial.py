@@ -825,7 +825,9 @@ def filter_intruders(
     if result.stopped != "chance" and options.min_yield < 1:
         final = coherence_arena(data, proc, coherent, result.negatives[:, 0], relations, clusters)
         floor = math.ceil(options.min_yield * n_q)
-        result.kept, result.pruning, result.best_step = prune_predictable(final, options, floor, seed=seed)
+        result.kept, result.pruning, result.best_step = prune_predictable(
+            final, options, floor, seed=seed, progress=progress
+        )
     summary = {
         **result.summary(),
         "ceiling_rule": "the intruder's cosine similarity to every image of the question's procedure stays below "

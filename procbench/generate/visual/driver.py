@@ -239,7 +239,7 @@ class VisualTask(Generic[W]):
             paper's K1 questions.
         balanced_adversarial: whether ``adversarial`` starts from ranks balanced among those each question
             allows (:func:`.ranks.balanced_ranks`, more questions) rather than K3=2's independent ones.
-        prune: ``prune(cols, data, seed=, options=)``, K3=2 knob settings: drop the drawn questions the
+        prune: ``prune(cols, data, seed=, options=, progress=)``, K3=2 knob settings: drop the drawn questions the
             context-free probes still solve, ranks kept uniform (:mod:`.pruning`), returning its account.
     """
 
@@ -404,7 +404,7 @@ def _filter(
         if s.setting.style == "adversarial" and task.adversarial is not None and len(columns[s.name])
     }
     pruned = {
-        s.name: task.prune(columns[s.name], data, seed=seed, options=pruning)
+        s.name: task.prune(columns[s.name], data, seed=seed, options=pruning, progress=progress)
         for s in resolved
         if s.rank_uniform and task.prune is not None and pruning is not None and len(columns[s.name])
     }

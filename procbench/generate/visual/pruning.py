@@ -29,42 +29,45 @@ from procbench.generate.visual.adversarial import (
 )
 from procbench.generate.visual.columns import QuestionColumns
 from procbench.generate.visual.sequences import VisualData
+from procbench.progress import SILENT, Progress
 
 __all__ = ["prune_cloze", "prune_coherence", "prune_ordering"]
 
 
 def _pruned(
-    cols: QuestionColumns, arena: Arena, ranks: np.ndarray, options: AdversarialPolicy, seed: int
+    cols: QuestionColumns, arena: Arena, ranks: np.ndarray, options: AdversarialPolicy, seed: int, progress: Progress
 ) -> dict[str, Any]:
     """Prune the set ``arena`` holds by rank stratum, keep its questions in ``cols``; the account."""
-    kept, account = prune_drawn(arena, options, strata=ranks, seed=seed)
+    kept, account = prune_drawn(arena, options, strata=ranks, seed=seed, progress=progress)
     cols.keep(kept)
     return account
 
 
-def prune_cloze(cols: QuestionColumns, data: VisualData, *, seed: int, options: AdversarialPolicy) -> dict[str, Any]:
+def prune_cloze(
+    cols: QuestionColumns, data: VisualData, *, seed: int, options: AdversarialPolicy, progress: Progress = SILENT
+) -> dict[str, Any]:
     """Drop the K3=2 visual-cloze questions the probes still solve (answer ranks kept uniform); the account."""
     answers, items, negatives = cols.get("answer_row"), cols.get("items"), cols.get("neg_rows")
     shown = np.where(items >= data.n_rows, -1, items)
     relations = ImageRelations(data, np.concatenate([answers[:, None], shown, negatives], axis=1))
     arena = cloze_arena(data, cols.get("proc"), answers, shown, negatives, relations, seed=seed)
     ranks = (cols.get("neg_d_question") < cols.get("d_answer_question")[:, None]).sum(axis=1)
-    return _pruned(cols, arena, ranks, options, seed)
+    return _pruned(cols, arena, ranks, options, seed, progress)
 
 
 def prune_coherence(
-    cols: QuestionColumns, data: VisualData, *, seed: int, options: AdversarialPolicy
+    cols: QuestionColumns, data: VisualData, *, seed: int, options: AdversarialPolicy, progress: Progress = SILENT
 ) -> dict[str, Any]:
     """Drop the K3=2 visual-coherence questions the probes still solve (intruder ranks kept uniform); the account."""
     coherent, intruders = cols.get("coherent_rows"), cols.get("pick")
     relations = ImageRelations(data, np.concatenate([coherent, intruders[:, None]], axis=1))
     clusters = image_clusters(np.asarray(data.vectors, dtype=np.float32), seed)
     arena = coherence_arena(data, cols.get("proc"), coherent, intruders, relations, clusters)
-    return _pruned(cols, arena, cols.get("answer_rank"), options, seed)
+    return _pruned(cols, arena, cols.get("answer_rank"), options, seed, progress)
 
 
 def prune_ordering(
-    cols: QuestionColumns, data: VisualData, *, seed: int, options: AdversarialPolicy
+    cols: QuestionColumns, data: VisualData, *, seed: int, options: AdversarialPolicy, progress: Progress = SILENT
 ) -> dict[str, Any]:
     """Drop the K3=2 visual-ordering questions the probes still solve (path-length ranks kept uniform); the
     account."""
@@ -72,4 +75,4 @@ def prune_ordering(
     scores = path_lengths(data.gather(rows))
     arena = order_arena(data, cols.get("proc"), rows, cols.get("neg_order") + 1, scores)  # the authored order is 0
     ranks = shorter_orders(cols.get("neg_score"), cols.get("answer_score")).sum(axis=1)
-    return _pruned(cols, arena, ranks, options, seed)
+    return _pruned(cols, arena, ranks, options, seed, progress)
