@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 import procbench
+from procbench.errors import BadInput
 from procbench.generate import generate
+from procbench.qsets.files import DRAW_VERSION, options_fingerprint
 from procbench.rng import RNG_VERSION, declared, stream
 
 ROOT = Path(procbench.__file__).parent
@@ -65,3 +67,20 @@ def test_every_set_records_the_seed_trees_version(ingested_sample: Path, tmp_pat
     result = generate(store, "pair-order", seed=1)
     options = json.loads((result.paths["default"] / "options.json").read_text())
     assert options["options"]["rng_version"] == RNG_VERSION == 2
+    assert options["options"]["draw_version"] == DRAW_VERSION == 1
+
+
+def test_a_set_made_by_earlier_generators_is_not_taken_for_one_made_now(ingested_sample: Path, tmp_path: Path) -> None:
+    """A set whose ``options.json`` predates ``draw_version`` (the same options otherwise) has another fingerprint:
+    generating over it is refused, naming the version, until ``--overwrite``."""
+    from procbench.store import Store
+
+    store = Store.open(shutil.copytree(ingested_sample, tmp_path / "store"))
+    path = generate(store, "pair-order", seed=1).paths["default"] / "options.json"
+    record = json.loads(path.read_text())
+    older = {k: v for k, v in record["options"].items() if k != "draw_version"}
+    path.write_text(json.dumps({"fingerprint": options_fingerprint(older), "options": older}))
+    with pytest.raises(BadInput, match=f"draw_version null -> {DRAW_VERSION}"):
+        generate(store, "pair-order", seed=1)
+    generate(store, "pair-order", seed=1, overwrite=True)
+    assert json.loads(path.read_text()) == record
