@@ -295,8 +295,9 @@ def check_coherence(w: World, q: dict[str, Any]) -> None:
         require(row in union and lo - TOL < union[row] < hi + TOL, f"incoherent image outside {source}")
     others_mean = [(3 * mean + x - v) / 3 for v in [*vecs, x]]  # each choice's mean of the other three
     d_others = [float(np.linalg.norm(v - m)) for v, m in zip([*vecs, x], others_mean, strict=True)]
-    rank = sum(d < d_others[3] for d in d_others[:3])
-    require(meta["answer_rank"] == rank, f"answer_rank {meta['answer_rank']} but the rank is {rank}")
+    # a coherent image as far from the others' mean as the intruder (within float32) may rank either side of it
+    surely, maybe = (sum(d < d_others[3] + t for d in d_others[:3]) for t in (-TOL, TOL))
+    require(surely <= meta["answer_rank"] <= maybe, f"answer_rank {meta['answer_rank']} but the rank is {surely}")
     if k3 == 2:
         require(source == "adversarial" or bool(fallbacks_of(meta, "k3 rank")) == (source != "band"),
                 "K3=2 widening not recorded")  # fmt: skip
@@ -663,6 +664,8 @@ def test_ordering_k2_draws_wrong_orders_in_proportion_to_their_scores() -> None:
 @example(n_procedures=6, dim=8, kc=2, spread=0.6, irregular=(0.0, 0.0, 0.0, 0.1, 0.0), seed=0)
 # found: a store with fewer distinct image vectors than the filter's 16 clusters stopped coherence's filter
 @example(n_procedures=6, dim=8, kc=2, spread=0.5025081952244064, irregular=(0.3, 0.0, 0.3, 0.3, 0.0), seed=615)
+# found: a coherent image as far from the others' mean as the adversarial intruder, 2.5e-8 apart in float64
+@example(n_procedures=22, dim=16, kc=17, spread=0.5, irregular=(0.1, 0.0, 0.1, 0.0, 0.0), seed=4080)
 def test_generated_stores_satisfy_the_knob_rules(
     tmp_path_factory: pytest.TempPathFactory,
     n_procedures: int,
