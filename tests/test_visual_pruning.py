@@ -91,6 +91,9 @@ def test_k3_rank_uniform_prunes_to_its_yield_keeping_drawn_questions_and_uniform
     assert dropped.max() - dropped.min() == 0, (before, after)
     card = (pruned.paths["knobs-012"] / "card.md").read_text()
     assert "AFLite pruning (Le Bras et al. 2020) of the drawn questions" in card and "lebras2020aflite" in card
+    share = f"{len(kept_rows)} kept of {n} drawn at a rank ({len(kept_rows) / n:.0%})"
+    balanced = report.get("skipped_questions", {}).get("rank_balance", 0)  # skipped before the draw was pruned
+    assert share + (f", of {n + balanced} planned" if balanced else ")") in card
 
 
 def test_rank_yield_is_checked(tmp_path: Path) -> None:

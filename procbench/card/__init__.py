@@ -489,11 +489,17 @@ def _setting_facts(s: CardSet) -> list[str]:
     elif pruning:
         final = pruning.get("final_accuracy") or {}
         probes = ", ".join(f"{md_text(name)} {_fmt(value)}" for name, value in final.items())
+        # the rank balance skips before pruning: the share is stated of both counts
+        drawn = report.questions + int(pruning.get("pruned") or 0)
+        planned = drawn + int(report.skipped_questions.get("rank_balance") or 0)
+        kept = f"{report.questions} kept of {drawn} drawn at a rank ({report.questions / max(drawn, 1):.0%})"
+        if planned > drawn:
+            kept += f", of {planned} planned ({report.questions / planned:.0%})"
         facts.append(
             f"AFLite pruning (Le Bras et al. 2020) of the drawn questions: {pruning.get('pruned')} the context-free "
             f"probes still solved dropped (at most {1 - float(pruning.get('min_yield') or 1):.0%}, equally many at "
-            f"every answer rank; every kept question is as drawn); the probes' held-out accuracy then: {probes} "
-            f"(stop bound {_fmt(pruning.get('chance_bound'))})"
+            f"every answer rank; every kept question is as drawn; {kept}); the probes' held-out accuracy then: "
+            f"{probes} (stop bound {_fmt(pruning.get('chance_bound'))})"
             + (f"; policy {md_text(pruning['policy'])}" if pruning.get("policy") else "")
         )
     aflite = report.aflite
