@@ -39,6 +39,7 @@ from procbench.rng import stream
 
 __all__ = [
     "CLOZE_WANTS",
+    "EVEN_SPREAD_K2",
     "EXCHANGE_SHORTLIST",
     "Exchange",
     "RankRule",
@@ -263,7 +264,7 @@ def select_ranked(
     if exchange and rule.exchange is not None:
         again, target, reached = exchange_draw(
             pool_at(level), classes, preference, np.where((picked >= 0).all(axis=1), rank, -1), wants, pool_rows,
-            rule.exchange, rng,
+            rule.exchange, rng, even_spread=k2 in EVEN_SPREAD_K2,
         )  # fmt: skip
         drawn: np.ndarray = np.asarray((again >= 0).all(axis=1))
         picked = np.where(drawn[:, None], again, picked)
@@ -283,6 +284,16 @@ def select_ranked(
 #: The exchangeable last draw (:func:`exchange_draw`) takes each class's negatives among this many of its most
 #: preferred candidates.
 EXCHANGE_SHORTLIST = 6
+#: The K2 values whose exchangeable draw also evens out the four choices' odd-one-out distances (``even_spread``):
+#: K2 = 1 draws the negatives in a band of distances from the answer, nearer each other than the answer is, so
+#: the answer's distance to the others told it apart by its size even at an evenly dealt rank (the audit's
+#: partial-input without that feature: 0.315 -> 0.214). K2 = 0's read worse with it (benchmarks/real_photos.md).
+EVEN_SPREAD_K2 = (1,)
+
+
+def _places(values: np.ndarray) -> np.ndarray:
+    """``(b, n)`` each entry's place (0: smallest) along the last axis of ``values (b, n)`` (ties in order)."""
+    return np.argsort(np.argsort(values, axis=1, kind="stable"), axis=1, kind="stable").astype(np.float64)
 
 
 def exchange_combos(wants: np.ndarray, shortlist: int) -> list[np.ndarray]:
@@ -313,6 +324,8 @@ def exchange_draw(
     pool_rows: np.ndarray,
     exchange: Exchange,
     rng: np.random.Generator,
+    *,
+    even_spread: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(picked, target, reached)``: each question's negatives (pool columns, ``(B, need)``, -1: none), drawn so
     that the answer does not stand out by how far it lies from the other choices.
@@ -326,7 +339,9 @@ def exchange_draw(
     each class from its pool (``pool (B, P)``, ``classes (B, P)``: as the ranked draw) among the
     :data:`EXCHANGE_SHORTLIST` most preferred of each class: of the combinations that put the answer's
     statistic at its target rank (else at the nearest rank any does), the most preferred (least sum of
-    ``preference``; without one, of the places in the shortlists).
+    ``preference``; without one, of the places in the shortlists). With ``even_spread``, the one whose place by
+    preference plus place by the spread of the four choices' statistics (their coefficient of variation: all four
+    as central, so the answer's value tells nothing by its size either) is least, ties by preference.
 
     ``reached (B,)``: the target rank was met.
     """
@@ -360,11 +375,17 @@ def exchange_draw(
         dist[:, np.arange(dist.shape[1]), np.arange(dist.shape[1])] = 0.0  # exactly: rounding leaves ~1e-8
         idx = combos[r]  # (n, need) into the shortlist
         four = np.concatenate([np.zeros((len(idx), 1), dtype=np.int64), idx + 1], axis=1)  # (n, 1 + need) into S
-        at = spread_ranks(dist[:, four[:, :, None], four[:, None, :]])  # (b, n)
+        foursomes = dist[:, four[:, :, None], four[:, None, :]]  # (b, n, 1 + need, 1 + need)
+        at = spread_ranks(foursomes)  # (b, n)
         miss = np.abs(at - target[b][:, None])
         value = short_pref[b][:, idx].sum(axis=2)  # (b, n); inf where a pick is missing
         best_miss = np.where(np.isfinite(value), miss, need + 1).min(axis=1, keepdims=True)
         cost = np.where(miss == best_miss, value, np.inf)
+        if even_spread:
+            spreads = foursomes.sum(axis=-1) / need  # (b, n, 1 + need): each choice's mean distance to the others
+            evenness = spreads.std(axis=-1) / np.maximum(spreads.mean(axis=-1), 1e-12)
+            by_value, by_evenness = (_places(np.where(np.isfinite(cost), x, np.inf)) for x in (cost, evenness))
+            cost = np.where(np.isfinite(cost), by_value + by_evenness + _places(cost) / (2.0 * cost.shape[1]), np.inf)
         best = np.argmin(cost, axis=1)
         found = np.isfinite(cost[np.arange(len(b)), best])
         picked[b[found]] = short[b][np.arange(len(b))[:, None], idx[best]][found]
