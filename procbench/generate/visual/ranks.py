@@ -286,8 +286,8 @@ def select_ranked(
 EXCHANGE_SHORTLIST = 6
 #: The K2 values whose exchangeable draw also evens out the four choices' odd-one-out distances (``even_spread``):
 #: K2 = 1 draws the negatives in a band of distances from the answer, nearer each other than the answer is, so
-#: the answer's distance to the others told it apart by its size even at an evenly dealt rank (the audit's
-#: partial-input without that feature: 0.315 -> 0.214). K2 = 0's read worse with it (benchmarks/real_photos.md).
+#: the answer's distance to the others told it apart by its size even at an evenly dealt rank. K2 = 0 (the answer
+#: their hub) read worse with it (measurements: benchmarks/real_photos.md, session 16).
 EVEN_SPREAD_K2 = (1,)
 
 
@@ -384,8 +384,9 @@ def exchange_draw(
         if even_spread:
             spreads = foursomes.sum(axis=-1) / need  # (b, n, 1 + need): each choice's mean distance to the others
             evenness = spreads.std(axis=-1) / np.maximum(spreads.mean(axis=-1), 1e-12)
-            by_value, by_evenness = (_places(np.where(np.isfinite(cost), x, np.inf)) for x in (cost, evenness))
-            cost = np.where(np.isfinite(cost), by_value + by_evenness + _places(cost) / (2.0 * cost.shape[1]), np.inf)
+            by_value = _places(cost)  # the combinations off target are inf, so they come last
+            by_evenness = _places(np.where(np.isfinite(cost), evenness, np.inf))
+            cost = np.where(np.isfinite(cost), by_value + by_evenness + by_value / (2.0 * cost.shape[1]), np.inf)
         best = np.argmin(cost, axis=1)
         found = np.isfinite(cost[np.arange(len(b)), best])
         picked[b[found]] = short[b][np.arange(len(b))[:, None], idx[best]][found]
