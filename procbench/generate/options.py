@@ -345,15 +345,11 @@ class _Visual(_Adversarial):
 
     def check(self, settings: Sequence[Setting]) -> None:
         super().check(settings)
-        if self.rank_yield != RANK_UNIFORM_YIELD and not self._ranked(settings):
+        if self.rank_yield != RANK_UNIFORM_YIELD and not any(s.rank_uniform for s in settings):
             raise BadInput("--rank-yield applies only to K3=2 knob settings (--knobs K1,K2,2 or --sweep)")
 
-    @staticmethod
-    def _ranked(settings: Sequence[Setting]) -> bool:
-        return any(s.style == "knobs" and s.knobs is not None and s.knobs[2] == 2 for s in settings)
-
     def _pruned(self, settings: Sequence[Setting]) -> bool:
-        return self.rank_yield < 1 and self._ranked(settings)  # --policy sizes K3=2's pruning too
+        return self.rank_yield < 1 and any(s.rank_uniform for s in settings)  # --policy sizes K3=2's pruning too
 
     def rank_pruning(self) -> AdversarialPolicy | None:
         """K3=2's pruning: :data:`RANK_PRUNING` at this ``policy``'s size with ``min_yield`` this ``rank_yield``

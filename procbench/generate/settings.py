@@ -26,6 +26,12 @@ class Setting:
             return "debias-auto" if self.budget == "auto" else f"debias-b{self.budget}"
         return self.style
 
+    @property
+    def rank_uniform(self) -> bool:
+        """Whether this is a K3=2 (rank-uniform) knob setting, the ones pruned AFLite-style (``adversarial`` starts
+        from such a draw but is not one)."""
+        return self.style == "knobs" and self.knobs is not None and self.knobs[2] == 2
+
     @classmethod
     def all_knobs(cls, with_k3: bool = True, rank_uniform: bool = True) -> list[Setting]:
         """Every knob setting, the paper's first: K1, K2 with K3 = 0, 1 (8; ordering, which has no K3 in the

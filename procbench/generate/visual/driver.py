@@ -406,7 +406,7 @@ def _filter(
     pruned = {
         s.name: task.prune(columns[s.name], data, seed=seed, options=pruning, progress=progress)
         for s in resolved
-        if s.rank_uniform and task.prune is not None and pruning is not None and len(columns[s.name])
+        if s.setting.rank_uniform and task.prune is not None and pruning is not None and len(columns[s.name])
     }
     return filtered, pruned
 

@@ -49,11 +49,6 @@ class VisualSetting:
         return PlanKey(self.knobs[0], self.ranked_plan and self.knobs[2] == 2)
 
     @property
-    def rank_uniform(self) -> bool:
-        """Whether this is a K3=2 knob setting (rank-uniform; not ``adversarial``, which starts from one)."""
-        return self.setting.style != "adversarial" and bool(self.knobs and self.knobs[2] == 2)
-
-    @property
     def k3(self) -> bool:
         """Whether K3 (closeness to the question) is on."""
         return bool(self.knobs and self.knobs[2])
