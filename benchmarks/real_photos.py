@@ -14,9 +14,9 @@ context-free probes: ``choice_only``, ``partial_input``, ``question_distance`` (
 rank rule, ``details.best_rank_rule``), ``colour_layout`` and ``near_duplicate``. Values and their
 procedure-bootstrap 95% intervals are averaged over seeds (mean of values, mean of interval ends).
 
-A setting *passes* when every context-free probe's seed-averaged value is <= 0.30. The paper's K3 = 0/1
-settings put the answer at a fixed closeness rank by definition, so their rank rules are labelled
-"by construction" and not held to the target.
+A setting *passes* when every context-free probe's seed-averaged value is <= 0.30 (*unmeasured* when none applies,
+e.g. on fewer questions than the audit fits a probe on). The paper's K3 = 0/1 settings put the answer at a fixed
+closeness rank by definition, so their rank rules are labelled "by construction" and not held to the target.
 
 The knob check reads the question parquet files and recomputes, from the store's image embeddings (via the
 audit's vector lookup, not the generator's code), for every question of a knob setting:
@@ -236,14 +236,14 @@ def summarise(results: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
     lines = []
     for task, settings in results.items():
         for setting, runs in settings.items():
-            cells, worst = [], 0.0
+            cells, worst, measured = [], 0.0, False
             paper_k3 = setting.startswith("knobs-") and setting[-1] in "01"
             for name in (*PROBES, "rank_rule"):
                 vals = [r[name]["value"] for r in runs if "value" in r.get(name, {})]
                 if not vals:
                     cells.append(f"{name}=n/a")
                     continue
-                mean = float(np.mean(vals))
+                mean, measured = float(np.mean(vals)), True
                 label = ""
                 if name == "rank_rule" and paper_k3:
                     label = " (by construction)"
@@ -262,6 +262,8 @@ def summarise(results: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
             if len(eligible) == len(runs):
                 cells.append(f"kept/planned={n:.0f}/{np.mean(eligible):.0f}={n / max(np.mean(eligible), 1):.0%}")
             held = "" if paper_k3 or setting == "recipeqa" else (" PASS" if worst <= TARGET else " FAIL")
+            if held and not measured:  # every probe not applicable (e.g. under the audit's 20 questions)
+                held = " UNMEASURED"
             lines.append(f"{task}/{setting} n={n:.0f} seeds={len(runs)}{held}: " + " ".join(cells))
     return lines
 

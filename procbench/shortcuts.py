@@ -41,6 +41,7 @@ from procbench.rng import stream
 __all__ = [
     "DISTANCE_MODEL",
     "FEATURE_NAMES",
+    "MIN_CV_QUESTIONS",
     "MODELS",
     "ChoiceBatch",
     "ChoiceDiscriminant",
@@ -59,6 +60,9 @@ __all__ = [
     "word_weights",
 ]
 
+#: The fewest questions a cross-fitted probe is fitted on: the audit reports a probe on fewer as not applicable,
+#: and adversarial filtering leaves such a set as drawn (a held-out accuracy there cannot be told from chance).
+MIN_CV_QUESTIONS = 20
 #: The probes of the ensemble; ``ensemble`` is the mean of their within-question probabilities.
 MODELS = ("choice_only", "choice_contrast", "partial_input")
 #: A further probe the ensemble can fit (``models``): the audit's ``question_distance`` model, a linear classifier on

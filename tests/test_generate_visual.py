@@ -485,12 +485,16 @@ def test_neighbour_searches_are_shared_by_the_settings(sample_sweeps: tuple[Stor
     per = counts["per_setting"]
     answers_k1 = {k: {per[f"knobs-{k}{a}{b}"]["questions"] for a in (0, 1) for b in (0, 1)} for k in (0, 1)}
     assert all(len(v) == 1 for v in answers_k1.values())  # the 4 paper settings of one K1 share its questions
+    k1_0 = next(iter(answers_k1[0]))
     distinct = sum(v.pop() for v in answers_k1.values())
+    # adversarial's plan is K1=0's when no procedure has 4 image steps (a question fits only those of fewer than
+    # 5), else K1=0's questions and one per such procedure, searched apart
+    short = counts["eligible"]["k1=0,short"] - counts["eligible"]["k1=0"]
     # K3=2 has a plan of its own per K1 (as many questions, anchored on hideable images, one search per procedure
     # mean to choose them): one answer search per distinct (procedure, answer image) across the plans, one
-    # question-mean search per question of each plan
-    assert counts["queries"]["answer"] <= 2 * distinct
-    assert counts["queries"]["question_mean"] == 2 * distinct
+    # question-mean search per question of each distinct plan
+    assert counts["queries"]["answer"] <= 2 * distinct + short
+    assert counts["queries"]["question_mean"] == 2 * distinct + (k1_0 + short if short else 0)
     assert counts["queries"]["procedure_mean"] == counts["procedures"]
 
 
@@ -1007,6 +1011,36 @@ def test_a_ranked_coherence_plan_takes_hideable_images_first() -> None:
         assert hideable[first & enough].all()
         paper_share = (scores[offsets[paper.proc][:, None] + paper.slots] >= HIDDEN_NEEDED).mean()
         assert hideable.mean() > paper_share + 0.1
+
+
+def test_adversarial_plans_short_procedures_too_and_keeps_the_long_ones_questions() -> None:
+    """The paper's K1 plans procedures of at least 5 image steps; ``adversarial`` (procbench's own) also plans the
+    shorter ones that hold a question, from streams of their own, so the longer ones keep the paper's questions."""
+    from procbench.generate.visual.plans import MIN_STEPS_KNOBS, plans_by_k1
+    from procbench.generate.visual.settings import VisualSetting
+
+    lengths = np.array([7, 3, 4, 9, 2, 5, 4, 12, 3] * 6)
+    offsets = np.r_[0, np.cumsum(lengths)]
+    scores = np.random.default_rng(3).integers(0, 6, int(offsets[-1]))
+    for size, ranked in ((4, False), (3, True)):
+        settings = [VisualSetting(Setting("knobs", (0, 1, 2)), (0, 1, 2), ranked)]
+        settings.append(VisualSetting(Setting("adversarial"), (0, 1, 2), ranked))
+        knobs, adversarial = plans_by_k1(
+            settings, lengths, seed=5, code=1, size=size, anchored=size == 4, anchor_scores=scores, offsets=offsets
+        ).values()
+        assert adversarial.eligible == int((lengths >= size).sum()) > knobs.eligible == int((lengths >= 5).sum())
+        short = lengths[adversarial.proc] < MIN_STEPS_KNOBS
+        assert set(adversarial.proc[short].tolist()) == set(np.flatnonzero((lengths >= size) & (lengths < 5)).tolist())
+        assert np.all(np.diff(adversarial.proc) >= 0) and np.all(adversarial.slots < lengths[adversarial.proc, None])
+        assert np.all(np.diff(adversarial.slots, axis=1) > 0)
+        for field in ("proc", "slots", "anchor", "number", "pool"):  # the long procedures' questions: the paper's
+            assert np.array_equal(getattr(adversarial, field)[~short], getattr(knobs, field)), field
+        widths = np.diff(adversarial.removed_offsets)
+        assert np.all(widths == 1)  # K1=0 removes each question's anchor step from the pool
+        anchors = adversarial.slots[np.arange(len(adversarial.proc)), adversarial.anchor]
+        assert np.array_equal(adversarial.removed_positions, anchors)
+        per_procedure = np.bincount(adversarial.proc, minlength=len(lengths))
+        assert np.all(per_procedure <= np.maximum(lengths // 2, 0)) and np.all(per_procedure[lengths >= size] >= 1)
 
 
 def test_a_photo_two_guides_share_is_each_guide_s_own(tmp_path: Path) -> None:

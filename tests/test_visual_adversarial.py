@@ -35,6 +35,7 @@ from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData
 from procbench.shortcuts import (
     FEATURE_NAMES,
+    MIN_CV_QUESTIONS,
     WITHIN_KINDS,
     ChoiceBatch,
     ShortcutEnsemble,
@@ -334,8 +335,8 @@ def test_own_layouts_are_the_gaps_of_four_images_of_one_procedure() -> None:
 def test_a_set_from_fewer_procedures_than_the_probe_folds_is_left_as_drawn_and_says_why(tmp_path: Path) -> None:
     """Cross-fitted probes on 4 procedures in 5 folds cannot be told from chance: no rounds, and the card and the
     report's summary say why (the filter used to run its 15 rounds on such a set without a word)."""
-    assert AdversarialPolicy().not_filtered(5) is None
-    assert AdversarialPolicy().not_filtered(4) == "4 procedures, fewer than the probes' 5 procedure folds"
+    assert AdversarialPolicy().not_filtered(5, MIN_CV_QUESTIONS) is None
+    assert AdversarialPolicy().not_filtered(4, 40) == "4 procedures, fewer than the probes' 5 procedure folds"
     store = write_synthetic_store(tmp_path / "few", n_procedures=4, dim=16, steps=(8, 8), seed=1)
     result = generate(store, "visual-cloze", Setting("adversarial"), seed=0, split_ratios=(1.0, 0.0, 0.0))
     report = result.reports["adversarial"]
@@ -345,3 +346,18 @@ def test_a_set_from_fewer_procedures_than_the_probe_folds_is_left_as_drawn_and_s
     assert "none run: 4 procedures, fewer than" in (result.paths["adversarial"] / "card.md").read_text()
     replaced = pq.read_table(result.paths["adversarial"] / "train.parquet").column("meta").to_pylist()
     assert all(m.get("replacements", 0) == 0 for m in replaced)
+
+
+def test_a_set_of_fewer_questions_than_the_audit_fits_a_probe_on_is_left_as_drawn(tmp_path: Path) -> None:
+    """Under MIN_CV_QUESTIONS questions (the audit calls its probes not applicable there), a probe's held-out
+    accuracy is noise: the filter left such a set (4 questions of a tiny corpus) swinging 0-0.75 over 15 rounds."""
+    assert AdversarialPolicy().not_filtered(8, MIN_CV_QUESTIONS - 1) == (
+        f"{MIN_CV_QUESTIONS - 1} questions, fewer than the {MIN_CV_QUESTIONS} the probes are fitted on"
+    )
+    store = write_synthetic_store(tmp_path / "small", n_procedures=8, dim=16, steps=(5, 5), seed=1)
+    for task in ("visual-cloze", "visual-coherence", "visual-ordering"):
+        result = generate(store, task, Setting("adversarial"), seed=0, split_ratios=(1.0, 0.0, 0.0))
+        report = result.reports["adversarial"]
+        assert 0 < report.questions < MIN_CV_QUESTIONS and report.adversarial is not None, task
+        assert report.adversarial["rounds_run"] == 0, task
+        assert report.adversarial["not_filtered"].startswith(f"{report.questions} questions, fewer than"), task

@@ -13,6 +13,7 @@ import numpy as np
 from procbench.audit.auditset import AuditSet, NotApplicable
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import Bootstrap, chance_level, group_codes, percentile_ci, procedure_folds
+from procbench.shortcuts import MIN_CV_QUESTIONS
 
 __all__ = ["ProbeContext", "cv_choice_scores"]
 
@@ -101,8 +102,10 @@ class ProbeContext:
 
     def require_cv(self, rows: np.ndarray) -> None:
         """Raise :class:`NotApplicable` when cross-validation cannot run on ``rows``."""
-        if rows.sum() < 20:
-            raise NotApplicable(f"too few usable questions ({int(rows.sum())}; at least 20 are needed)")
+        if rows.sum() < MIN_CV_QUESTIONS:
+            raise NotApplicable(
+                f"too few usable questions ({int(rows.sum())}; at least {MIN_CV_QUESTIONS} are needed)"
+            )
         if len(np.unique(self.folds[rows])) < 2:
             raise NotApplicable("too few procedures for procedure-grouped cross-validation (at least 2 are needed)")
 

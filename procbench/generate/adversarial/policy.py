@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from procbench.errors import BadInput
+from procbench.shortcuts import MIN_CV_QUESTIONS
 
 __all__ = [
     "COHERENCE_POLICY",
@@ -129,12 +130,16 @@ class AdversarialPolicy:
     patience: int | None = None
     size: str = "standard"
 
-    def not_filtered(self, n_procedures: int) -> str | None:
-        """Why questions from ``n_procedures`` procedures are not filtered (None: they are). The probes are
-        cross-fitted on ``n_folds`` procedure folds: on fewer procedures each fold holds out a large share of a tiny
-        set, and a probe's held-out accuracy there cannot be told from chance, so its rounds would chase noise."""
+    def not_filtered(self, n_procedures: int, n_questions: int) -> str | None:
+        """Why ``n_questions`` questions from ``n_procedures`` procedures are not filtered (None: they are). The
+        probes are cross-fitted on ``n_folds`` procedure folds: on fewer procedures, or fewer questions than the
+        audit fits a probe on (:data:`~procbench.shortcuts.MIN_CV_QUESTIONS`), each fold holds out a large share of
+        a tiny set, and a probe's held-out accuracy there cannot be told from chance, so its rounds would chase
+        noise."""
         if n_procedures < self.n_folds:
             return f"{n_procedures} procedures, fewer than the probes' {self.n_folds} procedure folds"
+        if n_questions < MIN_CV_QUESTIONS:
+            return f"{n_questions} questions, fewer than the {MIN_CV_QUESTIONS} the probes are fitted on"
         return None
 
     def unfiltered(self, why: str) -> dict[str, Any]:

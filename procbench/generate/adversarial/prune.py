@@ -143,10 +143,10 @@ def prune_drawn(
     progress: Progress = SILENT,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """AFLite on a set as drawn (no negative replaced): :func:`prune_predictable` down to ``options.min_yield`` of
-    its questions, ``strata`` kept in their drawn shares. Returns ``(kept (Q,), account)``; on too few procedures
-    nothing is dropped (:meth:`AdversarialPolicy.not_filtered`)."""
+    its questions, ``strata`` kept in their drawn shares. Returns ``(kept (Q,), account)``; on too few procedures or
+    questions nothing is dropped (:meth:`AdversarialPolicy.not_filtered`)."""
     n_q = len(arena.answers)
-    if why := options.not_filtered(len(np.unique(arena.groups))):
+    if why := options.not_filtered(len(np.unique(arena.groups)), n_q):
         return np.ones(n_q, dtype=bool), {"min_yield": options.min_yield, "pruned": 0, "not_filtered": why}
     floor = math.ceil(options.min_yield * n_q)
     kept, log, best = prune_predictable(arena, options, floor, seed=seed, strata=strata, progress=progress)

@@ -585,7 +585,7 @@ class Adversarial(Sampler):
         arena.negative_class = classes[keep]
         result = None
         negatives, kept = arena.negatives, np.ones(len(kept_index), dtype=bool)
-        why = options.not_filtered(len(np.unique(arena.groups)))
+        why = options.not_filtered(len(np.unique(arena.groups)), len(arena.groups))
         if why is None:
             result = filter_negatives(arena, options, seed=seed, drafted=drafted, progress=self.context.progress)
             negatives, kept = result.negatives, result.kept

@@ -420,13 +420,13 @@ def filter_image_negatives(
         negatives: ``(Q, K)`` the starting negatives (image rows).
 
     Returns:
-        ``(negatives (Q, K), replacements (Q,), kept (Q,), summary)``; on too few procedures nothing is
+        ``(negatives (Q, K), replacements (Q,), kept (Q,), summary)``; on too few procedures or questions nothing is
         filtered (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`). ``kept`` is False for
         the questions pruning dropped (``options.min_yield``).
     """
     n_q = len(answers)
     n_rows = data.n_rows
-    if why := options.not_filtered(len(np.unique(proc))):
+    if why := options.not_filtered(len(np.unique(proc)), n_q):
         return negatives.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), options.unfiltered(why)
     half, quarter = CANDIDATES // 2, CANDIDATES // 4
     mask = shown >= 0
@@ -769,13 +769,13 @@ def filter_intruders(
         ranks: ``(Q,)`` the intruder's rank (0: closest) among the choices by distance to the other three's mean.
 
     Returns:
-        ``(intruders (Q,), replacements (Q,), kept (Q,), summary)``; on too few procedures nothing is filtered
-        (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`).
+        ``(intruders (Q,), replacements (Q,), kept (Q,), summary)``; on too few procedures or questions nothing is
+        filtered (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`).
         When the rounds leave the probes above chance, the questions they still solve are dropped, most
         confident first, while ``options.min_yield`` stay (``kept``, :func:`prune_predictable`).
     """
     n_q = len(intruders)
-    if why := options.not_filtered(len(np.unique(proc))):
+    if why := options.not_filtered(len(np.unique(proc)), n_q):
         return intruders.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), options.unfiltered(why)
     n_rows = data.n_rows
     vecs = data.gather(coherent)  # (Q, 3, D)
@@ -1046,12 +1046,12 @@ def filter_orders(
         picked: ``(Q, 3)`` the starting wrong orders, indices 1-23 into :data:`ORDERS`.
 
     Returns:
-        ``(picked (Q, 3), replacements (Q,), kept (Q,), summary)``; on too few procedures nothing is filtered
-        (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`).
+        ``(picked (Q, 3), replacements (Q,), kept (Q,), summary)``; on too few procedures or questions nothing is
+        filtered (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`).
         ``kept`` is False for the questions pruning dropped (``options.min_yield``).
     """
     n_q = len(rows)
-    if why := options.not_filtered(len(np.unique(proc))):
+    if why := options.not_filtered(len(np.unique(proc)), n_q):
         return picked.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), options.unfiltered(why)
     vectors = data.gather(rows)
     scores = path_lengths(vectors)

@@ -206,6 +206,11 @@ def question_table(
     )
 
 
+def _plan_label(key: PlanKey) -> str:
+    """A plan key in the counts: ``recipeqa`` or ``k1=K``, then ``,ranked`` and ``,short`` when they apply."""
+    return ("recipeqa" if key.k1 is None else f"k1={key.k1}") + ",ranked" * key.ranked + ",short" * key.short
+
+
 def build_counts(
     settings: list[VisualSetting],
     plans: Mapping[PlanKey, Plan],
@@ -221,12 +226,9 @@ def build_counts(
     questions, unused budget and every tally, and the RecipeQA style's fixed distance."""
     counts: dict[str, Any] = {} if kc is None else {"k_c": kc}
     counts["procedures"] = procedures
-    # every plan's eligible procedures (a K3=2 plan of its own is labelled ``ranked``): an empty dict would hide
-    # that a knob setting had no procedure to draw from
-    counts["eligible"] = {
-        ("recipeqa" if k.k1 is None else f"k1={k.k1}") + (",ranked" if k.ranked else ""): p.eligible
-        for k, p in plans.items()
-    }
+    # every plan's eligible procedures (a K3=2 plan of its own is labelled ``ranked``, adversarial's ``short``): an
+    # empty dict would hide that a knob setting had no procedure to draw from
+    counts["eligible"] = {_plan_label(k): p.eligible for k, p in plans.items()}
     if queries is not None:
         counts["queries"] = dict(queries)
     counts["per_setting"] = {

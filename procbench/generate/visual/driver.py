@@ -312,10 +312,14 @@ def run(
             return windows, {}, {}
         knob_windows = {key: w for key, w in windows.items() if key.k1 is not None and len(w)}
         knn = _anchor_neighbours(data, knob_windows, k)
-        near = {  # the neighbours of each K3 point, searched once per plan
-            key: data.search(windows[key].k3()[0], windows[key].proc, k, kind="question_mean")
-            for key in k3_plans & set(knn)
-        }
+        near: dict[PlanKey, Neighbours] = {}  # the neighbours of each K3 point, searched once per distinct plan
+        for key in sorted(k3_plans & set(knn)):
+            same = next((other for other in near if plans[other] is plans[key]), None)
+            near[key] = (
+                near[same]
+                if same is not None
+                else data.search(windows[key].k3()[0], windows[key].proc, k, kind="question_mean")
+            )
         return windows, knn, near
 
     def draw(searched: Searched) -> None:
@@ -421,7 +425,11 @@ def _report(entry: dict[str, Any]) -> SettingReport:
 def _empty_reason(s: VisualSetting, eligible: int, tally: Counter[str]) -> str:
     """Why setting ``s`` drew no question: no procedure its plan takes, else what skipped its questions."""
     if not eligible:
-        need = "enough image steps" if s.knobs is None else f"at least {MIN_STEPS_KNOBS} image steps (K1)"
+        need = (
+            f"at least {MIN_STEPS_KNOBS} image steps (K1)"
+            if s.knobs is not None and not s.plan_key.short
+            else "enough image steps"
+        )
         return f"no procedure has {need}: ingest procedures with one image per step, or more of them"
     skipped = ", ".join(f"{k} {v}" for k, v in sorted(tally.items()) if k.startswith("skipped") and v)
     return (

@@ -1,7 +1,8 @@
 """K1, question plans: which steps of each procedure's image sequence each question uses.
 
-Procedures with at least :data:`MIN_STEPS_KNOBS` sequence steps; at most ⌊n/2⌋ (K1=0) or ⌊n/3⌋ (K1=1)
-questions; each question's items are drawn (in increasing order) from a pool of steps, and after each
+Procedures with at least :data:`MIN_STEPS_KNOBS` sequence steps (the paper's K1; a ``short`` plan, the
+``adversarial`` setting's, also takes the shorter ones that hold a question); at most ⌊n/2⌋ (K1=0) or ⌊n/3⌋
+(K1=1) questions; each question's items are drawn (in increasing order) from a pool of steps, and after each
 question its anchor step (the answer of a cloze question, a random question step for coherence and
 ordering) leaves the pool, plus one random other pool step at K1=1. The RecipeQA style resamples freely
 (⌊n/2⌋ questions, at least one, no pool).
@@ -24,7 +25,7 @@ import numpy as np
 
 from procbench.generate.visual.sequences import Sequences
 from procbench.qsets.columns import ranges
-from procbench.rng import stream
+from procbench.rng import Stream, stream
 
 if TYPE_CHECKING:
     from procbench.generate.visual.settings import PlanKey, VisualSetting
@@ -37,9 +38,12 @@ MIN_STEPS_KNOBS = 5
 HIDDEN_NEEDED = 3
 
 
-#: K1 plans, and the anchors of K3=2's ranked plans.
+#: K1 plans, and the anchors of K3=2's ranked plans; a short plan's draws for its procedures under
+#: :data:`MIN_STEPS_KNOBS` steps (the longer ones' questions stay those of the plan without them).
 _PLANS = stream("visual.plans")
 _RANKED_PLANS = stream("visual.ranked-plans")
+_SHORT_PLANS = stream("visual.short-plans")
+_SHORT_RANKED_PLANS = stream("visual.short-ranked-plans")
 
 
 def question_budget(n_steps: int, k1: int | None) -> int:
@@ -103,19 +107,30 @@ def plans_by_k1(
 ) -> dict[PlanKey, Plan]:
     """One :func:`plan_questions` per distinct plan key of ``settings``, seeded per K1 value (a ranked plan draws
     the same questions as its K1's and chooses their anchors with ``anchor_scores``, ``(S,)`` per sequence
-    position, procedure ``p``'s from ``offsets[p]``)."""
+    position, procedure ``p``'s from ``offsets[p]``). A short plan is its key's plan without ``short`` plus the
+    questions of the procedures of ``size`` to ``MIN_STEPS_KNOBS - 1`` steps, drawn from streams of their own.
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
     plans: dict[PlanKey, Plan] = {}
-    for setting in settings:
-        key = setting.plan_key
-        if key not in plans:
-            rng = _PLANS.rng(seed, code, 2 if key.k1 is None else key.k1)
-            ranked = None
-            if key.ranked:
-                if anchor_scores is None or offsets is None:  # pragma: no cover - a programming error in the driver
-                    raise ValueError("a ranked plan needs the anchor scores")
-                ranked = (anchor_scores, offsets, _RANKED_PLANS.rng(seed, code, key.k1 or 0))
-            plans[key] = plan_questions(lengths, size=size, k1=key.k1, rng=rng, anchored=anchored, ranked=ranked)
-    return plans
+
+    def plan(key: PlanKey, of: np.ndarray, streams: tuple[Stream, Stream], min_steps: int) -> Plan:
+        rng = streams[0].rng(seed, code, 2 if key.k1 is None else key.k1)
+        ranked = None
+        if key.ranked:
+            if anchor_scores is None or offsets is None:  # pragma: no cover - a programming error in the driver
+                raise ValueError("a ranked plan needs the anchor scores")
+            ranked = (anchor_scores, offsets, streams[1].rng(seed, code, key.k1 or 0))
+        return plan_questions(of, size=size, k1=key.k1, rng=rng, anchored=anchored, ranked=ranked, min_steps=min_steps)
+
+    for key in dict.fromkeys(s.plan_key for s in settings):
+        full = key._replace(short=False)
+        if full not in plans:
+            plans[full] = plan(full, lengths, (_PLANS, _RANKED_PLANS), MIN_STEPS_KNOBS)
+        if key.short:  # the plan without ``short`` itself when no short procedure holds a question
+            short = np.where(lengths < MIN_STEPS_KNOBS, lengths, 0)
+            extra = plan(key, short, (_SHORT_PLANS, _SHORT_RANKED_PLANS), size)
+            plans[key] = _merged(plans[full], extra) if extra.eligible else plans[full]
+    return {key: plans[key] for key in dict.fromkeys(s.plan_key for s in settings)}
 
 
 def plan_questions(
@@ -126,15 +141,19 @@ def plan_questions(
     rng: np.random.Generator,
     anchored: bool,
     ranked: tuple[np.ndarray, np.ndarray, np.random.Generator] | None = None,
+    min_steps: int = MIN_STEPS_KNOBS,
 ) -> Plan:
-    """Draw every procedure's questions under K1 (``k1`` 0 or 1) or free resampling (``k1`` None).
+    """Draw every procedure's questions under K1 (``k1`` 0 or 1), from the procedures of at least ``min_steps``
+    steps, or free resampling (``k1`` None, every procedure of at least ``size`` steps).
 
     ``anchored``: whether the anchor is part of what makes two free-resampled questions different (the
     placeholder of a cloze question); free resampling never repeats an identical question. ``ranked``:
     ``(anchor_scores, offsets, rng)`` to choose each K1 question's anchor with (see the module).
     """
     if k1 is not None:
-        return _pooled_plan(lengths, size=size, k1=k1, rng=rng, anchored=anchored, ranked=ranked)
+        return _pooled_plan(
+            lengths, size=size, k1=k1, rng=rng, anchored=anchored, ranked=ranked, min_steps=max(min_steps, size)
+        )
     proc: list[int] = []
     slots: list[list[int]] = []
     anchor: list[int] = []
@@ -188,6 +207,7 @@ def _pooled_plan(
     rng: np.random.Generator,
     anchored: bool = True,
     ranked: tuple[np.ndarray, np.ndarray, np.random.Generator] | None = None,
+    min_steps: int = MIN_STEPS_KNOBS,
 ) -> Plan:
     """K1 planning, vectorised over the procedures of each sequence length (their pools shrink alike).
 
@@ -197,7 +217,7 @@ def _pooled_plan(
     ties broken by ``budget × size`` numbers of its own generator per procedure.
     """
     lengths = np.asarray(lengths, dtype=np.int64)
-    eligible = np.flatnonzero(lengths >= MIN_STEPS_KNOBS)
+    eligible = np.flatnonzero(lengths >= min_steps)
     n_of = lengths[eligible]
     allowed_of = n_of // (2 if k1 == 0 else 3)
     widths = allowed_of * (n_of + 2)
@@ -270,6 +290,28 @@ def _pooled_plan(
         removed_positions=removed.reshape(-1),
         eligible=len(eligible),
         budget_unused=int(unused),
+    )
+
+
+def _merged(a: Plan, b: Plan) -> Plan:
+    """The questions of two plans of one K1 value over disjoint procedures, ordered by procedure and number."""
+    proc = np.concatenate([a.proc, b.proc])
+    order = np.lexsort((np.concatenate([a.number, b.number]), proc))
+    width = max(1, *(len(p.removed_positions) // max(len(p.proc), 1) for p in (a, b)))
+    removed = np.concatenate([a.removed_positions.reshape(-1, width), b.removed_positions.reshape(-1, width)])
+    return Plan(
+        key=a.key,
+        size=a.size,
+        proc=proc[order],
+        slots=np.concatenate([a.slots, b.slots])[order],
+        anchor=np.concatenate([a.anchor, b.anchor])[order],
+        budget=np.concatenate([a.budget, b.budget])[order],
+        number=np.concatenate([a.number, b.number])[order],
+        pool=np.concatenate([a.pool, b.pool])[order],
+        removed_offsets=np.arange(len(order) + 1, dtype=np.int64) * width,
+        removed_positions=removed[order].reshape(-1),
+        eligible=a.eligible + b.eligible,
+        budget_unused=a.budget_unused + b.budget_unused,
     )
 
 

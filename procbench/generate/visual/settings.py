@@ -20,11 +20,13 @@ _SETTINGS = stream("visual.settings")
 
 
 class PlanKey(NamedTuple):
-    """Which question plan a setting uses: K1 (None: free resampling), and whether the answers are chosen among
-    each question's images for K3=2 (:func:`.plans.plan_questions`'s ``anchor_scores``)."""
+    """Which question plan a setting uses: K1 (None: free resampling), whether the answers are chosen among
+    each question's images for K3=2 (:func:`.plans.plan_questions`'s ``anchor_scores``), and whether procedures
+    shorter than K1's minimum are planned too (``short``: ``adversarial``, :func:`.plans.plans_by_k1`)."""
 
     k1: int | None
     ranked: bool = False
+    short: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class VisualSetting:
         """Which question plan the setting uses."""
         if self.knobs is None:
             return PlanKey(None)
-        return PlanKey(self.knobs[0], self.ranked_plan and self.knobs[2] == 2)
+        return PlanKey(self.knobs[0], self.ranked_plan and self.knobs[2] == 2, self.setting.style == "adversarial")
 
     @property
     def k3(self) -> bool:
