@@ -94,11 +94,14 @@ def _yield(folder: Path, n: int) -> dict[str, int]:
     return out
 
 
-def _audit(folder: Path) -> dict[str, Any]:
+def _audit(folder: Path, shuffle: int | None = None) -> dict[str, Any]:
+    """The context-free probes on the set in ``folder``; ``shuffle``: on a null copy of it (:func:`_null`)."""
     from procbench.audit import audit_set
     from procbench.audit.loaders import load_question_set
 
     aset = load_question_set(folder)
+    if shuffle is not None:
+        aset = _null(aset, shuffle)
     audit = audit_set(aset, seed=0, n_boot=300, probes=",".join(PROBES))
     out: dict[str, Any] = {"n": len(aset), "yield": _yield(folder, len(aset))}
     for name, result in audit.probes.items():
@@ -110,6 +113,27 @@ def _audit(folder: Path) -> dict[str, Any]:
             rule = result.details["best_rank_rule"]["accuracy"]
             out["rank_rule"] = {"value": rule, "shares": result.details["answer_rank_shares"]}
     return out
+
+
+def _null(aset: Any, shuffle: int) -> Any:
+    """``aset`` with every answer moved to another of its question's choices, where no probe can learn anything
+    but the answers' distance ranks stay dealt exactly evenly, as K3 = 2 and ``adversarial`` deal them: question
+    ``i`` takes rank ``targets[i]`` of its choices by the audit's own distance (to the question mean; coherence: to
+    the other choices; ordering: path length), ``targets`` an even deal shuffled by ``shuffle``. A uniform shuffle
+    instead leaves chance imbalances between the ranks that the audit's rank-stratified folds read as a shortcut
+    of the set (its worst probe there read 0.34 on the build guides' cloze ``adversarial`` sets)."""
+    import dataclasses
+
+    from procbench.audit.probes.distance import choice_distances, distance_ranks
+
+    dist, ok, _ = choice_distances(aset, *aset.item_vectors())
+    valid = aset.index().valid
+    ranks = distance_ranks(dist, valid)
+    rng = np.random.default_rng([shuffle, 0x2011])
+    targets = rng.permutation(np.resize(np.arange(valid.shape[1]), len(ranks)))
+    targets = np.minimum(targets, valid.sum(axis=1) - 1)
+    answers = np.argmax(ranks == targets[:, None], axis=1)
+    return dataclasses.replace(aset, answers=np.where(ok, answers, aset.answers))
 
 
 def _knob_check(store_root: Path, folder: Path) -> dict[str, Any]:
@@ -198,10 +222,14 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=None, help="JSON file for the raw numbers")
     parser.add_argument("--keep", type=Path, default=None, help="keep the per-seed stores under this folder")
+    parser.add_argument(
+        "--null", type=int, default=0, help="also audit this many answer-shuffled copies of every set (the null)"
+    )
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     results: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     knobs: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    nulls: dict[str, dict[str, list[list[dict[str, Any]]]]] = defaultdict(lambda: defaultdict(list))
     work = args.keep or Path(tempfile.mkdtemp(prefix="real-photos-"))
     for seed in seeds:
         store = work / f"seed{seed}"
@@ -218,15 +246,22 @@ def main() -> None:
                 knobs[task][folder.name].append(_knob_check(store, folder))
                 done = {"audit": results[task][folder.name][-1], "knobs": knobs[task][folder.name][-1]}
                 print(key, seed, json.dumps(done, default=float), file=sys.stderr, flush=True)
+                if args.null:
+                    nulls[task][folder.name].append([_audit(folder, shuffle=j) for j in range(args.null)])
     table = summarise(results)
     for line in table:
         print(line)
+    if args.null:
+        print(f"\nnull: the same sets with their answers shuffled ({args.null} shuffles), seed-averaged as above:")
+        for line in summarise_null(nulls):
+            print(line)
     print("\nknob check (independent of the generator), per seed:")
     for task, settings in knobs.items():
         for setting, runs in settings.items():
             print(f"  {task}/{setting}: " + " | ".join(json.dumps(r) for r in runs))
     if args.out:
-        args.out.write_text(json.dumps({"audit": results, "knobs": knobs}, indent=1, default=float))
+        raw = {"audit": results, "knobs": knobs, "null": nulls}
+        args.out.write_text(json.dumps(raw, indent=1, default=float))
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -265,6 +300,37 @@ def summarise(results: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
             if held and not measured:  # every probe not applicable (e.g. under the audit's 20 questions)
                 held = " UNMEASURED"
             lines.append(f"{task}/{setting} n={n:.0f} seeds={len(runs)}{held}: " + " ".join(cells))
+    return lines
+
+
+def summarise_null(nulls: dict[str, dict[str, list[list[dict[str, Any]]]]]) -> list[str]:
+    """Per setting: what the probes read on sets with nothing to find. Shuffle ``j`` of every seed is averaged over
+    the seeds as a real reading is, and its worst probe (rank rule included, as the verdict counts it) taken; the
+    line gives their mean, their 95th percentile and how often they exceed the target."""
+    lines = []
+    for task, settings in nulls.items():
+        for setting, per_seed in settings.items():
+            paper_k3 = setting.startswith("knobs-") and setting[-1] in "01"
+            names = [n for n in (*PROBES, "rank_rule") if not (paper_k3 and n == "rank_rule")]
+            worst, means = [], defaultdict(list)
+            for j in range(min(len(runs) for runs in per_seed)):
+                values = {
+                    n: [runs[j][n]["value"] for runs in per_seed if "value" in runs[j].get(n, {})] for n in names
+                }
+                seed_means = {n: float(np.mean(v)) for n, v in values.items() if v}
+                for n, v in seed_means.items():
+                    means[n].append(v)
+                if seed_means:
+                    worst.append(max(seed_means.values()))
+            if not worst:
+                lines.append(f"{task}/{setting} (null): unmeasured")
+                continue
+            cells = " ".join(f"{n}={np.mean(v):.3f}" for n, v in means.items())
+            over = float(np.mean(np.array(worst) > TARGET))
+            lines.append(
+                f"{task}/{setting} (null): worst probe mean {np.mean(worst):.3f}, 95th percentile "
+                f"{np.percentile(worst, 95):.3f}, above {TARGET:.2f} in {over:.0%} of {len(worst)}; {cells}"
+            )
     return lines
 
 

@@ -160,3 +160,20 @@ def test_image_stats_are_read_once_per_unchanged_file(tmp_path: Path) -> None:
     changed = ImageStats.read_cached(keys, locate)
     assert np.array_equal(changed.stats, ImageStats.read(keys, locate).stats)
     assert not np.array_equal(changed.stats[0], reference.stats[0])
+
+
+def test_image_probes_read_chance_on_average_where_answers_carry_nothing(tmp_path: Path) -> None:
+    """The same photos and choices with the answer moved to a random choice, over several draws: nothing to learn,
+    so the probes' held-out accuracy averages chance (here 0.26 and 0.27). Folds stratified by the probe's own rank
+    (the earlier scheme) leak each draw's chance imbalance between those ranks into every fold: 0.30 on average."""
+    import dataclasses
+
+    base = make_visual_set(tmp_path, task="visual-cloze", shared_light=False, recrop=False, seed=5, n_proc=60)
+    rng = np.random.default_rng(0)
+    readings = []
+    for _ in range(20):
+        shuffled = dataclasses.replace(base, answers=rng.integers(0, 4, len(base.answers)))
+        probes = audit_set(shuffled, seed=0, n_boot=20, probes="colour_layout,near_duplicate").probes
+        readings.append([probes["colour_layout"].value, probes["near_duplicate"].value])
+    mean = np.mean(readings, axis=0)
+    assert np.all(mean < 0.28), mean

@@ -62,7 +62,11 @@ class ProbeContext:
         A probe that can learn how common each label is (a rank-aware probe: the answer's distance rank) reads a
         set whose answers are spread exactly evenly over the labels *below* chance on unstratified folds: each
         training fold then holds most of what its test fold lacks (measured on signal-free sets balanced
-        exactly over 4 ranks: 0.23 on average, 0.21 at worst, against 0.25 stratified).
+        exactly over 4 ranks: 0.23 on average, 0.21 at worst, against 0.25 stratified). Stratify only by a label the
+        set's generator deals evenly (the answer's embedding distance rank,
+        :func:`~procbench.audit.probes.distance.answer_distance_ranks`): on any other label the folds carry the
+        set's chance imbalance into every training fold and read it as a shortcut (the image probes stratified by
+        their own ranks read 0.27-0.30 on sets whose answers carry nothing).
         """
         from sklearn.model_selection import StratifiedGroupKFold
 

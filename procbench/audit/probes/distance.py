@@ -29,7 +29,7 @@ from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import cv_rule_hits, mc_hits
 
-__all__ = ["choice_distances", "distance_ranks", "question_distance"]
+__all__ = ["answer_distance_ranks", "choice_distances", "distance_ranks", "question_distance"]
 
 
 def choice_distances(aset: AuditSet, matrix: np.ndarray, found: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
@@ -77,6 +77,23 @@ def distance_ranks(dist: np.ndarray, valid: np.ndarray) -> np.ndarray:
     big = np.where(valid, np.nan_to_num(dist, nan=np.inf), np.inf)
     ranks = np.argsort(np.argsort(big, axis=1, kind="stable"), axis=1, kind="stable")
     return np.where(valid, ranks, -1)
+
+
+def answer_distance_ranks(aset: AuditSet) -> np.ndarray:
+    """``(n,)`` each answer's rank among its question's choices by :func:`choice_distances` (0 = nearest; -1 where
+    a distance is missing): the rank K3 = 2 and ``adversarial`` deal evenly, which every rank-aware probe's folds
+    are stratified by (:meth:`~procbench.audit.context.ProbeContext.stratified_folds`).
+
+    Raises:
+        NotApplicable: the set has no item vectors.
+    """
+    dist, ok, _ = choice_distances(aset, *aset.item_vectors())
+    valid = aset.index().valid
+    k = valid.shape[1]
+    answers = aset.answers
+    usable = ok & (answers >= 0) & (answers < k) & np.isfinite(np.where(valid, dist, 0.0)).all(axis=1)
+    ranks = distance_ranks(dist, valid)
+    return np.where(usable, ranks[np.arange(len(answers)), np.clip(answers, 0, k - 1)], -1)
 
 
 def distance_features(dist: np.ndarray, valid: np.ndarray) -> np.ndarray:

@@ -14,7 +14,12 @@ images: the question's images, or (a question that shows none, visual coherence)
 
 Either way a linear SVM scores each choice from these relations, each centred, squared, standardised
 within the question and ranked (one-hot), as ``question_distance`` does with embedding distances; the
-highest-scoring choice is the answer, cross-validated over procedure-grouped folds. Relations, features and
+highest-scoring choice is the answer, cross-validated over procedure-grouped folds stratified by the answer's
+embedding distance rank, as ``question_distance``'s (the rank K3 = 2 deals evenly; plain procedure folds when the
+set has no embeddings). Stratified by the probe's own rank, which no generator deals evenly, the folds read a set's
+chance imbalance between those ranks as a shortcut: on the build guides' visual ``adversarial`` sets with their
+answers moved to random choices (ranks still dealt evenly), both probes read 0.27-0.29 on average instead of
+0.24-0.26 (``benchmarks/real_photos.py --null``). Relations, features and
 model are :mod:`procbench.image_stats`'s (:data:`~procbench.image_stats.IMAGE_PROBES`), the ones the visual
 adversarial filter plays against. ``value`` is the
 accuracy with a procedure-bootstrap 95% interval, ``chance`` the mean of 1/#choices.
@@ -33,7 +38,7 @@ import numpy as np
 from procbench.audit.auditset import AuditSet, NotApplicable
 from procbench.audit.context import ProbeContext, cv_choice_scores
 from procbench.audit.probes.common import require_multiple_choice
-from procbench.audit.probes.distance import distance_ranks
+from procbench.audit.probes.distance import answer_distance_ranks
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import mc_hits
@@ -119,6 +124,17 @@ def image_relations(aset: AuditSet, stats: ImageStats) -> tuple[dict[str, np.nda
     return {name: rel[:, :, i] for i, name in enumerate(RELATIONS)}, ok
 
 
+def _dealt_rank_folds(aset: AuditSet, ctx: ProbeContext, rows: np.ndarray) -> np.ndarray:
+    """``(n,)`` the folds of ``rows``: stratified by the answer's embedding distance rank, else procedure folds."""
+    if "answer_distance_ranks" not in ctx.cache:
+        try:
+            ctx.cache["answer_distance_ranks"] = answer_distance_ranks(aset)
+        except NotApplicable:  # image files without embeddings
+            ctx.cache["answer_distance_ranks"] = None
+    dealt = ctx.cache["answer_distance_ranks"]
+    return ctx.folds if dealt is None else ctx.stratified_folds(np.where(rows, dealt, -1))
+
+
 def _probe(aset: AuditSet, ctx: ProbeContext, probe: str) -> ProbeResult:
     stats = image_stats_of(aset, ctx)
     if "image_relations" not in ctx.cache:
@@ -133,10 +149,7 @@ def _probe(aset: AuditSet, ctx: ProbeContext, probe: str) -> ProbeResult:
     rules = IMAGE_PROBES[probe]
     names = tuple(rules)
     features = probe_features(np.stack([relations[name] for name in RELATIONS], axis=2), valid, probe)
-    first = relations[names[0]]
-    ranks = distance_ranks(first, valid)
-    answer_ranks = np.where(rows, ranks[np.arange(len(answers)), np.clip(answers, 0, k - 1)], -1)
-    folds = ctx.stratified_folds(answer_ranks)
+    folds = _dealt_rank_folds(aset, ctx, rows)
     scores = cv_choice_scores(features, valid, answers, folds, rows, lambda: probe_model(ctx.seed))
     rows = rows & np.isfinite(np.where(valid, scores, 0.0)).all(axis=1)
     hits = mc_hits(scores, answers, valid)
