@@ -6,7 +6,7 @@ Run by hand (the store must be ingested, cleaned and embedded with an image enco
     procbench ingest /work/shared/data/build-guides/procedures.jsonl --store S
     procbench clean --store S
     procbench embed --store S -t minilm-offline -i efficientnet-lite0
-    python benchmarks/real_photos.py --store S [--seeds 0,1,2] [--tasks visual-cloze,visual-coherence]
+    python benchmarks/real_photos.py --store S [--seeds 0,1,2] [--tasks visual-cloze,visual-coherence] [--null 20]
 
 For every generation seed the store is copied (questions only differ), ``procbench generate --task T --sweep
 --seed SEED`` runs in a child process, and every set of the sweep is audited (audit seed 0) with the
@@ -17,6 +17,11 @@ procedure-bootstrap 95% intervals are averaged over seeds (mean of values, mean 
 A setting *passes* when every context-free probe's seed-averaged value is <= 0.30 (*unmeasured* when none applies,
 e.g. on fewer questions than the audit fits a probe on). The paper's K3 = 0/1 settings put the answer at a fixed
 closeness rank by definition, so their rank rules are labelled "by construction" and not held to the target.
+
+``--null K`` also audits K copies of every set whose answers are moved to other choices of their questions, the
+answers' distance ranks still dealt evenly (:func:`_null`): sets with nothing to find. Shuffle j is averaged over
+the seeds as a real reading is; the lines give the mean and 95th percentile of the worst probe and how often it is
+above the target, the reading a shortcut-free set of the same size and photos would get.
 
 The knob check reads the question parquet files and recomputes, from the store's image embeddings (via the
 audit's vector lookup, not the generator's code), for every question of a knob setting:

@@ -355,10 +355,11 @@ def check_ordering(w: World, q: dict[str, Any]) -> None:
 CHECKS = {"visual-cloze": check_cloze, "visual-coherence": check_coherence, "visual-ordering": check_ordering}
 
 
-def expected_count(n: int, k1: int, size: int) -> int:
-    """Questions K1 allows for a sequence of ``n``: the budget, or fewer when the pool runs out."""
+def expected_count(n: int, k1: int, size: int, least: int = 5) -> int:
+    """Questions K1 allows for a sequence of ``n`` (planned from ``least`` steps): the budget, or fewer when the
+    pool runs out."""
     budget, removed = (n // 2, 1) if k1 == 0 else (n // 3, 2)
-    return min(budget, (n - size) // removed + 1) if n >= 5 else 0
+    return min(budget, (n - size) // removed + 1) if n >= least else 0
 
 
 def check_set(w: World, task: str, path: Path, skipped: int = 0) -> list[dict[str, Any]]:
@@ -389,12 +390,14 @@ def check_set(w: World, task: str, path: Path, skipped: int = 0) -> list[dict[st
             require(len(set(keys)) == len(keys), "identical RecipeQA questions")
             continue
         k1 = qs[0]["meta"]["k1"]
-        require(n >= 5, "a procedure with fewer than 5 steps got knob questions")
+        # the paper's K1 takes procedures of 5 image steps or more; adversarial also the shorter ones a question fits
+        least = size if path.name == "adversarial" else 5
+        require(n >= least, f"a procedure with fewer than {least} steps got knob questions")
         require(len(qs) <= (n // 2 if k1 == 0 else n // 3), "K1 budget exceeded")
         if not skipped:
             require(
-                len(qs) == expected_count(n, k1, size),
-                f"{pid}: {len(qs)} questions, K1 allows {expected_count(n, k1, size)}",
+                len(qs) == expected_count(n, k1, size, least),
+                f"{pid}: {len(qs)} questions, K1 allows {expected_count(n, k1, size, least)}",
             )
         gone: set[int] = set()
         for q, used in zip(qs, item_steps, strict=True):

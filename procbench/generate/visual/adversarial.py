@@ -769,14 +769,15 @@ def filter_intruders(
         ranks: ``(Q,)`` the intruder's rank (0: closest) among the choices by distance to the other three's mean.
 
     Returns:
-        ``(intruders (Q,), replacements (Q,), kept (Q,), summary)``; on too few procedures or questions nothing is
-        filtered (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`).
+        ``(intruders (Q,), replacements (Q,), kept (Q,), summary)``; on too few procedures or questions no round
+        runs (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`), and only the near-copies are
+        replaced.
         When the rounds leave the probes above chance, the questions they still solve are dropped, most
         confident first, while ``options.min_yield`` stay (``kept``, :func:`prune_predictable`).
     """
     n_q = len(intruders)
-    if why := options.not_filtered(len(np.unique(proc)), n_q):
-        return intruders.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), options.unfiltered(why)
+    if not n_q:
+        return intruders.copy(), np.zeros(0, dtype=np.int64), np.ones(0, bool), options.unfiltered("no questions")
     n_rows = data.n_rows
     vecs = data.gather(coherent)  # (Q, 3, D)
     mean = vecs.mean(axis=1)
@@ -811,6 +812,15 @@ def filter_intruders(
             current[q] = row
             replacements[q] += 1
     unmet = len(close) - int(replacements.sum())
+    ceiling = {
+        "ceiling_rule": "the intruder's cosine similarity to every image of the question's procedure stays below "
+        "the ceiling",
+        "replaced": "incoherent images (the answers)",
+        "ceiling_replaced": int(len(close) - unmet),
+        "ceiling_unmet": unmet,
+    }
+    if why := options.not_filtered(len(np.unique(proc)), n_q):  # the near-copies replaced all the same
+        return current, replacements, np.ones(n_q, bool), {**options.unfiltered(why), **ceiling}
     on_show = np.bincount(coherent.reshape(-1), minlength=n_rows) + uses  # choices of the whole set, per image
     clusters = image_clusters(np.asarray(data.vectors, dtype=np.float32), seed)
     policy = dataclasses.replace(
@@ -828,15 +838,7 @@ def filter_intruders(
         result.kept, result.pruning, result.best_step = prune_predictable(
             final, options, floor, seed=seed, progress=progress
         )
-    summary = {
-        **result.summary(),
-        "ceiling_rule": "the intruder's cosine similarity to every image of the question's procedure stays below "
-        "the ceiling",
-        "replaced": "incoherent images (the answers)",
-        "ceiling_replaced": int(len(close) - unmet),
-        "ceiling_unmet": unmet,
-    }
-    return result.negatives[:, 0], result.replacements, result.kept, summary
+    return result.negatives[:, 0], result.replacements, result.kept, {**result.summary(), **ceiling}
 
 
 def _replace_intruders(
