@@ -55,6 +55,7 @@ __all__ = [
     "distance_view",
     "fit_discriminant",
     "group_folds",
+    "stratified_group_folds",
     "hits",
     "within_question",
     "word_weights",
@@ -503,6 +504,25 @@ def group_folds(groups: np.ndarray, n_folds: int, seed: int) -> dict[int, int]:
     return {int(g): int(i % n_folds) for i, g in zip(range(len(unique)), unique[order].tolist(), strict=True)}
 
 
+def stratified_group_folds(groups: np.ndarray, strata: np.ndarray, n_folds: int, seed: int) -> dict[int, int]:
+    """A seeded fold for every group, each of ``strata (Q,)`` (a question's label, e.g. the answer's dealt distance
+    rank) about as common in every fold as in the whole batch (scikit-learn's ``StratifiedGroupKFold``): on folds
+    dealt without it, a set whose labels are dealt exactly evenly reads rank-aware probes below chance, since each
+    training fold holds most of what its test fold lacks (the audit stratifies the same way)."""
+    import warnings
+
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    groups = np.asarray(groups, dtype=np.int64)
+    splitter = StratifiedGroupKFold(n_splits=n_folds, shuffle=True, random_state=seed % 2**32)
+    out: dict[int, int] = {}
+    with warnings.catch_warnings():  # a rare label is expected
+        warnings.filterwarnings("ignore", message="The least populated class", category=UserWarning)
+        for fold, (_, test) in enumerate(splitter.split(np.zeros(len(groups)), np.asarray(strata), groups)):
+            out.update(dict.fromkeys(np.unique(groups[test]).tolist(), fold))
+    return out
+
+
 def _softmax_within(scores: np.ndarray, valid: np.ndarray) -> np.ndarray:
     masked = np.where(valid, scores, -np.inf)
     top = np.max(masked, axis=1, keepdims=True)
@@ -566,8 +586,11 @@ class ShortcutEnsemble:
         """``(Q,)`` the fold of each question's procedure ``groups (Q,)`` in the fitted ensemble (unseen: fold 0)."""
         return np.array([self.fold_of.get(int(g), 0) for g in np.asarray(groups).tolist()], dtype=np.int64)
 
-    def fit(self, batch: ChoiceBatch, features: np.ndarray | None = None) -> ShortcutEnsemble:
-        """Fit one model pair per fold on the other folds' questions (``features``: precomputed, optional)."""
+    def fit(
+        self, batch: ChoiceBatch, features: np.ndarray | None = None, strata: np.ndarray | None = None
+    ) -> ShortcutEnsemble:
+        """Fit one model pair per fold on the other folds' questions (``features``: precomputed, optional;
+        ``strata``: ``(Q,)`` labels the folds keep in proportion, :func:`stratified_group_folds`)."""
         from sklearn.ensemble import HistGradientBoostingClassifier
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
@@ -577,7 +600,10 @@ class ShortcutEnsemble:
         n_folds = int(min(self.n_folds, len(np.unique(batch.groups))))
         if n_folds < 2:
             raise ValueError("cross-fitting needs questions from at least 2 procedures")
-        self.fold_of = group_folds(batch.groups, n_folds, self.seed)
+        if strata is None:
+            self.fold_of = group_folds(batch.groups, n_folds, self.seed)
+        else:
+            self.fold_of = stratified_group_folds(batch.groups, strata, n_folds, self.seed)
         folds = self.folds(batch.groups)
         feats = choice_features(batch) if features is None else features
         labels = np.arange(batch.n_choices)[None, :] == batch.answers[:, None]

@@ -302,7 +302,12 @@ def test_pruning_pulls_a_probe_below_chance_back(monkeypatch: pytest.MonkeyPatch
     by_answer = {int(a): i for i, a in enumerate(arena.answers)}
 
     def probe(
-        batch: ChoiceBatch, features: np.ndarray, policy: AdversarialPolicy, seed: int, extra: object = None
+        batch: ChoiceBatch,
+        features: np.ndarray,
+        policy: AdversarialPolicy,
+        seed: int,
+        extra: object = None,
+        strata: object = None,
     ) -> tuple[None, dict[str, np.ndarray]]:
         assert batch.choice_ids is not None  # the arena's identities are its rows
         rows = [by_answer[int(a)] for a in batch.choice_ids[:, 0]]

@@ -17,6 +17,7 @@ from procbench.shortcuts import (
     distance_view,
     group_folds,
     hits,
+    stratified_group_folds,
 )
 
 
@@ -340,3 +341,25 @@ def test_the_shared_basis_is_drawn_from_at_most_max_fit_questions() -> None:
     assert (rows == ShortcutEnsemble(max_fit_questions=50, seed=3)._basis_rows(200)).all()
     assert (capped._basis_rows(40) == np.arange(40)).all()
     assert (ShortcutEnsemble()._basis_rows(200) == np.arange(200)).all()
+
+
+def test_stratified_group_folds_keep_each_label_in_proportion_and_a_procedure_whole() -> None:
+    """Labels dealt exactly evenly (as K3=2 deals the answer's rank) stay about even in every fold, which plain
+    procedure folds do not keep; a procedure is in one fold; the same seed gives the same folds."""
+    rng = np.random.default_rng(0)
+    groups = rng.integers(0, 150, 600)
+    strata = rng.permutation(np.resize(np.arange(4), 600))
+
+    def worst_share_gap(fold_of: dict[int, int]) -> float:
+        folds = np.array([fold_of[g] for g in groups.tolist()])
+        shares = [np.bincount(strata[folds == f], minlength=4) / (folds == f).sum() for f in range(5)]
+        return float(np.abs(np.array(shares) - 0.25).max())
+
+    stratified = stratified_group_folds(groups, strata, 5, seed=3)
+    assert set(stratified) == set(np.unique(groups).tolist()) and set(stratified.values()) == set(range(5))
+    assert stratified == stratified_group_folds(groups, strata, 5, seed=3)
+    assert worst_share_gap(stratified) < 0.03 < worst_share_gap(group_folds(groups, 5, 3))
+    batch = _batch(300, shortcut=None, seed=2)
+    dealt = np.resize(np.arange(4), 300)
+    fitted = ShortcutEnsemble(seed=1, models=("choice_only",)).fit(batch, strata=dealt)
+    assert fitted.fold_of == stratified_group_folds(batch.groups, dealt, 5, 1)

@@ -361,3 +361,28 @@ def test_a_set_of_fewer_questions_than_the_audit_fits_a_probe_on_is_left_as_draw
         assert 0 < report.questions < MIN_CV_QUESTIONS and report.adversarial is not None, task
         assert report.adversarial["rounds_run"] == 0, task
         assert report.adversarial["not_filtered"].startswith(f"{report.questions} questions, fewer than"), task
+
+
+def test_the_visual_filters_fit_their_probes_on_folds_stratified_by_the_dealt_rank(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each visual filter's answer rank is dealt evenly and kept through replacements (cloze: distance to the
+    question mean; coherence: to the other three; ordering: path length): its probes' folds keep it in proportion,
+    as the audit's do, or they read rank-aware probes below chance and stop short of what the audit sees."""
+    import procbench.shortcuts as shortcuts
+
+    seen: list[np.ndarray] = []
+    stratified = shortcuts.stratified_group_folds
+
+    def record(groups: np.ndarray, strata: np.ndarray, n_folds: int, seed: int) -> dict[int, int]:
+        seen.append(np.asarray(strata))
+        return stratified(groups, strata, n_folds, seed)
+
+    monkeypatch.setattr(shortcuts, "stratified_group_folds", record)
+    store = write_synthetic_store(tmp_path / "s", n_procedures=30, dim=16, steps=(6, 9), seed=2)
+    for task in ("visual-cloze", "visual-coherence", "visual-ordering"):
+        seen.clear()
+        result = generate(store, task, Setting("adversarial"), seed=0, policy="demo", split_ratios=(1.0, 0.0, 0.0))
+        assert result.reports["adversarial"].questions >= MIN_CV_QUESTIONS and seen, task
+        shares = np.bincount(seen[0], minlength=4) / len(seen[0])
+        assert set(np.unique(seen[0]).tolist()) <= {0, 1, 2, 3} and shares.max() - shares.min() < 0.2, (task, shares)

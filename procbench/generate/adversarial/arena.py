@@ -70,6 +70,8 @@ class Arena:
             describe (e.g. orders of images). None: :func:`choice_features`.
         probes: the task's own probes beside the filter's (:class:`~.rounds.ExtraProbes`, e.g. the audit's image
             probes), fitted on :attr:`features`; None: the filter's only.
+        strata: ``(Q,)`` the answer's distance rank as the task deals it (it stays through replacements): the
+            probes' folds keep it in proportion, as the audit's do. None: plain procedure folds.
     """
 
     vectors: np.ndarray
@@ -87,6 +89,7 @@ class Arena:
     placeholder: np.ndarray | None = None
     features: Callable[[ChoiceBatch], np.ndarray] | None = None
     probes: ExtraProbes | None = None
+    strata: np.ndarray | None = None
     _word_weights: dict[str, float] | None = field(default=None, repr=False)
     _text_pairs: dict[tuple[str, str], tuple[int, int, float, float]] = field(default_factory=dict, repr=False)
     _text_table: np.ndarray | None = field(default=None, repr=False)
@@ -136,6 +139,7 @@ class Arena:
             placeholder=None if self.placeholder is None else self.placeholder[keep],
             features=self.features,
             probes=self.probes,
+            strata=None if self.strata is None else self.strata[keep],
             _word_weights=self._word_weights,
             _text_pairs=self._text_pairs,
             _text_table=self._text_table,

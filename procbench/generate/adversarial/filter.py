@@ -55,7 +55,8 @@ class _NegativeGame:
     def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
         batch = self.work.batch()
         features, seed = self.work.choice_features(batch), _ROUNDS.seed(self.seed, round_number)
-        ensemble, probs = probe(batch, features, self.policy, seed, self.work.probes)  # with the task's own probes
+        # with the task's own probes
+        ensemble, probs = probe(batch, features, self.policy, seed, self.work.probes, self.work.strata)
         return ensemble, probs, batch
 
     def replace(

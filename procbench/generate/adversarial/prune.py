@@ -117,7 +117,8 @@ def _predictability(
     for partition in range(options.prune_partitions):
         batch = current.batch()
         features, partition_seed = current.choice_features(batch), _PRUNE.seed(seed, partition)
-        _, probs = probe(batch, features, repeats, partition_seed, current.probes)  # with the task's own probes
+        # with the task's own probes
+        _, probs = probe(batch, features, repeats, partition_seed, current.probes, current.strata)
         accuracy = _accuracies(probs, valid)
         accuracies.append(accuracy)
         # the probes above chance tell a question by solving it; one below chance, by rating its answer lowest

@@ -159,9 +159,11 @@ def probe(
     policy: AdversarialPolicy,
     seed: int,
     extra: ExtraProbes | None = None,
+    strata: np.ndarray | None = None,
 ) -> tuple[RepeatedEnsemble, dict[str, np.ndarray]]:
     """``policy.probe_repeats`` fresh cross-fitted ensembles on ``batch`` and their mean held-out probabilities
-    (``extra``: a task's own probes, fitted on each ensemble's folds)."""
+    (``extra``: a task's own probes, fitted on each ensemble's folds; ``strata``: ``(Q,)`` the answer's dealt rank,
+    which the folds keep in proportion, as the audit's rank-aware probes' folds do)."""
     members: list[ShortcutEnsemble | ProbedEnsemble] = []
     shared = features if extra is None else _shared_columns(features, extra.reserved)
     for repeat in range(policy.probe_repeats):
@@ -172,7 +174,7 @@ def probe(
             tree_iterations=policy.tree_iterations,
             tree_bins=policy.tree_bins,
             max_fit_questions=policy.max_fit_questions,
-        ).fit(batch, shared)
+        ).fit(batch, shared, strata)
         if extra is None:
             members.append(member)
         else:

@@ -461,6 +461,7 @@ def filter_image_negatives(
     start, classes, unfilled = initial_negatives(arena, options, seed=seed, offsets=offsets, targets=targets)
     start[unfilled], classes[unfilled] = negatives[unfilled], slot_closer[unfilled]
     arena.negatives, arena.negative_class = start, classes
+    arena.strata = classes.sum(axis=1)  # the answer's distance rank: its negatives nearer the question mean
     redrawn = (start != negatives).sum(axis=1)
     result = filter_negatives(arena, options, seed=seed, progress=progress)
     result.replacements = result.replacements + redrawn  # a redrawn start counts as replaced
@@ -700,6 +701,7 @@ class _IntruderGame:
     seed: int
     rng: np.random.Generator
     relations: ImageRelations | None = None
+    strata: np.ndarray | None = None  # (Q,) the intruder's dealt rank, which replacements keep
 
     def _rows(self) -> np.ndarray:
         return np.concatenate([self.current[:, None], self.coherent], axis=1)
@@ -707,7 +709,9 @@ class _IntruderGame:
     def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
         batch, features = _coherence_batch(self.data, self._rows(), self.proc, self.clusters, relations=self.relations)
         extra = image_probes() if self.relations is not None and self.relations.any else None
-        ensemble, probs = probe(batch, features, self.policy, _ROUNDS.seed(self.seed, round_number), extra)
+        ensemble, probs = probe(
+            batch, features, self.policy, _ROUNDS.seed(self.seed, round_number), extra, self.strata
+        )
         return ensemble, probs, batch
 
     def replace(
@@ -828,12 +832,13 @@ def filter_intruders(
     )
     relations = ImageRelations(data, np.concatenate([coherent, current[:, None], candidates], axis=1))
     game = _IntruderGame(data, proc, coherent, current, replacements, candidates, allowed, on_show, uses, capacity,
-                         clusters, policy, seed, rng, relations)  # fmt: skip
+                         clusters, policy, seed, rng, relations, ranks)  # fmt: skip
     result = AdversarialResult(*game.snapshot(), options=options)
     run_rounds(game, policy, result, chance=0.25, n_q=n_q, progress=progress)
     result.kept = np.ones(n_q, dtype=bool)
     if result.stopped != "chance" and options.min_yield < 1:
         final = coherence_arena(data, proc, coherent, result.negatives[:, 0], relations, clusters)
+        final.strata = ranks
         floor = math.ceil(options.min_yield * n_q)
         result.kept, result.pruning, result.best_step = prune_predictable(
             final, options, floor, seed=seed, progress=progress
@@ -1060,10 +1065,11 @@ def filter_orders(
     shorter = shorter_orders(scores[:, 1:], scores[:, 0])
     base = np.arange(n_q, dtype=np.int64)[:, None] * 24
     candidates = np.where(order_ceiling(vectors, options.ceiling)[:, 1:], base + np.arange(1, 24), -1)
+    negative_class = np.take_along_axis(shorter, picked - 1, axis=1)
     arena = order_arena(
-        data, proc, rows, picked, scores, candidates=candidates, candidate_class=shorter,
-        negative_class=np.take_along_axis(shorter, picked - 1, axis=1),
-    )  # fmt: skip
+        data, proc, rows, picked, scores, candidates=candidates, candidate_class=shorter, negative_class=negative_class
+    )
+    arena.strata = negative_class.sum(axis=1)  # the authored order's path-length rank: its wrong orders shorter
     # the order vectors' own similarity is no paraphrase test: the ceiling is applied to the moved images above
     result = filter_negatives(arena, dataclasses.replace(options, ceiling=2.0), seed=seed, progress=progress)
     summary = {
