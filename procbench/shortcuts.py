@@ -55,8 +55,8 @@ __all__ = [
     "distance_view",
     "fit_discriminant",
     "group_folds",
-    "stratified_group_folds",
     "hits",
+    "stratified_group_folds",
     "within_question",
     "word_weights",
 ]
