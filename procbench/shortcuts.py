@@ -516,7 +516,7 @@ def stratified_group_folds(groups: np.ndarray, strata: np.ndarray, n_folds: int,
     groups = np.asarray(groups, dtype=np.int64)
     splitter = StratifiedGroupKFold(n_splits=n_folds, shuffle=True, random_state=seed % 2**32)
     out: dict[int, int] = {}
-    with warnings.catch_warnings():  # a rare label is expected
+    with warnings.catch_warnings():  # a rare label (the nearest rank under the paper's K3) is expected
         warnings.filterwarnings("ignore", message="The least populated class", category=UserWarning)
         for fold, (_, test) in enumerate(splitter.split(np.zeros(len(groups)), np.asarray(strata), groups)):
             out.update(dict.fromkeys(np.unique(groups[test]).tolist(), fold))

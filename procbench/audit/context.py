@@ -3,7 +3,6 @@ helpers that turn per-question hits into a result."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +12,7 @@ import numpy as np
 from procbench.audit.auditset import AuditSet, NotApplicable
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import Bootstrap, chance_level, group_codes, percentile_ci, procedure_folds
-from procbench.shortcuts import MIN_CV_QUESTIONS
+from procbench.shortcuts import MIN_CV_QUESTIONS, stratified_group_folds
 
 __all__ = ["ProbeContext", "cv_choice_scores"]
 
@@ -68,17 +67,10 @@ class ProbeContext:
         set's chance imbalance into every training fold and read it as a shortcut (the image probes stratified by
         their own ranks read 0.27-0.30 on sets whose answers carry nothing).
         """
-        from sklearn.model_selection import StratifiedGroupKFold
-
         if self.n_folds < 2:
             return self.folds
-        splitter = StratifiedGroupKFold(n_splits=self.n_folds, shuffle=True, random_state=self.seed)
-        out = np.zeros(len(labels), dtype=np.int64)
-        with warnings.catch_warnings():  # a rare label (the nearest rank under the paper's K3) is expected
-            warnings.filterwarnings("ignore", message="The least populated class", category=UserWarning)
-            for fold, (_, test) in enumerate(splitter.split(np.zeros(len(labels)), labels, self.codes)):
-                out[test] = fold
-        return out
+        fold_of = stratified_group_folds(self.codes, labels, self.n_folds, self.seed)
+        return np.array([fold_of[c] for c in self.codes.tolist()], dtype=np.int64)
 
     # -- results -----------------------------------------------------------------------------------------
     def accuracy(

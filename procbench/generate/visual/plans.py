@@ -111,6 +111,7 @@ def plans_by_k1(
     questions of the procedures of ``size`` to ``MIN_STEPS_KNOBS - 1`` steps, drawn from streams of their own.
     """
     lengths = np.asarray(lengths, dtype=np.int64)
+    keys = list(dict.fromkeys(s.plan_key for s in settings))
     plans: dict[PlanKey, Plan] = {}
 
     def plan(key: PlanKey, of: np.ndarray, streams: tuple[Stream, Stream], min_steps: int) -> Plan:
@@ -122,7 +123,7 @@ def plans_by_k1(
             ranked = (anchor_scores, offsets, streams[1].rng(seed, code, key.k1 or 0))
         return plan_questions(of, size=size, k1=key.k1, rng=rng, anchored=anchored, ranked=ranked, min_steps=min_steps)
 
-    for key in dict.fromkeys(s.plan_key for s in settings):
+    for key in keys:
         full = key._replace(short=False)
         if full not in plans:
             plans[full] = plan(full, lengths, (_PLANS, _RANKED_PLANS), MIN_STEPS_KNOBS)
@@ -130,7 +131,7 @@ def plans_by_k1(
             short = np.where(lengths < MIN_STEPS_KNOBS, lengths, 0)
             extra = plan(key, short, (_SHORT_PLANS, _SHORT_RANKED_PLANS), size)
             plans[key] = _merged(plans[full], extra) if extra.eligible else plans[full]
-    return {key: plans[key] for key in dict.fromkeys(s.plan_key for s in settings)}
+    return {key: plans[key] for key in keys}
 
 
 def plan_questions(
