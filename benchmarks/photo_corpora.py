@@ -3,7 +3,7 @@ user's pipeline run on each of them through the CLI, recording what breaks or mi
 
 Run by hand (it reads ``../shared``; never in tests):
 
-    python benchmarks/photo_corpora.py --out DIR [--variants cooking,repair,few] [--no-run]
+    python benchmarks/photo_corpora.py --out DIR [--variants cooking,repair,mixed,few,large] [--large 600] [--no-run]
 
 Each variant is ``DIR/VARIANT/procedures.jsonl`` with its ``images/`` (paths relative to the file), derived
 deterministically (seed 0) from ``/work/shared/data/build-guides`` (``--source``):
@@ -18,6 +18,11 @@ deterministically (seed 0) from ``/work/shared/data/build-guides`` (``--source``
   of the steps without a photo, a fifth with 1-2 extra photos, ``Step N -`` numbering, 8 categories, and
   8 photos re-encoded (90% size, JPEG quality 60) into a step of another guide (``NEAR_COPIES``).
 - ``few``: 6 guides in 3 categories (two each): too few procedures for most settings.
+- ``large``: ``--large N`` (default 600) guides of 5-9 steps, each step a random step of the build guides with a
+  fresh edit of its photo (a crop of 55-90%, mirrored half the time, a small rotation, a colour shift), 12
+  categories: a corpus the size of a real site's section, for the time and memory of every command (each step's
+  peak RSS is in ``run.json``). Its photos are edits of 235, so what the probes read on it says nothing about real
+  photos. Only when asked for (``--variants large``): the run takes about half an hour on 2 cores.
 
 Every variant but ``few`` also gets the odd files of real corpora: a PNG with alpha, a
 palette PNG, a greyscale JPEG, a 16-bit greyscale PNG, a CMYK JPEG, a JPEG with an EXIF rotation, a tiny
@@ -27,8 +32,8 @@ zero-byte file and a byte-identical copy of a photo under another name (``ODD_FI
 Then, unless ``--no-run``, as a user would: ``procbench ingest`` -> ``clean`` -> ``embed -t minilm-offline -i
 efficientnet-lite0`` -> ``generate --task T --sweep`` for the three visual tasks -> ``audit`` of every set ->
 ``report``, each in a child process of this checkout (``PYTHONPATH``). Every command's exit code, the tail of
-its stderr and its ``--json`` summary go to ``DIR/VARIANT/run.json``; ``DIR/summary.md`` has, per variant and
-task, the questions made per setting and what was skipped and why.
+its stderr, its ``--json`` summary, wall and CPU seconds and peak RSS go to ``DIR/VARIANT/run.json``;
+``DIR/summary.md`` has, per variant and task, the questions made per setting and what was skipped and why.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -50,7 +56,7 @@ from _common import ROOT
 
 SOURCE = Path("/work/shared/data/build-guides")
 TASKS = ("visual-cloze", "visual-coherence", "visual-ordering")
-VARIANTS = ("cooking", "repair", "mixed", "few")
+VARIANTS = ("cooking", "repair", "mixed", "few", "large")
 #: The odd image files every variant gets, by name: what each is.
 ODD_FILES = {
     "alpha.png": "RGBA PNG, half transparent",
@@ -77,14 +83,17 @@ def _load(source: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def _edit(src: Path, dst: Path, rng: random.Random) -> None:
-    """An "extra photo" of a step: a crop of 70-90%, mirrored half the time, with a colour shift."""
+def _edit(src: Path, dst: Path, rng: random.Random, crop: tuple[float, float] = (0.7, 0.9), turn: float = 0.0) -> None:
+    """An "extra photo" of a step: a crop of 70-90% (``crop``), mirrored half the time, turned up to ``turn``
+    degrees, with a colour shift."""
     from PIL import Image, ImageEnhance, ImageOps
 
     with Image.open(src) as opened:
         im = opened.convert("RGB")
+        if turn:
+            im = im.rotate(rng.uniform(-turn, turn), resample=Image.Resampling.BILINEAR)
         w, h = im.size
-        f = rng.uniform(0.7, 0.9)
+        f = rng.uniform(*crop)
         cw, ch = int(w * f), int(h * f)
         x, y = rng.randint(0, w - cw), rng.randint(0, h - ch)
         out = im.crop((x, y, x + cw, y + ch))
@@ -254,6 +263,32 @@ def mixed(guides: list[dict[str, Any]], source: Path, out: Path, rng: random.Ran
     return procs
 
 
+def large(
+    guides: list[dict[str, Any]], source: Path, out: Path, rng: random.Random, n: int = 600
+) -> list[dict[str, Any]]:
+    """``n`` guides of 5-9 steps drawn from every guide's steps, each photo a fresh edit (:func:`_edit`, stronger)."""
+    pool = [st for guide in guides for st in guide["steps"] if st.get("images")]
+    procs: list[dict[str, Any]] = []
+    for p in range(n):
+        out_steps = []
+        for s, step in enumerate(rng.sample(pool, rng.randint(5, 9)), 1):
+            name = f"large-{p}-{s}.jpg"
+            _edit(source / step["images"][0], out / "images" / name, rng, crop=(0.55, 0.9), turn=8.0)
+            photo = [f"images/{name}"]
+            out_steps.append({"title": step.get("title"), "text": step.get("text") or "", "images": photo})
+        procs.append(
+            {
+                "source": "large",
+                "id": f"l{p}",
+                "title": f"{guides[rng.randrange(len(guides))]['title']} ({p})",
+                "category": ["Builds", f"Kind {p % 12}"],
+                "license": guides[0].get("license"),
+                "steps": out_steps,
+            }
+        )
+    return procs
+
+
 def few(guides: list[dict[str, Any]], source: Path, out: Path, rng: random.Random) -> list[dict[str, Any]]:
     images = out / "images"
     chosen = rng.sample(guides, 6)
@@ -304,7 +339,9 @@ def _with_near_copies(procs: list[dict[str, Any]], out: Path, rng: random.Random
         other["images"] = [f"images/near-{k}.jpg", *other["images"]]
 
 
-def write_variant(name: str, source: Path, out: Path, seed: int = 0, near_copies: int = NEAR_COPIES) -> Path:
+def write_variant(
+    name: str, source: Path, out: Path, seed: int = 0, near_copies: int = NEAR_COPIES, large_n: int = 600
+) -> Path:
     """Write variant ``name`` into ``out/name`` (replacing it); the JSONL's path."""
     folder = out / name
     if folder.exists():
@@ -312,8 +349,11 @@ def write_variant(name: str, source: Path, out: Path, seed: int = 0, near_copies
     (folder / "images").mkdir(parents=True)
     rng = random.Random(seed)
     guides = _load(source)
-    procs = {"cooking": cooking, "repair": repair, "mixed": mixed, "few": few}[name](guides, source, folder, rng)
-    if name != "few":
+    if name == "large":
+        procs = large(guides, source, folder, rng, large_n)
+    else:
+        procs = {"cooking": cooking, "repair": repair, "mixed": mixed, "few": few}[name](guides, source, folder, rng)
+    if name not in ("few", "large"):
         _with_odd_files(procs, folder, rng)
     if name == "mixed" and near_copies:
         _with_near_copies(procs, folder, rng, near_copies)
@@ -331,13 +371,21 @@ def write_variant(name: str, source: Path, out: Path, seed: int = 0, near_copies
 def _run(cmd: list[str], store: Path, log: list[dict[str, Any]]) -> dict[str, Any] | None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PROCBENCH_PROGRESS": "lines"}
     start = time.time()
-    done = subprocess.run(
-        [sys.executable, "-m", "procbench", *cmd, "--store", str(store), "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    with tempfile.TemporaryFile("w+") as out_file, tempfile.TemporaryFile("w+") as err_file:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "procbench", *cmd, "--store", str(store), "--json"],
+            env=env,
+            stdout=out_file,
+            stderr=err_file,
+            text=True,
+        )
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out_file.seek(0)
+        err_file.seek(0)
+        done = subprocess.CompletedProcess(child.args, child.returncode, out_file.read(), err_file.read())
     took = time.time() - start
+    peak_mb = usage.ru_maxrss / 1024  # Linux: KiB
     try:
         summary = json.loads(done.stdout) if done.stdout.strip() else None
     except json.JSONDecodeError:
@@ -348,11 +396,13 @@ def _run(cmd: list[str], store: Path, log: list[dict[str, Any]]) -> dict[str, An
             "cmd": cmd,
             "exit": done.returncode,
             "seconds": round(took, 1),
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+            "peak_rss_mb": round(peak_mb),
             "stderr": done.stderr[-3000:],
             "warnings": warnings,
         }
     )
-    print(f"  {' '.join(cmd)}: exit {done.returncode} ({took:.0f} s)", flush=True)
+    print(f"  {' '.join(cmd)}: exit {done.returncode} ({took:.0f} s, peak {peak_mb:.0f} MB)", flush=True)
     if done.returncode != 0:
         print("    " + done.stderr.strip()[-600:].replace("\n", "\n    "), flush=True)
     return summary if done.returncode == 0 else None
@@ -447,7 +497,10 @@ def run_pipeline(jsonl: Path, tasks: tuple[str, ...]) -> dict[str, Any]:
 def summarise(name: str, out: dict[str, Any]) -> list[str]:
     lines = [f"## {name}", ""]
     for entry in out["log"]:
-        lines.append(f"- `{' '.join(entry['cmd'][:4])}`: exit {entry['exit']}, {entry['seconds']} s")
+        lines.append(
+            f"- `{' '.join(entry['cmd'][:4])}`: exit {entry['exit']}, {entry['seconds']} s, "
+            f"CPU {entry.get('cpu_s')} s, peak RSS {entry.get('peak_rss_mb')} MB"
+        )
     ing = out.get("ingest") or {}
     if ing:
         lines.append(
@@ -477,9 +530,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="folder the variants (and their stores) go to")
     parser.add_argument("--source", type=Path, default=SOURCE)
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument(
+        "--variants", default=",".join(v for v in VARIANTS if v != "large"), help=f"of {','.join(VARIANTS)}"
+    )
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--no-run", action="store_true", help="only write the variants")
+    parser.add_argument("--large", type=int, default=600, help="large: how many guides")
     parser.add_argument(
         "--near-copies", type=int, default=NEAR_COPIES, help="mixed: photos re-encoded into another guide"
     )
@@ -487,7 +543,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     summary: list[str] = ["# Photo corpora (benchmarks/photo_corpora.py)", ""]
     for name in args.variants.split(","):
-        jsonl = write_variant(name, args.source, args.out, near_copies=args.near_copies)
+        jsonl = write_variant(name, args.source, args.out, near_copies=args.near_copies, large_n=args.large)
         if args.no_run:
             continue
         out = run_pipeline(jsonl, tuple(args.tasks.split(",")))

@@ -27,9 +27,11 @@ and for generation (adversarial negatives, AFLite):
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -43,6 +45,7 @@ __all__ = [
     "FEATURE_NAMES",
     "MIN_CV_QUESTIONS",
     "MODELS",
+    "THREADED_FIT_QUESTIONS",
     "ChoiceBatch",
     "ChoiceDiscriminant",
     "ShortcutEnsemble",
@@ -54,6 +57,7 @@ __all__ = [
     "distance_gaps",
     "distance_view",
     "fit_discriminant",
+    "fit_workers",
     "group_folds",
     "hits",
     "stratified_group_folds",
@@ -548,6 +552,22 @@ def distance_view(features: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return np.concatenate([np.stack([centred, centred**2, scaled], axis=2), onehot.astype(np.float64)], axis=2)
 
 
+#: :class:`ShortcutEnsemble` fits the folds of a batch of at least this many questions side by side
+#: (benchmarks/shortcut_threads.py, 2 cores: 1.2x faster at 400 questions, 1.4-1.5x at 800-1,400; slower below 200).
+THREADED_FIT_QUESTIONS = 400
+
+
+def fit_workers(n_questions: int) -> int:
+    """Threads :class:`ShortcutEnsemble` fits the folds of ``n_questions`` questions with by default: the CPUs this
+    process may use (the fits release the GIL for most of their work), or 1 below :data:`THREADED_FIT_QUESTIONS`."""
+    if n_questions < THREADED_FIT_QUESTIONS:
+        return 1
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 @dataclass
 class _FoldModels:
     choice_only: Any
@@ -579,6 +599,8 @@ class ShortcutEnsemble:
     #: at most this many questions fit each fold's models, drawn with ``seed`` (None: every question of the other
     #: folds): subsampled cross-fitting keeps a fit's cost bounded on large sets while every question is scored
     max_fit_questions: int | None = None
+    #: folds fitted side by side (None: :func:`fit_workers`); the fitted models are the same for any number
+    workers: int | None = None
     fold_of: dict[int, int] = field(default_factory=dict)
     _fitted: list[_FoldModels] = field(default_factory=list, repr=False)
 
@@ -609,47 +631,58 @@ class ShortcutEnsemble:
         labels = np.arange(batch.n_choices)[None, :] == batch.answers[:, None]
         view = choice_view(batch.choice_vectors, batch.valid) if "choice_only" in self.models else None
         distance = distance_view(feats, batch.valid) if DISTANCE_MODEL in self.models else None
-        self._fitted = []
         fit_rows = self._fit_rows(folds, n_folds)
-        wants_contrast = "choice_contrast" in self.models
-        # one BLAS thread, the basis's eigendecomposition included: on a busy machine a multi-threaded LAPACK call
-        # on a 384 x 384 scatter spun for a second and more (18% of textual filtering, under load)
+        # one BLAS thread per fit, the basis's eigendecomposition included: on a busy machine a multi-threaded LAPACK
+        # call on a 384 x 384 scatter spun for a second and more (18% of textual filtering, under load); the folds
+        # are fitted side by side instead (independent fits of their own inputs: the same models in any order)
         with threadpool_limits(limits=1):
             basis = None
-            if wants_contrast:
+            if "choice_contrast" in self.models:
                 sample = self._basis_rows(len(batch))
                 basis = _shared_basis(batch.choice_vectors[sample], batch.valid[sample])
             coordinates = None if basis is None else basis.project(batch.choice_vectors)
-            for rows in fit_rows:
+
+            def fit_fold(rows: np.ndarray) -> _FoldModels:
+                with threadpool_limits(limits=1):  # OpenMP's thread count is a setting of each thread
+                    return fit_models(rows)
+
+            def fit_models(rows: np.ndarray) -> _FoldModels:
                 train = rows[:, None] & batch.valid
                 y = labels[train].astype(np.int64)
-                linear = trees = by_distance = None
-                contrast = None
-                if len(np.unique(y)) == 2:
-                    if basis is not None and coordinates is not None:
-                        contrast = basis.fit_projected(coordinates[rows], batch.valid[rows], batch.answers[rows])
-                    if view is not None:
-                        linear = LogisticRegression(C=1.0, max_iter=300, class_weight="balanced")
-                        linear.fit(view[train].astype(np.float64), y)
-                    if "partial_input" in self.models:
-                        trees = HistGradientBoostingClassifier(
-                            max_iter=self.tree_iterations,
-                            learning_rate=0.08,
-                            max_leaf_nodes=15,
-                            min_samples_leaf=20,
-                            l2_regularization=1.0,
-                            max_bins=self.tree_bins,
-                            early_stopping=False,
-                            # no class weights: they make the trees bin every feature with weighted
-                            # percentiles, 7x slower in scikit-learn 1.9 (10.7 s vs 1.5 s on 1,920 rows);
-                            # the answer is the argmax within a question, which the 1:3 imbalance barely moves
-                            random_state=self.seed,
-                        )
-                        trees.fit(feats[train], y)
-                    if distance is not None:
-                        by_distance = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=300))
-                        by_distance.fit(distance[train], y)
-                self._fitted.append(_FoldModels(linear, contrast, trees, by_distance))
+                if len(np.unique(y)) < 2:
+                    return _FoldModels(None, None, None, None)
+                contrast = linear = trees = by_distance = None
+                if basis is not None and coordinates is not None:
+                    contrast = basis.fit_projected(coordinates[rows], batch.valid[rows], batch.answers[rows])
+                if view is not None:
+                    linear = LogisticRegression(C=1.0, max_iter=300, class_weight="balanced")
+                    linear.fit(view[train].astype(np.float64), y)
+                if "partial_input" in self.models:
+                    trees = HistGradientBoostingClassifier(
+                        max_iter=self.tree_iterations,
+                        learning_rate=0.08,
+                        max_leaf_nodes=15,
+                        min_samples_leaf=20,
+                        l2_regularization=1.0,
+                        max_bins=self.tree_bins,
+                        early_stopping=False,
+                        # no class weights: they make the trees bin every feature with weighted
+                        # percentiles, 7x slower in scikit-learn 1.9 (10.7 s vs 1.5 s on 1,920 rows);
+                        # the answer is the argmax within a question, which the 1:3 imbalance barely moves
+                        random_state=self.seed,
+                    )
+                    trees.fit(feats[train], y)
+                if distance is not None:
+                    by_distance = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=300))
+                    by_distance.fit(distance[train], y)
+                return _FoldModels(linear, contrast, trees, by_distance)
+
+            workers = min(len(fit_rows), self.workers or fit_workers(len(batch)))
+            if workers > 1:
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    self._fitted = list(pool.map(fit_fold, fit_rows))
+            else:
+                self._fitted = [fit_fold(rows) for rows in fit_rows]
         return self
 
     def _basis_rows(self, n_questions: int) -> np.ndarray:

@@ -183,6 +183,17 @@ def test_cross_fitting_is_deterministic_and_grouped() -> None:
     assert scores.shape == (300,) and np.all((scores > 0) & (scores < 1))
 
 
+def test_folds_fitted_side_by_side_give_the_models_fitted_one_after_another() -> None:
+    batch = _batch(300, shortcut="look")
+    models = (*MODELS, DISTANCE_MODEL)
+    alone = ShortcutEnsemble(seed=2, models=models, workers=1).fit(batch).predict(batch)
+    threaded = ShortcutEnsemble(seed=2, models=models, workers=3).fit(batch).predict(batch)
+    assert set(alone) == set(threaded) == {*models, "ensemble"}
+    for name in alone:
+        assert np.array_equal(alone[name], threaded[name]), name
+    assert hits(threaded["choice_only"], batch.answers, batch.valid).mean() > 0.6  # the fits did learn
+
+
 def test_frequent_items_are_a_feature() -> None:
     batch = _batch(400, shortcut=None, seed=5)
     ids = np.arange(400 * 4).reshape(400, 4)
