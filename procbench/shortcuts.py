@@ -559,13 +559,18 @@ THREADED_FIT_QUESTIONS = 400
 
 def fit_workers(n_questions: int) -> int:
     """Threads :class:`ShortcutEnsemble` fits the folds of ``n_questions`` questions with by default: the CPUs this
-    process may use (the fits release the GIL for most of their work), or 1 below :data:`THREADED_FIT_QUESTIONS`."""
+    process may use (the fits release the GIL for most of their work), at most ``OMP_NUM_THREADS`` where it is set
+    (as Ray sets it for a task's CPUs), or 1 below :data:`THREADED_FIT_QUESTIONS`."""
     if n_questions < THREADED_FIT_QUESTIONS:
         return 1
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+        cpus = os.cpu_count() or 1
+    allowed = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if allowed.isdigit() and int(allowed) > 0:
+        cpus = min(cpus, int(allowed))
+    return max(1, cpus)
 
 
 @dataclass

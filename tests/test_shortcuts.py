@@ -7,6 +7,7 @@ from procbench.shortcuts import (
     DISTANCE_MODEL,
     FEATURE_NAMES,
     MODELS,
+    THREADED_FIT_QUESTIONS,
     ChoiceBatch,
     ChoiceDiscriminant,
     ShortcutEnsemble,
@@ -15,6 +16,7 @@ from procbench.shortcuts import (
     choice_view,
     distance_gaps,
     distance_view,
+    fit_workers,
     group_folds,
     hits,
     stratified_group_folds,
@@ -192,6 +194,19 @@ def test_folds_fitted_side_by_side_give_the_models_fitted_one_after_another() ->
     for name in alone:
         assert np.array_equal(alone[name], threaded[name]), name
     assert hits(threaded["choice_only"], batch.answers, batch.valid).mean() > 0.6  # the fits did learn
+
+
+def test_folds_are_fitted_on_one_thread_for_small_batches_and_within_omp_num_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(8)))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert fit_workers(THREADED_FIT_QUESTIONS - 1) == 1
+    assert fit_workers(THREADED_FIT_QUESTIONS) == 8
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert fit_workers(10_000) == 3
+    monkeypatch.setenv("OMP_NUM_THREADS", "not a number")
+    assert fit_workers(10_000) == 8
 
 
 def test_frequent_items_are_a_feature() -> None:
