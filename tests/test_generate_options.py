@@ -191,6 +191,27 @@ def test_setting_report_round_trip_and_one_shape_for_every_task() -> None:
     assert SettingReport(empty="no procedure").to_dict() == {"questions": 0, "empty": "no procedure"}
 
 
+def test_a_filtered_set_whose_probes_still_read_far_above_chance_is_a_warning() -> None:
+    def pruned(n: int, accuracy: float) -> SettingReport:
+        final = {"choice_only": 0.24, "partial_input": accuracy, "ensemble": 0.26}
+        return SettingReport(questions=n, pruning={"pruned": 3, "final_accuracy": final, "chance_bound": 0.26})
+
+    told = pruned(1396, 0.5064).probe_warning("visual-coherence/knobs-002", 0.25)
+    assert told is not None
+    assert told.startswith("visual-coherence/knobs-002: after K3=2 pruning, the context-free probe partial_input")
+    assert "51%" in told and "procbench audit visual-coherence/knobs-002" in told
+    # 3 standard errors: 0.285 on 1,396 questions, 0.38 on 100, where the filters end at 0.27-0.33
+    assert pruned(1396, 0.28).probe_warning("s", 0.25) is None
+    assert pruned(100, 0.33).probe_warning("s", 0.25) is None
+    assert pruned(100, 0.40).probe_warning("s", 0.25) is not None
+    filtered = SettingReport(questions=100, adversarial={"rounds_run": 15, "final_accuracy": {"partial_input": 0.6}})
+    assert (filtered.probe_warning("t/adversarial", 0.25) or "").startswith(
+        "t/adversarial: after adversarial filtering"
+    )
+    assert SettingReport(questions=100, adversarial={"not_filtered": "19 questions"}).probe_warning("s", 0.25) is None
+    assert SettingReport(questions=0).probe_warning("s", 0.25) is None
+
+
 def test_settings_by_their_folder_names() -> None:
     for name in ("recipeqa", "default", "adversarial", "needs-context", "knobs-011", "knobs-112", "debias-b10"):
         assert parse_setting(name).name == name
@@ -272,6 +293,6 @@ def test_a_setting_report_reads_in_a_few_lines() -> None:
     assert report.summary() == [
         "45 questions of 52 drafted (yield 0.8654)",
         "skipped questions: rank_balance 41",
-        "adversarial filter: 15 rounds (stopped: rounds), 363 replacements, 7 pruned; best probe at the end: "
+        "adversarial filter: 15 rounds (stopped: rounds), 363 replacements, 7 pruned; strongest probe at the end: "
         "near_duplicate 0.2667 (stop bound 0.2823)",
     ]

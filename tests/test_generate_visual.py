@@ -1076,3 +1076,15 @@ def test_a_photo_two_guides_share_is_each_guide_s_own(tmp_path: Path) -> None:
     assert data.is_own(np.array([first, second, 2]), np.full((3, 1), shared))[:, 0].tolist() == [True, True, False]
     _, found = data.search(data.gather(np.array([shared])), np.array([second]), 20, kind="answer")
     assert shared not in found[0].tolist() and (found[0] >= 0).sum() == 20
+
+
+def test_cli_warns_of_a_set_its_pruning_left_telling(sample_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("procbench.card.setting_report.TELL_Z", -100.0)  # every filtered set "still tells"
+    base = ["generate", "--store", str(sample_store.root), "--task", "visual-ordering", "--json"]
+    told = CliRunner().invoke(app, [*base, "--knobs", "0,1,2", "--policy", "demo"])
+    assert told.exit_code == 0, told.output
+    (warning,) = json.loads(told.stdout)["warnings"]
+    assert warning.startswith("visual-ordering/knobs-012: after K3=2 pruning, the context-free probe ")
+    assert "(chance 25%;" in warning and "warning: visual-ordering/knobs-012: after K3=2 pruning" in told.stderr
+    unfiltered = CliRunner().invoke(app, [*base, "--knobs", "0,1,0"])  # the paper's K3 = 0: nothing filtered
+    assert unfiltered.exit_code == 0 and json.loads(unfiltered.stdout)["warnings"] == []

@@ -7,11 +7,18 @@ their JSON (:meth:`SettingReport.to_dict`) in the store's provenance log and the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SettingReport"]
+__all__ = ["TELL_Z", "SettingReport"]
+
+#: A filtered set whose strongest context-free probe still reads this many binomial standard errors above chance
+#: (over the questions kept) gets a warning: 3 keeps noise quiet (on 100 questions it takes 0.38 at 4 choices; the
+#: filters end at 0.27-0.33 there), while the 0.40-0.51 K3=2 coherence kept on 1,400 questions of a 600-guide corpus
+#: (benchmarks/real_photos.md, session 18) is far past it (0.285).
+TELL_Z = 3.0
 
 #: Keys of :meth:`SettingReport.to_dict` that are fields (the rest are :attr:`SettingReport.details`).
 _FIELDS = (
@@ -143,7 +150,7 @@ class SettingReport:
                 f"{filtered.get('replacements', 0)} replacements, {self.pruned} pruned"
             )
             if worst is not None:
-                line += f"; best probe at the end: {worst[0]} {worst[1]}"
+                line += f"; strongest probe at the end: {worst[0]} {worst[1]}"
                 if "chance_bound" in filtered:
                     line += f" (stop bound {filtered['chance_bound']})"
             lines.append(line)
@@ -155,9 +162,30 @@ class SettingReport:
             worst = max(final.items(), key=lambda item: item[1], default=None)
             line = f"K3=2 pruning (AFLite, ranks kept uniform): {pruning.get('pruned', 0)} pruned"
             if worst is not None:
-                line += f"; best probe at the end: {worst[0]} {worst[1]} (stop bound {pruning.get('chance_bound')})"
+                line += (
+                    f"; strongest probe at the end: {worst[0]} {worst[1]} (stop bound {pruning.get('chance_bound')})"
+                )
             lines.append(line)
         return lines
+
+    def probe_warning(self, name: str, chance: float) -> str | None:
+        """A warning when adversarial filtering or K3=2's pruning of set ``name`` ended with a context-free probe
+        more than :data:`TELL_Z` binomial standard errors above ``chance`` over the questions kept (None: it did
+        not, or nothing was filtered)."""
+        if not self.questions or not 0 < chance < 1:
+            return None
+        bound = chance + TELL_Z * math.sqrt(chance * (1 - chance) / self.questions)
+        for what, account in (("adversarial filtering", self.adversarial), ("K3=2 pruning", self.pruning)):
+            final = (account or {}).get("final_accuracy") or {}
+            probe, accuracy = max(final.items(), key=lambda item: item[1], default=(None, 0.0))
+            if probe is not None and accuracy > bound:
+                return (
+                    f"{name}: after {what}, the context-free probe {probe} still answers {accuracy:.0%} of the "
+                    f"questions (chance {chance:.0%}; more than {TELL_Z:g} standard errors above it on "
+                    f"{self.questions}): part of the set can be answered without its context "
+                    f"(procbench audit {name} measures it)"
+                )
+        return None
 
     @staticmethod
     def yield_of(questions: int, drafted: int) -> float:

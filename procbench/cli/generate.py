@@ -208,8 +208,9 @@ def command(
 
     Output: STORE/questions/TASK/SETTING/ with train/val/test parquet, recipeqa.json, card.md and options.json
     (every option that changes the questions). A set made with other options is not overwritten without
-    --overwrite. An empty split is a warning (an error with --strict). --engine ray runs the neighbour
-    searches as Ray tasks (the same files).
+    --overwrite. An empty split is a warning (an error with --strict). So is a filtered set (adversarial,
+    K3=2) whose context-free probes still read far above chance (never an error: run procbench audit).
+    --engine ray runs the neighbour searches as Ray tasks (the same files).
     """
     from procbench.cli._console import err_console, print_json, progress_bar
     from procbench.engine import Engine

@@ -60,7 +60,8 @@ class GenerateResult:
     counts: dict[str, Any] = field(default_factory=dict)
     #: Questions per split of each setting.
     split_sizes: dict[str, dict[str, int]] = field(default_factory=dict)
-    #: Things the user must know about (an empty split); ``strict`` turns them into errors.
+    #: Things the user must know about: an empty split (``strict`` turns it into an error), a filtered set whose
+    #: context-free probes still read well above chance (:meth:`SettingReport.probe_warning`; never an error).
     warnings: list[str] = field(default_factory=list)
     #: The options the sets were made with.
     options: GenerateOptions | None = None
@@ -119,7 +120,8 @@ def generate(
     for pair order) that are not None change them; an option the task does not take is a :class:`BadInput`.
     A setting's folder records the options that made it (``options.json``, :meth:`GenerateOptions.record`);
     writing over a set made with other options is refused unless ``overwrite``. A split left empty although
-    its ratio is not 0 is a warning in the result, an error with ``strict`` (nothing is written then). With a
+    its ratio is not 0 is a warning in the result, an error with ``strict`` (nothing is written then); a filtered
+    set whose probes still read far above chance is a warning only (:meth:`SettingReport.probe_warning`). With a
     Ray ``engine`` the neighbour searches run as Ray tasks over query shards against one shared index
     (:mod:`procbench.engine.raysearch`); the question files are the same bytes as a local run's.
 
@@ -169,6 +171,9 @@ def generate(
     if strict and warnings:
         raise BadInput(f"{warnings[0]} (--strict: nothing written)")
     paths = write_question_sets(store, task, sets, splits=splits, seed=chosen.seed, args=args, counts=counts)
+    for name, report in reports.items():  # after --strict: a set its filter left telling is written, and said so
+        told = report.probe_warning(f"{task}/{name}", _chance(sets[name])) if name in sets else None
+        warnings += [told] if told else []
     return GenerateResult(
         task,
         paths,
@@ -185,6 +190,15 @@ def _splits(store: Store, procedure_ids: set[str], options: GenerateOptions) -> 
     return assign_splits(
         store, procedure_ids, split_by=options.split_by, ratios=options.split_ratios, seed=options.seed
     )
+
+
+def _chance(questions: Any) -> float:
+    """The mean of 1 / #choices over a set's questions (0: no multiple-choice question)."""
+    table = as_table(questions)
+    if not table.num_rows or "choices" not in table.column_names:
+        return 0.0
+    lengths = pc.list_value_length(table["choices"]).to_numpy(zero_copy_only=False)
+    return float((1.0 / lengths[lengths > 0]).mean()) if (lengths > 0).any() else 0.0
 
 
 def _split_sizes(questions: Any, splits: dict[str, str]) -> dict[str, int]:
