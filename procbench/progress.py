@@ -6,9 +6,10 @@ Rich progress bar on a terminal. The default, :data:`SILENT`, does nothing.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["SILENT", "Progress", "SilentProgress"]
+__all__ = ["SILENT", "Labelled", "Progress", "SilentProgress"]
 
 
 class Progress(Protocol):
@@ -32,3 +33,17 @@ class SilentProgress:
 
 
 SILENT: Progress = SilentProgress()
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """``progress`` with every task's description prefixed by ``label`` (e.g. which set a long step is for)."""
+
+    progress: Progress
+    label: str
+
+    def start(self, description: str, total: int | None = None) -> None:
+        self.progress.start(f"{self.label}: {description}", total)
+
+    def advance(self, n: int = 1) -> None:
+        self.progress.advance(n)

@@ -1088,3 +1088,17 @@ def test_cli_warns_of_a_set_its_pruning_left_telling(sample_store: Store, monkey
     assert "(chance 25%;" in warning and "warning: visual-ordering/knobs-012: after K3=2 pruning" in told.stderr
     unfiltered = CliRunner().invoke(app, [*base, "--knobs", "0,1,0"])  # the paper's K3 = 0: nothing filtered
     assert unfiltered.exit_code == 0 and json.loads(unfiltered.stdout)["warnings"] == []
+
+
+def test_the_progress_of_a_set_s_filter_names_the_set(sample_store: Store) -> None:
+    started: list[str] = []
+
+    class Recorder:
+        def start(self, description: str, total: int | None = None) -> None:
+            started.append(description)
+
+        def advance(self, n: int = 1) -> None:
+            pass
+
+    generate(sample_store, "visual-ordering", Setting("knobs", (0, 1, 2)), policy="demo", progress=Recorder())
+    assert "knobs-012: pruning (AFLite)" in started

@@ -47,7 +47,7 @@ from procbench.generate.visual.recipeqa_style import random_far_images, resolve_
 from procbench.generate.visual.selection import Selection, select
 from procbench.generate.visual.sequences import Sequences, VisualData
 from procbench.generate.visual.settings import PlanKey, VisualSetting, resolve_settings
-from procbench.progress import SILENT, Progress
+from procbench.progress import SILENT, Labelled, Progress
 from procbench.qsets.columns import questions_table
 from procbench.qsets.questions import paused_gc
 from procbench.rng import stream
@@ -403,12 +403,14 @@ def _filter(
     account, by setting name."""
     filtering, pruning = options.adversarial_policy(IMAGE_POLICY), options.rank_pruning()
     filtered = {
-        s.name: task.adversarial(columns[s.name], data, seed=seed, progress=progress, options=filtering)
+        s.name: task.adversarial(
+            columns[s.name], data, seed=seed, progress=Labelled(progress, s.name), options=filtering
+        )
         for s in resolved
         if s.setting.style == "adversarial" and task.adversarial is not None and len(columns[s.name])
     }
     pruned = {
-        s.name: task.prune(columns[s.name], data, seed=seed, options=pruning, progress=progress)
+        s.name: task.prune(columns[s.name], data, seed=seed, options=pruning, progress=Labelled(progress, s.name))
         for s in resolved
         if s.setting.rank_uniform and task.prune is not None and pruning is not None and len(columns[s.name])
     }
