@@ -173,7 +173,8 @@ def generate(
     paths = write_question_sets(store, task, sets, splits=splits, seed=chosen.seed, args=args, counts=counts)
     for name, report in reports.items():  # after --strict: a set its filter left telling is written, and said so
         told = report.probe_warning(f"{task}/{name}", _chance(sets[name])) if name in sets else None
-        warnings += [told] if told else []
+        if told:
+            warnings.append(told)
     return GenerateResult(
         task,
         paths,
