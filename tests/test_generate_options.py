@@ -210,6 +210,15 @@ def test_a_filtered_set_whose_probes_still_read_far_above_chance_is_a_warning() 
     )
     assert SettingReport(questions=100, adversarial={"not_filtered": "19 questions"}).probe_warning("s", 0.25) is None
     assert SettingReport(questions=0).probe_warning("s", 0.25) is None
+    # a probe by name rather than their ensemble, which is named only where it alone is past the bound
+    both = {"rounds_run": 15, "final_accuracy": {"partial_input": 0.4994, "ensemble": 0.5}}
+    assert "probe partial_input still answers 50%" in (
+        SettingReport(1484, adversarial=both).probe_warning("s", 0.25) or ""
+    )
+    alone = {"rounds_run": 15, "final_accuracy": {"partial_input": 0.28, "ensemble": 0.30}}
+    assert "probe ensemble (the probes' mean) still answers 30%" in (
+        SettingReport(1568, adversarial=alone).probe_warning("s", 0.25) or ""
+    )
 
 
 def test_settings_by_their_folder_names() -> None:

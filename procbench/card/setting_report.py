@@ -177,7 +177,11 @@ class SettingReport:
         bound = chance + TELL_Z * math.sqrt(chance * (1 - chance) / self.questions)
         for what, account in (("adversarial filtering", self.adversarial), ("K3=2 pruning", self.pruning)):
             final = (account or {}).get("final_accuracy") or {}
-            probe, accuracy = max(final.items(), key=lambda item: item[1], default=(None, 0.0))
+            # a probe by name first; their ensemble (the mean of their probabilities) where it alone is past the bound
+            named = {probe: accuracy for probe, accuracy in final.items() if probe != "ensemble"}
+            probe, accuracy = max(named.items(), key=lambda item: item[1], default=(None, 0.0))
+            if accuracy <= bound and final.get("ensemble", 0.0) > bound:
+                probe, accuracy = "ensemble (the probes' mean)", final["ensemble"]
             if probe is not None and accuracy > bound:
                 return (
                     f"{name}: after {what}, the context-free probe {probe} still answers {accuracy:.0%} of the "
