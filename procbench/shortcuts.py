@@ -686,8 +686,8 @@ class ShortcutEnsemble:
             if workers > 1:
                 with ThreadPoolExecutor(max_workers=workers) as pool:
                     self._fitted = list(pool.map(fit_fold, fit_rows))
-            else:
-                self._fitted = [fit_fold(rows) for rows in fit_rows]
+            else:  # already within this thread's limits (a threadpool_limits call costs about 2.5 ms)
+                self._fitted = [fit_models(rows) for rows in fit_rows]
         return self
 
     def _basis_rows(self, n_questions: int) -> np.ndarray:
