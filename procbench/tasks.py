@@ -94,6 +94,9 @@ class TaskSpec:
             (:func:`domain_noun`; RecipeQA JSON's ``question`` says ``recipe``, as RecipeQA does).
         recommended: the setting to use when in doubt: the default config of an export and the setting the
             card and the report point to (one place to change it).
+        setting_instructions: ``(setting, instruction)`` pairs for the settings whose questions ask something
+            else than the task's instruction says (a set ``procbench filter`` derived from one, ``SETTING-...``,
+            asks the same).
     """
 
     name: str
@@ -104,6 +107,7 @@ class TaskSpec:
     hub_category: str = "multiple-choice"
     instruction: str = ""
     recommended: str = "default"
+    setting_instructions: tuple[tuple[str, str], ...] = ()
 
     @property
     def items(self) -> str:
@@ -115,18 +119,20 @@ class TaskSpec:
         chosen = TEXTUAL_ITEMS.get(items or "") if self.name == "textual-cloze" else None
         return chosen.field if chosen is not None else self.kind.field
 
-    def instruction_for(self, items: str | None = None, *, noun: str = "procedure") -> str:
-        """The instruction of a set made with ``--items items`` (None: the task's own), for a procedure that
-        is a ``noun`` (:func:`domain_noun`: ``recipe`` for cooking, else ``procedure``)."""
+    def instruction_for(self, items: str | None = None, *, noun: str = "procedure", setting: str | None = None) -> str:
+        """The instruction of a ``setting`` set made with ``--items items`` (None: the task's own), for a
+        procedure that is a ``noun`` (:func:`domain_noun`: ``recipe`` for cooking, else ``procedure``)."""
+        setting = setting or ""
+        own = [text for name, text in self.setting_instructions if setting == name or setting.startswith(f"{name}-")]
         chosen = TEXTUAL_ITEMS.get(items or "") if self.name == "textual-cloze" else None
-        template = chosen.instruction if chosen is not None else self.instruction
+        template = own[0] if own else chosen.instruction if chosen is not None else self.instruction
         return template.replace("{procedure}", noun)
 
-    def recipeqa_instruction(self, items: str | None = None) -> str:
+    def recipeqa_instruction(self, items: str | None = None, *, setting: str | None = None) -> str:
         """``question_text`` in ``recipeqa.json``: RecipeQA's own words (``recipe``) for its four tasks (textual
         cloze over titles, the three visual tasks), ``procedure`` for the others."""
         own = self.name in RECIPEQA_TASKS and (self.name != "textual-cloze" or items in (None, "title"))
-        return self.instruction_for(items, noun=RECIPEQA_NOUN if own else "procedure")
+        return self.instruction_for(items, noun=RECIPEQA_NOUN if own else "procedure", setting=setting)
 
     def builder(self) -> Callable[..., tuple[dict[str, Any], dict[str, Any]]]:
         """The task's ``build`` function (imports its module)."""
@@ -243,7 +249,10 @@ for _spec in (
         "four images, three from the procedure in authored order and one from elsewhere; pick the incoherent "
         "one (paper 001)",
         instruction="Select the incoherent image in the following sequence of images.",
-        recommended="adversarial",
+        recommended="needs-context",
+        setting_instructions=(
+            ("needs-context", "Three of the images show the steps given; select the image that shows none of them."),
+        ),
     ),
     TaskSpec(
         "visual-ordering",

@@ -597,6 +597,8 @@ def test_bad_settings_are_bad_input(sample_store: Store) -> None:
         generate(sample_store, "visual-ordering", Setting("knobs", (0, 1, 1)))
     with pytest.raises(BadInput, match="--debias"):
         generate(sample_store, "visual-cloze", Setting("debias", budget=10))
+    with pytest.raises(BadInput, match="visual-ordering takes .* not --style needs-context$"):
+        generate(sample_store, "visual-ordering", Setting("needs-context"))
     with pytest.raises(BadInput, match="--kc"):
         generate(sample_store, "visual-ordering", Setting("knobs", (0, 1, 0)), kc=10)
     with pytest.raises(BadInput, match="--kc"):

@@ -1,7 +1,9 @@
-"""Visual cloze's needs-context setting: four photos of one procedure, exchangeable without the context."""
+"""The visual needs-context setting (cloze and coherence): four photos of one procedure, exchangeable without the
+context."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -14,9 +16,11 @@ from procbench.embed import embed_store, load_embeddings
 from procbench.errors import BadInput
 from procbench.formats.recipeqa import PLACEHOLDER
 from procbench.generate import Setting, generate
-from procbench.generate.options import VisualClozeOptions
-from procbench.generate.visual.cloze import build
+from procbench.generate.options import VisualClozeOptions, VisualCoherenceOptions
+from procbench.generate.visual import cloze, coherence
 from procbench.generate.visual.needs_context import IMAGE_ALIKE, TEXT_ALIKE
+from procbench.qsets.files import QuestionSet, question_set_dir
+from procbench.qsets.questions import Question
 from procbench.store import Store
 from procbench.store.views import kept_steps
 
@@ -29,8 +33,24 @@ def photo_store(ingested_sample: Path, tmp_path_factory: pytest.TempPathFactory)
     return root
 
 
-def test_every_question_is_four_photos_of_its_procedure_that_the_rule_keeps(photo_store: Path) -> None:
+TASKS = {
+    "visual-cloze": (cloze.build, VisualClozeOptions),
+    "visual-coherence": (coherence.build, VisualCoherenceOptions),
+}
+
+
+def _shows(task: str, q: Question) -> tuple[list[str], list[int]]:
+    """What a question of ``task`` should show: its items and its context (the answer's step, or the others')."""
+    steps = q.meta["choice_steps"]
+    if task == "visual-cloze":
+        return [PLACEHOLDER], [steps[q.answer]]
+    return [], sorted(s for i, s in enumerate(steps) if i != q.answer)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_every_question_is_four_photos_of_its_procedure_that_the_rule_keeps(photo_store: Path, task: str) -> None:
     store = Store.open(photo_store)
+    build = TASKS[task][0]
     sets, counts = build(store, [Setting("needs-context")])
     questions, entry = sets["needs-context"], counts["per_setting"]["needs-context"]
     assert len(questions) >= 20 and entry.questions == len(questions)
@@ -43,7 +63,7 @@ def test_every_question_is_four_photos_of_its_procedure_that_the_rule_keeps(phot
     }
     for q in questions:
         steps = q.meta["choice_steps"]
-        assert q.question == [PLACEHOLDER] and q.context == [steps[q.answer]] == [q.meta["answer_step"]]
+        assert (q.question, q.context) == _shows(task, q) and steps[q.answer] == q.meta["answer_step"]
         assert len(set(q.choices)) == 4 and len(set(steps)) == 4
         assert all(c in image_of[(q.procedure_id, s)] for c, s in zip(q.choices, steps, strict=True))
         photos = np.asarray(images.vectors)[[image_row[c] for c in q.choices]]
@@ -53,14 +73,27 @@ def test_every_question_is_four_photos_of_its_procedure_that_the_rule_keeps(phot
         assert (photos @ photos.T)[off].max() < IMAGE_ALIKE and (said @ said.T)[off].max() < TEXT_ALIKE
 
 
-def test_the_answer_is_uniform_among_the_four_photos(photo_store: Path) -> None:
+@pytest.mark.parametrize("task", TASKS)
+def test_the_answer_is_uniform_among_the_four_photos_and_its_odd_one_out_rank_dealt_evenly(
+    photo_store: Path, task: str
+) -> None:
     store = Store.open(photo_store)
+    build, options = TASKS[task]
+    images = load_embeddings(store, "image")
+    vectors = np.asarray(images.vectors, dtype=np.float64)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    row = {k: i for i, k in enumerate(images.keys.to_pylist())}
     places: Counter[int] = Counter()
     positions: Counter[int] = Counter()
     for seed in range(10):
-        for q in build(store, [Setting("needs-context")], VisualClozeOptions(seed=seed))[0]["needs-context"]:
-            places[sorted(q.meta["choice_steps"]).index(q.context[0])] += 1
+        ranks: Counter[int] = Counter()
+        for q in build(store, [Setting("needs-context")], options(seed=seed))[0]["needs-context"]:
+            places[sorted(q.meta["choice_steps"]).index(q.meta["answer_step"])] += 1
             positions[q.answer] += 1
+            photos = vectors[[row[c] for c in q.choices]]
+            odd = np.linalg.norm(photos - photos.mean(axis=0), axis=1)  # the audit's odd-one-out distance, x 3/4
+            ranks[int((odd < odd[q.answer]).sum())] += 1
+        assert max(ranks.values()) - min(ranks[r] for r in range(4)) <= 1, ranks  # as the audit ranks them
     total = sum(places.values())
     expected = total / 4
     chi2 = sum((places[p] - expected) ** 2 / expected for p in range(4))
@@ -68,11 +101,12 @@ def test_the_answer_is_uniform_among_the_four_photos(photo_store: Path) -> None:
     assert max(positions.values()) - min(positions.values()) <= 10  # answer positions balanced per set
 
 
-def test_written_in_the_sweep_same_seed_same_bytes(photo_store: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("task", TASKS)
+def test_same_seed_same_bytes(photo_store: Path, tmp_path: Path, task: str) -> None:
     snapshots = []
     for name, seed in (("a", 2), ("b", 2), ("c", 3)):
         store = Store.open(shutil.copytree(photo_store, tmp_path / name))
-        result = generate(store, "visual-cloze", Setting("needs-context"), seed=seed)
+        result = generate(store, task, Setting("needs-context"), seed=seed)
         folder = result.paths["needs-context"]
         snapshots.append({p.name: p.read_bytes() for p in sorted(folder.iterdir())})
         rows = sum(pq.read_table(folder / f"{s}.parquet").num_rows for s in ("train", "val", "test"))
@@ -86,9 +120,37 @@ def test_without_step_texts_alone_is_an_error_and_a_sweep_says_why_it_left_it_ou
     root = shutil.copytree(ingested_sample, tmp_path / "store")
     embed_store(root, image_encoder="colour-layout", fields="image")
     store = Store.open(root)
-    with pytest.raises(BadInput, match="step-text embeddings"):
-        build(store, [Setting("needs-context")])
-    with pytest.raises(BadInput, match="--adversarial"):
-        build(store, [Setting("needs-context")], VisualClozeOptions(rounds=3))
-    sets, counts = build(store, [Setting("recipeqa"), Setting("needs-context")])
-    assert set(sets) == {"recipeqa"} and "step-text" in counts["per_setting"]["needs-context"].empty
+    for task, (build, options) in TASKS.items():
+        with pytest.raises(BadInput, match=f"{task}/needs-context: no step-text embeddings"):
+            build(store, [Setting("needs-context")])
+        with pytest.raises(BadInput, match="--adversarial"):
+            build(store, [Setting("needs-context")], options(rounds=3))
+        sets, counts = build(store, [Setting("recipeqa"), Setting("needs-context")])
+        assert set(sets) == {"recipeqa"} and "step-text" in counts["per_setting"]["needs-context"].empty
+
+
+def test_coherence_asks_for_the_photo_its_context_does_not_show_in_every_format(
+    photo_store: Path, tmp_path: Path
+) -> None:
+    """The task's RecipeQA instruction ("the incoherent image") would mislead a reader of three of the steps: the
+    set, its recipeqa.json and its inlined records word the question as it is asked; other settings keep
+    RecipeQA's words."""
+    from procbench.export.inline import Inliner
+
+    store = Store.open(shutil.copytree(photo_store, tmp_path / "store"))
+    generate(store, "visual-coherence", Setting("needs-context"), seed=0)
+    generate(store, "visual-coherence", Setting("recipeqa"), seed=0)
+    own = "Three of the images show the steps given; select the image that shows none of them."
+    for setting, instruction in (("needs-context", own), ("recipeqa", "Select the incoherent image in the following")):
+        qset = QuestionSet(question_set_dir(store, "visual-coherence", setting))
+        assert qset.instruction.startswith(instruction)
+        written = json.loads((qset.path / "recipeqa.json").read_text(encoding="utf-8"))["data"]
+        assert written and {q["question_text"] for q in written} == {qset.instruction}
+    qset = QuestionSet(question_set_dir(store, "visual-coherence", "needs-context"))
+    records = list(
+        Inliner(store, set(pq.read_table(qset.path / "train.parquet")["procedure_id"].to_pylist())).records(
+            qset, "train"
+        )
+    )
+    assert records and all(r["instruction"] == own and len(r["context"]) == 3 for r in records)
+    assert all(set(c) == {"index", "title", "text"} for r in records for c in r["context"])  # no photo shown

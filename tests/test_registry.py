@@ -111,11 +111,11 @@ def test_every_task_spec_loads_its_builder_and_sweep() -> None:
         assert callable(spec.builder())
         sweep = spec.sweep()
         assert sweep and all(isinstance(s, Setting) for s in sweep)
-    # the paper's knob settings, then the rank-uniform K3=2 ones, then adversarial (and cloze's needs-context)
+    # the paper's knob settings, then the rank-uniform K3=2 ones, then adversarial (and needs-context but for ordering)
     paper = [f"knobs-{k1}{k2}{k3}" for k1 in "01" for k2 in "01" for k3 in "01"]
     uniform = ["knobs-002", "knobs-012", "knobs-102", "knobs-112"]
-    assert [s.name for s in TASKS.get("visual-cloze").sweep()] == [*paper, *uniform, "adversarial", "needs-context"]
-    assert [s.name for s in TASKS.get("visual-coherence").sweep()] == [*paper, *uniform, "adversarial"]
+    for task in ("visual-cloze", "visual-coherence"):
+        assert [s.name for s in TASKS.get(task).sweep()] == [*paper, *uniform, "adversarial", "needs-context"]
     assert [s.name for s in TASKS.get("visual-ordering").sweep()] == [
         *(name for name in paper if name.endswith("0")),
         *uniform,

@@ -54,9 +54,9 @@ def command(
         str | None,
         typer.Option(
             "--style",
-            help="'recipeqa' (the biased original), 'default', or 'needs-context' (textual and visual cloze, "
-            "recommended: four titles or photos of one procedure, the blank's step the context, so only reading "
-            "it answers).",
+            help="'recipeqa' (the biased original), 'default', or 'needs-context' (textual cloze, visual cloze and "
+            "coherence, recommended: four titles or photos of one procedure, the answer uniform among them, so "
+            "only reading the context answers).",
         ),
     ] = None,
     debias: Annotated[bool, typer.Option("--debias", help="Budgeted debiasing (Algorithm 1 of paper 004).")] = False,
@@ -135,7 +135,7 @@ def command(
             "--sweep",
             help="Write every setting of the task in one run (textual-cloze: recipeqa, default, debias-auto, "
             "adversarial, needs-context; visual tasks: the paper's knob settings, the rank-uniform K3=2 ones, "
-            "adversarial, and visual-cloze's needs-context).",
+            "adversarial, and needs-context but for ordering).",
         ),
     ] = False,
     split_by: Annotated[
@@ -200,8 +200,9 @@ def command(
     headlines: --items text or --items first-sentence (no needs-context there).
 
     visual tasks: --knobs K1,K2,K3 (paper 001; K3=2: answer ranks uniform, then the questions the probes still
-    solve dropped while --rank-yield Y stay), --style recipeqa, or --adversarial; visual-cloze also
-    --style needs-context (recommended: four photos of the procedure, the blank's step the context).
+    solve dropped while --rank-yield Y stay), --style recipeqa, or --adversarial; visual-cloze and
+    visual-coherence also --style needs-context (recommended: four photos of the procedure; the context is the
+    blank's step, or for coherence three of the four photos' steps, the answer the photo of none of them).
 
     next-action: the same samplers over step action tuples (run `procbench extract`, then
     `procbench embed --fields action` first): the actions of up to three steps, then pick the next one.

@@ -128,7 +128,9 @@ class Inliner:
                 procedure = self.procedures.get(row["procedure_id"], {})
                 noun = domain_noun(procedure.get("category"), procedure.get("source"))
                 if noun not in instructions:
-                    instructions[noun] = spec.instruction_for(items, noun=noun) if spec is not None else ""
+                    instructions[noun] = (
+                        spec.instruction_for(items, noun=noun, setting=qset.setting) if spec is not None else ""
+                    )
                 yield self._record(row, qset.setting, instructions[noun], titles=titles)
 
     def _record(self, row: dict[str, Any], setting: str, instruction: str, *, titles: bool = False) -> dict[str, Any]:

@@ -225,6 +225,11 @@ def _write_strings(fh: BinaryIO, rows: pa.Array, skip: int = 0) -> None:
     fh.write(rows.buffers()[2].slice(start, stop - start))
 
 
+def _question_text(instruction: str) -> str:
+    """The JSON between a question's split and its context entries."""
+    return f', "question_text": {json.dumps(instruction, ensure_ascii=False)}, "context": ['
+
+
 class RecipeQAWriter:
     """Writes question sets of one task in RecipeQA's layout.
 
@@ -234,7 +239,8 @@ class RecipeQAWriter:
     Args:
         task: the task of every set written.
         steps: ``procedure_id, index, title, text, image_ids`` of the steps of the procedures asked about.
-        instruction: the ``question_text`` of every question (default: the task's, :data:`QUESTION_TEXT`).
+        instruction: the ``question_text`` of every question (default: the task's, :data:`QUESTION_TEXT`); a set
+            :meth:`write` may word its own.
     """
 
     def __init__(self, task: str, steps: pa.Table, *, instruction: str | None = None) -> None:
@@ -244,24 +250,25 @@ class RecipeQAWriter:
         self._rendered: dict[tuple[int, ...], tuple[pa.Array, pa.Array]] = {}
         self._head = f', "task": {json.dumps(task.replace("-", "_"))}, "split": '
         instruction = QUESTION_TEXT.get(task, "") if instruction is None else instruction
-        question_text = json.dumps(instruction, ensure_ascii=False)
-        self._text = f', "question_text": {question_text}, "context": ['
+        self._text = _question_text(instruction)
 
-    def write(self, path: Path, table: pa.Table) -> None:
-        """Write ``table`` (questions with ``qid`` and ``split``) to ``path``."""
+    def write(self, path: Path, table: pa.Table, *, instruction: str | None = None) -> None:
+        """Write ``table`` (questions with ``qid`` and ``split``) to ``path`` (``instruction``: its questions'
+        ``question_text``, if not the writer's)."""
+        text = self._text if instruction is None else _question_text(instruction)
         with open(path, "wb") as fh:
             fh.write(f'{{"version": "procbench-{__version__}", "data": ['.encode())
             for start in range(0, table.num_rows, _BATCH):  # every row starts with ", " but the first
-                _write_strings(fh, self._rows(table.slice(start, _BATCH)), skip=0 if start else 2)
+                _write_strings(fh, self._rows(table.slice(start, _BATCH), text), skip=0 if start else 2)
             fh.write(b"]}")
 
-    def _rows(self, table: pa.Table) -> pa.Array:
-        """One JSON object per question of ``table``."""
+    def _rows(self, table: pa.Table, text: str) -> pa.Array:
+        """One JSON object per question of ``table`` (``text``: from its ``question_text`` to its context)."""
         column = {name: table[name].combine_chunks() for name in table.column_names}
         return _join(
             ', {"qid": ', json_strings(column["qid"]), ', "recipe_id": ', self._strings(column["procedure_id"]),
             self._head, self._strings(column["split"]),
-            self._text, self.steps.contexts(column["procedure_id"], column["context"]),
+            text, self.steps.contexts(column["procedure_id"], column["context"]),
             '], "question": [', self._lists(column["question"]),
             '], "choice_list": [', self._lists(column["choices"]),
             '], "answer": ', pc.cast(column["answer"], pa.string()), "}",

@@ -56,7 +56,7 @@ OPTIONS_FILE = "options.json"
 #: The generators' version (``options.json``'s ``draw_version``): raised when the same store, options and seed
 #: draw other questions than before (README, "Question sets", lists what each version changed), so that a set
 #: made before has another fingerprint and is not taken for one made now.
-DRAW_VERSION = 3
+DRAW_VERSION = 4
 #: Generation arguments that do not change a setting's questions (a sweep lists its settings).
 _NOT_QUESTION_OPTIONS = ("settings",)
 
@@ -89,7 +89,7 @@ class QuestionSet:
     def instruction(self) -> str:
         """The question's instruction (by the task and, for textual cloze, the items)."""
         spec = TASKS.find(self.task)
-        return spec.instruction_for(self.items) if spec is not None else ""
+        return spec.instruction_for(self.items, setting=self.setting) if spec is not None else ""
 
     def split(self, name: str) -> pa.Table:
         """The questions of one split (empty table if the split has none)."""
@@ -261,14 +261,16 @@ def write_question_sets(
     ):
         # Files are independent and Arrow releases the GIL: a sweep's parquet and JSON files are written
         # in parallel (staged paths are made here, on one thread).
-        recipeqa = pool.submit(_recipeqa_writer, store, task, used, items_of(args))
+        recipeqa = pool.submit(_recipeqa_writer, store, task, used)
+        spec = TASKS.find(task)
         jobs = []
         for setting, questions in sets.items():
             table = _table(task, questions, splits)
             base = f"questions/{task}/{setting}"
             paths = {split: txn.stage(f"{base}/{split}.parquet") for split in SPLITS}
             jobs.append(pool.submit(_write_splits, table, paths))
-            jobs.append(pool.submit(_write_recipeqa, recipeqa, txn.stage(f"{base}/recipeqa.json"), table))
+            instruction = spec.recipeqa_instruction(items_of(args), setting=setting) if spec is not None else ""
+            jobs.append(pool.submit(_write_recipeqa, recipeqa, txn.stage(f"{base}/recipeqa.json"), table, instruction))
             txn.stage(f"{base}/card.md").write_text(
                 _card(
                     task,
@@ -292,15 +294,13 @@ def write_question_sets(
     return written
 
 
-def _recipeqa_writer(store: Store, task: str, used: pa.Array, items: str | None) -> RecipeQAWriter:
+def _recipeqa_writer(store: Store, task: str, used: pa.Array) -> RecipeQAWriter:
     steps = kept_steps(store)
-    spec = TASKS.find(task)
-    instruction = spec.recipeqa_instruction(items) if spec is not None else ""
-    return RecipeQAWriter(task, steps.filter(pc.is_in(steps["procedure_id"], value_set=used)), instruction=instruction)
+    return RecipeQAWriter(task, steps.filter(pc.is_in(steps["procedure_id"], value_set=used)))
 
 
-def _write_recipeqa(writer: Future[RecipeQAWriter], path: Path, table: pa.Table) -> None:
-    writer.result().write(path, table)
+def _write_recipeqa(writer: Future[RecipeQAWriter], path: Path, table: pa.Table, instruction: str) -> None:
+    writer.result().write(path, table, instruction=instruction)
 
 
 def _write_splits(table: pa.Table, paths: dict[str, Path]) -> None:

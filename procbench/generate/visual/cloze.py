@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 
-from procbench.card.setting_report import SettingReport
 from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.options import VisualClozeOptions
@@ -61,8 +60,8 @@ from procbench.generate.visual.bands import (
 )
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, band_columns
-from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
-from procbench.generate.visual.needs_context import STYLE, build_needs_context
+from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window
+from procbench.generate.visual.needs_context import STYLE, run_with_needs_context
 from procbench.generate.visual.pruning import prune_cloze
 from procbench.generate.visual.ranks import CLOZE_WANTS, Exchange, RankRule, rank_notes
 from procbench.generate.visual.selection import Selection
@@ -410,27 +409,6 @@ def build(
     """Visual cloze's sets and counts: the knob, RecipeQA-style and adversarial settings through the visual driver
     (:func:`~.driver.run`; ``searcher``: where its neighbour searches run), ``needs-context`` through
     :mod:`.needs_context`."""
-    options = options or VisualClozeOptions()
-    options.check(settings)
-    exchangeable = [s for s in settings if s.style == STYLE]
-    rest = [s for s in settings if s.style != STYLE]
-    sets: dict[str, Any]
-    if rest:
-        sets, counts = run(CLOZE, store, rest, options, progress=progress, searcher=searcher)
-    else:
-        sets, counts = {}, {"per_setting": {}}
-    for setting in exchangeable:
-        questions, entry = build_needs_context(store, setting, seed=options.seed, progress=progress, alone=not rest)
-        counts["per_setting"][setting.name] = _needs_context_report(entry)
-        if questions is not None:
-            sets[setting.name] = questions
-    return sets, counts
-
-
-def _needs_context_report(entry: dict[str, Any]) -> SettingReport:
-    """The needs-context setting's report: its procedures with too few photos or no readable set are skipped."""
-    skipped: dict[str, int] = {k: entry[k] for k in ("few_photos", "no_readable_set") if k in entry}
-    details = {k: v for k, v in entry.items() if k not in ("questions", "empty", *skipped)}
-    return SettingReport(
-        questions=entry["questions"], skipped_procedures=skipped, empty=entry.get("empty"), details=details
+    return run_with_needs_context(
+        CLOZE, store, settings, options or VisualClozeOptions(), progress=progress, searcher=searcher
     )

@@ -55,7 +55,8 @@ from procbench.generate.visual.bands import (
 )
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, band_columns
-from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
+from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window
+from procbench.generate.visual.needs_context import STYLE, run_with_needs_context
 from procbench.generate.visual.pruning import prune_coherence
 from procbench.generate.visual.ranks import (
     RankRule,
@@ -76,7 +77,7 @@ __all__ = ["DEFAULT_KNOBS", "SWEEP", "TASK", "build"]
 
 TASK = "visual-coherence"
 DEFAULT_KNOBS = (0, 1, 1)
-SWEEP = [*Setting.all_knobs(with_k3=True), Setting("adversarial")]
+SWEEP = [*Setting.all_knobs(with_k3=True), Setting("adversarial"), Setting(STYLE)]
 _SIZE = 3
 _PAIRS = ((0, 1), (0, 2), (1, 2))
 
@@ -413,6 +414,9 @@ def build(
     progress: Progress = SILENT,
     searcher: Searcher | None = None,
 ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
-    """Visual coherence's sets and counts: the visual driver (:func:`~.driver.run`) run on the task (``searcher``:
-    where its neighbour searches run)."""
-    return run(COHERENCE, store, settings, options or VisualCoherenceOptions(), progress=progress, searcher=searcher)
+    """Visual coherence's sets and counts: the knob, RecipeQA-style and adversarial settings through the visual
+    driver (:func:`~.driver.run`; ``searcher``: where its neighbour searches run), ``needs-context`` through
+    :mod:`.needs_context`."""
+    return run_with_needs_context(
+        COHERENCE, store, settings, options or VisualCoherenceOptions(), progress=progress, searcher=searcher
+    )

@@ -1,62 +1,197 @@
-"""Visual cloze that only the context answers: the ``needs-context`` setting (exchangeable photos).
+"""Visual questions that only the context answers: the ``needs-context`` setting (exchangeable photos).
 
-Readers who never saw the step texts answered 89-100% of visual cloze on real photos
-(``benchmarks/reader_checks.md``): a procedure's own photos share its device, desk and light, and the paper's
-negatives come from other procedures. This setting draws as textual cloze's ``needs-context`` does
-(:mod:`procbench.generate.exchangeable`):
+Readers who never saw the step texts answered 89-100% of visual cloze and 76-96% of visual coherence on real
+photos (``benchmarks/reader_checks.md``): a procedure's own photos share its device, desk and light, and the
+paper's negatives and intruders come from other procedures. This setting draws as textual cloze's
+``needs-context`` does (:mod:`procbench.generate.exchangeable`): four photos of the procedure's image sequence,
+drawn uniformly among the sets whose photos are no near-copies of each other (cosine below :data:`IMAGE_ALIKE`,
+the visual filter's ceiling) and whose steps' texts say different things (cosine below :data:`TEXT_ALIKE`), the
+answer one of the four. What the context is depends on the task (:data:`SHAPES`):
 
-- the question is the blank alone; its context is the blank's step (its title and text);
-- the choices are four photos of the procedure's image sequence, drawn uniformly among the sets whose photos are
-  no near-copies of each other (cosine below :data:`IMAGE_ALIKE`, the visual filter's ceiling) and whose steps'
-  texts say different things (cosine below :data:`TEXT_ALIKE`); the answer is drawn uniformly among the four.
+- visual cloze: the question is the blank alone, its context the answer's step (title and text): the reader
+  finds the photo of the step the text describes;
+- visual coherence: the question is empty (the four photos are the choices), its context the three other
+  photos' steps in authored order: the reader finds the photo that shows none of them.
 
-Four photos of one procedure, the answer uniform among them: a reader without the context reads chance. With it,
-the reader finds the photo of the step the text describes.
+Four photos of one procedure, the answer uniform among them: a reader without the context reads chance.
+
+**The answer's rank is dealt.** Which of the four is the answer is not drawn independently per question: each
+question gets a target rank from an exactly balanced sequence (shuffled), and the answer is the photo at that rank
+by its distance to the four photos' centroid (the odd-one-out distance the audit's ``question_distance`` ranks).
+The target is drawn without looking at the photos, so given its four photos the answer is still each of them with
+probability 1/4; but over the set each rank holds a quarter of the answers exactly, as K3 = 2 deals them. Drawn
+independently, a set of 22-25 questions put 36-50% of its answers at one rank by chance, and the audit's
+rank-aware probes read that sample's skew (question_distance 0.32-0.50 over three seeds of two corpora,
+``benchmarks/real_photos.md``, session 19).
 """
 
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from procbench.card.setting_report import SettingReport
 from procbench.errors import BadInput
 from procbench.formats.recipeqa import PLACEHOLDER
 from procbench.generate.answers import balance_answer_positions
 from procbench.generate.exchangeable import SIZE, draw, symmetric_sets
+from procbench.generate.search import Searcher
 from procbench.generate.settings import Setting
+from procbench.generate.visual.driver import VisualOptions, VisualTask, run
 from procbench.generate.visual.sequences import VisualData
 from procbench.progress import SILENT, Progress
 from procbench.qsets.questions import Question
-from procbench.rng import stream
+from procbench.rng import Stream, stream
 from procbench.store import Store
 
-__all__ = ["IMAGE_ALIKE", "RULES", "STYLE", "TEXT_ALIKE", "build_needs_context"]
+__all__ = [
+    "IMAGE_ALIKE",
+    "SHAPES",
+    "STYLE",
+    "TEXT_ALIKE",
+    "Shape",
+    "build_needs_context",
+    "centroid_ranks",
+    "run_with_needs_context",
+]
 
 STYLE = "needs-context"
 #: Cosine at or above which two photos are near-copies (the visual adversarial filter's ceiling): never both choices.
 IMAGE_ALIKE = 0.95
 #: Cosine at or above which two steps' texts may say the same: their photos are never both choices.
 TEXT_ALIKE = 0.75
-#: Each procedure's set and answer, and the answer positions.
-_SETS = stream("visual.needs-context.sets")
-_POSITIONS = stream("visual.needs-context.positions")
 
-#: The card's account of the setting's rules.
-RULES = [
-    "the question is the blank alone; its context is the blank's step (title and text)",
-    "the choices are four photos of the procedure's image sequence drawn as an unordered set, the answer uniform "
-    "among them, so a reader without the context reads chance",
+_CHOICE_RULES = [
     f"no two photos near-copies (cosine below {IMAGE_ALIKE}), no two of their steps' texts alike (cosine below "
     f"{TEXT_ALIKE}); steps without a text are never choices",
 ]
 
+_DEALT = (
+    "the answer's rank among the four by distance to their centroid is dealt evenly over the set (a target drawn "
+    "without looking at the photos), so no rank holds more answers than another"
+)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a task's ``needs-context`` question shows: its question items and its context, given the four
+    photos' steps ``(4,)`` in choice order and the answer's position among them.
+
+    Attributes:
+        blank: the question is the blank alone (cloze); else it is empty, the choices being the photos shown.
+        context_is_answer: the context is the answer's step (cloze); else the other three steps (coherence).
+        sets / ranks / positions: the streams of each procedure's set, of the answers' ranks, and of the answer
+            positions.
+        rules: the card's account of the setting's rules.
+    """
+
+    blank: bool
+    context_is_answer: bool
+    sets: Stream
+    ranks: Stream
+    positions: Stream
+    rules: list[str]
+
+    def context(self, steps: list[int], answer: int) -> list[int]:
+        """The step indices the context shows, in authored order."""
+        if self.context_is_answer:
+            return [steps[answer]]
+        return sorted(s for i, s in enumerate(steps) if i != answer)
+
+
+#: Task -> the shape of its ``needs-context`` questions.
+SHAPES: dict[str, Shape] = {
+    "visual-cloze": Shape(
+        blank=True,
+        context_is_answer=True,
+        sets=stream("visual.needs-context.sets"),
+        ranks=stream("visual.needs-context.ranks"),
+        positions=stream("visual.needs-context.positions"),
+        rules=[
+            "the question is the blank alone; its context is the blank's step (title and text)",
+            "the choices are four photos of the procedure's image sequence drawn as an unordered set, the answer "
+            "uniform among them, so a reader without the context reads chance",
+            _DEALT,
+            *_CHOICE_RULES,
+        ],
+    ),
+    "visual-coherence": Shape(
+        blank=False,
+        context_is_answer=False,
+        sets=stream("visual.needs-context.coherence-sets"),
+        ranks=stream("visual.needs-context.coherence-ranks"),
+        positions=stream("visual.needs-context.coherence-positions"),
+        rules=[
+            "the choices are four photos of the procedure's image sequence drawn as an unordered set; the question "
+            "is empty; its context is the steps (title and text) of three of them, in authored order",
+            "the answer, the photo of a step the context does not show, is uniform among the four, so a reader "
+            "without the context reads chance",
+            _DEALT,
+            *_CHOICE_RULES,
+        ],
+    ),
+}
+
+
+def centroid_ranks(photos: np.ndarray) -> np.ndarray:
+    """``(k,)`` each of ``photos (k, d)``'s rank by its distance to their centroid (0 = nearest; ties in order): the
+    rank of its distance to the mean of the others, which is ``k / (k - 1)`` times it."""
+    dist = np.linalg.norm(photos - photos.mean(axis=0), axis=1)
+    return np.argsort(np.argsort(dist, kind="stable"), kind="stable")
+
+
+def run_with_needs_context(
+    task: VisualTask[Any],
+    store: Store,
+    settings: list[Setting],
+    options: VisualOptions,
+    *,
+    progress: Progress = SILENT,
+    searcher: Searcher | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``task``'s sets and counts: ``needs-context`` through :func:`build_needs_context`, every other setting
+    through the visual driver (:func:`~.driver.run`; ``searcher``: where its neighbour searches run)."""
+    options.check(settings)
+    exchangeable = [s for s in settings if s.style == STYLE]
+    rest = [s for s in settings if s.style != STYLE]
+    sets: dict[str, Any]
+    if rest:
+        sets, counts = run(task, store, rest, options, progress=progress, searcher=searcher)
+    else:
+        sets, counts = {}, {"per_setting": {}}
+    for setting in exchangeable:
+        questions, entry = build_needs_context(
+            store, task.name, setting, seed=options.seed, progress=progress, alone=not rest
+        )
+        counts["per_setting"][setting.name] = _report(entry)
+        if questions is not None:
+            sets[setting.name] = questions
+    return sets, counts
+
+
+def _report(entry: dict[str, Any]) -> SettingReport:
+    """The setting's report: its procedures with too few photos or no readable set are skipped."""
+    skipped: dict[str, int] = {k: entry[k] for k in ("few_photos", "no_readable_set") if k in entry}
+    details = {k: v for k, v in entry.items() if k not in ("questions", "empty", *skipped)}
+    return SettingReport(
+        questions=entry["questions"], skipped_procedures=skipped, empty=entry.get("empty"), details=details
+    )
+
 
 def build_needs_context(
-    store: Store, setting: Setting, *, seed: int = 0, progress: Progress = SILENT, alone: bool = True
+    store: Store,
+    task: str,
+    setting: Setting,
+    *,
+    seed: int = 0,
+    progress: Progress = SILENT,
+    alone: bool = True,
 ) -> tuple[list[Question] | None, dict[str, Any]]:
-    """The ``needs-context`` visual cloze questions (one per procedure with four usable photos) and their counts.
+    """``task``'s ``needs-context`` questions (one per procedure with four usable photos; :data:`SHAPES`) and
+    their counts.
 
     Without step-text embeddings (the rule reads them) a sweep (``alone`` False) leaves the setting out: None, and
     the counts say why.
@@ -66,20 +201,21 @@ def build_needs_context(
     """
     from procbench.embed import load_embeddings
 
+    shape = SHAPES[task]
     try:
         texts = load_embeddings(store, "step_text")
     except BadInput as exc:
         reason = f"no step-text embeddings, which its rule reads (run procbench embed --fields step_text): {exc}"
         if alone:
-            raise BadInput(f"visual-cloze/{setting.name}: {reason}") from exc
+            raise BadInput(f"{task}/{setting.name}: {reason}") from exc
         return None, {"questions": 0, "empty": reason}
     text_row = {k: i for i, k in enumerate(texts.keys.to_pylist())}
     text_vectors = np.asarray(texts.vectors, dtype=np.float32)
     data = VisualData(store, with_index=False)
     seqs, image_ids = data.seqs, data.embeddings.keys.cast("string").to_pylist()
     tally = {"few_photos": 0, "no_readable_set": 0}
-    questions: list[Question] = []
-    progress.start(f"visual-cloze/{setting.name}", total=len(seqs.names))
+    drafts: list[tuple[str, int, list[tuple[int, int, int]], np.ndarray]] = []  # name, steps, chosen, ranks (4,)
+    progress.start(f"{task}/{setting.name}", total=len(seqs.names))
     for p, name in enumerate(seqs.names):
         progress.advance()
         lo, hi = int(seqs.offsets[p]), int(seqs.offsets[p + 1])
@@ -95,22 +231,26 @@ def build_needs_context(
         photos /= np.maximum(np.linalg.norm(photos, axis=1, keepdims=True), 1e-12)
         said = text_vectors[[t for _, _, t in items]]
         sets = symmetric_sets(len(items), apart=[(photos @ photos.T, IMAGE_ALIKE), (said @ said.T, TEXT_ALIKE)])
-        drawn = draw(sets, _SETS.rng(seed, zlib.crc32(name.encode("utf-8"))))
+        drawn = draw(sets, shape.sets.rng(seed, zlib.crc32(name.encode("utf-8"))))
         if drawn is None:
             tally["no_readable_set"] += 1
             continue
-        chosen = [items[j] for j in drawn[0]]
-        step, _, _ = chosen[drawn[1]]
-        meta = {
-            "setting": setting.name,
-            "n_steps": hi - lo,
-            "answer_step": step,
-            "choice_steps": [s for s, _, _ in chosen],
-        }
+        drafts.append((name, hi - lo, [items[j] for j in drawn[0]], centroid_ranks(photos[drawn[0]])))
+    targets = shape.ranks.rng(seed).permutation(np.resize(np.arange(SIZE), len(drafts)))
+    questions: list[Question] = []
+    for (name, n_steps, chosen, ranks), target in zip(drafts, targets.tolist(), strict=True):
+        answer = int(np.flatnonzero(ranks == target)[0])
+        steps = [s for s, _, _ in chosen]
+        meta = {"setting": setting.name, "n_steps": n_steps, "answer_step": steps[answer], "choice_steps": steps}
         choices = [image_ids[row] for _, row, _ in chosen]
-        questions.append(Question(name, [step], [PLACEHOLDER], choices, drawn[1], meta))
-    balance_answer_positions(questions, _POSITIONS.rng(seed), per_choice=("choice_steps",))
-    counts: dict[str, Any] = {"questions": len(questions), **{k: v for k, v in tally.items() if v}, "rules": RULES}
+        context = shape.context(steps, answer)
+        questions.append(Question(name, context, [PLACEHOLDER] if shape.blank else [], choices, answer, meta))
+    balance_answer_positions(questions, shape.positions.rng(seed), per_choice=("choice_steps",))
+    counts: dict[str, Any] = {
+        "questions": len(questions),
+        **{k: v for k, v in tally.items() if v},
+        "rules": shape.rules,
+    }
     if not questions:
         counts["empty"] = "no procedure has four photos whose steps have texts, no two alike"
     return questions, counts

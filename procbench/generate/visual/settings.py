@@ -102,5 +102,6 @@ def resolve_settings(
                 )
             resolved.append(VisualSetting(setting, setting.knobs, ranked_plans))
         else:
-            raise BadInput(f"{task} takes --knobs K1,K2,K3, --style recipeqa or --sweep, not --{setting.style}")
+            given = f"--{setting.style}" if setting.style == "debias" else f"--style {setting.style}"
+            raise BadInput(f"{task} takes --knobs K1,K2,K3, --style recipeqa, --adversarial or --sweep, not {given}")
     return resolved
