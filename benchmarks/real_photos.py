@@ -55,6 +55,8 @@ from _common import ROOT
 
 PROBES = ("choice_only", "partial_input", "question_distance", "colour_layout", "near_duplicate")
 TARGET = 0.30
+#: Seeds per window of :func:`summarise_windows` (the issue's minimum number of generation seeds).
+WINDOW = 3
 
 
 def _generate(store: Path, task: str, seed: int, knobs: list[str], adversarial: list[str]) -> None:
@@ -256,6 +258,10 @@ def main() -> None:
     table = summarise(results)
     for line in table:
         print(line)
+    if len(seeds) >= 2 * WINDOW:
+        print(f"\nworst probe per {WINDOW} consecutive seeds (* above {TARGET:.2f}):")
+        for line in summarise_windows(results, WINDOW):
+            print(line)
     if args.null:
         print(f"\nnull: the same sets with their answers shuffled ({args.null} shuffles), seed-averaged as above:")
         for line in summarise_null(nulls):
@@ -305,6 +311,31 @@ def summarise(results: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
             if held and not measured:  # every probe not applicable (e.g. under the audit's 20 questions)
                 held = " UNMEASURED"
             lines.append(f"{task}/{setting} n={n:.0f} seeds={len(runs)}{held}: " + " ".join(cells))
+    return lines
+
+
+def worst_probe(runs: list[dict[str, Any]], setting: str) -> float | None:
+    """The highest seed-averaged probe value of ``runs`` as the verdict counts it (the paper's K3 = 0/1 rank rules
+    left out; None: no probe applied)."""
+    paper_k3 = setting.startswith("knobs-") and setting[-1] in "01"
+    means = [
+        float(np.mean(vals))
+        for name in (*PROBES, "rank_rule")
+        if not (paper_k3 and name == "rank_rule")
+        if (vals := [r[name]["value"] for r in runs if "value" in r.get(name, {})])
+    ]
+    return max(means) if means else None
+
+
+def summarise_windows(results: dict[str, dict[str, list[dict[str, Any]]]], size: int = 3) -> list[str]:
+    """Per setting: the worst probe of each run of ``size`` consecutive seeds, the verdict a ``size``-seed benchmark
+    would have given on those seeds (how much it moves with the draw)."""
+    lines = []
+    for task, settings in results.items():
+        for setting, runs in settings.items():
+            worst = [worst_probe(runs[i : i + size], setting) for i in range(0, len(runs) - size + 1, size)]
+            cells = " / ".join("n/a" if w is None else f"{w:.3f}{'' if w <= TARGET else '*'}" for w in worst)
+            lines.append(f"{task}/{setting}: {cells}")
     return lines
 
 
