@@ -174,3 +174,14 @@ def test_label_studio_export_and_its_annotations(store: Path, tmp_path: Path) ->
     assert scored.exit_code == 0, scored.output
     by = {(s["reader"], s["set"]): s["accuracy"] for s in json.loads(scored.output)["scores"]}
     assert by == {("ls/1", s): 1.0 for s in SETS} | {("ls/2", s): 0.0 for s in SETS}
+
+
+def test_a_context_that_is_part_of_the_procedure_is_an_unnumbered_list() -> None:
+    """A needs-context question's context (some of the procedure's steps) numbered "1." would say where it lies."""
+    from procbench.readers.sheet import question_html
+
+    base = {"id": "Q01", "instruction": "Pick.", "question": [], "choices": [{"letter": "A", "text": "x"}]}
+    part = question_html({**base, "context": [{"title": "Cut"}, {"title": "Glue"}]}, {})
+    assert "some of the procedure&#x27;s steps" in part and "<ul><li>" in part and "value=" not in part
+    whole = question_html({**base, "context": [{"step": 1, "title": "Cut"}, {"step": 2, "title": "Glue"}]}, {})
+    assert "(the procedure&#x27;s steps)" in whole and '<ol><li value="1">' in whole and '<li value="2">' in whole

@@ -154,3 +154,26 @@ def test_coherence_asks_for_the_photo_its_context_does_not_show_in_every_format(
     )
     assert records and all(r["instruction"] == own and len(r["context"]) == 3 for r in records)
     assert all(set(c) == {"index", "title", "text"} for r in records for c in r["context"])  # no photo shown
+
+
+def test_a_packet_shows_coherence_s_context_unnumbered_whichever_steps_it_holds(
+    photo_store: Path, tmp_path: Path
+) -> None:
+    """Three steps of a longer procedure are some of its steps, even the first three: numbered "1. 2. 3." they
+    would say that the fourth photo shows a later step."""
+    from procbench.readers.packet import make_packet
+
+    store = Store.open(shutil.copytree(photo_store, tmp_path / "store"))
+    generate(store, "visual-coherence", Setting("needs-context"), seed=0)
+    qset = QuestionSet(question_set_dir(store, "visual-coherence", "needs-context"))
+    rows = [r for s in ("train", "val", "test") if (qset.path / f"{s}.parquet").is_file()
+            for r in pq.read_table(qset.path / f"{s}.parquet").to_pylist()]  # fmt: skip
+    assert any(r["context"] == [0, 1, 2] for r in rows)  # the case the old rule numbered
+    out = tmp_path / "packet"
+    make_packet(["visual-coherence/needs-context"], out, store=store.root, n=len(rows), context="with", split="all")
+    sheet = json.loads((out / "packet.json").read_text(encoding="utf-8"))
+    contexts = [q["context"] for q in sheet["questions"]]
+    assert len(contexts) == len(rows) and all(len(c) == 3 and all("step" not in s for s in c) for c in contexts)
+    markdown = (out / "packet.md").read_text(encoding="utf-8")
+    assert markdown.count("**Context** (some of the procedure's steps):") == len(rows)
+    assert "**Context** (the procedure's steps):" not in markdown

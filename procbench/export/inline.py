@@ -79,12 +79,21 @@ class Inliner:
         steps = kept_steps(store, ["procedure_id", "index", "title", "text", "image_ids"])
         steps = steps.filter(pc.is_in(steps["procedure_id"], value_set=used))
         self.steps: dict[str, _Step] = {}
+        #: procedure id -> its kept steps' indices (ascending)
+        self.step_indices: dict[str, list[int]] = {}
         for row in steps.to_pylist():
+            self.step_indices.setdefault(row["procedure_id"], []).append(int(row["index"]))
             images = row["image_ids"] or []
             self.steps[f"{row['procedure_id']}#{row['index']}"] = _Step(
                 row["title"] or None, row["text"] or None, images[0] if images else None
             )
         self.images = self._stored_images()
+
+    def whole_context(self, record: dict[str, Any]) -> bool:
+        """Whether ``record``'s context is every kept step of its procedure (else a part of it: e.g. the
+        ``needs-context`` settings', which a step number would locate in the procedure)."""
+        shown = [c["index"] for c in record["context"]]
+        return bool(shown) and shown == sorted(self.step_indices.get(record["procedure_id"], []))
 
     def _stored_images(self) -> set[str]:
         if not self.store.has_table("images"):

@@ -54,6 +54,7 @@ __all__ = [
     "balanced_letters",
     "build_packet",
     "check_out",
+    "context_label",
     "lone_blank",
     "make_packet",
     "packet_markdown",
@@ -281,6 +282,7 @@ def _sheet_question(
     order: list[int],
     *,
     context: str,
+    whole: bool,
     store: Store,
     images: dict[str, Path],
 ) -> dict[str, Any]:
@@ -297,9 +299,8 @@ def _sheet_question(
         choices.append({"letter": letter, **choice})
     out: dict[str, Any] = {"id": neutral, "instruction": record["instruction"]}
     if context == "with" and record["context"]:
-        # numbered only when the context is the whole procedure: a part of it (needs-context: the blank's step
-        # alone) numbered by its position would tell a reader where the blank lies
-        whole = [c["index"] for c in record["context"]] == list(range(len(record["context"])))
+        # numbered only when the context is the whole procedure (``whole``): a part of it (needs-context: the
+        # blank's step alone) numbered by its position would tell a reader where the blank lies
         out["context"] = [
             {
                 k: v
@@ -381,7 +382,10 @@ def build_packet(
         else:
             order = list(range(counts[i]))
         neutral = neutral_of[i]
-        questions.append(_sheet_question(neutral, record, order, context=context, store=resolved.store, images=images))
+        whole = inliner.whole_context(record)
+        questions.append(
+            _sheet_question(neutral, record, order, context=context, whole=whole, store=resolved.store, images=images)
+        )
         key_questions[neutral] = {
             "set": qset.name,
             "task": qset.task,
@@ -429,6 +433,11 @@ def _md_text(text: str) -> str:
     return folded
 
 
+def context_label(steps: list[dict[str, Any]]) -> str:
+    """What a sheet question's context is: the procedure's steps (numbered), or some of them (unnumbered)."""
+    return "the procedure's steps" if all("step" in step for step in steps) else "some of the procedure's steps"
+
+
 def lone_blank(question: list[dict[str, Any]]) -> bool:
     """Whether a sheet question is the blank alone (``needs-context``: the context says which step it is)."""
     return len(question) == 1 and bool(question[0].get("blank"))
@@ -456,7 +465,7 @@ def packet_markdown(packet: Packet) -> str:
     for q in packet.questions:
         lines += ["---", "", f"## {q['id']}", "", _md_text(q["instruction"]), ""]
         if q.get("context"):
-            lines += ["**Context** (the procedure's steps):", ""]
+            lines += [f"**Context** ({context_label(q['context'])}):", ""]
             for step in q["context"]:
                 lines.append(f"{step['step']}. " if "step" in step else "- ")
                 lines[-1] += _md_item(step, "step image")

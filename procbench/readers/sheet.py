@@ -35,6 +35,7 @@ from procbench.readers.packet import (
     Packet,
     build_packet,
     check_out,
+    context_label,
     instructions,
     lone_blank,
     write_packet,
@@ -175,12 +176,13 @@ def question_html(question: dict[str, Any], image_src: dict[str, str]) -> str:
     qid = question["id"]
     out = [f"<h3>{escape(qid)}</h3>", f"<p>{escape(question['instruction'])}</p>"]
     if question.get("context"):
-        out.append("<p><b>Context</b> (the procedure's steps):</p><ol>")
-        out += [
-            f'<li value="{int(step.get("step", 1))}">{_item_html(step, "step image", image_src)}</li>'
-            for step in question["context"]
-        ]
-        out.append("</ol>")
+        steps = question["context"]
+        numbered = all("step" in step for step in steps)  # a part of the procedure is a list, not numbered from 1
+        out.append(f"<p><b>Context</b> ({escape(context_label(steps))}):</p>{'<ol>' if numbered else '<ul>'}")
+        for step in steps:
+            value = f' value="{int(step["step"])}"' if numbered else ""
+            out.append(f"<li{value}>{_item_html(step, 'step image', image_src)}</li>")
+        out.append("</ol>" if numbered else "</ul>")
     if lone_blank(question["question"]):
         out.append(f"<p><b>Question:</b> <b>{BLANK}</b></p>")
     elif question["question"]:

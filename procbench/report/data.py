@@ -155,6 +155,7 @@ def set_view(qset: QuestionSet, inliner: Inliner, *, limit: int) -> SetView:
                     "orders": record["choice_orders"],
                     "answer": record["answer"],
                     "context": [{"i": c["index"], "title": c["title"], "text": c["text"]} for c in record["context"]],
+                    "whole": inliner.whole_context(record),
                 }
             )
     return SetView(

@@ -40,9 +40,10 @@
     box.appendChild(el("h2", null, q.id));
     box.appendChild(el("p", null, q.instruction));
     if (q.context && q.context.length) {
-      box.appendChild(el("div", "label", "Context (the procedure's steps)"));
       // a context without step numbers is a part of the procedure: a list, not numbered from 1
-      var ol = el(q.context.every(function (step) { return step.step; }) ? "ol" : "ul", "context");
+      var whole = q.context.every(function (step) { return step.step; });
+      box.appendChild(el("div", "label", whole ? "Context (the procedure's steps)" : "Context (some of the procedure's steps)"));
+      var ol = el(whole ? "ol" : "ul", "context");
       q.context.forEach(function (step) {
         var li = el("li");
         if (step.step) li.value = step.step;

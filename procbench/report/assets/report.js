@@ -91,7 +91,7 @@
       details.appendChild(el("summary", null, "context (" + q.context.length + (q.context.length === 1 ? " step)" : " steps)")));
       // the steps keep their numbers when the context is the whole procedure; a part of it (needs-context: the
       // blank's step alone) is not numbered, since "step 7" would tell a reader where the blank lies
-      var whole = q.context.every(function (step, k) { return step.i === k; });
+      var whole = q.whole;
       var ol = el(whole ? "ol" : "ul", "context");
       q.context.forEach(function (step) {
         var li = el("li");
