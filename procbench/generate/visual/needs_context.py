@@ -20,9 +20,8 @@ question gets a target rank from an exactly balanced sequence (shuffled), and th
 by its distance to the four photos' centroid (the odd-one-out distance the audit's ``question_distance`` ranks).
 The target is drawn without looking at the photos, so given its four photos the answer is still each of them with
 probability 1/4; but over the set each rank holds a quarter of the answers exactly, as K3 = 2 deals them. Drawn
-independently, a set of 22-25 questions put 36-50% of its answers at one rank by chance, and the audit's
-rank-aware probes read that sample's skew (question_distance 0.32-0.50 over three seeds of two corpora,
-``benchmarks/real_photos.md``, session 19).
+independently, a small set puts more answers at one rank than another by chance, and the audit's rank-aware probes
+read that sample's skew as a shortcut (measured: ``benchmarks/real_photos.md``, session 19).
 """
 
 from __future__ import annotations
