@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -195,10 +196,12 @@ def _splits(store: Store, procedure_ids: set[str], options: GenerateOptions) -> 
 
 def _chance(questions: Any) -> float:
     """The mean of 1 / #choices over a set's questions (0: no multiple-choice question)."""
-    table = as_table(questions)
-    if not table.num_rows or "choices" not in table.column_names:
-        return 0.0
-    lengths = pc.list_value_length(table["choices"]).to_numpy(zero_copy_only=False)
+    if isinstance(questions, pa.Table):  # a list of questions is not made a table twice (writing makes one)
+        if "choices" not in questions.column_names:
+            return 0.0
+        lengths = pc.list_value_length(questions["choices"]).to_numpy(zero_copy_only=False)
+    else:
+        lengths = np.array([len(q.choices) for q in questions], dtype=np.int64)
     return float((1.0 / lengths[lengths > 0]).mean()) if (lengths > 0).any() else 0.0
 
 

@@ -80,15 +80,14 @@ class Shape:
     photos' steps ``(4,)`` in choice order and the answer's position among them.
 
     Attributes:
-        blank: the question is the blank alone (cloze); else it is empty, the choices being the photos shown.
-        context_is_answer: the context is the answer's step (cloze); else the other three steps (coherence).
+        blank: the question is the blank alone and its context the answer's step (cloze); else the question is
+            empty, the choices being the photos shown, and the context the other three steps (coherence).
         sets / ranks / positions: the streams of each procedure's set, of the answers' ranks, and of the answer
             positions.
         rules: the card's account of the setting's rules.
     """
 
     blank: bool
-    context_is_answer: bool
     sets: Stream
     ranks: Stream
     positions: Stream
@@ -96,7 +95,7 @@ class Shape:
 
     def context(self, steps: list[int], answer: int) -> list[int]:
         """The step indices the context shows, in authored order."""
-        if self.context_is_answer:
+        if self.blank:
             return [steps[answer]]
         return sorted(s for i, s in enumerate(steps) if i != answer)
 
@@ -105,7 +104,6 @@ class Shape:
 SHAPES: dict[str, Shape] = {
     "visual-cloze": Shape(
         blank=True,
-        context_is_answer=True,
         sets=stream("visual.needs-context.sets"),
         ranks=stream("visual.needs-context.ranks"),
         positions=stream("visual.needs-context.positions"),
@@ -119,7 +117,6 @@ SHAPES: dict[str, Shape] = {
     ),
     "visual-coherence": Shape(
         blank=False,
-        context_is_answer=False,
         sets=stream("visual.needs-context.coherence-sets"),
         ranks=stream("visual.needs-context.coherence-ranks"),
         positions=stream("visual.needs-context.coherence-positions"),
