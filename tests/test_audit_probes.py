@@ -18,6 +18,7 @@ WORDS = [f"word{i}" for i in range(300)]
 CHANCE_PROBES = (
     "choice_only",
     "question_distance",
+    "centrality",
     "partial_input",
     "answer_position",
     "length",
@@ -36,6 +37,7 @@ def make_cloze(
     one_cluster: bool = False,
     near_question: bool = False,
     position_zero: float = 0.0,
+    hubs: bool = False,
     task: str = "textual-cloze",
     name: str = "synthetic",
 ) -> AuditSet:
@@ -44,10 +46,13 @@ def make_cloze(
     Planted shortcuts: ``longest`` = share of questions whose correct title is padded to be the longest;
     ``one_cluster`` = correct choices always from cluster 0, wrong ones never; ``near_question`` = the
     correct choice is a small perturbation of the question mean; ``position_zero`` = share of answers
-    forced to position 0 (the rest uniform).
+    forced to position 0 (the rest uniform); ``hubs`` = the wrong choices share a direction (hubs of the
+    embedding space, as an answer's nearest neighbours are), the correct ones do not.
     """
     rng = np.random.default_rng(seed)
     centres = rng.normal(size=(8, dim)) * 1.5
+    hub = rng.normal(size=dim)
+    hub *= 2.0 / np.linalg.norm(hub)
     keys: list[str] = []
     vectors: list[np.ndarray] = []
 
@@ -69,6 +74,8 @@ def make_cloze(
             vector = centres[cluster] + rng.normal(size=dim) * 0.7
             if near_question and j == 0:
                 vector = mean + rng.normal(size=dim) * 0.2
+            if hubs and j > 0:
+                vector = vector / np.linalg.norm(vector) + hub
             options.append([vector, words()])
         if rng.random() < longest:
             options[0][1] = options[0][1] + ["padding"] * 12
@@ -160,6 +167,14 @@ def test_correct_choice_near_the_question_is_found_by_the_distance_svm() -> None
     assert len(result.arrays["distance_correct"]) == 600 and len(result.arrays["distance_wrong"]) == 1800
 
 
+def test_negatives_that_are_hubs_are_found_by_the_centrality_probe() -> None:
+    audit = audit_set(make_cloze(seed=4, hubs=True), seed=0, n_boot=200, probes="centrality")
+    result = audit.probes["centrality"]
+    _assert_found(result, at_least=0.9)
+    assert set(result.details["rule_per_fold"]) == {"least_central"}
+    assert result.details["answer_rank_shares"][0] > 0.9  # rank 0 = least central
+
+
 def test_answer_position_bias_is_found_and_balanced_positions_are_not() -> None:
     biased = audit_set(make_cloze(seed=4, position_zero=0.3), seed=0, n_boot=400, probes="answer_position")
     result = biased.probes["answer_position"]
@@ -228,6 +243,7 @@ def test_probes_that_do_not_apply_say_why_instead_of_faking_a_value() -> None:
     for name in (
         "choice_only",
         "question_distance",
+        "centrality",
         "length",
         "lexical_overlap",
         "context_overlap",

@@ -57,7 +57,8 @@ def command(
     """Audit question sets for biases, side by side: shortcut probes with chance levels and 95% intervals.
 
     Probes: choice_only (a classifier seeing only the choices), question_distance (SVM on choice-to-question
-    distances and their ranks, paper 001 Fig. 2), partial_input (gradient-boosted trees on context-free
+    distances and their ranks, paper 001 Fig. 2), centrality (the most or least central choice in the set's
+    embedding space: negatives drawn from an answer's neighbours are hubs), partial_input (gradient-boosted trees on context-free
     per-choice features), answer_position, length and lexical_overlap (text choices),
     cluster_balance (correct vs wrong choices over KMeans clusters) and question_overlap (answers revealed
     by another question of the same procedure); context_reference (what the context gives: each choice's
