@@ -53,7 +53,7 @@ import numpy as np
 
 from _common import ROOT
 
-PROBES = ("choice_only", "partial_input", "question_distance", "centrality", "colour_layout", "near_duplicate")
+PROBES = ("choice_only", "partial_input", "question_distance", "hubness", "colour_layout", "near_duplicate")
 TARGET = 0.30
 #: Seeds per window of :func:`summarise_windows` (the issue's minimum number of generation seeds).
 WINDOW = 3

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,6 +42,11 @@ import numpy as np
 from procbench.rng import stream
 
 __all__ = [
+    "HUBNESS_NEIGHBOURS",
+    "HUBNESS_REFERENCE",
+    "HubnessTable",
+    "hubness",
+    "reference_sample",
     "DISTANCE_MODEL",
     "FEATURE_NAMES",
     "MIN_CV_QUESTIONS",
@@ -74,7 +80,7 @@ MODELS = ("choice_only", "choice_contrast", "partial_input")
 #: each choice's distance to the question mean relative to the other choices' (:func:`distance_view`).
 DISTANCE_MODEL = "question_distance"
 
-_DISTANCES = ("qmean", "qmean_gap", "nearest_item", "adjacent_item", "other_choices")
+_DISTANCES = ("qmean", "qmean_gap", "nearest_item", "adjacent_item", "other_choices", "centrality", "density")
 _TEXT = ("chars", "words", "word_overlap", "tfidf_overlap")
 _FREQUENCY = ("item_count", "cluster_count")
 #: How :func:`within_question` gives each base feature: its value, centred within the question, standardised
@@ -150,6 +156,10 @@ class ChoiceBatch:
             pool's, so a batch of candidate variants is weighted like the set.
         text_pairs: with ``word_weights``, a cache of the text features of (question items, choice) pairs that
             batches weighted alike share (adversarial filtering scores the same pairs round after round).
+        hubness: ``(Q, C)`` centrality and ``(Q, C)`` density of every choice (:func:`hubness`, e.g. from a
+            :class:`HubnessTable` of the pool, so every batch of a set reads them alike); None: measured against
+            the batch's distinct choice items, as the audit's ``hubness`` probe measures them. Negatives drawn
+            from an answer's neighbours are hubs of the embedding space.
     """
 
     choice_vectors: np.ndarray
@@ -165,6 +175,7 @@ class ChoiceBatch:
     placeholder: np.ndarray | None = None
     word_weights: Mapping[str, float] | None = None
     text_pairs: dict[tuple[str, str], tuple[int, int, float, float]] | None = None
+    hubness: tuple[np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return int(self.answers.shape[0])
@@ -220,7 +231,88 @@ def _distance_features(batch: ChoiceBatch) -> list[np.ndarray]:
     both = _other_choices(batch.valid)
     others = np.where(both, pair, 0.0).sum(axis=2) / np.maximum(both.sum(axis=2), 1)
     gap = distance_gaps(to_qmean, batch.valid)
-    return [within_question(v.astype(np.float64), batch.valid) for v in (to_qmean, gap, nearest, adjacent, others)]
+    central, density = (np.where(batch.valid, v.reshape(batch.valid.shape), 0.0) for v in _batch_hubness(batch))
+    return [
+        within_question(v.astype(np.float64), batch.valid)
+        for v in (to_qmean, gap, nearest, adjacent, others, central, density)
+    ]
+
+
+#: A choice's density (:func:`hubness`) is its mean cosine similarity to this many nearest reference items.
+HUBNESS_NEIGHBOURS = 10
+#: The hubness features' reference items are at most this many (evenly spaced beyond: :func:`reference_sample`),
+#: so their cost grows linearly with the set.
+HUBNESS_REFERENCE = 4096
+
+
+def reference_sample(vectors: np.ndarray, usable: np.ndarray | None = None) -> np.ndarray:
+    """``(R, D)`` float32: at most :data:`HUBNESS_REFERENCE` of the ``usable (N,)`` rows of ``vectors (N, D)``
+    (default: every row), evenly spaced."""
+    rows = np.arange(len(vectors)) if usable is None else np.flatnonzero(usable)
+    if len(rows) > HUBNESS_REFERENCE:
+        rows = rows[np.linspace(0, len(rows) - 1, HUBNESS_REFERENCE).round().astype(np.int64)]
+    return np.asarray(vectors[rows], dtype=np.float32)
+
+
+def hubness(vectors: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(n,)`` centrality and ``(n,)`` density of each unit vector of ``vectors (n, D)`` among the unit
+    ``reference (R, D)``: its cosine similarity to the reference's centroid, and its mean cosine similarity to its
+    :data:`HUBNESS_NEIGHBOURS` nearest reference items (copies of itself, similarity above 1 - 1e-6, left out).
+
+    Hubs of a high-dimensional space (Radovanović, Nanopoulos and Ivanović 2010, "Hubs in space", JMLR 11) lie
+    near its centre and in its dense regions; they are the nearest neighbours of many points, so negatives drawn
+    from an answer's neighbours are hubs far more often than the answer is."""
+    v = np.asarray(vectors, dtype=np.float32)
+    ref = np.asarray(reference, dtype=np.float32)
+    centre = ref.mean(axis=0) if len(ref) else np.zeros(v.shape[1], dtype=np.float32)
+    centre = centre / max(float(np.linalg.norm(centre)), 1e-12)
+    density = np.zeros(len(v))
+    k = min(HUBNESS_NEIGHBOURS, max(len(ref) - 1, 1))
+    for start in range(0, len(v), 1024):
+        sims = v[start : start + 1024] @ ref.T
+        sims[sims > 1.0 - 1e-6] = -np.inf
+        top = -np.partition(-sims, k - 1, axis=1)[:, :k] if sims.shape[1] >= k else sims
+        if top.size:
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a row with no reference item but itself
+                density[start : start + 1024] = np.nanmean(np.where(np.isfinite(top), top, np.nan), axis=1)
+    return (v @ centre).astype(np.float64), np.nan_to_num(density)
+
+
+class HubnessTable:
+    """:func:`hubness` of the rows of ``vectors (N, D)`` (unit) against a :func:`reference_sample` of their ``usable``
+    rows (default: every row), computed for the rows asked for and kept."""
+
+    def __init__(self, vectors: np.ndarray, usable: np.ndarray | None = None) -> None:
+        self.vectors = vectors
+        self.reference = reference_sample(vectors, usable)
+        self._values = np.full((2, len(vectors)), np.nan)
+
+    def __call__(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Centrality and density of ``rows`` (any shape; -1 gives 0)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        safe = np.maximum(rows, 0)
+        todo = np.unique(safe[np.isnan(self._values[0, safe])])
+        if len(todo):
+            self._values[:, todo] = np.stack(hubness(self.vectors[todo], self.reference))
+        values = self._values[:, safe]
+        return np.where(rows >= 0, values[0], 0.0), np.where(rows >= 0, values[1], 0.0)
+
+
+def _batch_hubness(batch: ChoiceBatch) -> tuple[np.ndarray, np.ndarray]:
+    """``(Q * C,)`` centrality and density of every choice slot of ``batch``: ``batch.hubness``, else
+    :func:`hubness` against the batch's distinct choice items (each item measured once)."""
+    if batch.hubness is not None:
+        return tuple(np.asarray(v, dtype=np.float64).reshape(-1) for v in batch.hubness)  # type: ignore[return-value]
+    flat = batch.choice_vectors.reshape(-1, batch.choice_vectors.shape[2])
+    valid = batch.valid.reshape(-1)
+    ids = np.where(valid, np.asarray(batch.choice_ids).reshape(-1), -1) if batch.choice_ids is not None else None
+    if ids is None:  # every valid slot is an item of its own
+        ids = np.where(valid, np.arange(len(flat)), -1)
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    table = HubnessTable(flat[first], ids[first] >= 0)
+    central, density = table(np.where(ids[first] >= 0, np.arange(len(first)), -1))
+    return central[inverse.reshape(-1)], density[inverse.reshape(-1)]
 
 
 def distance_gaps(distances: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -513,8 +605,6 @@ def stratified_group_folds(groups: np.ndarray, strata: np.ndarray, n_folds: int,
     rank) about as common in every fold as in the whole batch (scikit-learn's ``StratifiedGroupKFold``): on folds
     dealt without it, a set whose labels are dealt exactly evenly reads rank-aware probes below chance, since each
     training fold holds most of what its test fold lacks (the audit stratifies the same way)."""
-    import warnings
-
     from sklearn.model_selection import StratifiedGroupKFold
 
     groups = np.asarray(groups, dtype=np.int64)

@@ -24,7 +24,7 @@ from procbench.store.views import kept_steps
 PROBE_NAMES = [
     "choice_only",
     "question_distance",
-    "centrality",
+    "hubness",
     "colour_layout",
     "near_duplicate",
     "partial_input",

@@ -18,7 +18,7 @@ WORDS = [f"word{i}" for i in range(300)]
 CHANCE_PROBES = (
     "choice_only",
     "question_distance",
-    "centrality",
+    "hubness",
     "partial_input",
     "answer_position",
     "length",
@@ -168,8 +168,8 @@ def test_correct_choice_near_the_question_is_found_by_the_distance_svm() -> None
 
 
 def test_negatives_that_are_hubs_are_found_by_the_centrality_probe() -> None:
-    audit = audit_set(make_cloze(seed=4, hubs=True), seed=0, n_boot=200, probes="centrality")
-    result = audit.probes["centrality"]
+    audit = audit_set(make_cloze(seed=4, hubs=True), seed=0, n_boot=200, probes="hubness")
+    result = audit.probes["hubness"]
     _assert_found(result, at_least=0.9)
     assert set(result.details["rule_per_fold"]) == {"least_central"}
     assert result.details["answer_rank_shares"][0] > 0.9  # rank 0 = least central
@@ -243,7 +243,7 @@ def test_probes_that_do_not_apply_say_why_instead_of_faking_a_value() -> None:
     for name in (
         "choice_only",
         "question_distance",
-        "centrality",
+        "hubness",
         "length",
         "lexical_overlap",
         "context_overlap",
@@ -499,3 +499,21 @@ def test_word_overlap_with_the_context_is_a_reference_and_with_the_question_a_sh
     assert shortcut.flagged
     aset.contexts = None
     assert "context" in audit_set(aset, seed=0, n_boot=50, probes="context_overlap").probes["context_overlap"].reason
+
+
+def test_hubness_scores_the_centre_of_a_cloud_above_its_outliers_and_leaves_copies_out() -> None:
+    from procbench.shortcuts import HubnessTable, hubness
+
+    rng = np.random.default_rng(0)
+    cloud = rng.normal(size=(200, 16)) * 0.3 + np.eye(16)[0]
+    points = np.vstack([np.eye(16)[0], np.eye(16)[1], cloud])  # the centre, an outlier, the cloud
+    unit = (points / np.linalg.norm(points, axis=1, keepdims=True)).astype(np.float32)
+    central, density = hubness(unit[:2], unit)
+    assert central[0] > central[1] and density[0] > density[1]
+    # the point itself (and a copy of it) is not its own neighbour
+    alone, _ = hubness(unit[:1], unit[:1])
+    assert hubness(unit[:1], unit[:1])[1][0] == 0.0 and alone[0] == pytest.approx(1.0)
+    table = HubnessTable(unit)
+    got = table(np.array([[0, 1], [-1, 0]]))
+    assert got[0].shape == (2, 2) and got[1][1, 0] == 0.0 and got[0][1, 1] == got[0][0, 0]
+    np.testing.assert_allclose(table(np.array([0, 1]))[1], hubness(unit[:2], table.reference)[1])

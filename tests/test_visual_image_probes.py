@@ -114,13 +114,14 @@ def test_image_probes_find_the_colour_tell_held_out_and_not_a_missing_one() -> N
     batch, features = _batch(200, seed=3)
     folds = (batch.groups % 5).astype(np.int64)
     probs = image_probes().fit(batch, features, folds, seed=0).predict(batch, features, folds)
-    assert set(probs) == set(IMAGE_PROBES)
+    assert set(probs) == {"hubness", *IMAGE_PROBES}
     for p in probs.values():
         np.testing.assert_allclose(p.sum(axis=1), 1.0)
     colour = (probs["colour_layout"].argmax(axis=1) == 0).mean()
     near = (probs["near_duplicate"].argmax(axis=1) == 0).mean()
     assert colour > 0.8  # the answer is the choice nearest in colour
     assert near < 0.4  # the near-duplicate relations do not tell it (chance 0.25)
+    assert (probs["hubness"].argmax(axis=1) == 0).mean() < 0.4  # nor does the choices' hubness
 
 
 def test_the_filter_probes_take_a_tasks_own_probes_beside_theirs() -> None:
@@ -129,9 +130,9 @@ def test_the_filter_probes_take_a_tasks_own_probes_beside_theirs() -> None:
     batch, features = _batch(80, seed=4)
     policy = AdversarialPolicy(n_folds=3, probe_repeats=2, tree_iterations=10)
     ensemble, probs = probe(batch, features, policy, seed=0, extra=image_probes())
-    assert list(probs) == [*FILTER_MODELS, "ensemble", *IMAGE_PROBES]
+    assert list(probs) == [*FILTER_MODELS, "ensemble", "hubness", *IMAGE_PROBES]
     np.testing.assert_allclose(probs["ensemble"], np.mean([probs[m] for m in FILTER_MODELS], axis=0))
-    assert probe_names(probs) == (*FILTER_MODELS, *IMAGE_PROBES)
+    assert probe_names(probs) == (*FILTER_MODELS, "hubness", *IMAGE_PROBES)
     judged = ensemble.predict(batch, features)  # the judge reads them too
     np.testing.assert_allclose(judged["colour_layout"], probs["colour_layout"])
     shared = features[:, :, : features.shape[2] - image_probes().reserved]  # what the filter's own probes see

@@ -57,15 +57,14 @@ def command(
     """Audit question sets for biases, side by side: shortcut probes with chance levels and 95% intervals.
 
     Probes: choice_only (a classifier seeing only the choices), question_distance (SVM on choice-to-question
-    distances and their ranks, paper 001 Fig. 2), centrality (the most or least central choice in the set's
-    embedding space: negatives drawn from an answer's neighbours are hubs), partial_input (gradient-boosted trees on context-free
-    per-choice features), answer_position, length and lexical_overlap (text choices),
-    cluster_balance (correct vs wrong choices over KMeans clusters) and question_overlap (answers revealed
-    by another question of the same procedure); context_reference (what the context gives: each choice's
-    similarity to the context's steps) and context_overlap (text choices: the choice sharing most words with
-    the context) are references: what reading gives, never flagged. A shortcut probe whose interval lies
-    above or below chance is flagged. Writes audit.json; --plots DIR adds PNG plots; --per-question adds
-    shortcut_scores.parquet.
+    distances and their ranks, paper 001 Fig. 2), hubness (the most or least central or dense choice in the set's
+    embedding space: negatives drawn from an answer's neighbours are hubs), partial_input (gradient-boosted trees
+    on context-free per-choice features), answer_position, length and lexical_overlap (text choices),
+    cluster_balance (correct vs wrong choices over KMeans clusters) and question_overlap (answers revealed by
+    another question of the same procedure); context_reference (what the context gives: each choice's similarity to
+    the context's steps) and context_overlap (text choices: the choice sharing most words with the context) are
+    references: what reading gives, never flagged. A shortcut probe whose interval lies above or below chance is
+    flagged. Writes audit.json; --plots DIR adds PNG plots; --per-question adds shortcut_scores.parquet.
     """
     from procbench.audit import PROBES, run_audit
     from procbench.cli._console import console, print_json, progress_bar

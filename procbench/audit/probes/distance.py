@@ -15,13 +15,14 @@ that knows the rank reads it off. ``details.answer_rank_shares`` gives the share
 distance rank (0 = nearest) and ``details.best_rank_rule`` the cross-validated accuracy of "pick the
 choice at rank r" for the best r.
 
-``centrality``: the hubness of high-dimensional neighbourhoods (Radovanović, Nanopoulos and Ivanović 2010,
-"Hubs in space", JMLR 11). A few images (texts) sit near the centre of the embedding space and are the nearest
-neighbours of many; negatives drawn from an answer's neighbours (K2, paper 001) are such hubs far more often than
-the answer, a random step of the procedure, is. The probe needs no context and no question: a choice's
-centrality is its cosine similarity to the centroid of every distinct item the set shows as a choice, and the
-value is the cross-validated accuracy of the better of "pick the most central" and "pick the least central"
-choice. ``details.answer_rank_shares`` gives the answers' shares by centrality rank (0 = least central).
+``hubness``: the hubness of high-dimensional neighbourhoods (Radovanović, Nanopoulos and Ivanović 2010, "Hubs in
+space", JMLR 11). A few images (texts) sit near the centre of the embedding space, in its dense regions, and are
+the nearest neighbours of many; negatives drawn from an answer's neighbours (K2, paper 001) are such hubs far more
+often than the answer, a random step of the procedure, is. The probe needs no context and no question: against the
+distinct items the set shows as choices, a choice's centrality is its cosine similarity to their centroid and its
+density its mean cosine similarity to its 10 nearest of them (:func:`procbench.shortcuts.hubness`); the value is
+the cross-validated accuracy of the best of "pick the most (least) central (dense) choice".
+``details.answer_rank_shares`` gives the answers' shares by density rank (0 = sparsest).
 """
 
 from __future__ import annotations
@@ -37,8 +38,14 @@ from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import cv_rule_hits, mc_hits
 
-__all__ = ["answer_distance_ranks", "centrality", "choice_centrality", "choice_distances", "distance_ranks",
-           "question_distance"]
+__all__ = [
+    "answer_distance_ranks",
+    "choice_distances",
+    "choice_hubness",
+    "distance_ranks",
+    "hubness",
+    "question_distance",
+]
 
 
 def choice_distances(aset: AuditSet, matrix: np.ndarray, found: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
@@ -176,37 +183,40 @@ def question_distance(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
     return result
 
 
-def choice_centrality(aset: AuditSet, matrix: np.ndarray, found: np.ndarray) -> np.ndarray:
-    """``(n, k)`` each choice's cosine similarity to the centroid of the unit vectors of every distinct item the set
-    shows as a choice (NaN for a missing choice or vector). Choices of one item only (``matrix (u, D)``,
-    ``found (u,)``: :meth:`AuditSet.item_vectors`)."""
+def choice_hubness(aset: AuditSet, matrix: np.ndarray, found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(n, k)`` each choice's centrality and ``(n, k)`` density (:func:`procbench.shortcuts.hubness`) against the
+    distinct items the set shows as choices (NaN for a missing choice or vector). Choices of one item only
+    (``matrix (u, D)``, ``found (u,)``: :meth:`AuditSet.item_vectors`)."""
+    from procbench.shortcuts import HubnessTable
+
     index = aset.index()
     first = index.choice[:, :, 0]
     present = index.valid & (first >= 0)
     present &= found[np.where(present, first, 0)]
-    unit = matrix.astype(np.float64) / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-    shown = np.unique(first[present])
-    centroid = unit[shown].mean(axis=0)
-    centroid /= max(float(np.linalg.norm(centroid)), 1e-12)
-    return np.where(present, (unit @ centroid)[np.where(present, first, 0)], np.nan)
+    unit = matrix.astype(np.float32) / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    shown = np.zeros(len(unit), dtype=bool)
+    shown[first[present]] = True
+    table = HubnessTable(unit, shown)
+    rows = np.where(present, first, -1)
+    return tuple(np.where(present, v, np.nan) for v in table(rows))  # type: ignore[return-value]
 
 
-@register("centrality", kind="accuracy", summary="the most or least central choice in the set's embedding space wins")
-def centrality(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
-    """Cross-validated accuracy of the better of "most central" and "least central" (:func:`choice_centrality`)."""
+@register("hubness", kind="accuracy", summary="the most or least central (dense) choice in the set's embedding space")
+def hubness(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
+    """Cross-validated accuracy of the best of the most and least central and dense choice (:func:`choice_hubness`)."""
     require_multiple_choice(aset)
     if aset.index().choice.shape[2] > 1:
-        raise NotApplicable(f"{aset.task} choices are orders of the same items: their centrality is one value")
+        raise NotApplicable(f"{aset.task} choices are orders of the same items: their hubness is one value")
     matrix, found = aset.item_vectors()
-    value = choice_centrality(aset, matrix, found)
+    central, density = choice_hubness(aset, matrix, found)
     valid = aset.index().valid
-    rows = choices_with_vectors(aset, found) & np.isfinite(np.where(valid, value, 0.0)).all(axis=1)
+    rows = choices_with_vectors(aset, found) & np.isfinite(np.where(valid, central + density, 0.0)).all(axis=1)
     ctx.require_cv(rows)
-    filled = np.nan_to_num(value, nan=0.0)
-    rules = {"most_central": filled, "least_central": -filled}
+    central, density = np.nan_to_num(central), np.nan_to_num(density)
+    rules = {"most_central": central, "least_central": -central, "densest": density, "sparsest": -density}
     hits, overall, chosen, replicates = cv_rule_hits(rules, aset.answers, valid, ctx.folds, rows, ctx.bootstrap)
     k = valid.shape[1]
-    ranks = distance_ranks(value, valid)  # 0 = least central
+    ranks = distance_ranks(density, valid)  # 0 = sparsest
     answer_rank = ranks[np.arange(len(aset)), np.clip(aset.answers, 0, k - 1)][rows]
     return ctx.accuracy(
         hits,
@@ -214,8 +224,8 @@ def centrality(aset: AuditSet, ctx: ProbeContext) -> ProbeResult:
         valid,
         replicates=replicates,
         details={
-            "model": "no training: the better of the most and the least central choice, chosen on the other folds",
-            "centre": "centroid of the unit vectors of every distinct item shown as a choice",
+            "model": "no training: the best of the most and least central and dense choice, chosen on the other folds",
+            "measured_against": "the distinct items the set shows as choices",
             "encoder": aset.encoder,
             "rule_accuracy": overall,
             "rule_per_fold": chosen,

@@ -14,7 +14,7 @@ import numpy as np
 from procbench.generate.adversarial.policy import DEFAULT_POLICY, AdversarialPolicy
 from procbench.generate.adversarial.rounds import ExtraProbes
 from procbench.rng import stream
-from procbench.shortcuts import FEATURE_NAMES, WITHIN_KINDS, ChoiceBatch, choice_features, word_weights
+from procbench.shortcuts import FEATURE_NAMES, WITHIN_KINDS, ChoiceBatch, HubnessTable, choice_features, word_weights
 
 __all__ = [
     "ADVERSARIAL_CLUSTERS",
@@ -93,6 +93,7 @@ class Arena:
     _word_weights: dict[str, float] | None = field(default=None, repr=False)
     _text_pairs: dict[tuple[str, str], tuple[int, int, float, float]] = field(default_factory=dict, repr=False)
     _text_table: np.ndarray | None = field(default=None, repr=False)
+    _hubness: HubnessTable | None = field(default=None, repr=False)
     _usable: dict[tuple[float, int], np.ndarray] = field(default_factory=dict, repr=False)
 
     def text_table(self) -> np.ndarray | None:
@@ -102,6 +103,14 @@ class Arena:
         if self._text_table is None:
             self._text_table = np.array([str(t or "") for t in self.texts] + [""], dtype=object)
         return self._text_table
+
+    def hubness(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Centrality and density of pool ``rows`` (any shape; :class:`~procbench.shortcuts.HubnessTable`) against the
+        items of the set's first :meth:`batch` (before it, the pool's usable items): one measure, computed once per
+        item, for every batch of the arena, so the probes fitted on the set's read its variants' alike."""
+        if self._hubness is None:
+            self._hubness = HubnessTable(self.vectors, self.identity >= 0)
+        return self._hubness(rows)
 
     def word_weights(self) -> dict[str, float] | None:
         """The TF-IDF overlap feature's token weights, from every item text of the pool (None: no texts)."""
@@ -143,12 +152,18 @@ class Arena:
             _word_weights=self._word_weights,
             _text_pairs=self._text_pairs,
             _text_table=self._text_table,
+            _hubness=self._hubness,
             _usable={key: usable[keep] for key, usable in self._usable.items()},
         )
 
     def batch(self) -> ChoiceBatch:
         """The probes' view of the current choices (the answer is column 0)."""
-        return _batch(self, self.choices(), self.question_items, self.groups, self.placeholder)
+        choices = self.choices()
+        if self._hubness is None:  # measured against the items the set first shows, as the audit measures it
+            shown = np.zeros(len(self.vectors), dtype=bool)
+            shown[choices[choices >= 0]] = True
+            self._hubness = HubnessTable(self.vectors, shown)
+        return _batch(self, choices, self.question_items, self.groups, self.placeholder)
 
     def choice_features(self, batch: ChoiceBatch) -> np.ndarray:
         """``(Q, C, F)`` the probes' features of ``batch`` (:attr:`features`, else :func:`choice_features`)."""
@@ -184,6 +199,7 @@ def _batch(
         placeholder=placeholder,
         word_weights=arena.word_weights(),
         text_pairs=arena._text_pairs,
+        hubness=arena.hubness(np.where(valid, rows, -1)),
     )
 
 

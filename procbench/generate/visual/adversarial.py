@@ -54,7 +54,14 @@ from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.image_stats import IMAGE_PROBES, RELATIONS, choice_relations, probe_features, probe_model
 from procbench.progress import SILENT, Progress
 from procbench.rng import stream
-from procbench.shortcuts import FEATURE_NAMES, WITHIN_KINDS, ChoiceBatch, choice_features, within_question
+from procbench.shortcuts import (
+    FEATURE_NAMES,
+    WITHIN_KINDS,
+    ChoiceBatch,
+    HubnessTable,
+    choice_features,
+    within_question,
+)
 
 __all__ = [
     "CANDIDATES",
@@ -323,16 +330,26 @@ class FittedSvmProbes:
 RELATIONS_SHARED = False
 
 
-def image_probes() -> SvmProbes:
-    """The audit's image probes (:data:`~procbench.image_stats.IMAGE_PROBES`: ``colour_layout``,
-    ``near_duplicate``; :func:`~procbench.image_stats.probe_features`) on the choices' relations, read from the
-    last columns of the probe features (:func:`relations_of`; reserved to them unless :data:`RELATIONS_SHARED`)."""
+#: The columns of :func:`~procbench.shortcuts.choice_features` holding a choice's hubness (its centrality and
+#: density, :func:`~procbench.shortcuts.hubness`), in every one of :data:`~procbench.shortcuts.WITHIN_KINDS`.
+HUBNESS_COLUMNS = [FEATURE_NAMES.index(f"{b}_{kind}") for b in ("centrality", "density") for kind in WITHIN_KINDS]
+
+
+def image_probes(relations: bool = True) -> SvmProbes:
+    """The audit's probes of what a photo choice shows: ``hubness`` (the most or least central or dense choice: an
+    SVM on the hubness columns of the probe features, :data:`HUBNESS_COLUMNS`), and with ``relations`` the image
+    probes (:data:`~procbench.image_stats.IMAGE_PROBES`: ``colour_layout``, ``near_duplicate``;
+    :func:`~procbench.image_stats.probe_features`) on the choices' relations, read from the last columns of the
+    probe features (:func:`relations_of`; reserved to them unless :data:`RELATIONS_SHARED`)."""
 
     def view(name: str) -> ProbeView:
         return lambda features, valid: probe_features(relations_of(features), valid, name)
 
+    views: dict[str, ProbeView] = {"hubness": lambda features, valid: features[:, :, HUBNESS_COLUMNS]}
+    if not relations:
+        return SvmProbes(views)
     reserved = 0 if RELATIONS_SHARED else len(WITHIN_KINDS) * len(IMAGE_RELATIONS)
-    return SvmProbes({name: view(name) for name in IMAGE_PROBES}, reserved)
+    return SvmProbes({**views, **{name: view(name) for name in IMAGE_PROBES}}, reserved)
 
 
 #: The column of :func:`order_features` holding an order's path length (the first of its own features' values).
@@ -504,7 +521,7 @@ def cloze_arena(
         clusters=image_clusters(vectors, seed),
         placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),  # the only slot without an image
         features=cloze_probe_features(unit, relations) if relations.any else None,
-        probes=image_probes() if relations.any else None,
+        probes=image_probes(relations.any),
         **extra,
     )
 
@@ -596,7 +613,7 @@ def coherence_arena(
         groups=proc,
         clusters=clusters,
         features=coherence_probe_features(relations) if relations.any else None,
-        probes=image_probes() if relations.any else None,
+        probes=image_probes(relations.any),
     )
 
 
@@ -641,6 +658,14 @@ def _procedure_images(data: VisualData, proc: np.ndarray) -> np.ndarray:
     return np.where(col < lengths[:, None], data.seqs.rows[at], -1) if width else np.full((len(proc), 0), -1)
 
 
+def set_hubness(data: VisualData, rows: np.ndarray) -> HubnessTable:
+    """The hubness of images measured against the distinct images of ``rows`` (a set's choices, any shape; -1 none),
+    as the audit's ``hubness`` measures a set."""
+    shown = np.zeros(data.n_rows, dtype=bool)
+    shown[rows[rows >= 0]] = True
+    return HubnessTable(data.vectors, shown)
+
+
 def _coherence_batch(
     data: VisualData,
     rows: np.ndarray,
@@ -649,13 +674,16 @@ def _coherence_batch(
     on_show: np.ndarray | None = None,
     replaced: np.ndarray | None = None,
     relations: ImageRelations | None = None,
+    hubness: HubnessTable | None = None,
 ) -> tuple[ChoiceBatch, np.ndarray]:
     """The probes' view of coherence questions ``rows (Q, 4)`` (the intruder first) and their features.
 
     ``clusters``: ``(N,)`` each image's cluster. ``on_show``: ``(N,)`` how often each image is a choice in the whole
     set, for variants of its questions: ``rows[:, 0]`` has replaced the intruder ``replaced (Q,)`` (the item- and
     cluster-frequency features count the set after the swap); None: ``rows`` is the whole set, counted within.
-    ``relations``: each choice's image-statistics relations to the other choices are features too.
+    ``relations``: each choice's image-statistics relations to the other choices are features too. ``hubness``: the
+    choices' hubness is read from it (:func:`set_hubness`: the set's and its variants' alike); None: measured
+    against the batch's own choices.
     """
     n = len(rows)
     batch = ChoiceBatch(
@@ -667,6 +695,7 @@ def _coherence_batch(
         groups=groups,
         choice_ids=rows if on_show is None else None,
         clusters=clusters[rows] if on_show is None else None,
+        hubness=None if hubness is None else hubness(rows),
     )
     features = choice_features(batch)
     if on_show is not None and replaced is not None:
@@ -702,13 +731,18 @@ class _IntruderGame:
     rng: np.random.Generator
     relations: ImageRelations | None = None
     strata: np.ndarray | None = None  # (Q,) the intruder's dealt rank, which replacements keep
+    hubness: HubnessTable | None = None  # measured against the set's first choices
 
     def _rows(self) -> np.ndarray:
         return np.concatenate([self.current[:, None], self.coherent], axis=1)
 
     def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
-        batch, features = _coherence_batch(self.data, self._rows(), self.proc, self.clusters, relations=self.relations)
-        extra = image_probes() if self.relations is not None and self.relations.any else None
+        if self.hubness is None:
+            self.hubness = set_hubness(self.data, self._rows())
+        batch, features = _coherence_batch(
+            self.data, self._rows(), self.proc, self.clusters, relations=self.relations, hubness=self.hubness
+        )
+        extra = image_probes(self.relations is not None and self.relations.any)
         ensemble, probs = probe(
             batch, features, self.policy, _ROUNDS.seed(self.seed, round_number), extra, self.strata
         )
@@ -727,7 +761,7 @@ class _IntruderGame:
         rows = self._rows()
         changed = _replace_intruders(
             self.data, told, rows, self.proc, self.candidates, self.allowed, judge, probs, self.on_show, self.uses,
-            self.capacity, self.clusters, self.rng, lagging, self.relations,
+            self.capacity, self.clusters, self.rng, lagging, self.relations, self.hubness,
         )  # fmt: skip
         self.current[changed] = rows[changed, 0]
         self.replacements[changed] += 1
@@ -862,6 +896,7 @@ def _replace_intruders(
     rng: np.random.Generator,
     lagging: tuple[str, ...] = (),
     relations: ImageRelations | None = None,
+    hubness: HubnessTable | None = None,
 ) -> np.ndarray:
     """Give each target question the usable candidate that brings every probe's probability of its intruder
     nearest chance (:func:`~procbench.generate.adversarial.probe_costs`; and nearer than now); ``rows[:, 0]``,
@@ -879,7 +914,9 @@ def _replace_intruders(
         variant = rows[part][t].copy()
         variant[:, 0] = candidates[part][t, m]
         replaced = rows[part][t, 0]
-        batch, features = _coherence_batch(data, variant, proc[part][t], clusters, on_show, replaced, relations)
+        batch, features = _coherence_batch(
+            data, variant, proc[part][t], clusters, on_show, replaced, relations, hubness
+        )
         gap[start + t, m] = probe_costs(ensemble.predict(batch, features), chance, lagging)
     current = probe_costs({name: p[targets] for name, p in probs.items()}, chance, lagging)
     changed = []
