@@ -10,8 +10,9 @@ and for generation (adversarial negatives, AFLite):
 - :func:`choice_features` turns a :class:`ChoiceBatch` into ``(Q, C, F)`` features that need no context:
   distances to the question mean (and how near the next choice's distance is, :func:`distance_gaps`), to the
   nearest question item, to the items next to the placeholder and to
-  the other choices, each centred and standardised within the question and with its rank among the
-  question's choices (:func:`within_question`); for
+  the other choices; how central and how dense the choice is among the set's items (:func:`hubness`); each
+  centred and standardised within the question and with its rank among the question's choices
+  (:func:`within_question`); for
   text items the length and word overlap (content words, and TF-IDF over all tokens) with the question
   items; and how often the item (and its cluster) is a choice in the whole batch.
 - :class:`ShortcutEnsemble` fits, per procedure-grouped fold, two *choice-only* models (logistic regression on

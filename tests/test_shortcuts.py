@@ -389,3 +389,32 @@ def test_stratified_group_folds_keep_each_label_in_proportion_and_a_procedure_wh
     dealt = np.resize(np.arange(4), 300)
     fitted = ShortcutEnsemble(seed=1, models=("choice_only",)).fit(batch, strata=dealt)
     assert fitted.fold_of == stratified_group_folds(batch.groups, dealt, 5, 1)
+
+
+def test_hubness_features_count_each_item_once_and_can_be_given() -> None:
+    """The hubness columns measure each choice against the batch's distinct items (an item that is a choice of many
+    questions counts once), or read ``ChoiceBatch.hubness`` when given (a filter's variants read the set's)."""
+    import dataclasses
+
+    batch = _batch(30, shortcut=None, seed=5)
+    ids = np.arange(120).reshape(30, 4)
+    once = choice_features(dataclasses.replace(batch, choice_ids=ids))
+    repeated = dataclasses.replace(
+        batch,
+        choice_vectors=np.concatenate([batch.choice_vectors, batch.choice_vectors]),
+        question_vectors=np.concatenate([batch.question_vectors, batch.question_vectors]),
+        question_mask=np.concatenate([batch.question_mask, batch.question_mask]),
+        valid=np.concatenate([batch.valid, batch.valid]),
+        answers=np.concatenate([batch.answers, batch.answers]),
+        groups=np.concatenate([batch.groups, batch.groups + 100]),
+        choice_ids=np.concatenate([ids, ids]),
+        choice_texts=None,
+        question_texts=None,
+    )
+    twice = choice_features(repeated)
+    columns = [FEATURE_NAMES.index(f"{base}_value") for base in ("centrality", "density")]
+    np.testing.assert_allclose(twice[:30, :, columns], once[:, :, columns], rtol=1e-5)
+    given = np.arange(120, dtype=np.float64).reshape(30, 4)
+    read = choice_features(dataclasses.replace(batch, hubness=(given, -given)))
+    np.testing.assert_array_equal(read[:, :, columns[0]], given)
+    np.testing.assert_array_equal(read[:, :, columns[1]], -given)

@@ -1015,7 +1015,9 @@ def order_features(batch: ChoiceBatch, scores: np.ndarray) -> np.ndarray:
     last = ORDERS[order, -1]
     ends = np.where(others, (first[:, :, None] == first[:, None, :]) + (last[:, :, None] == last[:, None, :]), 0)
     extra = [scores[ids], mean_over_others(_KENDALL), mean_over_others(_ADJACENT), ends.sum(axis=2) / n_others]
-    base = choice_features(ChoiceBatch(**{**batch.__dict__, "choice_ids": None}))
+    # every order shows the same images: the hubness columns are constant (the audit's hubness does not apply)
+    flat = (np.zeros(valid.shape), np.zeros(valid.shape))
+    base = choice_features(ChoiceBatch(**{**batch.__dict__, "choice_ids": None, "hubness": flat}))
     return np.concatenate([base, *(within_question(x.astype(np.float64), valid) for x in extra)], axis=2)
 
 
