@@ -213,3 +213,41 @@ def test_ordering_fit_draws_keep_the_path_length_rank_and_deal_the_fit_rank_even
         fit_rank[b] = int((fits[b, 1:][orders] > fits[b, 0]).sum())
     met = dealt[~missed[dealt]]
     assert np.bincount(fit_rank[met], minlength=4).max() <= -(-len(dealt) // 4)
+
+
+def test_a_density_rank_is_dealt_without_moving_the_spread_targets() -> None:
+    """Negatives that are hubs (denser than the answer, as an answer's neighbours are) leave the answer the sparsest
+    choice; with ``Exchange.density`` the answer's density rank is dealt from shortlists that hold sparser images
+    near the top of the preference: the ranks come nearer even (as far as each question's sparser candidates allow:
+    a sparse answer has few), and every question still meets its spread target wherever it did without."""
+    rng = np.random.default_rng(3)
+    n_q, k = 400, 16
+    # each question's answer and candidates orthonormal: every combination ties on the spread, so the density decides
+    vectors = np.tile(np.eye(k + 1), (n_q, 1))
+    answers = np.arange(n_q) * (k + 1)
+    pool_rows = answers[:, None] + 1 + np.arange(k)[None, :]
+    # half of the candidates are hubs, denser than every answer; the others are as dense as the answers
+    density = np.where(rng.random(len(vectors)) < 0.5, 1.0 + rng.random(len(vectors)), rng.random(len(vectors)))
+    density[answers] = rng.random(n_q)
+    classes = np.tile(np.arange(k) % 2, (n_q, 1))
+    pool = np.ones((n_q, k), dtype=bool)
+    preference = rng.random((n_q, k))
+    rank = np.arange(n_q) % 4
+
+    def draw(with_density: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        exchange = Exchange(answers, lambda rows: vectors[rows].astype(np.float32))
+        if with_density:
+            exchange.density = lambda rows: density[rows]
+        picked, _, reached = exchange_draw(
+            pool, classes, preference, rank, CLOZE_WANTS, pool_rows, exchange, np.random.default_rng(1)
+        )
+        negatives = np.take_along_axis(pool_rows, picked, axis=1)
+        sparser = (density[negatives] < density[answers][:, None]).sum(axis=1)
+        return np.bincount(sparser, minlength=4) / n_q, reached, np.take_along_axis(preference, picked, axis=1)
+
+    plain, reached_plain, pref_plain = draw(False)
+    dealt, reached_dealt, pref_dealt = draw(True)
+    assert plain[0] > 0.4 and plain[3] < 0.05, plain  # the answer the sparsest choice in over 2 questions of 5
+    assert np.abs(dealt - 0.25).max() < np.abs(plain - 0.25).max() - 0.08 and dealt[3] > 0.08, (plain, dealt)
+    assert reached_dealt.sum() == reached_plain.sum()  # the spread's target comes first
+    assert pref_dealt.mean() < 2 * pref_plain.mean()  # not far down the preference

@@ -236,7 +236,7 @@ def _rank_rule(
     return RankRule(
         classes, CLOZE_WANTS, extra_rows=extra, extra_classes=extra_classes, preference=gap,
         extra_preference=extra_gap, layout=layout, secondary=secondary, extra_secondary=extra_secondary,
-        exchange=Exchange(w.columns["answer_row"], data.gather),
+        exchange=Exchange(w.columns["answer_row"], data.gather, lambda rows: data.hubness(rows)[1]),
     )  # fmt: skip
 
 

@@ -69,10 +69,13 @@ class Exchange:
     Attributes:
         answers: ``(B,)`` the answers' image rows.
         gather: ``gather(rows (...,))``: ``(..., D)`` the images' vectors (unit length, as the audit's).
+        density: ``density(rows (...,))``: ``(...)`` the images' density (:func:`procbench.shortcuts.hubness`): the
+            answer's rank by it among the choices gets a dealt target too; None: not.
     """
 
     answers: np.ndarray
     gather: Callable[[np.ndarray], np.ndarray]
+    density: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 @dataclass
@@ -315,6 +318,36 @@ def spread_ranks(dist: np.ndarray) -> np.ndarray:
     return np.asarray((spread[..., 1:] < spread[..., :1]).sum(axis=-1))
 
 
+#: With a density to deal (:attr:`Exchange.density`), half of each class's shortlist is its most preferred images
+#: sparser than the answer among those whose preference is at most this many times the class's
+#: :data:`EXCHANGE_SHORTLIST`-th best. Measured (cloze K3 = 2, 5 seeds, benchmarks/real_photos.md, session 20):
+#: 1.5 took the build guides' knobs-012 hubness 0.476 -> 0.338 with question_distance 0.27 -> 0.29; on the synthetic
+#: test store the K3 = 2 question_distance stayed at chance at 1.2 and 1.5 and read 0.33 at 2.0, 0.50 unbounded.
+DENSITY_TOLERANCE = 1.5
+
+
+def _shortlist(
+    usable: np.ndarray, below: np.ndarray | None, m: int, rng: np.random.Generator, preference: np.ndarray | None
+) -> np.ndarray:
+    """``(B, m)`` pool columns of ``usable (B, P)``: the ``m`` most preferred; or, with ``below (B, P)`` (sparser than
+    the answer), up to half of them among the sparser images whose preference is within :data:`DENSITY_TOLERANCE`
+    of the ``m``-th best and the rest among the others, so a combination can put the answer at any density rank
+    without taking negatives far down the preference."""
+    if below is None or preference is None:
+        return _take(usable, np.minimum(usable.sum(axis=1), m), m, rng, preference)
+    pref = np.where(usable, np.nan_to_num(preference, nan=np.inf), np.inf)
+    kth = np.sort(pref, axis=1)[:, min(m, pref.shape[1]) - 1][:, None]
+    low = usable & below & (pref <= np.where(np.isfinite(kth), kth * DENSITY_TOLERANCE, np.inf))
+    high = usable & ~low
+    n_low, n_high = low.sum(axis=1), high.sum(axis=1)
+    take_low = np.minimum(n_low, np.maximum(m // 2, m - n_high))
+    take_high = np.minimum(n_high, m - take_low)
+    picks = [_take(low, take_low, m, rng, preference), _take(high, take_high, m, rng, preference)]
+    both = np.concatenate(picks, axis=1)
+    packed = np.argsort(both < 0, axis=1, kind="stable")[:, :m]
+    return np.take_along_axis(both, packed, axis=1)
+
+
 def exchange_draw(
     pool: np.ndarray,
     classes: np.ndarray,
@@ -339,7 +372,12 @@ def exchange_draw(
     each class from its pool (``pool (B, P)``, ``classes (B, P)``: as the ranked draw) among the
     :data:`EXCHANGE_SHORTLIST` most preferred of each class: of the combinations that put the answer's
     statistic at its target rank (else at the nearest rank any does), the most preferred (least sum of
-    ``preference``; without one, of the places in the shortlists). With ``even_spread``, the one whose place by
+    ``preference``; without one, of the places in the shortlists). With ``exchange.density``, the answer's rank by
+    density (:func:`procbench.shortcuts.hubness`) among the choices gets a target too, dealt the same way, and
+    each class's shortlist holds sparser images than the answer (:func:`_shortlist`); among the combinations
+    nearest the spread's target, those nearest the density's are taken. An answer's neighbours are hubs, in denser
+    regions than the answer: drawn without it, the answer was the sparsest choice in 54% of the questions (real
+    photos, K3 = 2, K2 = 1), which the audit's ``hubness`` reads. With ``even_spread``, the one whose place by
     preference plus place by the spread of the four choices' statistics (their coefficient of variation: all four
     as central, so the answer's value tells nothing by its size either) is least, ties by preference.
 
@@ -348,11 +386,13 @@ def exchange_draw(
     n_q = len(rank)
     m = EXCHANGE_SHORTLIST
     need = int(wants[0].sum())
+    below = None  # (B, P) the pool's images in sparser regions than the answer
+    if exchange.density is not None:
+        own = exchange.density(exchange.answers)[:, None]
+        below = np.where(pool_rows >= 0, exchange.density(np.maximum(pool_rows, 0)), np.inf) < own
     short = np.concatenate(
-        [_take(pool & (classes == c), np.minimum((pool & (classes == c)).sum(axis=1), m), m, rng, preference)
-         for c in range(wants.shape[1])],
-        axis=1,
-    )  # fmt: skip
+        [_shortlist(pool & (classes == c), below, m, rng, preference) for c in range(wants.shape[1])], axis=1
+    )
     short_rows = np.where(short >= 0, np.take_along_axis(pool_rows, np.maximum(short, 0), axis=1), -1)
     if preference is None:
         short_pref = np.tile(np.arange(short.shape[1]) % m, (n_q, 1)).astype(np.float64)
@@ -363,9 +403,13 @@ def exchange_draw(
     picked = np.full((n_q, need), -1, dtype=np.int64)
     reached = np.zeros(n_q, dtype=bool)
     combos = exchange_combos(wants, m)
+    sparser = None  # (B, S): the shortlisted images sparser than the answer
+    if below is not None:
+        sparser = np.take_along_axis(below, np.maximum(short, 0), axis=1) & (short >= 0)
     for r in range(len(wants)):
         b = np.flatnonzero(rank == r)
         target[b] = rng.permutation(np.arange(len(b)) % (need + 1))
+        density_target = rng.permutation(np.arange(len(b)) % (need + 1)) if sparser is not None else None
         if not len(b):
             continue
         vectors = exchange.gather(np.concatenate([exchange.answers[b, None], short_rows[b]], axis=1))
@@ -379,8 +423,11 @@ def exchange_draw(
         at = spread_ranks(foursomes)  # (b, n)
         miss = np.abs(at - target[b][:, None])
         value = short_pref[b][:, idx].sum(axis=2)  # (b, n); inf where a pick is missing
-        best_miss = np.where(np.isfinite(value), miss, need + 1).min(axis=1, keepdims=True)
-        cost = np.where(miss == best_miss, value, np.inf)
+        both = miss * (need + 2)  # the spread's target first, then the density's
+        if sparser is not None and density_target is not None:
+            both = both + np.abs(sparser[b][:, idx].sum(axis=2) - density_target[:, None])
+        best_both = np.where(np.isfinite(value), both, (need + 2) ** 2).min(axis=1, keepdims=True)
+        cost = np.where(both == best_both, value, np.inf)
         if even_spread:
             spreads = foursomes.sum(axis=-1) / need  # (b, n, 1 + need): each choice's mean distance to the others
             evenness = spreads.std(axis=-1) / np.maximum(spreads.mean(axis=-1), 1e-12)
@@ -390,7 +437,7 @@ def exchange_draw(
         best = np.argmin(cost, axis=1)
         found = np.isfinite(cost[np.arange(len(b)), best])
         picked[b[found]] = short[b][np.arange(len(b))[:, None], idx[best]][found]
-        reached[b] = found & (best_miss[:, 0] == 0)
+        reached[b] = found & (miss[np.arange(len(b)), best] == 0)
     return picked, target, reached
 
 

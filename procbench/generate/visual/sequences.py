@@ -26,6 +26,7 @@ from procbench.store.views import kept_steps
 if TYPE_CHECKING:
     from procbench.embed import Embeddings, NeighborIndex
     from procbench.image_stats import ImageStats
+    from procbench.shortcuts import HubnessTable
 
 __all__ = ["GATHER_BATCH", "SEARCH_BATCH", "Sequences", "VisualData", "distances_to", "load_sequences", "member"]
 
@@ -185,6 +186,14 @@ class VisualData:
         codes = np.unique(procs[foreign] * self.n_rows + rows[foreign])
         extra = int(np.bincount(codes // self.n_rows).max()) if len(codes) else 0
         return codes, extra
+
+    @functools.cached_property
+    def hubness(self) -> HubnessTable:
+        """Centrality and density of image rows (:class:`~procbench.shortcuts.HubnessTable`) against the store's
+        images (at most :data:`~procbench.shortcuts.HUBNESS_REFERENCE` of them, evenly spaced)."""
+        from procbench.shortcuts import HubnessTable
+
+        return HubnessTable(self.vectors)  # the image embeddings are L2-normalised
 
     @functools.cached_property
     def image_dictionary(self) -> pa.Array:
