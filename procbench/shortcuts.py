@@ -289,6 +289,14 @@ class HubnessTable:
         self.reference = reference_sample(vectors, usable)
         self._values = np.full((2, len(vectors)), np.nan)
 
+    @classmethod
+    def of_shown(cls, vectors: np.ndarray, rows: np.ndarray) -> HubnessTable:
+        """The table against the distinct rows of ``vectors`` that ``rows`` (a set's choices, any shape; -1: none)
+        shows, as the audit's ``hubness`` measures a set."""
+        shown = np.zeros(len(vectors), dtype=bool)
+        shown[rows[rows >= 0]] = True
+        return cls(vectors, shown)
+
     def __call__(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Centrality and density of ``rows`` (any shape; -1 gives 0)."""
         rows = np.asarray(rows, dtype=np.int64)

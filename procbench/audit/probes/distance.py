@@ -194,11 +194,8 @@ def choice_hubness(aset: AuditSet, matrix: np.ndarray, found: np.ndarray) -> tup
     present = index.valid & (first >= 0)
     present &= found[np.where(present, first, 0)]
     unit = matrix.astype(np.float32) / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-    shown = np.zeros(len(unit), dtype=bool)
-    shown[first[present]] = True
-    table = HubnessTable(unit, shown)
     rows = np.where(present, first, -1)
-    return tuple(np.where(present, v, np.nan) for v in table(rows))  # type: ignore[return-value]
+    return tuple(np.where(present, v, np.nan) for v in HubnessTable.of_shown(unit, rows)(rows))  # type: ignore[return-value]
 
 
 @register("hubness", kind="accuracy", summary="the most or least central (dense) choice in the set's embedding space")

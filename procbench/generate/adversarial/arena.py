@@ -160,9 +160,7 @@ class Arena:
         """The probes' view of the current choices (the answer is column 0)."""
         choices = self.choices()
         if self._hubness is None:  # measured against the items the set first shows, as the audit measures it
-            shown = np.zeros(len(self.vectors), dtype=bool)
-            shown[choices[choices >= 0]] = True
-            self._hubness = HubnessTable(self.vectors, shown)
+            self._hubness = HubnessTable.of_shown(self.vectors, choices)
         return _batch(self, choices, self.question_items, self.groups, self.placeholder)
 
     def choice_features(self, batch: ChoiceBatch) -> np.ndarray:

@@ -658,14 +658,6 @@ def _procedure_images(data: VisualData, proc: np.ndarray) -> np.ndarray:
     return np.where(col < lengths[:, None], data.seqs.rows[at], -1) if width else np.full((len(proc), 0), -1)
 
 
-def set_hubness(data: VisualData, rows: np.ndarray) -> HubnessTable:
-    """The hubness of images measured against the distinct images of ``rows`` (a set's choices, any shape; -1 none),
-    as the audit's ``hubness`` measures a set."""
-    shown = np.zeros(data.n_rows, dtype=bool)
-    shown[rows[rows >= 0]] = True
-    return HubnessTable(data.vectors, shown)
-
-
 def _coherence_batch(
     data: VisualData,
     rows: np.ndarray,
@@ -682,7 +674,7 @@ def _coherence_batch(
     set, for variants of its questions: ``rows[:, 0]`` has replaced the intruder ``replaced (Q,)`` (the item- and
     cluster-frequency features count the set after the swap); None: ``rows`` is the whole set, counted within.
     ``relations``: each choice's image-statistics relations to the other choices are features too. ``hubness``: the
-    choices' hubness is read from it (:func:`set_hubness`: the set's and its variants' alike); None: measured
+    choices' hubness is read from it (the set's and its variants' alike); None: measured
     against the batch's own choices.
     """
     n = len(rows)
@@ -738,7 +730,7 @@ class _IntruderGame:
 
     def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
         if self.hubness is None:
-            self.hubness = set_hubness(self.data, self._rows())
+            self.hubness = HubnessTable.of_shown(self.data.vectors, self._rows())
         batch, features = _coherence_batch(
             self.data, self._rows(), self.proc, self.clusters, relations=self.relations, hubness=self.hubness
         )
