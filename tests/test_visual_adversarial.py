@@ -8,6 +8,7 @@ ceiling, and the same seed must give the same result.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from pathlib import Path
@@ -15,6 +16,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as strategies
 from typer.testing import CliRunner
 
 from procbench.cli import app
@@ -38,6 +42,7 @@ from procbench.shortcuts import (
     MIN_CV_QUESTIONS,
     WITHIN_KINDS,
     ChoiceBatch,
+    HubnessTable,
     ShortcutEnsemble,
     choice_features,
     hits,
@@ -386,3 +391,124 @@ def test_the_visual_filters_fit_their_probes_on_folds_stratified_by_the_dealt_ra
         assert result.reports["adversarial"].questions >= MIN_CV_QUESTIONS and seen, task
         shares = np.bincount(seen[0], minlength=4) / len(seen[0])
         assert set(np.unique(seen[0]).tolist()) <= {0, 1, 2, 3} and shares.max() - shares.min() < 0.2, (task, shares)
+
+
+@given(
+    n_closer=strategies.lists(strategies.integers(0, 3), min_size=1, max_size=60), seed=strategies.integers(0, 2**16)
+)
+@hypothesis_settings(max_examples=40, deadline=None)
+def test_density_slot_classes_deal_the_density_rank_evenly_on_the_lattice_sides(
+    n_closer: list[int], seed: int
+) -> None:
+    """Bit 0 of a start slot's class is its lattice side (the ``n_closer`` slots first), bit 1 sparser than the
+    answer; the number of sparser slots, the answer's density rank, is dealt evenly: no rank holds two questions
+    more than another, and the same seed gives the same classes."""
+    closer = np.array(n_closer)
+    classes = visual_adversarial.density_slot_classes(closer, 3, seed)
+    assert classes.shape == (len(closer), 3) and set(np.unique(classes).tolist()) <= {0, 1, 2, 3}
+    assert np.array_equal((classes % 2).sum(axis=1), closer)
+    assert np.array_equal(classes % 2, (np.arange(3)[None, :] < closer[:, None]).astype(np.int64))
+    counts = np.bincount((classes // 2).sum(axis=1), minlength=4)
+    assert counts.max() - counts.min() <= 1
+    assert np.array_equal(visual_adversarial.density_slot_classes(closer, 3, seed), classes)
+
+
+class _PlantedHubs:
+    """The parts of :class:`VisualData` :func:`answer_neighbours` reads, over random unit vectors of which the
+    last ``n_hubs`` lie near the centre of the cloud, each the nearest neighbour of many points."""
+
+    def __init__(self, n: int = 400, n_hubs: int = 40, dim: int = 24, seed: int = 0) -> None:
+        rng = np.random.default_rng(seed)
+        vectors = rng.normal(size=(n, dim)) + 2.0  # the cloud's centre is the all-twos direction
+        vectors[-n_hubs:] = 2.0 + 0.3 * rng.normal(size=(n_hubs, dim))
+        self.vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+        self.n_rows = n
+        self.owner = np.arange(n) // 4  # four images per procedure
+        self.hubs = np.arange(n - n_hubs, n)
+
+    def gather(self, rows: np.ndarray) -> np.ndarray:
+        return self.vectors[rows]
+
+    @functools.cached_property
+    def hubness(self) -> HubnessTable:
+        return HubnessTable(self.vectors)
+
+    def search(self, queries: np.ndarray, proc: np.ndarray, k: int, *, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        sims = queries @ self.vectors.T
+        sims[self.owner[None, :] == proc[:, None]] = -np.inf
+        rows = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+        return (1 - np.take_along_axis(sims, rows, axis=1)).astype(np.float32), rows
+
+
+def test_answer_neighbours_rank_half_by_csls_and_so_draw_fewer_hubs() -> None:
+    """The first half of an answer's candidates are its nearest images of other procedures; the other half its
+    best by CSLS (2 cos - density) among the rest of its :data:`CSLS_POOL` times as many nearest, which holds
+    fewer of the planted hubs and sparser images than the next nearest by cosine."""
+    data = _PlantedHubs()
+    answers = np.arange(0, 360, 3)
+    proc = data.owner[answers]
+    count = 16
+    got = visual_adversarial.answer_neighbours(data, answers, proc, count)  # type: ignore[arg-type]
+    n_csls = int(round(count * visual_adversarial.ANSWER_CSLS_SHARE))
+    _, pool = data.search(data.gather(answers), proc, visual_adversarial.CSLS_POOL * count, kind="adversarial")
+    assert got.shape == (len(answers), count) and 0 < n_csls < count
+    assert np.array_equal(got[:, : count - n_csls], pool[:, : count - n_csls])
+    tails = zip(got[:, count - n_csls :].tolist(), pool[:, count - n_csls :].tolist(), strict=True)
+    assert all(set(g) <= set(p) for g, p in tails)
+    assert (data.owner[got] != proc[:, None]).all() and all(len(set(g)) == count for g in got.tolist())
+    csls, by_cosine = got[:, count - n_csls :], pool[:, count - n_csls : count]
+    assert np.isin(csls, data.hubs).mean() < 0.5 * np.isin(by_cosine, data.hubs).mean()
+    assert data.hubness(csls)[1].mean() < data.hubness(by_cosine)[1].mean()
+
+
+@pytest.mark.parametrize("sparser", [True, False])
+def test_the_cloze_filter_keeps_the_answers_dealt_density_rank(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sparser: bool
+) -> None:
+    """Visual cloze's ``adversarial`` start gives each slot the density side of the answer it was dealt
+    (:func:`density_slot_classes`) and every replacement keeps it: dealt all sparser than the answer (or all
+    denser), the final set's answers are mostly the densest (or sparsest) of their choices, by the store's
+    density, where the synthetic store's own draw leaves every rank about a quarter."""
+    dealt = visual_adversarial.density_slot_classes
+
+    def planted(n_closer: np.ndarray, n_negatives: int, seed: int) -> np.ndarray:
+        return dealt(n_closer, n_negatives, seed) % 2 + (2 if sparser else 0)
+
+    monkeypatch.setattr(visual_adversarial, "density_slot_classes", planted)
+    store = write_synthetic_store(tmp_path / "s", n_procedures=30, dim=16, steps=(6, 9), seed=2)
+    result = generate(store, "visual-cloze", Setting("adversarial"), seed=0, policy="demo")
+    rows = _rows(store, result.paths["adversarial"])
+    data = VisualData(store, with_index=False)
+    row_of = {key: i for i, key in enumerate(data.embeddings.keys.to_pylist())}
+    choices = np.array([[row_of[c] for c in r["choices"]] for r in rows])
+    answers = np.array([r["answer"] for r in rows])
+    _, density = data.hubness(choices)
+    ranks = (density < density[np.arange(len(rows)), answers][:, None]).sum(axis=1)  # 0: the sparsest
+    shares = np.bincount(ranks, minlength=4) / len(ranks)
+    assert len(rows) >= MIN_CV_QUESTIONS and shares[3 if sparser else 0] > 0.6, shares
+
+
+def test_coherence_density_gaps_are_the_intruders_distance_from_a_dealt_density_rank() -> None:
+    """K3=2 coherence orders candidate intruders within a rank by how far their density rank among the four
+    choices lies from a target dealt evenly over the questions, in units of the question's spread of misfits."""
+    from procbench.generate.visual.coherence import COHERENCE_DENSITY_WEIGHT, _density_gaps
+
+    data = _PlantedHubs()
+    rng = np.random.default_rng(3)
+    coherent = rng.choice(data.n_rows, size=(40, 3))
+    rows = rng.choice(data.n_rows, size=(40, 7))
+    rows[:, -1] = -1  # no candidate there
+    misfits = rng.random((40, 7))
+    gaps = _density_gaps(data, coherent, rows, misfits, np.random.default_rng(5))(rows)  # type: ignore[arg-type]
+    _, own = data.hubness(coherent)
+    _, theirs = data.hubness(rows)
+    ranks = (own[:, None, :] < theirs[:, :, None]).sum(axis=2)
+    unit = COHERENCE_DENSITY_WEIGHT * misfits[:, :-1].std(axis=1)[:, None]
+    offset = gaps / unit  # |rank - target| per candidate
+    targets = []
+    for q in range(40):  # one target per question explains every candidate's gap (seed 3: a single one fits)
+        fits = [t for t in range(4) if np.allclose(np.abs(ranks[q] - t), offset[q])]
+        assert len(fits) == 1, (q, ranks[q], offset[q])
+        targets.append(fits[0])
+    counts = np.bincount(targets, minlength=4)
+    assert counts.max() - counts.min() <= 1

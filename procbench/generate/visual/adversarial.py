@@ -8,9 +8,11 @@ coherence's with its ranks balanced among those each question allows, see
 procedure-grouped cross-fitting, and the negatives they tell from the answer are replaced by images of other
 procedures among the nearest neighbours of the answer, the question mean and the drawn negatives' mean. A
 replacement lies on the same side of the answer's distance to the question mean as the negative it replaces,
-so the answer's distance rank stays the uniform one of K3=2. An image is never a near-copy of the answer or of
-a question image (cosine similarity ceiling) and is a negative in at most about as many questions as its share
-of the pool allows.
+so the answer's distance rank stays the uniform one of K3=2; in cloze a replacement also lies on the same side of
+the answer's density (:func:`procbench.shortcuts.hubness`), whose rank the start deals evenly, and half the
+answer's neighbours are ranked with the hubs' density taken off (:func:`answer_neighbours`). An image is never a
+near-copy of the answer or of a question image (cosine similarity ceiling) and is a negative in at most about as
+many questions as its share of the pool allows.
 
 Beside the filter's own probes, each task plays against the audit's probes that read what its choices show
 (:class:`SvmProbes`): cloze and coherence against the image probes ``colour_layout`` and ``near_duplicate``
@@ -73,6 +75,8 @@ __all__ = [
     "INTRUDER_CANDIDATES",
     "INTRUDER_LOOKALIKES",
     "ORDERS",
+    "ANSWER_CSLS_SHARE",
+    "CSLS_POOL",
     "FittedSvmProbes",
     "cloze_arena",
     "cloze_probe_features",
@@ -83,6 +87,8 @@ __all__ = [
     "ImageRelations",
     "SvmProbes",
     "filter_image_negatives",
+    "answer_neighbours",
+    "density_slot_classes",
     "filter_intruders",
     "image_gaps",
     "image_probes",
@@ -448,7 +454,7 @@ def filter_image_negatives(
     half, quarter = CANDIDATES // 2, CANDIDATES // 4
     mask = shown >= 0
     points = (data.gather(shown) * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)[:, None]
-    _, near_answer = data.search(data.gather(answers), proc, half, kind="adversarial")
+    near_answer = answer_neighbours(data, answers, proc, half)
     _, near_question = data.search(points.astype(np.float32), proc, half - quarter, kind="adversarial")
     drawn = data.gather(negatives).mean(axis=1).astype(np.float32)
     _, near_negatives = data.search(drawn, proc, quarter, kind="adversarial")
@@ -458,6 +464,10 @@ def filter_image_negatives(
     offsets = (distances_to(data, candidates, points) - radius[:, None]).astype(np.float64)  # (Q, M)
     closer = offsets < 0
     slot_closer = distances_to(data, negatives, points) < radius[:, None]
+    # and, of the answer's density, which side of it a replacement lies on: the answer's density rank stays too
+    _, answer_density = data.hubness(answers)
+    sparser = data.hubness(candidates)[1] < answer_density[:, None]
+    slot_sparser = data.hubness(negatives)[1] < answer_density[:, None]
     # an image may be a choice about as often as the pool's share allows (K negatives per question), an answer
     # counting as one: answers shown once more than other images give themselves away by how often they are shown
     per_image = max(1, int(np.ceil(negatives.shape[1] * n_q / max(1, n_rows))))
@@ -465,25 +475,77 @@ def filter_image_negatives(
     copies[answers] = per_image
     # the probes also see how each choice's photo relates to the question's photos (same desk, same light, re-crop)
     relations = ImageRelations(data, np.concatenate([answers[:, None], shown, negatives, candidates], axis=1))
+    candidate_class, negative_class = closer + 2 * sparser, slot_closer + 2 * slot_sparser
     arena = cloze_arena(
         data, proc, answers, shown, negatives, relations, seed=seed, candidates=candidates, copies=copies,
-        candidate_class=closer.astype(np.int64), negative_class=slot_closer.astype(np.int64),
+        candidate_class=candidate_class, negative_class=negative_class,
     )  # fmt: skip
     # the start: on each side of the answer's distance to the question mean as many negatives as were drawn (the
     # rank stays), the usable candidates nearest an even spacing of the choices' distances around the answer's
     # (lattice_targets); a question without enough keeps its drawn ones. Answers lie at a typical distance from
     # their question, and a negative far nearer (or farther) than any answer gives the answer away whatever its
     # rank; negatives bunched at the answer's distance leave it the choice with the nearest neighbour.
-    targets = lattice_targets(slot_closer.sum(axis=1), LATTICE_SPACING * float(np.std(radius)), negatives.shape[1])
-    start, classes, unfilled = initial_negatives(arena, options, seed=seed, offsets=offsets, targets=targets)
-    start[unfilled], classes[unfilled] = negatives[unfilled], slot_closer[unfilled]
+    # The answer's density rank is dealt evenly over the questions, on slots drawn at random.
+    n_closer = slot_closer.sum(axis=1)
+    targets = lattice_targets(n_closer, LATTICE_SPACING * float(np.std(radius)), negatives.shape[1])
+    wanted = density_slot_classes(n_closer, negatives.shape[1], seed)
+    start, classes, unfilled = initial_negatives(
+        arena, options, seed=seed, offsets=offsets, targets=targets, slot_classes=wanted
+    )
+    start[unfilled], classes[unfilled] = negatives[unfilled], negative_class[unfilled]
     arena.negatives, arena.negative_class = start, classes
-    arena.strata = classes.sum(axis=1)  # the answer's distance rank: its negatives nearer the question mean
+    arena.strata = (classes % 2).sum(axis=1)  # the answer's distance rank: its negatives nearer the question mean
     redrawn = (start != negatives).sum(axis=1)
     result = filter_negatives(arena, options, seed=seed, progress=progress)
     result.replacements = result.replacements + redrawn  # a redrawn start counts as replaced
-    summary = {**result.summary(), "start": "evenly spaced distances to the question mean around the answer's"}
+    summary = {
+        **result.summary(),
+        "start": "evenly spaced distances to the question mean around the answer's; the answer's density rank dealt",
+    }
     return result.negatives, result.replacements, _kept(result, n_q), summary
+
+
+#: Of the candidates nearest the answer, this share are instead its best by CSLS among its :data:`CSLS_POOL` times
+#: as many nearest (:func:`answer_neighbours`). Measured on cloze ``adversarial`` with the dealt density rank, 5
+#: generation seeds per corpus (benchmarks/real_photos.md, session 21): at 0 the audit's hubness read 0.376 on the
+#: build guides, at 0.5 0.283 (0.262 on the cooking variant); 0.25 and 0.5 were tried without the dealt rank.
+ANSWER_CSLS_SHARE = 0.5
+CSLS_POOL = 4
+_DENSITY_RANKS = stream("visual.cloze.density-ranks")
+
+
+def answer_neighbours(data: VisualData, answers: np.ndarray, proc: np.ndarray, count: int) -> np.ndarray:
+    """``(Q, count)`` candidate rows around each answer (-1: none): its nearest images of other procedures, and
+    :data:`ANSWER_CSLS_SHARE` of them its best by cross-domain similarity local scaling (CSLS: Conneau, Lample,
+    Ranzato, Denoyer and Jégou 2018, "Word translation without parallel data", ICLR), ``2 cos(a, c) - r(c)`` with
+    ``r`` an image's density (:func:`procbench.shortcuts.hubness`), among its ``CSLS_POOL * count`` nearest.
+
+    The nearest neighbours of an image are mostly hubs, central and dense (:func:`procbench.shortcuts.hubness`);
+    an answer, a random step photo, mostly is not, so negatives drawn among them alone leave it the sparsest
+    choice. CSLS ranks neighbours with the hubs' density taken off, so the filter also has sparser images to
+    draw from."""
+    n_csls = int(round(count * ANSWER_CSLS_SHARE))
+    _, pool = data.search(data.gather(answers), proc, CSLS_POOL * count if n_csls else count, kind="adversarial")
+    nearest, rest = pool[:, : count - n_csls], pool[:, count - n_csls :]
+    if not n_csls:
+        return nearest
+    cosine = np.einsum("qd,qmd->qm", _unit_vectors(data, answers), _unit_vectors(data, np.maximum(rest, 0)))
+    scores = np.where(rest >= 0, 2 * cosine - data.hubness(rest)[1], -np.inf)
+    best = np.argsort(-scores, axis=1, kind="stable")[:, :n_csls]
+    return np.concatenate([nearest, np.take_along_axis(rest, best, axis=1)], axis=1)
+
+
+def density_slot_classes(n_closer: np.ndarray, n_negatives: int, seed: int) -> np.ndarray:
+    """``(Q, K)`` the class each start slot of the cloze filter asks for, in :func:`lattice_targets`' order (the
+    ``n_closer (Q,)`` slots nearer the question mean than the answer first): bit 0, nearer the question mean; bit 1,
+    sparser than the answer. The number of sparser slots, the answer's density rank, is dealt evenly over the
+    questions, on slots drawn at random."""
+    rng = _DENSITY_RANKS.rng(seed)
+    n_q = len(n_closer)
+    ranks = rng.permutation(np.arange(n_q) % (n_negatives + 1))
+    sparser = np.argsort(rng.random((n_q, n_negatives)), axis=1) < ranks[:, None]
+    closer = np.arange(n_negatives)[None, :] < np.asarray(n_closer)[:, None]
+    return closer.astype(np.int64) + 2 * sparser.astype(np.int64)
 
 
 def _none(n_q: int) -> np.ndarray:
