@@ -394,23 +394,35 @@ def test_the_visual_filters_fit_their_probes_on_folds_stratified_by_the_dealt_ra
 
 
 @given(
-    n_closer=strategies.lists(strategies.integers(0, 3), min_size=1, max_size=60), seed=strategies.integers(0, 2**16)
+    n_closer=strategies.lists(strategies.integers(0, 3), min_size=1, max_size=60),
+    plenty=strategies.booleans(),
+    seed=strategies.integers(0, 2**16),
 )
-@hypothesis_settings(max_examples=40, deadline=None)
-def test_density_slot_classes_deal_the_density_rank_evenly_on_the_lattice_sides(
-    n_closer: list[int], seed: int
+@hypothesis_settings(max_examples=60, deadline=None)
+def test_density_slot_classes_deal_the_density_rank_within_what_the_candidates_allow(
+    n_closer: list[int], plenty: bool, seed: int
 ) -> None:
     """Bit 0 of a start slot's class is its lattice side (the ``n_closer`` slots first), bit 1 sparser than the
-    answer; the number of sparser slots, the answer's density rank, is dealt evenly: no rank holds two questions
-    more than another, and the same seed gives the same classes."""
+    answer. Each side asks for no more sparser (or denser) slots than it has usable candidates of that class, where
+    it has enough for its slots; with candidates of every class aplenty the answer's density rank (the number of
+    sparser slots) is dealt evenly, no rank holding two questions more than another; the same seed gives the same
+    classes."""
     closer = np.array(n_closer)
-    classes = visual_adversarial.density_slot_classes(closer, 3, seed)
+    rng = np.random.default_rng(seed)
+    usable = rng.integers(-1, 4, size=(len(closer), 24 if plenty else 5))
+    if plenty:
+        usable[:, :16] = np.arange(16) % 4  # four of each class at least
+    classes = visual_adversarial.density_slot_classes(closer, usable, 3, seed)
     assert classes.shape == (len(closer), 3) and set(np.unique(classes).tolist()) <= {0, 1, 2, 3}
-    assert np.array_equal((classes % 2).sum(axis=1), closer)
     assert np.array_equal(classes % 2, (np.arange(3)[None, :] < closer[:, None]).astype(np.int64))
-    counts = np.bincount((classes // 2).sum(axis=1), minlength=4)
-    assert counts.max() - counts.min() <= 1
-    assert np.array_equal(visual_adversarial.density_slot_classes(closer, 3, seed), classes)
+    have = np.stack([(usable == c).sum(axis=1) for c in range(4)], axis=1)
+    asked = np.stack([(classes == c).sum(axis=1) for c in range(4)], axis=1)
+    fits = (have[:, [0, 2]].sum(axis=1) >= 3 - closer) & (have[:, [1, 3]].sum(axis=1) >= closer)
+    assert (asked[fits] <= have[fits]).all()
+    if plenty:
+        counts = np.bincount((classes // 2).sum(axis=1), minlength=4)
+        assert counts.max() - counts.min() <= 1
+    assert np.array_equal(visual_adversarial.density_slot_classes(closer, usable, 3, seed), classes)
 
 
 class _PlantedHubs:
@@ -471,8 +483,8 @@ def test_the_cloze_filter_keeps_the_answers_dealt_density_rank(
     density, where the synthetic store's own draw leaves every rank about a quarter."""
     dealt = visual_adversarial.density_slot_classes
 
-    def planted(n_closer: np.ndarray, n_negatives: int, seed: int) -> np.ndarray:
-        return dealt(n_closer, n_negatives, seed) % 2 + (2 if sparser else 0)
+    def planted(n_closer: np.ndarray, usable_classes: np.ndarray, n_negatives: int, seed: int) -> np.ndarray:
+        return dealt(n_closer, usable_classes, n_negatives, seed) % 2 + (2 if sparser else 0)
 
     monkeypatch.setattr(visual_adversarial, "density_slot_classes", planted)
     store = write_synthetic_store(tmp_path / "s", n_procedures=30, dim=16, steps=(6, 9), seed=2)
@@ -486,29 +498,3 @@ def test_the_cloze_filter_keeps_the_answers_dealt_density_rank(
     ranks = (density < density[np.arange(len(rows)), answers][:, None]).sum(axis=1)  # 0: the sparsest
     shares = np.bincount(ranks, minlength=4) / len(ranks)
     assert len(rows) >= MIN_CV_QUESTIONS and shares[3 if sparser else 0] > 0.6, shares
-
-
-def test_coherence_density_gaps_are_the_intruders_distance_from_a_dealt_density_rank() -> None:
-    """K3=2 coherence orders candidate intruders within a rank by how far their density rank among the four
-    choices lies from a target dealt evenly over the questions, in units of the question's spread of misfits."""
-    from procbench.generate.visual.coherence import COHERENCE_DENSITY_WEIGHT, _density_gaps
-
-    data = _PlantedHubs()
-    rng = np.random.default_rng(3)
-    coherent = rng.choice(data.n_rows, size=(40, 3))
-    rows = rng.choice(data.n_rows, size=(40, 7))
-    rows[:, -1] = -1  # no candidate there
-    misfits = rng.random((40, 7))
-    gaps = _density_gaps(data, coherent, rows, misfits, np.random.default_rng(5))(rows)  # type: ignore[arg-type]
-    _, own = data.hubness(coherent)
-    _, theirs = data.hubness(rows)
-    ranks = (own[:, None, :] < theirs[:, :, None]).sum(axis=2)
-    unit = COHERENCE_DENSITY_WEIGHT * misfits[:, :-1].std(axis=1)[:, None]
-    offset = gaps / unit  # |rank - target| per candidate
-    targets = []
-    for q in range(40):  # one target per question explains every candidate's gap (seed 3: a single one fits)
-        fits = [t for t in range(4) if np.allclose(np.abs(ranks[q] - t), offset[q])]
-        assert len(fits) == 1, (q, ranks[q], offset[q])
-        targets.append(fits[0])
-    counts = np.bincount(targets, minlength=4)
-    assert counts.max() - counts.min() <= 1

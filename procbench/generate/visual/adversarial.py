@@ -50,6 +50,7 @@ from procbench.generate.adversarial import (
     probe_costs,
     prune_predictable,
     run_rounds,
+    usable_candidates,
 )
 from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData, distances_to
@@ -485,10 +486,12 @@ def filter_image_negatives(
     # (lattice_targets); a question without enough keeps its drawn ones. Answers lie at a typical distance from
     # their question, and a negative far nearer (or farther) than any answer gives the answer away whatever its
     # rank; negatives bunched at the answer's distance leave it the choice with the nearest neighbour.
-    # The answer's density rank is dealt evenly over the questions, on slots drawn at random.
+    # The answer's density rank among the choices is dealt as evenly as each question's candidates allow
+    # (density_slot_classes), and each replacement keeps its slot's side of the answer's density.
     n_closer = slot_closer.sum(axis=1)
     targets = lattice_targets(n_closer, LATTICE_SPACING * float(np.std(radius)), negatives.shape[1])
-    wanted = density_slot_classes(n_closer, negatives.shape[1], seed)
+    usable_classes = np.where(usable_candidates(arena, options), candidate_class, -1)
+    wanted = density_slot_classes(n_closer, usable_classes, negatives.shape[1], seed)
     start, classes, unfilled = initial_negatives(
         arena, options, seed=seed, offsets=offsets, targets=targets, slot_classes=wanted
     )
@@ -506,9 +509,11 @@ def filter_image_negatives(
 
 
 #: Of the candidates nearest the answer, this share are instead its best by CSLS among its :data:`CSLS_POOL` times
-#: as many nearest (:func:`answer_neighbours`). Measured on cloze ``adversarial`` with the dealt density rank, 5
-#: generation seeds per corpus (benchmarks/real_photos.md, session 21): at 0 the audit's hubness read 0.376 on the
-#: build guides, at 0.5 0.283 (0.262 on the cooking variant); 0.25 and 0.5 were tried without the dealt rank.
+#: as many nearest (:func:`answer_neighbours`). Measured on cloze ``adversarial``, 5 generation seeds per corpus
+#: (benchmarks/real_photos.md, session 21): with a density rank dealt regardless of the candidates, the audit's
+#: hubness read 0.376 at 0 on the build guides and 0.283 at 0.5 (0.262 on the cooking variant); without a dealt
+#: rank 0.25 and 0.5 were tried; the nearest sparser images in place of CSLS's read no better (worst probe 0.326
+#: and 0.293 against 0.307 and 0.308).
 ANSWER_CSLS_SHARE = 0.5
 CSLS_POOL = 4
 _DENSITY_RANKS = stream("visual.cloze.density-ranks")
@@ -535,16 +540,45 @@ def answer_neighbours(data: VisualData, answers: np.ndarray, proc: np.ndarray, c
     return np.concatenate([nearest, np.take_along_axis(rest, best, axis=1)], axis=1)
 
 
-def density_slot_classes(n_closer: np.ndarray, n_negatives: int, seed: int) -> np.ndarray:
+def density_slot_classes(n_closer: np.ndarray, usable_classes: np.ndarray, n_negatives: int, seed: int) -> np.ndarray:
     """``(Q, K)`` the class each start slot of the cloze filter asks for, in :func:`lattice_targets`' order (the
     ``n_closer (Q,)`` slots nearer the question mean than the answer first): bit 0, nearer the question mean; bit 1,
-    sparser than the answer. The number of sparser slots, the answer's density rank, is dealt evenly over the
-    questions, on slots drawn at random."""
+    sparser than the answer.
+
+    The number of sparser slots is the answer's density rank. A question can take the ranks its usable candidates
+    allow (``usable_classes (Q, M)``: each candidate's class, -1 where unusable) on its lattice sides; a sparse
+    answer has few sparser images near it. The ranks are dealt as evenly as these ranges allow: questions with
+    the narrowest ranges choose first, each the allowed rank dealt least so far (ties at random); a question with
+    no candidate on a side takes rank 0's classes. The sparser slots of each side are drawn at random."""
     rng = _DENSITY_RANKS.rng(seed)
     n_q = len(n_closer)
-    ranks = rng.permutation(np.arange(n_q) % (n_negatives + 1))
-    sparser = np.argsort(rng.random((n_q, n_negatives)), axis=1) < ranks[:, None]
-    closer = np.arange(n_negatives)[None, :] < np.asarray(n_closer)[:, None]
+    closer_slots = np.asarray(n_closer, dtype=np.int64)
+    far_slots = n_negatives - closer_slots
+    count = [(usable_classes == c).sum(axis=1) for c in range(4)]  # class c: bit 0 closer, bit 1 sparser
+    # per side: how many of its slots can be sparser (at least the slots its denser candidates cannot fill)
+    low_close = np.maximum(0, closer_slots - count[1])
+    high_close = np.minimum(closer_slots, count[3])
+    low_far = np.maximum(0, far_slots - count[0])
+    high_far = np.minimum(far_slots, count[2])
+    feasible = (low_close <= high_close) & (low_far <= high_far)
+    low = np.where(feasible, low_close + low_far, 0)
+    high = np.where(feasible, high_close + high_far, 0)
+    dealt = np.zeros(n_negatives + 1, dtype=np.int64)
+    ranks = np.zeros(n_q, dtype=np.int64)
+    for q in np.lexsort((rng.random(n_q), high - low)).tolist():
+        options = np.arange(low[q], high[q] + 1)
+        fewest = options[dealt[options] == dealt[options].min()]
+        ranks[q] = rng.choice(fewest)
+        dealt[ranks[q]] += 1
+    sparse_close = np.where(feasible, np.minimum(high_close, ranks - low_far), 0)
+    sparse_far = ranks - sparse_close
+    order = np.argsort(rng.random((n_q, n_negatives)), axis=1)  # a random order of the slots within each side
+    slot = np.arange(n_negatives)[None, :]
+    closer = slot < closer_slots[:, None]
+    # a slot's place among its side's slots, by the random order
+    keys = np.where(closer, order, order + n_negatives)
+    place = np.argsort(np.argsort(keys, axis=1), axis=1) - np.where(closer, 0, closer_slots[:, None])
+    sparser = np.where(closer, place < sparse_close[:, None], place < sparse_far[:, None])
     return closer.astype(np.int64) + 2 * sparser.astype(np.int64)
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -204,10 +203,6 @@ def _rank_rule(
         return np.where(picked[:, :1] >= 0, out, np.nan)
 
     secondary, extra_secondary = _image_secondary(data, w.anchors, cands.rows, far, misfits, rng)
-    density_gaps = _density_gaps(data, w.anchors, cands.rows, misfits, rng)
-    secondary = density_gaps(cands.rows) + (0.0 if secondary is None else secondary)
-    if far is not None:
-        extra_secondary = density_gaps(far) + (0.0 if extra_secondary is None else extra_secondary)
     return RankRule(
         classes,
         np.eye(_SIZE + 1, dtype=np.int64),
@@ -231,39 +226,6 @@ COHERENCE_IMAGE_WEIGHT = 2.0
 #: K3=2 intruder's are matched to (:func:`_image_secondary`).
 OWN_FOURSOMES = 512
 _FOURSOMES = stream("visual.image-foursomes")
-
-
-#: K3=2's weight of the intruder's density-rank gap (:func:`_density_gaps`), in units of the question's spread of
-#: misfits. Measured on both corpora's K3=2, generation seeds 0-4 (benchmarks/real_photos.md, session 21), the
-#: worst context-free probe on (knobs-012, knobs-002): build guides 0.354, 0.358 without it, 0.283, 0.321 at 1,
-#: 0.275, 0.296 at 2, 0.300, 0.358 at 3; cooking variant 0.287, 0.284 without, 0.304, 0.280 at 1, 0.384, 0.339
-#: at 2. 1 has the lowest worst case; the values tried.
-COHERENCE_DENSITY_WEIGHT = 1.0
-
-
-def _density_gaps(
-    data: VisualData, coherent: np.ndarray, rows: np.ndarray, misfits: np.ndarray, rng: np.random.Generator
-) -> Callable[[np.ndarray], np.ndarray]:
-    """K3=2's ordering within a rank, added to :func:`_image_secondary`'s: how far a candidate intruder's density
-    rank among the four choices (:func:`procbench.shortcuts.hubness` against the store's images; 0: the
-    sparsest) lies from a target rank dealt evenly over the questions, in units of the question's spread of
-    misfits over the candidate ``rows (B, K)`` (:data:`COHERENCE_DENSITY_WEIGHT`). Returns the gaps of any
-    ``candidates (B, n)`` rows.
-
-    The intruder is drawn near the coherent images, among the hubs of the embedding space, central and dense
-    (Radovanović et al. 2010); undealt, it was the densest of the four choices in 4 questions of 10 on the build
-    guides, and the audit's ``hubness`` probe read 0.35."""
-    _, coherent_density = data.hubness(coherent)  # (B, 3)
-    target = rng.permutation(np.arange(len(coherent)) % (_SIZE + 1))
-    with np.errstate(invalid="ignore"):
-        unit = np.nan_to_num(np.nanstd(np.where(rows >= 0, misfits, np.nan), axis=1), nan=0.0)[:, None]
-
-    def gaps(candidates: np.ndarray) -> np.ndarray:
-        _, density = data.hubness(candidates)
-        rank = (coherent_density[:, None, :] < density[:, :, None]).sum(axis=2)
-        return COHERENCE_DENSITY_WEIGHT * unit * np.abs(rank - target[:, None])
-
-    return gaps
 
 
 def _standardised(values: np.ndarray, axis: int) -> np.ndarray:
