@@ -16,9 +16,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given
+from hypothesis import given, strategies
 from hypothesis import settings as hypothesis_settings
-from hypothesis import strategies as strategies
 from typer.testing import CliRunner
 
 from procbench.cli import app

@@ -8,11 +8,11 @@ coherence's with its ranks balanced among those each question allows, see
 procedure-grouped cross-fitting, and the negatives they tell from the answer are replaced by images of other
 procedures among the nearest neighbours of the answer, the question mean and the drawn negatives' mean. A
 replacement lies on the same side of the answer's distance to the question mean as the negative it replaces,
-so the answer's distance rank stays the uniform one of K3=2; in cloze a replacement also lies on the same side of
-the answer's density (:func:`procbench.shortcuts.hubness`), whose rank the start deals evenly, and half the
-answer's neighbours are ranked with the hubs' density taken off (:func:`answer_neighbours`). An image is never a
-near-copy of the answer or of a question image (cosine similarity ceiling) and is a negative in at most about as
-many questions as its share of the pool allows.
+so the answer's distance rank stays the uniform one of K3=2. In cloze a replacement also lies on the same side of
+the answer's density (:func:`procbench.shortcuts.hubness`), whose rank the start deals as evenly as the
+candidates allow, and half the answer's neighbours are ranked with the hubs' density taken off
+(:func:`answer_neighbours`). An image is never a near-copy of the answer or of a question image (cosine
+similarity ceiling) and is a negative in at most about as many questions as its share of the pool allows.
 
 Beside the filter's own probes, each task plays against the audit's probes that read what its choices show
 (:class:`SvmProbes`): cloze and coherence against the image probes ``colour_layout`` and ``near_duplicate``
