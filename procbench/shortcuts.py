@@ -274,7 +274,7 @@ def hubness(vectors: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.
         sims[sims > 1.0 - 1e-6] = -np.inf
         top = -np.partition(-sims, k - 1, axis=1)[:, :k] if sims.shape[1] >= k else sims
         if top.size:
-            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # a row with no reference item but itself
                 density[start : start + 1024] = np.nanmean(np.where(np.isfinite(top), top, np.nan), axis=1)
     return (v @ centre).astype(np.float64), np.nan_to_num(density)
@@ -315,9 +315,9 @@ def _batch_hubness(batch: ChoiceBatch) -> tuple[np.ndarray, np.ndarray]:
         return tuple(np.asarray(v, dtype=np.float64).reshape(-1) for v in batch.hubness)  # type: ignore[return-value]
     flat = batch.choice_vectors.reshape(-1, batch.choice_vectors.shape[2])
     valid = batch.valid.reshape(-1)
-    ids = np.where(valid, np.asarray(batch.choice_ids).reshape(-1), -1) if batch.choice_ids is not None else None
-    if ids is None:  # every valid slot is an item of its own
-        ids = np.where(valid, np.arange(len(flat)), -1)
+    # without choice ids every valid slot is an item of its own
+    own = np.arange(len(flat)) if batch.choice_ids is None else np.asarray(batch.choice_ids).reshape(-1)
+    ids = np.where(valid, own, -1)
     _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
     table = HubnessTable(flat[first], ids[first] >= 0)
     central, density = table(np.where(ids[first] >= 0, np.arange(len(first)), -1))
