@@ -365,7 +365,8 @@ def test_every_task_preset_is_a_frozen_policy_that_states_the_users_options() ->
 
     with pytest.raises(dataclasses.FrozenInstanceError):
         TEXTUAL_POLICY.rounds = 3  # type: ignore[misc]
-    assert TEXTUAL_POLICY.min_yield == IMAGE_POLICY.min_yield == 0.85 and IMAGE_POLICY.ceiling == 0.95
+    assert TEXTUAL_POLICY.min_yield == 0.85 and IMAGE_POLICY.min_yield == COHERENCE_POLICY.min_yield == 0.8
+    assert IMAGE_POLICY.ceiling == 0.95
     assert COHERENCE_POLICY.probe_repeats == 1 and COHERENCE_POLICY.replace_share == 0.5
     # the loop's own constants are the preset's: a set's counts state the options a user can change
     assert set(COHERENCE_POLICY.to_dict()) == {"rounds", "ceiling", "max_uses", "n_folds", "z", "min_yield"}

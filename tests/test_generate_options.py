@@ -14,7 +14,8 @@ import pytest
 from procbench.card import SettingReport
 from procbench.errors import BadInput
 from procbench.generate import Setting, generate
-from procbench.generate.adversarial import COHERENCE_POLICY, IMAGE_POLICY, TEXTUAL_POLICY
+from procbench.generate.adversarial import COHERENCE_POLICY, IMAGE_POLICY, RANK_UNIFORM_YIELD, TEXTUAL_POLICY
+from procbench.generate.adversarial.policy import VISUAL_MIN_YIELD
 from procbench.generate.options import (
     KC,
     KNN_K,
@@ -61,9 +62,13 @@ def test_every_task_has_an_options_class_with_the_builders_defaults() -> None:
     assert VisualOrderingOptions().ceiling == VisualClozeOptions().ceiling == IMAGE_POLICY.ceiling == 0.95
     assert PairOrderOptions() == PairOrderOptions(pairs_per_procedure=2, adjacent=False)
     assert SequencingOptions().min_steps == 3 and SequencingOptions().references is None
-    # min_yield: one default for every task, the one every preset the filter starts from holds
-    defaults = {cls().min_yield for cls in TASK_OPTIONS.values() if hasattr(cls(), "min_yield")}
-    assert defaults == {MIN_YIELD} == {p.min_yield for p in (TEXTUAL_POLICY, IMAGE_POLICY, COHERENCE_POLICY)}
+    # min_yield: the textual tasks' default and the visual tasks', each the one its presets hold
+    defaults = {name: cls().min_yield for name, cls in TASK_OPTIONS.items() if hasattr(cls(), "min_yield")}
+    visual = {name: value for name, value in defaults.items() if name.startswith("visual-")}
+    assert set(visual) == {"visual-cloze", "visual-coherence", "visual-ordering"}
+    assert set(visual.values()) == {VISUAL_MIN_YIELD} == {p.min_yield for p in (IMAGE_POLICY, COHERENCE_POLICY)}
+    assert {v for n, v in defaults.items() if n not in visual} == {MIN_YIELD} == {TEXTUAL_POLICY.min_yield}
+    assert VISUAL_MIN_YIELD == RANK_UNIFORM_YIELD == 0.8 and MIN_YIELD == 0.85
 
 
 @pytest.mark.parametrize(

@@ -189,10 +189,10 @@ def test_ordering_filter_removes_the_path_rank_shortcut(drifting_store: Store) -
     assert summary["ceiling"] == 0.95 and "authored order" in summary["ceiling_rule"]
     assert sum(q["meta"]["replacements"] for q in rows) == summary["replacements"] > 0
     ranks = np.bincount([q["meta"]["answer_rank"] for q in rows], minlength=4)
-    # rank-uniform start; pruning (min_yield 0.85) may unbalance it a little
+    # rank-uniform start; pruning (min_yield 0.8) may unbalance it a little
     assert ranks.max() / ranks.sum() < 0.3 and (ranks > 0).sum() == 4, ranks
     assert len(rows) == result.counts["per_setting"]["adversarial"]["questions"]
-    assert summary["pruned"] <= 0.15 * (len(rows) + summary["pruned"]) + 1  # min_yield 0.85 of the drafted
+    assert summary["pruned"] <= 0.2 * (len(rows) + summary["pruned"]) + 1  # min_yield 0.8 of the drafted
     card = (result.paths["adversarial"] / "card.md").read_text()
     assert "adversarial filtering: at most 4 rounds" in card and "wrong orders replaced in" in card  # demo-sized
     # the knob setting of the same questions: the authored order is the shortest far more often than 1 in 4

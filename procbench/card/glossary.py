@@ -96,10 +96,10 @@ GLOSSARY: list[Term] = [
         "textual cloze, next action, visual tasks",
         "adversarial filtering (SWAG / HellaSwag style): negatives are replaced, round after round, wherever "
         "an ensemble of context-free probes (choice-only, partial-input, question-distance models) tells them "
-        "from the answer; questions they still solve are dropped while 85% of the drafted ones stay; a set of "
-        "fewer than 20 questions is left as drawn (too few to fit a probe on). The visual tasks also take "
-        "procedures shorter than the Control-Knobs' 5 image steps. Recommended for next action and visual "
-        "ordering: the audit's shortcut probes read it nearest chance.",
+        "from the answer; questions they still solve are dropped while 85% of the drafted ones stay (visual "
+        "tasks: 80%); a set of fewer than 20 questions is left as drawn (too few to fit a probe on). The visual "
+        "tasks also take procedures shorter than the Control-Knobs' 5 image steps. Recommended for next action "
+        "and visual ordering: the audit's shortcut probes read it nearest chance.",
     ),
     Term(
         "needs-context",

@@ -214,7 +214,8 @@ class _Adversarial(GenerateOptions):
         ceiling: a replacement's cosine similarity to the answer and to every question item stays below this (no
             paraphrases, no near-copies of what the question shows).
         min_yield: when the probes still beat chance after the rounds, the questions they solve are dropped (most
-            confident first) while this share of the drafted questions stays; 1 drops none (:data:`MIN_YIELD`).
+            confident first) while this share of the drafted questions stays; 1 drops none (:data:`MIN_YIELD`; the
+            visual tasks: :data:`~procbench.generate.adversarial.policy.VISUAL_MIN_YIELD`).
         policy: the filter's size: ``standard``, or ``demo`` (4 rounds of one 3-fold ensemble: a small sample in
             seconds, weaker; the card names it).
     """
@@ -337,6 +338,7 @@ class _Visual(_Adversarial):
             keeps every drawn question (:data:`RANK_UNIFORM_YIELD`).
     """
 
+    min_yield: float = IMAGE_POLICY.min_yield
     rank_yield: float = RANK_UNIFORM_YIELD
 
     def _check(self) -> None:
