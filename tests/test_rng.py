@@ -67,7 +67,7 @@ def test_every_set_records_the_seed_trees_version(ingested_sample: Path, tmp_pat
     result = generate(store, "pair-order", seed=1)
     options = json.loads((result.paths["default"] / "options.json").read_text())
     assert options["options"]["rng_version"] == RNG_VERSION == 2
-    assert options["options"]["draw_version"] == DRAW_VERSION == 7
+    assert options["options"]["draw_version"] == DRAW_VERSION == 8
 
 
 def test_a_set_made_by_earlier_generators_is_not_taken_for_one_made_now(ingested_sample: Path, tmp_path: Path) -> None:

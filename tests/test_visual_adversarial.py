@@ -497,3 +497,40 @@ def test_the_cloze_filter_keeps_the_answers_dealt_density_rank(
     ranks = (density < density[np.arange(len(rows)), answers][:, None]).sum(axis=1)  # 0: the sparsest
     shares = np.bincount(ranks, minlength=4) / len(ranks)
     assert len(rows) >= MIN_CV_QUESTIONS and shares[3 if sparser else 0] > 0.6, shares
+
+
+def test_the_cloze_filter_also_draws_the_question_photos_lookalikes(
+    ingested_sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a store with image files, visual cloze's filter asks for the lookalikes of each question's photos (the
+    blank's -1 left out) among the question mean's neighbours, and every lookalike it gets is a candidate."""
+    import shutil
+
+    from procbench.embed import embed_store
+
+    shutil.copytree(ingested_sample, tmp_path / "store")
+    embed_store(tmp_path / "store", text_encoder="hashed", image_encoder="colour-layout", fields="step_title,image")
+    calls: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    arenas: list[np.ndarray] = []
+    lookalikes, cloze_arena = visual_adversarial._lookalikes, visual_adversarial.cloze_arena
+
+    def spy_lookalikes(data: VisualData, refs: np.ndarray, pool: np.ndarray, count: int) -> np.ndarray:
+        found = lookalikes(data, refs, pool, count)
+        calls.append((refs, pool, found))
+        return found
+
+    def spy_arena(*args: object, candidates: np.ndarray, **kwargs: object) -> object:
+        arenas.append(candidates)
+        return cloze_arena(*args, candidates=candidates, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(visual_adversarial, "_lookalikes", spy_lookalikes)
+    monkeypatch.setattr(visual_adversarial, "cloze_arena", spy_arena)
+    generate(Store.open(tmp_path / "store"), "visual-cloze", Setting("adversarial"), seed=0, policy="demo")
+    assert len(calls) == 1 and len(arenas) == 1
+    refs, pool, found = calls[0]
+    assert ((refs < 0).sum(axis=1) == 1).all() and refs.shape[1] == 4  # three photos and the blank
+    assert pool.shape[1] == visual_adversarial.LOOKALIKE_POOL and found.shape[1] == visual_adversarial.CLOZE_LOOKALIKES
+    assert (found >= 0).sum() > 0
+    candidates = arenas[0]
+    for q, row in zip(*np.nonzero(found >= 0), strict=True):
+        assert found[q, row] in candidates[q]

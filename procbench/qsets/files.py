@@ -56,7 +56,7 @@ OPTIONS_FILE = "options.json"
 #: The generators' version (``options.json``'s ``draw_version``): raised when the same store, options and seed
 #: draw other questions than before (README, "Question sets", lists what each version changed), so that a set
 #: made before has another fingerprint and is not taken for one made now.
-DRAW_VERSION = 7
+DRAW_VERSION = 8
 #: Generation arguments that do not change a setting's questions (a sweep lists its settings).
 _NOT_QUESTION_OPTIONS = ("settings",)
 
