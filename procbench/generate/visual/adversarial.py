@@ -726,18 +726,18 @@ def coherence_arena(
     )
 
 
-def _lookalikes(data: VisualData, coherent: np.ndarray, pool: np.ndarray, count: int) -> np.ndarray:
+def _lookalikes(data: VisualData, refs: np.ndarray, pool: np.ndarray, count: int) -> np.ndarray:
     """``(Q, count)`` the ``count`` of each question's candidate image rows ``pool (Q, M)`` (-1: none) that look most
-    like one of its reference images ``coherent (Q, L)`` (coherence's coherent photos, cloze's question photos; -1:
+    like one of its reference images ``refs (Q, L)`` (coherence's coherent photos, cloze's question photos; -1:
     none) to both image probes: the best summed rank of the highest thumbnail correlation (``near_duplicate``) and
     the smallest colour and layout distance (``colour_layout``); best first, -1 where fewer pool images were read."""
     out = np.full((len(pool), count), -1, dtype=np.int64)
-    relations = ImageRelations(data, np.concatenate([coherent, pool], axis=1))
+    relations = ImageRelations(data, np.concatenate([refs, pool], axis=1))
     if not relations.any or not count:
         return out
-    at_c, ok_c = relations._read(coherent)
+    at_c, ok_c = relations._read(refs)
     at_p, ok_p = relations._read(pool)
-    corr = np.einsum("qif,qmf->qim", relations.thumbs[at_c], relations.thumbs[at_p])  # (Q, 3, M)
+    corr = np.einsum("qif,qmf->qim", relations.thumbs[at_c], relations.thumbs[at_p])  # (Q, L, M)
     near = np.where(ok_c[:, :, None], corr, -np.inf).max(axis=1)
     colour = np.linalg.norm(relations.z[at_c][:, :, None, :] - relations.z[at_p][:, None, :, :], axis=3)
     close = np.where(ok_c[:, :, None], colour, np.inf).min(axis=1)
