@@ -464,13 +464,15 @@ def filter_image_negatives(
     mask = shown >= 0
     points = (data.gather(shown) * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)[:, None]
     near_answer = answer_neighbours(data, answers, proc, half)
-    _, near_question = data.search(points.astype(np.float32), proc, half - quarter, kind="adversarial")
+    # lookalikes need image files (a store of vectors alone has none); they come from the question mean's neighbours
+    with_images = ImageRelations(data, shown).any
+    width = max(half - quarter, LOOKALIKE_POOL) if with_images else half - quarter
+    _, around_question = data.search(points.astype(np.float32), proc, width, kind="adversarial")
     drawn = data.gather(negatives).mean(axis=1).astype(np.float32)
     _, near_negatives = data.search(drawn, proc, quarter, kind="adversarial")
-    candidates = np.concatenate([near_answer, near_question, near_negatives], axis=1)
-    if ImageRelations(data, shown).any:  # lookalikes need image files (a store of vectors alone has none)
-        pool = data.search(points.astype(np.float32), proc, LOOKALIKE_POOL, kind="adversarial")[1]
-        lookalikes = _lookalikes(data, shown, pool, CLOZE_LOOKALIKES)
+    candidates = np.concatenate([near_answer, around_question[:, : half - quarter], near_negatives], axis=1)
+    if with_images:
+        lookalikes = _lookalikes(data, shown, around_question[:, :LOOKALIKE_POOL], CLOZE_LOOKALIKES)
         found = (lookalikes[:, :, None] == candidates[:, None, :]).any(axis=2)
         candidates = np.concatenate([candidates, np.where(found, -1, lookalikes)], axis=1)  # each candidate once
     # a replacement keeps its slot's side of the answer's distance to the question mean: the answer's rank stays
