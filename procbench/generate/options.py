@@ -92,9 +92,16 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _integer(name: str, value: Any, least: int) -> None:
+#: Upper bound of every count option (untuned: a guard so that a typo such as ``knn_k = 10**12`` is one line, not a
+#: MemoryError; far above any value the tasks use).
+MAX_COUNT = 100_000
+
+
+def _integer(name: str, value: Any, least: int, most: int = MAX_COUNT) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise BadInput(f"{_flag(name)} must be an integer of at least {least}, not {value!r}")
+    if value > most:
+        raise BadInput(f"{_flag(name)} must be an integer of at most {most:,}, not {value!r}")
 
 
 def _number(name: str, value: Any) -> float:
