@@ -20,7 +20,7 @@ def command(
     ] = None,
     model: Annotated[
         list[str] | None,
-        typer.Option("--model", "-m", help="Reference model to score too: chance, distance-svm (repeatable)."),
+        typer.Option("--model", "-m", help="Reference model to score too: chance, distance-svm, context-tfidf, context-embedding (repeatable)."),
     ] = None,
     split: Annotated[
         list[str] | None,
@@ -56,7 +56,8 @@ def command(
     seed: SeedOption = 0,
     json: JsonOption = False,
 ) -> None:
-    """Score trained runs and reference models (--model chance|distance-svm) on question sets.
+    """Score trained runs and reference models (--model chance|distance-svm|context-tfidf|context-embedding) on
+    question sets. The context readers answer text choices zero-shot by matching them with the context.
 
     A run is scored on its own question set (refused when that set changed since training, unless
     --allow-changed-sets), or on every question set given of its task. Over the settings

@@ -4,8 +4,9 @@ reports).
 
 Each trained run is scored on its own question set, or on every given question set of its task (e.g. a
 model trained on the RecipeQA-style set tested on each Control-Knob setting). Reference models
-(``chance``, ``distance-svm``) are scored on the given sets, or on the runs' own sets; ``distance-svm`` is
-fitted on each set's train split first.
+(``chance``, ``distance-svm``, the zero-shot context readers ``context-tfidf`` and ``context-embedding`` of
+:mod:`procbench.models.context_readers`) are scored on the given sets, or on the runs' own sets;
+``distance-svm`` is fitted on each set's train split first.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from procbench.errors import BadInput
 from procbench.models.featurisation import FeatureConfig, Featurised, featurise
 from procbench.models.inputs import is_question_set
 from procbench.models.metrics import METRICS, bootstrap_ci
-from procbench.models.registry import MODELS, get_model, task_family
+from procbench.models.registry import MODELS, REFERENCE_MODELS, get_model, task_family
 from procbench.models.scoring import chance_scores, question_scores
 from procbench.progress import SILENT, Progress
 from procbench.qsets.files import QuestionSet, read_question_set
@@ -188,7 +189,7 @@ def evaluate(
             raise BadInput("nothing to evaluate: " + ("; ".join(read.skipped) or "no lm-eval results"))
     jobs += _reference_jobs(models, reference_sets, skipped)
     if not jobs and read is None:
-        why = "; ".join(skipped) or "pass a run, or --model chance|distance-svm with a question set"
+        why = "; ".join(skipped) or f"pass a run, or --model {'|'.join(REFERENCE_MODELS)} with a question set"
         raise BadInput(f"nothing to evaluate: {why}")
     _disambiguate(jobs)
     results = _score_jobs(jobs, splits, bootstrap, seed, skipped, progress)
@@ -229,7 +230,7 @@ def _check_references(models: Sequence[str]) -> None:
     for name in models:
         if get_model(name).trained:
             raise BadInput(
-                f"--model takes the untrained references (chance, distance-svm); {name} is trained: "
+                f"--model takes the untrained references ({', '.join(REFERENCE_MODELS)}); {name} is trained: "
                 f"train it with `procbench train QSET --model {name} --out RUN` and pass RUN"
             )
 
@@ -284,7 +285,7 @@ def _reference_jobs(models: Sequence[str], reference_sets: list[QuestionSet], sk
     for name in models:
         spec = MODELS.get(name)
         for q in reference_sets:
-            if task_family(q.task) in spec.families:
+            if spec.answers(q.task):
                 jobs.append(_Job(name, q, name))
             else:
                 skipped.append(f"{name}: does not answer {q.task} questions ({q.name})")
@@ -419,6 +420,18 @@ def _score_job(
 
             def predict(rows: np.ndarray) -> list[Any]:
                 return probe.predict(feats, rows)
+
+        elif job.kind == "context-embedding":
+            from procbench.models.context_readers import embedding_predictions
+
+            def predict(rows: np.ndarray) -> list[Any]:
+                return embedding_predictions(feats, rows)
+
+        elif job.kind == "context-tfidf":
+            from procbench.models.context_readers import tfidf_predictions
+
+            def predict(rows: np.ndarray) -> list[Any]:
+                return tfidf_predictions(feats, rows, job.qset, str(feats.splits[rows[0]]))
 
     out: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]] = {}
     for split in splits:

@@ -12,7 +12,7 @@ from procbench.errors import BadInput
 from procbench.registry import Registry
 from procbench.tasks import FAMILIES, TASKS, get_task
 
-__all__ = ["MODELS", "ModelSpec", "get_model", "task_family"]
+__all__ = ["MODELS", "REFERENCE_MODELS", "ModelSpec", "get_model", "task_family"]
 
 
 def task_family(task: str) -> str:
@@ -30,6 +30,11 @@ class ModelSpec:
     families: tuple[str, ...]
     summary: str
     factory: str | None = None  # "module:function" building the network; None: not trained
+    tasks: tuple[str, ...] | None = None  # the tasks it answers, when not every task of its families
+
+    def answers(self, task: str) -> bool:
+        """Whether the model answers ``task``'s questions."""
+        return task_family(task) in self.families and (self.tasks is None or task in self.tasks)
 
     @property
     def trained(self) -> bool:
@@ -38,13 +43,15 @@ class ModelSpec:
 
     def check_task(self, task: str) -> None:
         """Raise :class:`BadInput` unless the model answers ``task``."""
-        if task_family(task) not in self.families:
-            tasks = [t.name for t in TASKS.values() if t.family in self.families]
-            kind = "multiple-choice questions" if self.families == ("mc",) else ", ".join(tasks)
+        if not self.answers(task):
+            tasks = [t.name for t in TASKS.values() if self.answers(t.name)]
+            kind = "multiple-choice questions" if self.families == ("mc",) and self.tasks is None else ", ".join(tasks)
             raise BadInput(f"model {self.name} does not answer {task} questions; it answers {kind}")
 
 
 _NETS = "procbench.models.nets"
+#: Multiple-choice tasks whose choices are text: what the zero-shot context readers compare with step texts.
+_TEXT_ITEM_TASKS = tuple(t.name for t in TASKS.values() if t.family == "mc" and t.kind.items == "text")
 
 #: Model name -> spec, in the order models are listed.
 MODELS: Registry[ModelSpec] = Registry("model")
@@ -53,6 +60,18 @@ for _spec in (
     ModelSpec("chance", FAMILIES, "expected score of a uniform random answer (exact, not sampled)"),
     ModelSpec(
         "distance-svm", ("mc",), "paper 001's bias probe: an SVM on each choice's distance to the question, no context"
+    ),
+    ModelSpec(
+        "context-tfidf",
+        ("mc",),
+        "zero-shot context reader: TF-IDF cosine of each choice with the context step it explains best",
+        tasks=_TEXT_ITEM_TASKS,
+    ),
+    ModelSpec(
+        "context-embedding",
+        ("mc",),
+        "zero-shot context reader: embedding cosine of each choice with the context step it explains best",
+        tasks=_TEXT_ITEM_TASKS,
     ),
     ModelSpec(
         "hasty-choice-only", ("mc",), "paper 004: BiLSTM over each choice, linear score", f"{_NETS}:hasty_choice_only"
@@ -93,6 +112,10 @@ for _spec in (
     ),
 ):
     MODELS.add(_spec.name, _spec)
+
+
+#: The untrained references ``evaluate --model`` scores (trained models are scored through their runs).
+REFERENCE_MODELS = tuple(name for name, spec in MODELS.items() if not spec.trained)
 
 
 def get_model(name: str) -> ModelSpec:
