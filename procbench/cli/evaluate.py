@@ -20,7 +20,11 @@ def command(
     ] = None,
     model: Annotated[
         list[str] | None,
-        typer.Option("--model", "-m", help="Reference model to score too: chance, distance-svm, context-tfidf, context-embedding (repeatable)."),
+        typer.Option(
+            "--model",
+            "-m",
+            help="Reference model to score too: chance, distance-svm, context-tfidf, context-embedding (repeatable).",
+        ),
     ] = None,
     split: Annotated[
         list[str] | None,
