@@ -115,7 +115,7 @@ def test_answer_mode_in_headless_chromium(store: Path, tmp_path: Path) -> None:
     finally:
         browser.close()
     downloaded = json.loads(target.read_text(encoding="utf-8"))
-    assert downloaded["reader"] == "tester"
+    assert downloaded["reader"] == "tester" and downloaded["packet_id"] == key["packet_id"]
     ambiguous = sorted(key["questions"])[1]
     assert downloaded["answers"] == {
         q: ({"answer": a, "ambiguous": True} if q == ambiguous else a) for q, a in expected.items()

@@ -43,7 +43,16 @@ def command(
         ),
     ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an earlier export in --to.")] = False,
-    n: Annotated[int, typer.Option("--n", help="label-studio: questions drawn from each set.", min=1)] = 40,
+    n: Annotated[
+        int | None,
+        typer.Option(
+            "--n",
+            help="label-studio: questions drawn from each set (default: at most 40, fewer when the split holds"
+            " fewer from distinct procedures).",
+            min=1,
+            show_default=False,
+        ),
+    ] = None,
     context: Annotated[
         str, typer.Option("--context", help="label-studio: 'with' or 'without' the context.")
     ] = "without",
@@ -104,7 +113,7 @@ def _label_studio(
     to: Path,
     *,
     store: Path,
-    n: int,
+    n: int | None,
     context: str,
     seed: int,
     split: str,
@@ -129,9 +138,16 @@ def _label_studio(
     if json:
         print_json(sample.to_dict())
         return
+    from rich.text import Text
+
+    if sample.note:
+        console.print(Text(sample.note), highlight=False)
     console.print(
-        f"[bold green]label-studio[/]: {sample.questions} questions -> {sample.main} and "
-        f"{to / 'labeling_config.xml'} (key: {to / 'key.json'}, keep it from annotators)",
+        Text("label-studio", style="bold green")
+        + Text(
+            f": packet {sample.packet_id}, {sample.questions} questions -> {sample.main} and "
+            f"{to / 'labeling_config.xml'} (key: {to / 'key.json'}, keep it from annotators)"
+        ),
         highlight=False,
     )
 

@@ -16,7 +16,16 @@ def command(
         typer.Argument(help="Question sets: TASK (every setting), TASK/SETTING, or set folders.", show_default=False),
     ],
     out: Annotated[Path, typer.Option("--out", help="The folder to write the packet into.", show_default=False)],
-    n: Annotated[int, typer.Option("--n", help="Questions drawn from each set.", min=1)] = 40,
+    n: Annotated[
+        int | None,
+        typer.Option(
+            "--n",
+            help="Questions drawn from each set (default: at most 40, fewer when the split holds fewer from"
+            " distinct procedures).",
+            min=1,
+            show_default=False,
+        ),
+    ] = None,
     context: Annotated[
         str, typer.Option("--context", help="'with': show each question's context; 'without': the question alone.")
     ] = "without",
@@ -35,6 +44,8 @@ def command(
     its JSON twin, OUT/images/ the images of visual questions under neutral names. OUT/key.json is the key:
     keep it from readers. Score the answers with `procbench score-packet OUT ANSWERS.json`.
     """
+    from rich.text import Text
+
     from procbench.cli._console import console, print_json, progress_bar
     from procbench.readers.packet import make_packet
 
@@ -53,10 +64,15 @@ def command(
     if json:
         print_json(result.to_dict())
         return
-    for name, count in result.per_set.items():
-        console.print(f"[bold]{name}[/]: {count} questions", highlight=False)
+    for name, count in result.per_set.items():  # names and paths printed as plain text, never as markup
+        console.print(Text(name, style="bold") + Text(f": {count} questions"), highlight=False)
+    if result.note:
+        console.print(Text(result.note), highlight=False)
     console.print(
-        f"[bold green]packet[/] of {result.questions} questions, context {result.context}, {result.images} images "
-        f"-> {result.out / 'packet.md'} (key: {result.out / 'key.json'}, keep it from readers)",
+        Text("packet", style="bold green")
+        + Text(
+            f" {result.packet_id} of {result.questions} questions, context {result.context}, {result.images} images"
+            f" -> {result.out / 'packet.md'} (key: {result.out / 'key.json'}, keep it from readers)"
+        ),
         highlight=False,
     )

@@ -38,19 +38,29 @@ def command(
     The scores are recorded with each set (readers.json beside its files) so that the dataset card and the
     report show them beside the audit's probes; --no-record only prints them.
     """
-    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
-    from procbench.cli._console import console, print_json
-    from procbench.readers.score import score_packet
+    from procbench.cli._console import console, err_console, print_json
+    from procbench.readers.score import SHOW_IDS, score_packet
 
     result = score_packet(packet, list(answers), reader=reader, record=record)
     if json:
         print_json(result.to_dict())
         return
+
+    def ids(values: list[str]) -> str:
+        more = f" and {len(values) - SHOW_IDS:,} more" if len(values) > SHOW_IDS else ""
+        return ", ".join(values[:SHOW_IDS]) + more
+
+    # every name (reader, set, ids, paths) is anyone's text: printed as plain text, never as Rich markup
+    for warning in result.warnings:
+        err_console.print(Text("warning: ", style="bold yellow") + Text(warning), highlight=False, soft_wrap=True)
     table = Table(
-        title=f"Packet {result.packet_id}, context {result.context}: accuracy [95% Wilson interval];"
-        " missing: unanswered (counted wrong)",
+        title=Text(
+            f"Packet {result.packet_id}, context {result.context}: accuracy [95% Wilson interval];"
+            " missing: unanswered (counted wrong)"
+        ),
         title_justify="left",
     )
     table.add_column("reader", overflow="fold")
@@ -60,23 +70,21 @@ def command(
     for s in result.scores:
         lo, hi = s.ci
         table.add_row(
-            escape(s.reader),
-            escape(s.set),
+            Text(s.reader),
+            Text(s.set),
             str(s.n),
             str(s.correct),
-            f"{s.accuracy:.1%} [{100 * lo:.1f}-{100 * hi:.1f}]",
+            Text(f"{s.accuracy:.1%} [{100 * lo:.1f}-{100 * hi:.1f}]"),
             f"{s.ambiguous_share:.1%}",
             str(len(s.unanswered)),
         )
     console.print(table)
     for s in result.scores:
         if s.unanswered:
-            console.print(
-                f"[yellow]{escape(s.reader)} left {len(s.unanswered)} of {escape(s.set)} unanswered[/]: "
-                + ", ".join(s.unanswered),
-                highlight=False,
-            )
-    for name, ids in result.unknown.items():
-        console.print(f"[yellow]{escape(name)} answered ids not in the packet[/]: {', '.join(ids)}", highlight=False)
+            line = Text(f"{s.reader} left {len(s.unanswered)} of {s.set} unanswered", style="yellow")
+            console.print(line + Text(": " + ids(s.unanswered)), highlight=False)
+    for name, unknown in result.unknown.items():
+        line = Text(f"{name} answered {len(unknown):,} ids not in the packet", style="yellow")
+        console.print(line + Text(": " + ids(unknown)), highlight=False)
     for name, path in result.recorded.items():
-        console.print(f"recorded with {escape(name)} -> {path}", highlight=False)
+        console.print(Text(f"recorded with {name} -> {path}"), highlight=False)

@@ -10,6 +10,11 @@ A packet is a folder:
   EXIF time stamp would give the steps' order away);
 - ``key.json``: each neutral id -> the set, its qid and the answer letter. Keep it away from readers;
   ``procbench score-packet`` reads it.
+- ``.procbench-export.json``: the marker naming the files written (``--overwrite`` replaces only a folder holding
+  one of the same kind, and of it only the files it lists: :mod:`procbench.export.target`).
+
+Every packet has an id (:func:`packet_id`, 12 hex digits of its key) shown on the sheet and asked for in the
+answers, so that answers to one packet are not scored against another (their neutral ids are alike).
 
 Blinding (what the sheet never shows): the set's setting, source, procedure id or title, url, qid and answer.
 Questions are drawn with at most one question per procedure over the whole packet (a second question about
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,19 +40,23 @@ import pyarrow.compute as pc
 from procbench.errors import BadInput
 from procbench.export.inline import Inliner
 from procbench.export.sets import resolve_sets
+from procbench.export.target import EXPORT_MARKER, ExportFormat, prepare_target, read_marker
 from procbench.progress import SILENT, Progress
 from procbench.qsets.files import QuestionSet
 from procbench.qsets.splits import SPLITS
-from procbench.store import Store
+from procbench.store import Store, is_image_id
+from procbench.store.images import BadImage
 from procbench.tasks import TASKS
 
 __all__ = [
     "BLANK",
     "CONTEXT_MODES",
+    "DEFAULT_N",
     "ITEMS_TO_ORDER",
     "KEY_FILE",
     "LETTERS",
     "PACKET_FILE",
+    "PACKET_OUTPUT",
     "SHEET_FILE",
     "Packet",
     "PacketResult",
@@ -57,7 +66,10 @@ __all__ = [
     "context_label",
     "lone_blank",
     "make_packet",
+    "packet_id",
+    "packet_files",
     "packet_markdown",
+    "planned_files",
     "question_fingerprints",
     "write_packet",
 ]
@@ -77,10 +89,26 @@ KEY_FORMAT = "procbench-reader-key/1"
 PACKET_FORMAT = "procbench-reader-packet/1"
 #: ``--split``: the split questions are drawn from (``all``: every split).
 SPLIT_CHOICES = (*SPLITS, "all")
+#: Questions of each set drawn when ``--n`` is not given (fewer when the split holds fewer from distinct
+#: procedures): the size of the blinded samples the reader checks use (benchmarks/reader_checks.md).
+DEFAULT_N = 40
+#: A neutral image name in a packet: ``images/Q03-1.png`` (item 1) or ``images/Q03-B.png`` (choice B).
+_IMAGE_NAME = re.compile(r"images/Q[0-9]{1,9}-(?:[0-9]{1,3}|[A-H])\.png")
+_PACKET_NAMES = (SHEET_FILE, PACKET_FILE, KEY_FILE)
+
+
+def packet_files(rel: str) -> bool:
+    """Whether ``rel`` (relative to the packet's folder) is a file ``procbench packet`` writes."""
+    return rel in _PACKET_NAMES or _IMAGE_NAME.fullmatch(rel) is not None
+
+
+#: A reader packet (its folder's marker; ``--overwrite`` replaces only such a folder's listed files).
+PACKET_OUTPUT = ExportFormat("procbench-reader-packet", "reader packet by procbench packet", packet_files)
 
 _HOW_TO_ANSWER = (
     "Answer every question with the letter of one choice. Give your answers as one JSON object that maps each "
-    'question id to its letter, for example `{"Q01": "B", "Q02": "D"}`. If no choice, or more than one '
+    'question id to its letter, with the packet id beside them, for example `{"packet_id": "...", "Q01": "B", '
+    '"Q02": "D"}`. If no choice, or more than one '
     'choice, seems right, still pick the best one and add "?" after its letter (`"B?"`): the question is then '
     "counted as marked ambiguous. Answer each question on its own: the questions come from different "
     "procedures and do not help each other."
@@ -112,13 +140,21 @@ class Packet:
     context: str
     questions: list[dict[str, Any]]
     key: dict[str, Any]
-    #: neutral file name (``images/Q03-B.png``) -> the stored image's path
-    images: dict[str, Path] = field(default_factory=dict)
+    #: neutral file name (``images/Q03-B.png``) -> the stored image's bytes (read and checked through the store)
+    images: dict[str, bytes] = field(default_factory=dict)
+    #: why fewer than :data:`DEFAULT_N` questions of a set were taken (``--n`` not given), else None
+    note: str | None = None
+
+    @property
+    def id(self) -> str:
+        """The packet id (in the sheet, the key and the answers)."""
+        return str(self.key["packet_id"])
 
     def sheet(self) -> dict[str, Any]:
         """``packet.json``: the sheet as data."""
         return {
             "format": PACKET_FORMAT,
+            "packet_id": self.id,
             "context": self.context,
             "instructions": instructions(self.context),
             "questions": self.questions,
@@ -135,11 +171,15 @@ class PacketResult:
     images: int
     context: str
     seed: int
+    packet_id: str = ""
+    note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
         return {
             "out": str(self.out),
+            "packet_id": self.packet_id,
+            "note": self.note,
             "sheet": str(self.out / SHEET_FILE),
             "packet": str(self.out / PACKET_FILE),
             "key": str(self.out / KEY_FILE),
@@ -219,24 +259,45 @@ def question_fingerprints(qset: QuestionSet, qids: set[str]) -> dict[str, str]:
     return out
 
 
+def _where(split: str) -> str:
+    return "all splits" if split == "all" else f"the {split} split"
+
+
+def _too_few(qset: QuestionSet, found: int, n: int, split: str) -> BadInput:
+    return BadInput(
+        f"{qset.name}: only {found} questions from distinct procedures in {_where(split)} (asked --n {n}); "
+        "lower --n, leave it out (at most 40, as many as there are), pass --split all, or give fewer sets "
+        "(sets share procedures)"
+    )
+
+
 def _sample(
-    sets: list[QuestionSet], n: int, split: str, rng: np.random.Generator
+    sets: list[QuestionSet], n: int | None, split: str, rng: np.random.Generator
 ) -> list[tuple[QuestionSet, str, str]]:
-    """``n`` questions of each set, at most one per procedure over all sets: ``(set, qid, procedure_id)``.
+    """``n`` questions of each set (``None``: up to :data:`DEFAULT_N`, as many as there are), at most one per
+    procedure over all sets: ``(set, qid, procedure_id)``.
 
     Each set's questions are visited in a random order; the sets take turns (one question each per round),
-    so sets sharing procedures share them fairly.
+    so sets sharing procedures share them fairly. ``n`` is checked against each set's distinct procedures
+    before anything is drawn.
     """
     queues = []
     for qset in sets:
         table = _candidates(qset, split)
+        if n is not None:
+            distinct = pc.count_distinct(table["procedure_id"]).as_py() if table.num_rows else 0
+            if n > distinct:
+                raise _too_few(qset, int(distinct), n, split)
         order = rng.permutation(table.num_rows)
         qids, procs = table["qid"].to_pylist(), table["procedure_id"].to_pylist()
         queues.append([(qids[i], procs[i]) for i in order.tolist()])
     used: set[str] = set()
     cursor = [0] * len(sets)
     chosen: list[list[tuple[QuestionSet, str, str]]] = [[] for _ in sets]
-    for _ in range(n):
+    rounds = DEFAULT_N if n is None else n  # n is at most a set's questions here: the loop is bounded
+    for _ in range(rounds):
+        if all(cursor[s] >= len(queue) for s, queue in enumerate(queues)):
+            break
         for s, qset in enumerate(sets):
             queue = queues[s]
             while cursor[s] < len(queue) and queue[cursor[s]][1] in used:
@@ -247,28 +308,29 @@ def _sample(
                 chosen[s].append((qset, qid, proc))
                 cursor[s] += 1
     for qset, picks in zip(sets, chosen, strict=True):
-        if len(picks) < n:
-            where = "all splits" if split == "all" else f"the {split} split"
-            raise BadInput(
-                f"{qset.name}: only {len(picks)} questions from distinct procedures in {where} (asked --n {n}); "
-                "lower --n, pass --split all, or give fewer sets (sets share procedures)"
-            )
+        if n is not None and len(picks) < n:
+            raise _too_few(qset, len(picks), n, split)
+        if not picks:
+            raise BadInput(f"{qset.name}: no questions in {_where(split)}; pass --split all or another --split")
     return [pick for picks in chosen for pick in picks]
 
 
 # -- rendering --------------------------------------------------------------------------------------------
 
 
-def _sheet_item(item: dict[str, Any], image_name: str, images: dict[str, Path], store: Store) -> dict[str, Any]:
-    """An item as the sheet shows it: ``{"blank": true}`` or some of ``title``, ``text``, ``image``."""
+def _sheet_item(item: dict[str, Any], image_name: str, images: dict[str, bytes], store: Store) -> dict[str, Any]:
+    """An item as the sheet shows it: ``{"blank": true}`` or some of ``title``, ``text``, ``image``.
+
+    Raises:
+        BadImage: the item's image is missing from the store, a link, or not an image.
+    """
     if item["key"] == "@placeholder":
         return {"blank": True}
     out: dict[str, Any] = {}
-    if item["image"]:
-        path = store.image_path(item["image"])
-        if path.is_file():
-            images[image_name] = path
-            out["image"] = image_name
+    image = item["image"] or (item["key"] if is_image_id(item["key"]) else None)  # an image item: never its id
+    if image:
+        images[image_name] = store.read_image(image)
+        out["image"] = image_name
     if item["title"]:
         out["title"] = item["title"]
     if item["text"]:
@@ -284,7 +346,7 @@ def _sheet_question(
     context: str,
     whole: bool,
     store: Store,
-    images: dict[str, Path],
+    images: dict[str, bytes],
 ) -> dict[str, Any]:
     question = [
         _sheet_item(item, f"images/{neutral}-{i + 1}.png", images, store) for i, item in enumerate(record["question"])
@@ -321,24 +383,27 @@ def build_packet(
     targets: Sequence[str | Path],
     *,
     store: str | Path = "procbench-store",
-    n: int = 40,
+    n: int | None = None,
     context: str = "without",
     seed: int = 0,
     split: str = "test",
     progress: Progress = SILENT,
 ) -> Packet:
-    """Sample and blind ``n`` questions of each set of ``targets`` (``TASK``, ``TASK/SETTING`` or set folders).
+    """Sample and blind ``n`` questions of each set of ``targets`` (``TASK``, ``TASK/SETTING`` or set folders);
+    ``n`` None: up to :data:`DEFAULT_N` of each set, fewer when the split holds fewer from distinct procedures
+    (:attr:`Packet.note` says so). Every image is read and checked through the store before anything is written.
 
     Raises:
-        BadInput: an unknown context mode or split, a task without choices (sequencing), or a set with fewer
-            than ``n`` questions from procedures no other question of the packet uses.
+        BadInput: an unknown context mode or split, a task without choices (sequencing), a set with fewer
+            than ``n`` questions from procedures no other question of the packet uses, or (BadImage) an image
+            missing from the store, a link or not an image.
     """
     if context not in CONTEXT_MODES:
         raise BadInput(f"--context must be one of {', '.join(CONTEXT_MODES)}, not {context!r}")
     if split not in SPLIT_CHOICES:
         raise BadInput(f"--split must be one of {', '.join(SPLIT_CHOICES)}, not {split!r}")
-    if n < 1:
-        raise BadInput("--n must be at least 1")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise BadInput(f"--n must be an integer of at least 1, not {n!r}")
     resolved = resolve_sets([str(t) for t in targets], store)
     for qset in resolved.sets:
         _check_task(qset)
@@ -352,7 +417,7 @@ def build_packet(
         wanted.setdefault(qset.name, {})[qid] = i
     inliner = Inliner(resolved.store, {proc for _, _, proc in picks})
     records: list[dict[str, Any] | None] = [None] * len(picks)
-    progress.start("packet", total=len(picks))
+    progress.start("packet", total=len(picks))  # progress counts the questions found
     for qset in resolved.sets:
         mine = wanted.get(qset.name, {})
         for s in SPLITS:
@@ -368,7 +433,7 @@ def build_packet(
     free = [i for i in sheet_order if shuffled[i]]
     targets_of = dict(zip(free, balanced_letters([counts[i] for i in free], rng), strict=True))
     questions: list[dict[str, Any]] = []
-    images: dict[str, Path] = {}
+    images: dict[str, bytes] = {}
     key_questions: dict[str, dict[str, Any]] = {}
     fingerprints = {q.name: question_fingerprints(q, set(wanted.get(q.name, {}))) for q in resolved.sets}
     for i in sheet_order:
@@ -383,9 +448,14 @@ def build_packet(
             order = list(range(counts[i]))
         neutral = neutral_of[i]
         whole = inliner.whole_context(record)
-        questions.append(
-            _sheet_question(neutral, record, order, context=context, whole=whole, store=resolved.store, images=images)
-        )
+        try:
+            questions.append(
+                _sheet_question(
+                    neutral, record, order, context=context, whole=whole, store=resolved.store, images=images
+                )
+            )
+        except BadImage as exc:
+            raise BadImage(f"{qset.name} question {qid}: {exc}; nothing was written") from None
         key_questions[neutral] = {
             "set": qset.name,
             "task": qset.task,
@@ -415,8 +485,17 @@ def build_packet(
         },
         "questions": key_questions,
     }
+    per_set = {name: int(info["questions"]) for name, info in key["sets"].items()}
     key["packet_id"] = packet_id(key)
-    return Packet(context=context, questions=questions, key=key, images=images)
+    note = None
+    short = {name: count for name, count in per_set.items() if count < DEFAULT_N}
+    if n is None and short:
+        note = (
+            f"{', '.join(f'{name}: {count}' for name, count in short.items())} questions "
+            f"(--n not given: at most {DEFAULT_N} of each set, and {_where(split)} holds no more from distinct "
+            "procedures)"
+        )
+    return Packet(context=context, questions=questions, key=key, images=images, note=note)
 
 
 def packet_id(key: dict[str, Any]) -> str:
@@ -458,7 +537,7 @@ def _md_item(item: dict[str, Any], alt: str) -> str:
 
 def packet_markdown(packet: Packet) -> str:
     """``packet.md``: the answer sheet for people and language-model readers."""
-    lines = ["# Reading check", "", instructions(packet.context), ""]
+    lines = ["# Reading check", "", f"Packet id: `{packet.id}`", "", instructions(packet.context), ""]
     letters = sorted({c["letter"] for q in packet.questions for c in q["choices"]})
     if letters:
         lines += [f"There are {len(packet.questions)} questions. Choices are lettered {letters[0]}-{letters[-1]}.", ""]
@@ -487,8 +566,10 @@ def packet_markdown(packet: Packet) -> str:
                 alt = f"{q['id']} choice {c['letter']}"
                 lines.append(f"- {c['letter']}. {_md_item(c, alt)}")
         lines.append("")
-    lines += ["---", "", "Answers (one JSON object, every question id once):", ""]
-    example = ", ".join(json.dumps(q["id"]) + ': "?"' for q in packet.questions[:3])
+    lines += ["---", "", "Answers (one JSON object: the packet id, and every question id once):", ""]
+    example = ", ".join(
+        [f'"packet_id": "{packet.id}"'] + [json.dumps(q["id"]) + ': "?"' for q in packet.questions[:3]]
+    )
     lines += ["```json", "{" + example + (", ..." if len(packet.questions) > 3 else "") + "}", "```", ""]
     return "\n".join(lines)
 
@@ -497,54 +578,69 @@ def _dump(data: Any) -> str:
     return json.dumps(data, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
 
 
-def check_out(out: Path, *, overwrite: bool) -> None:
-    """``out`` may receive a packet: it is missing or empty, or (with ``overwrite``) holds an earlier packet.
+def check_out(out: Path, kind: ExportFormat = PACKET_OUTPUT, *, overwrite: bool) -> None:
+    """``out`` may receive a ``kind`` of output (checked before the sample is drawn): it is missing or empty, or
+    (with ``overwrite``) holds an earlier output of ``kind`` (its :data:`EXPORT_MARKER` says so).
+    :func:`procbench.export.target.prepare_target` checks again, and replaces only the files the marker lists.
 
     Raises:
-        BadInput: ``out`` is a file, holds other files, holds a packet and ``overwrite`` is false, or holds a
-            symbolic link.
+        BadInput: ``out`` is a file, is not empty and ``overwrite`` is false, or holds no marker of ``kind``.
     """
+    if out.is_symlink() and not out.is_dir():
+        raise BadInput(f"{out} is a symbolic link to no folder; choose another --out")
     if out.exists() and not out.is_dir():
         raise BadInput(f"{out} is a file; --out takes a folder")
-    if (out / KEY_FILE).exists():
+    if out.is_dir() and any(out.iterdir()):
+        if read_marker(out, kind) is None:
+            raise BadInput(
+                f"{out} is not empty and holds no earlier {kind.label} (no {EXPORT_MARKER} of one); "
+                "choose an empty or new folder"
+            )
         if not overwrite:
-            raise BadInput(f"{out} holds a packet already; pass --overwrite to replace it, or choose another folder")
-    elif out.is_dir() and any(out.iterdir()):
-        raise BadInput(f"{out} is not empty and holds no packet; choose an empty or new folder")
-    if out.is_dir():  # an earlier packet's files are replaced: none may lead outside it (nor be removed there)
-        entries = [child for child in out.iterdir()]
-        entries += [c for sub in ("images", "assets") if (out / sub).is_dir() for c in (out / sub).iterdir()]
-        linked = [entry for entry in entries if entry.is_symlink()]
-        if linked:
-            raise BadInput(f"{linked[0]} is a symbolic link; a packet is written only as real files and folders")
+            raise BadInput(
+                f"{out} holds a {kind.label} already; pass --overwrite to replace it, or choose another folder"
+            )
 
 
-def write_packet(packet: Packet, out: str | Path, *, overwrite: bool = False) -> Path:
-    """Write ``packet`` into the folder ``out`` (sheet, JSON twin, key, images); returns ``out``.
+def planned_files(packet: Packet) -> list[str]:
+    """The files (relative paths) :func:`write_packet` writes for ``packet``."""
+    return sorted({*_PACKET_NAMES, *packet.images})
+
+
+def write_packet(
+    packet: Packet,
+    out: str | Path,
+    *,
+    overwrite: bool = False,
+    kind: ExportFormat = PACKET_OUTPUT,
+    extra: Sequence[str] = (),
+) -> Path:
+    """Write ``packet`` into the folder ``out`` (sheet, JSON twin, key, images) with ``kind``'s marker listing them
+    and ``extra`` (files the caller writes next); returns ``out``.
 
     Raises:
-        BadInput: ``out`` holds another packet and ``overwrite`` is false.
+        BadInput: ``out`` is not empty and ``overwrite`` is false, or holds no earlier output of ``kind``, or a
+            symbolic link or a file of the user's where the packet writes.
     """
     out = Path(out)
-    check_out(out, overwrite=overwrite)
-    out.mkdir(parents=True, exist_ok=True)
-    if (out / "images").is_dir():
-        shutil.rmtree(out / "images")
-    for name, source in sorted(packet.images.items()):
+    prepare_target(out, sorted({*planned_files(packet), *extra}), kind, overwrite=overwrite)
+    for name, data in sorted(packet.images.items()):
         target = out / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        _write_png(source, target)
+        _write_png(data, target)
     (out / SHEET_FILE).write_text(packet_markdown(packet), encoding="utf-8")
     (out / PACKET_FILE).write_text(_dump(packet.sheet()), encoding="utf-8")
     (out / KEY_FILE).write_text(_dump(packet.key), encoding="utf-8")
     return out
 
 
-def _write_png(source: Path, target: Path) -> None:
-    """``source`` re-encoded as a PNG at ``target``, turned upright by its EXIF orientation, with no metadata."""
+def _write_png(data: bytes, target: Path) -> None:
+    """Image bytes re-encoded as a PNG at ``target``, turned upright by its EXIF orientation, with no metadata."""
+    import io
+
     from PIL import Image, ImageOps
 
-    with Image.open(source) as image:
+    with Image.open(io.BytesIO(data)) as image:
         upright = ImageOps.exif_transpose(image)
         upright.convert("RGBA" if "A" in upright.getbands() else "RGB").save(target, format="PNG")
 
@@ -554,16 +650,19 @@ def make_packet(
     out: str | Path,
     *,
     store: str | Path = "procbench-store",
-    n: int = 40,
+    n: int | None = None,
     context: str = "without",
     seed: int = 0,
     split: str = "test",
     overwrite: bool = False,
     progress: Progress = SILENT,
 ) -> PacketResult:
-    """Build a blinded packet of ``n`` questions of each set (:func:`build_packet`) and write it to ``out``."""
+    """Build a blinded packet of ``n`` questions of each set (:func:`build_packet`; ``n`` None: up to
+    :data:`DEFAULT_N`) and write it to ``out``."""
     check_out(Path(out), overwrite=overwrite)
     packet = build_packet(targets, store=store, n=n, context=context, seed=seed, split=split, progress=progress)
     write_packet(packet, out, overwrite=overwrite)
     per_set = {name: int(info["questions"]) for name, info in packet.key["sets"].items()}
-    return PacketResult(Path(out), len(packet.questions), per_set, len(packet.images), context, seed)
+    return PacketResult(
+        Path(out), len(packet.questions), per_set, len(packet.images), context, seed, packet.id, packet.note
+    )

@@ -10,7 +10,12 @@ Both hold the same blinded sample as ``procbench packet`` with the same options 
   questions and their neutral ids only: no answer, no qid, no set name.
 - :func:`write_label_studio`: ``DIR/tasks.json`` (a Label Studio import: one task per question, the question
   as HTML with its images inlined) and ``DIR/labeling_config.xml`` (a single-choice answer and an
-  "ambiguous" flag); ``score-packet`` reads Label Studio's JSON export of the annotations.
+  "ambiguous" flag); ``score-packet`` reads Label Studio's JSON export of the annotations. Each task's data
+  carries ``packet_id`` (Label Studio keeps it in its export), so ``score-packet`` refuses another packet's
+  annotations.
+
+Each writer marks its folder (:mod:`procbench.export.target`): ``--overwrite`` replaces only a folder the same
+writer marked, and of it only the files its marker lists.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -26,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from procbench import __version__
+from procbench.export.target import ExportFormat, prepare_target
 from procbench.progress import SILENT, Progress
 from procbench.readers.packet import (
     BLANK,
@@ -38,12 +45,15 @@ from procbench.readers.packet import (
     context_label,
     instructions,
     lone_blank,
+    packet_files,
     write_packet,
 )
 from procbench.report.html import script_json
 
 __all__ = [
+    "ANSWER_PAGE_OUTPUT",
     "LABEL_CONFIG_FILE",
+    "LABEL_STUDIO_OUTPUT",
     "PAGE_FILE",
     "TASKS_FILE",
     "SheetResult",
@@ -57,6 +67,19 @@ PAGE_FILE = "index.html"
 TASKS_FILE = "tasks.json"
 LABEL_CONFIG_FILE = "labeling_config.xml"
 _ASSETS = ("report.css", "answer.css", "answer.js")
+_PAGE_FILES = re.compile(r"index\.html|assets/(?:report\.css|answer\.css|answer\.js)")
+#: An answer page (``report --answer-sheet``): the packet's files, the page and its assets.
+ANSWER_PAGE_OUTPUT = ExportFormat(
+    "procbench-answer-page",
+    "answer sheet by procbench report --answer-sheet",
+    lambda rel: packet_files(rel) or _PAGE_FILES.fullmatch(rel) is not None,
+)
+#: A Label Studio project (``export --format label-studio``): tasks, labeling config and the key.
+LABEL_STUDIO_OUTPUT = ExportFormat(
+    "procbench-label-studio-export",
+    "Label Studio export by procbench export",
+    lambda rel: rel in (TASKS_FILE, LABEL_CONFIG_FILE, KEY_FILE),
+)
 _CSP = (
     "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src 'self' data:; "
     "style-src 'self'; script-src 'self';\">"
@@ -73,11 +96,15 @@ class SheetResult:
     per_set: dict[str, int]
     images: int
     context: str
+    packet_id: str = ""
+    note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
         return {
             "out": str(self.out),
+            "packet_id": self.packet_id,
+            "note": self.note,
             "file": str(self.main),
             "key": str(self.out / KEY_FILE),
             "questions": self.questions,
@@ -89,7 +116,9 @@ class SheetResult:
 
 def _result(packet: Packet, out: Path, main: Path) -> SheetResult:
     per_set = {name: int(info["questions"]) for name, info in packet.key["sets"].items()}
-    return SheetResult(out, main, len(packet.questions), per_set, len(packet.images), packet.context)
+    return SheetResult(
+        out, main, len(packet.questions), per_set, len(packet.images), packet.context, packet.id, packet.note
+    )
 
 
 def _sheet_id(sheet: dict[str, Any]) -> str:
@@ -129,7 +158,7 @@ def write_answer_page(
     out: str | Path,
     *,
     store: str | Path = "procbench-store",
-    n: int = 40,
+    n: int | None = None,
     context: str = "without",
     seed: int = 0,
     split: str = "test",
@@ -137,11 +166,13 @@ def write_answer_page(
     progress: Progress = SILENT,
 ) -> SheetResult:
     """The report's answer mode: the packet of ``targets`` (as ``procbench packet`` samples it) as a static page
-    ``out/index.html`` that people answer in a browser, offline; the key is ``out/key.json``."""
-    check_out(Path(out), overwrite=overwrite)
+    ``out/index.html`` that people answer in a browser, offline; the key is ``out/key.json``. The answers it
+    downloads carry the packet id."""
+    check_out(Path(out), ANSWER_PAGE_OUTPUT, overwrite=overwrite)
     packet = build_packet(targets, store=store, n=n, context=context, seed=seed, split=split, progress=progress)
     out = Path(out)
-    write_packet(packet, out, overwrite=overwrite)
+    extra = [PAGE_FILE, *(f"assets/{name}" for name in _ASSETS)]
+    write_packet(packet, out, overwrite=overwrite, kind=ANSWER_PAGE_OUTPUT, extra=extra)
     (out / "assets").mkdir(parents=True, exist_ok=True)
     for name in _ASSETS:
         source = resources.files("procbench.report").joinpath("assets", name)
@@ -225,7 +256,7 @@ def write_label_studio(
     out: str | Path,
     *,
     store: str | Path = "procbench-store",
-    n: int = 40,
+    n: int | None = None,
     context: str = "without",
     seed: int = 0,
     split: str = "test",
@@ -236,15 +267,18 @@ def write_label_studio(
     options): ``tasks.json`` to import, ``labeling_config.xml`` to paste as the labeling interface, and
     ``key.json`` for ``score-packet`` (which reads Label Studio's JSON export of the annotations)."""
     out = Path(out)
-    check_out(out, overwrite=overwrite)
+    check_out(out, LABEL_STUDIO_OUTPUT, overwrite=overwrite)
     packet = build_packet(targets, store=store, n=n, context=context, seed=seed, split=split, progress=progress)
-    out.mkdir(parents=True, exist_ok=True)
-    image_src = {
-        name: "data:image/jpeg;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
-        for name, path in sorted(packet.images.items())
+    image_src = {  # the store's images are JPEGs, read and checked through its accessor (build_packet)
+        name: "data:image/jpeg;base64," + base64.b64encode(data).decode("ascii")
+        for name, data in sorted(packet.images.items())
     }
-    tasks = [{"data": {"question_id": q["id"], "html": question_html(q, image_src)}} for q in packet.questions]
+    tasks = [
+        {"data": {"question_id": q["id"], "packet_id": packet.id, "html": question_html(q, image_src)}}
+        for q in packet.questions
+    ]
     letters = max((len(q["choices"]) for q in packet.questions), default=2)
+    prepare_target(out, [TASKS_FILE, LABEL_CONFIG_FILE, KEY_FILE], LABEL_STUDIO_OUTPUT, overwrite=overwrite)
     (out / TASKS_FILE).write_text(json.dumps(tasks, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     (out / LABEL_CONFIG_FILE).write_text(labeling_config(letters, packet.context), encoding="utf-8")
     (out / KEY_FILE).write_text(json.dumps(packet.key, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

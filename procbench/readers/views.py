@@ -7,13 +7,16 @@ Wilson interval, the share marked ambiguous.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 from collections.abc import Iterable
 from html import escape
 from pathlib import Path
 from typing import Any
 
-__all__ = ["READERS_FILE", "readers_card_lines", "readers_html", "recorded_readers"]
+__all__ = ["READERS_FILE", "read_limited", "read_records", "readers_card_lines", "readers_html", "recorded_readers"]
 
 #: The file beside a set's parquet files that records the packets scored on it.
 READERS_FILE = "readers.json"
@@ -22,11 +25,39 @@ READERS_FILE = "readers.json"
 STALE_AFTER = 2.0
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """The entries of a ``readers.json`` (empty when it is missing or unreadable)."""
+#: Largest ``readers.json`` read (a larger one reads as empty).
+MAX_READERS_BYTES = 16 * 2**20
+
+
+def read_limited(path: Path, max_bytes: int, *, follow: bool = False) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file of at most ``max_bytes``, opened without following a
+    symbolic link unless ``follow`` (None when it is a link, not a regular file, or larger).
+
+    Raises:
+        OSError: it cannot be opened or read (e.g. it is missing).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # the last part of the path is a symbolic link
+            return None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return None
+        data = fh.read(max_bytes + 1)
+    return data if len(data) <= max_bytes else None
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The entries of a ``readers.json`` (empty when it is missing, unreadable, too large or a symbolic link:
+    a link could copy an outside file's entries into the store)."""
+    try:
+        raw = read_limited(path, MAX_READERS_BYTES)
+        data = json.loads(raw.decode("utf-8")) if raw is not None else None
+    except (OSError, ValueError, RecursionError):
         return []
     results = data.get("results") if isinstance(data, dict) else None
     return [r for r in results if isinstance(r, dict)] if isinstance(results, list) else []
@@ -37,7 +68,7 @@ def recorded_readers(qset_path: str | Path) -> list[dict[str, Any]]:
     rewritten after they were recorded: they scored an earlier version of it)."""
     path = Path(qset_path)
     target = path / READERS_FILE
-    if not target.is_file():
+    if target.is_symlink() or not target.is_file():
         return []
     splits = [path / f"{s}.parquet" for s in ("train", "val", "test")]
     written = max((f.stat().st_mtime for f in splits if f.is_file()), default=0.0)

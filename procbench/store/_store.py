@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import re
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import pyarrow.parquet as pq
 
 from procbench.errors import StoreChanged, StoreDamaged, StoreError, StoreLocked, StoreNotFound, StoreReadOnly
 from procbench.store.atomic import atomic_write_bytes
-from procbench.store.images import NormalisedImage
+from procbench.store.images import BadImage, NormalisedImage, decode_image
 from procbench.store.provenance import RUN, provenance_entry, transactions, utc_now
 from procbench.store.schema import SCHEMA_VERSION, TABLES
 from procbench.store.tables import (
@@ -46,6 +47,8 @@ _IMAGE_ID = re.compile(r"^[0-9a-f]{64}$")
 _LOCK = ".lock"
 #: Where images are written before being renamed into place (emptied when a transaction starts).
 _PARTIAL = ".partial"
+#: Largest stored image file read back (stored images are JPEGs of at most 512 pixels a side: far smaller).
+MAX_STORED_IMAGE_BYTES = 20 * 2**20
 
 
 def is_image_id(value: object) -> bool:
@@ -238,6 +241,34 @@ class Store:
         if path.is_symlink() or not path.is_file() or not self.contains(path):
             return None
         return path
+
+    def read_image(self, image_id: str) -> bytes:
+        """The bytes of a stored image, read only from a regular file in the store's ``images/`` (no symbolic link,
+        nothing outside the store) and checked to decode as an image.
+
+        Raises:
+            BadImage: ``image_id`` names no such file (missing, a link, outside the store), or its bytes are too
+                large or not an image.
+        """
+        path = self.image_file(image_id)
+        if path is None:
+            raise BadImage(f"image {str(image_id)[:16]} is not a regular file in the store (missing or a link)")
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        except OSError as exc:
+            raise BadImage(f"image {image_id[:16]} cannot be read ({exc.strerror or exc})") from None
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_STORED_IMAGE_BYTES:
+                raise BadImage(
+                    f"image {image_id[:16]} is not a regular file of at most {MAX_STORED_IMAGE_BYTES:,} bytes"
+                )
+            data = fh.read(MAX_STORED_IMAGE_BYTES + 1)
+        try:
+            decode_image(data)
+        except BadImage as exc:
+            raise BadImage(f"image {image_id[:16]} in the store is unreadable: {exc}") from None
+        return data
 
     def put_image(self, image: NormalisedImage) -> Path:
         """Write a normalised image (once: content-addressed files are never rewritten, unless short: one

@@ -122,7 +122,10 @@
       out[q.id] = a.ambiguous ? { answer: a.answer, ambiguous: true } : a.answer;
     });
     var reader = document.getElementById("reader").value.trim();
-    return reader ? { reader: reader, answers: out } : out;
+    var wrapped = { packet_id: data.packet_id };  // score-packet refuses answers carrying another packet's id
+    if (reader) wrapped.reader = reader;
+    wrapped.answers = out;
+    return wrapped;
   }
 
   document.getElementById("prev").addEventListener("click", function () { state.i -= 1; render(); window.scrollTo(0, 0); });
