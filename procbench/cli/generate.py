@@ -100,16 +100,8 @@ def command(
         str | None,
         typer.Option(
             "--policy",
-            help="--adversarial (and K3=2's pruning): the filter's size: 'standard', or 'demo' (4 rounds of one "
+            help="--adversarial: the filter's size: 'standard', or 'demo' (4 rounds of one "
             "3-fold ensemble: a small sample in seconds, weaker; the card names it) [standard].",
-        ),
-    ] = None,
-    rank_yield: Annotated[
-        float | None,
-        typer.Option(
-            "--rank-yield",
-            help="visual K3=2 knob settings: drop the drawn questions the context-free probes still solve (AFLite, "
-            "answer ranks kept uniform) while this share stays; 1 keeps every drawn question [0.8].",
         ),
     ] = None,
     items: Annotated[
@@ -200,8 +192,7 @@ def command(
     --sweep writes recipeqa, default, debias-auto, adversarial and needs-context. Corpora without step
     headlines: --items text or --items first-sentence (no needs-context there).
 
-    visual tasks: --knobs K1,K2,K3 (paper 001; K3=2: answer ranks uniform, then the questions the probes still
-    solve dropped while --rank-yield Y stay), --style recipeqa, or --adversarial; visual-cloze and
+    visual tasks: --knobs K1,K2,K3 (paper 001; K3=2: answer ranks dealt uniform), --style recipeqa, or --adversarial; visual-cloze and
     visual-coherence also --style needs-context (recommended: four photos of the procedure; the context is the
     blank's step, or for coherence three of the four photos' steps, the answer the photo of none of them).
 
@@ -242,7 +233,6 @@ def command(
         "ceiling": ceiling,
         "min_yield": min_yield,
         "policy": policy,
-        "rank_yield": rank_yield,
         "references": read_references(references) if references else None,
     }
     ratios = parse_ratios(split_ratios) if split_ratios is not None else None

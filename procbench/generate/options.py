@@ -28,8 +28,6 @@ from procbench.generate.adversarial.policy import (
     IMAGE_POLICY,
     MIN_YIELD,
     POLICY_SIZES,
-    RANK_PRUNING,
-    RANK_UNIFORM_YIELD,
     TEXTUAL_POLICY,
     AdversarialPolicy,
     sized,
@@ -78,7 +76,6 @@ _ORDER = (
     "ceiling",
     "min_yield",
     "policy",
-    "rank_yield",
 )
 _ADVERSARIAL = ("rounds", "ceiling", "min_yield", "policy")
 
@@ -221,8 +218,7 @@ class _Adversarial(GenerateOptions):
         ceiling: a replacement's cosine similarity to the answer and to every question item stays below this (no
             paraphrases, no near-copies of what the question shows).
         min_yield: when the probes still beat chance after the rounds, the questions they solve are dropped (most
-            confident first) while this share of the drafted questions stays; 1 drops none (:data:`MIN_YIELD`; the
-            visual tasks: :data:`~procbench.generate.adversarial.policy.VISUAL_MIN_YIELD`).
+            confident first) while this share of the drafted questions stays; 1 drops none (:data:`MIN_YIELD`).
         policy: the filter's size: ``standard``, or ``demo`` (4 rounds of one 3-fold ensemble: a small sample in
             seconds, weaker; the card names it).
     """
@@ -245,14 +241,8 @@ class _Adversarial(GenerateOptions):
         super().check(settings)
         defaults = {f.name: f.default for f in fields(self)}
         given = [name for name in _ADVERSARIAL if getattr(self, name) != defaults[name]]
-        if given == ["policy"] and self._pruned(settings):
-            return
         if given and not any(s.style == "adversarial" for s in settings):
             raise BadInput("--rounds, --ceiling, --min-yield and --policy apply only with --adversarial (or --sweep)")
-
-    def _pruned(self, settings: Sequence[Setting]) -> bool:
-        """Whether a setting of ``settings`` is pruned by a filter that ``policy`` sizes (besides ``adversarial``)."""
-        return False
 
     def adversarial_policy(self, preset: AdversarialPolicy) -> AdversarialPolicy:
         """``preset`` (the task's :class:`~procbench.generate.adversarial.AdversarialPolicy`) at this ``policy``'s
@@ -337,35 +327,9 @@ class NextActionOptions(_TextualSamplers):
 
 @dataclass(frozen=True)
 class _Visual(_Adversarial):
-    """The visual tasks' options.
-
-    Attributes:
-        rank_yield: K3=2 knob settings: the drawn questions the context-free probes still solve are dropped (AFLite,
-            answer ranks kept uniform, :mod:`procbench.generate.visual.pruning`) while this share of them stays; 1
-            keeps every drawn question (:data:`RANK_UNIFORM_YIELD`).
-    """
+    """The visual tasks' options (the ``adversarial`` setting's, with the visual filter's ``min_yield``)."""
 
     min_yield: float = IMAGE_POLICY.min_yield
-    rank_yield: float = RANK_UNIFORM_YIELD
-
-    def _check(self) -> None:
-        super()._check()
-        object.__setattr__(self, "rank_yield", _share("rank_yield", self.rank_yield, "a share"))
-
-    def check(self, settings: Sequence[Setting]) -> None:
-        super().check(settings)
-        if self.rank_yield != RANK_UNIFORM_YIELD and not any(s.rank_uniform for s in settings):
-            raise BadInput("--rank-yield applies only to K3=2 knob settings (--knobs K1,K2,2 or --sweep)")
-
-    def _pruned(self, settings: Sequence[Setting]) -> bool:
-        return self.rank_yield < 1 and any(s.rank_uniform for s in settings)  # --policy sizes K3=2's pruning too
-
-    def rank_pruning(self) -> AdversarialPolicy | None:
-        """K3=2's pruning: :data:`RANK_PRUNING` at this ``policy``'s size with ``min_yield`` this ``rank_yield``
-        (None: 1, no pruning)."""
-        if self.rank_yield >= 1:
-            return None
-        return dataclasses.replace(sized(RANK_PRUNING, self.policy), min_yield=self.rank_yield)
 
 
 @dataclass(frozen=True)
