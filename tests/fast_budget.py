@@ -16,6 +16,10 @@ What is counted: the test's own setup (function-scoped fixtures) and call. A fix
 session is set up once for many tests, so its cost is taken out of the test that happened to trigger it and
 checked on its own against the same budget (it fails that test, naming the fixture).
 
+The whole run has a budget too: with ``PROCBENCH_FAST_SUITE_SECONDS`` set (``make test-budget`` sets 300), a run
+whose wall time, from the session's start to its end, exceeds it fails (exit code 1) with a line saying by how
+much; the end of every such run states the wall time. It is wall time on purpose: what a person waits for.
+
 ``PROCBENCH_FAST_TEST_SECONDS`` sets the limit and makes it binding (``0`` turns the guard off, e.g. to profile;
 ``make test-budget`` runs the suite with 20). Without it the guard reports the fast tests over 20 s at the end of
 the run instead of failing them: the suite does not meet its budget yet, and CI must stay green meanwhile.
@@ -33,6 +37,9 @@ import pytest
 #: The budget of one fast test, in seconds (the contributing rules: a fast test takes < ~20 s).
 LIMIT_SECONDS = 20.0
 LIMIT_ENV = "PROCBENCH_FAST_TEST_SECONDS"
+#: The budget of the whole fast suite's wall time, in seconds (``make test-budget``; issue 59: five minutes).
+SUITE_SECONDS = 300.0
+SUITE_ENV = "PROCBENCH_FAST_SUITE_SECONDS"
 _KEY = pytest.StashKey[dict[str, float]]()
 #: Shared (module or session) fixtures set up during a test's setup: (name, wall, CPU) each.
 _SHARED_KEY = pytest.StashKey[list[tuple[str, float, float]]]()
@@ -46,6 +53,44 @@ def limit_seconds() -> float:
     """The limit of this session (read when it starts): :data:`LIMIT_ENV` when set, else :data:`LIMIT_SECONDS`."""
     value = os.environ.get(LIMIT_ENV, "").strip()
     return float(value) if value else LIMIT_SECONDS
+
+
+def suite_limit_seconds() -> float:
+    """The whole run's wall-time budget: :data:`SUITE_ENV` when set (``0``: none), else none (0)."""
+    value = os.environ.get(SUITE_ENV, "").strip()
+    return float(value) if value else 0.0
+
+
+class _SuiteClock:
+    """The run's wall time against its budget (in the process that runs the session; with pytest-xdist, the
+    controller, whose session spans the workers')."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        self.started = time.perf_counter()
+        self.spent: float | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.started = time.perf_counter()
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.spent = time.perf_counter() - self.started
+        if self.spent > self.limit and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.spent is None:
+            return
+        if self.spent > self.limit:
+            terminalreporter.section("the fast suite is over its budget", red=True)
+            terminalreporter.write_line(
+                f"the run took {self.spent:.1f} s wall time, {self.spent - self.limit:.1f} s over the "
+                f"{self.limit:g} s budget ({SUITE_ENV}): make the slowest tests cheaper (--durations=10 lists "
+                "them) or mark those over ~20 s @pytest.mark.slow"
+            )
+        else:
+            spent = f"{self.spent:.1f} s wall time"
+            terminalreporter.write_line(f"fast suite: {spent}, within its {self.limit:g} s budget")
 
 
 def _cpu_seconds() -> float:
@@ -79,6 +124,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_LIMIT_KEY] = limit_seconds()  # read once: a test changing the variable changes no budget
     config.stash[_ENFORCE_KEY] = bool(os.environ.get(LIMIT_ENV, "").strip())
     config.pluginmanager.register(_OverBudgetSummary(), f"fast-budget-summary-{id(config)}")
+    suite = suite_limit_seconds()
+    if suite > 0 and not hasattr(config, "workerinput"):  # an xdist worker's session is a part of the run
+        config.pluginmanager.register(_SuiteClock(suite), f"fast-budget-suite-{id(config)}")
 
 
 def _over_budget(item: pytest.Item, report: pytest.TestReport, message: str) -> None:

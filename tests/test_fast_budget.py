@@ -1,5 +1,6 @@
 """The fast-suite guard (tests/fast_budget.py): a fast test over the budget fails, a slow-marked one does not;
-a shared fixture is checked on its own, not charged to the test that set it up."""
+a shared fixture is checked on its own, not charged to the test that set it up; a run over the suite's budget
+fails."""
 
 from __future__ import annotations
 
@@ -103,3 +104,51 @@ def test_without_the_variable_the_tests_over_the_budget_are_listed_at_the_end(
     result.stdout.fnmatch_lines(["*2 fast tests over the budget (binding with PROCBENCH_FAST_TEST_SECONDS=20)*"])
     result.stdout.fnmatch_lines(["*test_over_budget took *over the 0.25 s budget of a fast test*"])
     result.stdout.fnmatch_lines(["*the shared fixture 'shared' (set up for *test_first_of_an_expensive_* took*"])
+
+
+SLEEPY = """
+import time
+
+
+def test_sleeps():
+    time.sleep(0.6)
+
+
+def test_quick():
+    pass
+"""
+
+
+@pytest.mark.parametrize("workers", [None, 2])
+def test_a_run_over_the_suites_budget_fails_and_one_within_it_says_its_time(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: int | None
+) -> None:
+    """``make test-budget``: PROCBENCH_FAST_SUITE_SECONDS bounds the run's wall time (with pytest-xdist too, where
+    the controller's session spans the workers')."""
+    if workers:
+        pytest.importorskip("xdist")
+    monkeypatch.delenv("PROCBENCH_FAST_TEST_SECONDS", raising=False)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    pytester.makeini("[pytest]\nmarkers = slow: slow\n")
+    pytester.makepyfile(test_sleepy=SLEEPY)
+    run_in = ["-n", str(workers), "--dist", "loadfile"] if workers else []
+
+    monkeypatch.setenv("PROCBENCH_FAST_SUITE_SECONDS", "0.5")
+    over = pytester.runpytest_subprocess("-p", "fast_budget", "-q", *run_in)
+    assert over.ret == pytest.ExitCode.TESTS_FAILED
+    over.assert_outcomes(passed=2)  # every test passed: the run as a whole is over
+    over.stdout.fnmatch_lines(["*the fast suite is over its budget*", "*run took * s wall time, * over the 0.5 s*"])
+
+    monkeypatch.setenv("PROCBENCH_FAST_SUITE_SECONDS", "600")
+    within = pytester.runpytest_subprocess("-p", "fast_budget", "-q", *run_in)
+    assert within.ret == pytest.ExitCode.OK
+    within.stdout.fnmatch_lines(["*fast suite: * s wall time, within its 600 s budget*"])
+
+
+def test_the_suites_budget_is_off_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fast_budget import SUITE_SECONDS, suite_limit_seconds
+
+    monkeypatch.delenv("PROCBENCH_FAST_SUITE_SECONDS", raising=False)
+    assert suite_limit_seconds() == 0.0 and SUITE_SECONDS == 300.0
+    monkeypatch.setenv("PROCBENCH_FAST_SUITE_SECONDS", str(SUITE_SECONDS))
+    assert suite_limit_seconds() == 300.0
