@@ -76,7 +76,7 @@ def ingested_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def sample_visual_sweeps(ingested_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     """The bundled sample with hashed ``step_title`` and colour-layout ``image`` embeddings, and every visual
-    task's sweep (adversarial filtering demo-sized, K3=2 unpruned) and RecipeQA-style set, seed 3:
+    task's sweep (adversarial filtering demo-sized) and RecipeQA-style set, seed 3:
     ``(store, {TASK: result, "TASK/recipeqa": result})``. Built once per session (``test_generate_visual``,
     ``test_publish``): copy the store before writing to it."""
     import shutil
@@ -91,7 +91,6 @@ def sample_visual_sweeps(ingested_sample: Path, tmp_path_factory: pytest.TempPat
     store = Store.open(root)
     results = {}
     for task in ("visual-cloze", "visual-coherence", "visual-ordering"):
-        # K3=2's pruning left out: it would take the fixture past a fast test's budget (test_visual_pruning runs it)
-        results[task] = generate(store, task, sweep=True, seed=3, policy="demo", rank_yield=1.0)
+        results[task] = generate(store, task, sweep=True, seed=3, policy="demo")
         results[f"{task}/recipeqa"] = generate(store, task, Setting("recipeqa"), seed=3)
     return root, results

@@ -192,9 +192,10 @@ def command(
     --sweep writes recipeqa, default, debias-auto, adversarial and needs-context. Corpora without step
     headlines: --items text or --items first-sentence (no needs-context there).
 
-    visual tasks: --knobs K1,K2,K3 (paper 001; K3=2: answer ranks dealt uniform), --style recipeqa, or --adversarial; visual-cloze and
-    visual-coherence also --style needs-context (recommended: four photos of the procedure; the context is the
-    blank's step, or for coherence three of the four photos' steps, the answer the photo of none of them).
+    visual tasks: --knobs K1,K2,K3 (paper 001; K3=2: answer ranks dealt uniform), --style recipeqa, or
+    --adversarial; visual-cloze and visual-coherence also --style needs-context (recommended: four photos of the
+    procedure; the context is the blank's step, or for coherence three of the four photos' steps, the answer the
+    photo of none of them).
 
     next-action: the same samplers over step action tuples (run `procbench extract`, then
     `procbench embed --fields action` first): the actions of up to three steps, then pick the next one.

@@ -3,7 +3,7 @@
 Each question gets a target rank ``r`` of its answer by distance to the question point: ``r`` negatives closer
 than the answer, ``3 - r`` farther (:data:`CLOZE_WANTS`); :func:`balanced_ranks` deals the ranks so that each
 holds as many questions as the next, so no "pick the choice at rank r" rule beats chance
-(:mod:`procbench.generate.visual.ranks` explains the rule for the visual tasks).
+(:mod:`procbench.generate.visual.dealer` deals the visual tasks' ranks).
 """
 
 from __future__ import annotations

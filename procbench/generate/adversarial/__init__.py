@@ -26,10 +26,8 @@ Modules: :mod:`.policy` (every constant, a preset per task), :mod:`.arena` (ques
 from __future__ import annotations
 
 from procbench.generate.adversarial.arena import (
-    ADVERSARIAL_CLUSTERS,
     CLUSTER_COUNT_COLUMNS,
     ITEM_COUNT_COLUMNS,
-    LATTICE_SPACING,
     Arena,
     initial_negatives,
     lattice_targets,
@@ -40,17 +38,13 @@ from procbench.generate.adversarial.policy import (
     COHERENCE_POLICY,
     DEMO_SIZE,
     IMAGE_POLICY,
-    JUDGE_ROUNDS,
     POLICY_SIZES,
-    PROBE_REPEATS,
-    RANK_PRUNING,
-    RANK_UNIFORM_YIELD,
     TEXTUAL_POLICY,
-    TREE_ITERATIONS,
     AdversarialPolicy,
+    preset,
     sized,
 )
-from procbench.generate.adversarial.prune import PRUNE_PARTITIONS, PRUNE_STEP, prune_drawn, prune_predictable
+from procbench.generate.adversarial.prune import prune_drawn, prune_predictable
 from procbench.generate.adversarial.rounds import (
     FILTER_MODELS,
     AdversarialResult,
@@ -66,23 +60,14 @@ from procbench.generate.adversarial.rounds import (
 )
 
 __all__ = [
-    "ADVERSARIAL_CLUSTERS",
     "CLUSTER_COUNT_COLUMNS",
     "COHERENCE_POLICY",
     "DEMO_SIZE",
     "FILTER_MODELS",
     "IMAGE_POLICY",
     "ITEM_COUNT_COLUMNS",
-    "JUDGE_ROUNDS",
-    "LATTICE_SPACING",
     "POLICY_SIZES",
-    "PROBE_REPEATS",
-    "PRUNE_PARTITIONS",
-    "PRUNE_STEP",
-    "RANK_PRUNING",
-    "RANK_UNIFORM_YIELD",
     "TEXTUAL_POLICY",
-    "TREE_ITERATIONS",
     "AdversarialPolicy",
     "AdversarialResult",
     "Arena",
@@ -99,6 +84,7 @@ __all__ = [
     "prune_drawn",
     "prune_predictable",
     "run_rounds",
+    "preset",
     "sized",
     "told_questions",
     "usable_candidates",

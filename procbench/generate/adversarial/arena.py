@@ -17,19 +17,13 @@ from procbench.rng import stream
 from procbench.shortcuts import FEATURE_NAMES, WITHIN_KINDS, ChoiceBatch, HubnessTable, choice_features, word_weights
 
 __all__ = [
-    "ADVERSARIAL_CLUSTERS",
     "CLUSTER_COUNT_COLUMNS",
     "ITEM_COUNT_COLUMNS",
-    "LATTICE_SPACING",
     "Arena",
     "initial_negatives",
     "lattice_targets",
     "usable_candidates",
 ]
-
-#: The probes' cluster-frequency feature counts choices per KMeans cluster of the pool's items (as the audit's
-#: ``partial_input`` does, which clusters a set's choice items into at most 16).
-ADVERSARIAL_CLUSTERS = 16
 
 
 #: Columns of :func:`choice_features` that count how often an item (its cluster) is a choice in the whole set.
@@ -310,11 +304,6 @@ def initial_negatives(
         negatives[q] = rows
         classes[q] = [kind for _, kind in picked]
     return negatives, classes, unfilled
-
-
-#: The start's spacing of the choices' distances to the question mean (:func:`lattice_targets`), in standard
-#: deviations of the answers' distances (measurements: benchmarks/adversarial_constants.md).
-LATTICE_SPACING = 0.3
 
 
 def lattice_targets(closer: np.ndarray, spacing: float, n_negatives: int) -> np.ndarray:

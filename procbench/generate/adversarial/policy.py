@@ -7,10 +7,11 @@ that set them.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from procbench.errors import BadInput
+from procbench.generate.policy import current
 from procbench.shortcuts import MIN_CV_QUESTIONS
 
 __all__ = [
@@ -18,65 +19,22 @@ __all__ = [
     "DEMO_SIZE",
     "DEFAULT_POLICY",
     "FAST_TREES",
-    "MAX_FIT_QUESTIONS",
-    "PATIENCE",
-    "RANK_PRUNING",
-    "RANK_UNIFORM_YIELD",
-    "TREE_BINS",
     "IMAGE_POLICY",
-    "JUDGE_VARIANTS",
     "MIN_YIELD",
-    "JUDGE_ROUNDS",
-    "PROBE_REPEATS",
-    "PRUNE_PARTITIONS",
-    "PRUNE_STEP",
-    "TREE_ITERATIONS",
-    "TEXTUAL_POLICY",
-    "VISUAL_MIN_YIELD",
     "POLICY_SIZES",
+    "TEXTUAL_POLICY",
     "AdversarialPolicy",
+    "preset",
     "sized",
 ]
 
-#: A round judges replacement candidates by the mean of the ensembles of this many rounds, its own and those before
-#: it (as fictitious play answers the mix of the adversary's past strategies): a swap must fool the probes of earlier
-#: rounds too, so a round does not plant what the one before removed.
-JUDGE_ROUNDS = 3
-#: A round's probes are the mean of this many cross-fitted ensembles, each on its own procedure folds, so which
-#: questions a round targets does not hinge on how the procedures fell into folds.
-PROBE_REPEATS = 2
-#: Pruning scores each question with this many cross-fittings (fresh procedure folds each), as AFLite averages
-#: over random partitions: a question one fold assignment happens to solve is not dropped for that alone.
-PRUNE_PARTITIONS = 3
-#: Each pruning step drops this share of the questions.
-PRUNE_STEP = 0.03
-#: Boosting iterations of the partial-input probe (the audit's, :class:`procbench.shortcuts.ShortcutEnsemble`).
-TREE_ITERATIONS = 150
-#: Histogram bins per feature of the partial-input trees (scikit-learn's default, the audit's).
-TREE_BINS = 255
-#: Subsampled cross-fitting: at most this many questions fit one fold's probes, so a round costs the same on any
-#: set larger than that (every question is still scored by the folds that did not see its procedure).
-MAX_FIT_QUESTIONS: int | None = 2000
-#: A round's judge scores at most about this many candidate variants (a told question with one negative swapped
-#: for a usable candidate): past it, each told question's candidates are a fresh seeded draw of an equal share, so
-#: a round's replacements cost the same on any set larger than that (no set of the shared corpora reaches it).
-JUDGE_VARIANTS: int | None = 65_536
-#: ``min_yield``'s default for the textual tasks' preset and options (the visual tasks': :data:`VISUAL_MIN_YIELD`):
-#: when replacing negatives leaves the probes above chance, the questions they still solve are dropped while this
-#: share of the drafted questions stays.
-MIN_YIELD = 0.85
-#: K3=2 knob settings (rank-uniform, visual tasks): the drawn questions the probes still solve are dropped
-#: (AFLite) while this share stays, the share of its drafted questions issue 35's probe bar is held at
-#: (benchmarks/real_photos.md, session 15).
-RANK_UNIFORM_YIELD = 0.8
-#: The visual presets' ``min_yield`` (cloze, ordering and coherence ``adversarial``): the share K3=2's pruning keeps,
-#: issue 35's bar. Against 0.85, visual cloze ``adversarial`` read a worst context-free probe of 0.317 -> 0.299 on the
-#: build guides and 0.316 -> 0.307 on the cooking variant, 10 seeds each (benchmarks/real_photos.md, session 22).
-VISUAL_MIN_YIELD = RANK_UNIFORM_YIELD
-#: The textual filter stops its rounds after this many rounds in a row without a new best round.
-PATIENCE = 4
-#: The textual filter's cheaper partial-input trees: 60 boosting iterations over 63 bins per feature read the same
-#: held-out accuracy as the audit's 150 over 255 at a third of the cost.
+
+def _now(name: str) -> Any:
+    """A field default read from :func:`procbench.generate.policy.current` when the policy object is made."""
+    return field(default_factory=lambda: getattr(current(), name))
+
+
+#: The textual filter's cheaper partial-input trees (a third of the audit's cost; benchmarks/adversarial_constants.md).
 FAST_TREES: dict[str, Any] = {"tree_iterations": 60, "tree_bins": 63}
 
 
@@ -115,24 +73,24 @@ class AdversarialPolicy:
         size: ``standard``, or ``demo`` (:data:`DEMO_SIZE`, :func:`sized`).
     """
 
-    rounds: int = 15
-    ceiling: float = 0.8
+    rounds: int = _now("ROUNDS")
+    ceiling: float = _now("TEXT_CEILING")
     max_uses: int = 1
-    n_folds: int = 5
-    z: float = 0.5
+    n_folds: int = _now("N_FOLDS")
+    z: float = _now("Z")
     min_yield: float = 1.0
-    probe_repeats: int = PROBE_REPEATS
-    judge_rounds: int = JUDGE_ROUNDS
-    judge_variants: int | None = JUDGE_VARIANTS
+    probe_repeats: int = _now("PROBE_REPEATS")
+    judge_rounds: int = _now("JUDGE_ROUNDS")
+    judge_variants: int | None = _now("JUDGE_VARIANTS")
     replace_share: float = 1.0
-    prune_repeats: int = PROBE_REPEATS
-    prune_partitions: int = PRUNE_PARTITIONS
-    prune_step: float = PRUNE_STEP
+    prune_repeats: int = _now("PROBE_REPEATS")
+    prune_partitions: int = _now("PRUNE_PARTITIONS")
+    prune_step: float = _now("PRUNE_STEP")
     prune_carry: bool = False
     prune_last: bool = False
-    tree_iterations: int = TREE_ITERATIONS
-    tree_bins: int = TREE_BINS
-    max_fit_questions: int | None = MAX_FIT_QUESTIONS
+    tree_iterations: int = _now("TREE_ITERATIONS")
+    tree_bins: int = _now("TREE_BINS")
+    max_fit_questions: int | None = _now("MAX_FIT_QUESTIONS")
     patience: int | None = None
     size: str = "standard"
 
@@ -169,32 +127,37 @@ class AdversarialPolicy:
         return out
 
 
-#: The defaults (library use).
-DEFAULT_POLICY = AdversarialPolicy()
-#: Textual cloze and next-action: questions the probes still solve after the rounds are dropped down to 85%. One
-#: cross-fitting per round (the judge still averages the last 3 rounds' ensembles), one fresh partition per pruning
-#: step whose scores add up over the steps (``prune_carry``), the cheaper trees, and a stop after :data:`PATIENCE`
-#: rounds without progress: the validity probes within noise of the standard loop at a fraction of its cost
-#: (benchmarks/adversarial_constants.md).
-TEXTUAL_POLICY = AdversarialPolicy(
-    min_yield=MIN_YIELD,
-    probe_repeats=1,
-    prune_repeats=1,
-    prune_partitions=1,
-    prune_carry=True,
-    patience=PATIENCE,
-    **FAST_TREES,
-)
-#: K3=2 knob settings' pruning (:mod:`procbench.generate.visual.pruning`): AFLite on the drawn set, scored as the
-#: visual filters prune, down to :data:`RANK_UNIFORM_YIELD` unless the probes reach chance first; it keeps what is
-#: left then, not the step whose noisy probes read nearest chance (benchmarks/real_photos.md, session 15).
-RANK_PRUNING = AdversarialPolicy(min_yield=RANK_UNIFORM_YIELD, prune_last=True)
-#: Visual cloze and ordering: image embeddings of different photos of one dish can be very close; only
-#: near-copies are excluded. Questions the probes still solve are dropped while 80% stay (:data:`VISUAL_MIN_YIELD`).
-IMAGE_POLICY = AdversarialPolicy(ceiling=0.95, min_yield=VISUAL_MIN_YIELD)
-#: Visual coherence: the intruder (the answer) is what is replaced; one ensemble per round, and half of the told
-#: questions changed per round (replacing them all made the probes swing across chance from round to round).
-COHERENCE_POLICY = AdversarialPolicy(ceiling=0.95, min_yield=VISUAL_MIN_YIELD, probe_repeats=1, replace_share=0.5)
+def preset(name: str) -> AdversarialPolicy:
+    """A recipe's filter preset, made from :func:`~procbench.generate.policy.current` now: ``default`` (library use);
+    ``textual`` (textual cloze and next-action: pruning down to ``MIN_YIELD``, one cross-fitting per round, one
+    partition per pruning step whose scores add up, the cheaper trees, a stop after ``PATIENCE`` rounds without
+    progress); ``image`` (visual cloze and
+    ordering: only near-copies excluded, ``IMAGE_CEILING``); ``coherence`` (the intruder replaced; one ensemble per
+    round, ``COHERENCE_REPLACE_SHARE`` of the told questions changed per round).
+
+    Raises:
+        BadInput: an unknown preset.
+    """
+    p = current()
+    if name == "default":
+        return AdversarialPolicy()
+    if name == "textual":
+        return AdversarialPolicy(min_yield=p.MIN_YIELD, probe_repeats=1, prune_repeats=1, prune_partitions=1,
+                                 prune_carry=True, patience=p.PATIENCE, **FAST_TREES)  # fmt: skip
+    if name == "image":
+        return AdversarialPolicy(ceiling=p.IMAGE_CEILING, min_yield=p.MIN_YIELD)
+    if name == "coherence":
+        return AdversarialPolicy(ceiling=p.IMAGE_CEILING, min_yield=p.MIN_YIELD, probe_repeats=1,
+                                 replace_share=p.COHERENCE_REPLACE_SHARE)  # fmt: skip
+    raise BadInput(f"no filter preset {name!r}: default, textual, image or coherence")
+
+
+#: The presets as the defaults make them (option defaults read these at import; generators call :func:`preset`).
+DEFAULT_POLICY = preset("default")
+TEXTUAL_POLICY = preset("textual")
+IMAGE_POLICY = preset("image")
+COHERENCE_POLICY = preset("coherence")
+MIN_YIELD = current().MIN_YIELD
 
 #: ``--policy demo``: a demo-sized filter for a small sample in seconds rather than minutes: 4 rounds of one
 #: 3-fold ensemble judged alone, whose partial-input trees have 50 boosting iterations (150 standard); pruning

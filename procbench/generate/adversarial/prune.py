@@ -14,7 +14,7 @@ import numpy as np
 
 from procbench.aflite import aflite_rounds
 from procbench.generate.adversarial.arena import Arena
-from procbench.generate.adversarial.policy import PRUNE_PARTITIONS, PRUNE_STEP, AdversarialPolicy
+from procbench.generate.adversarial.policy import AdversarialPolicy
 from procbench.generate.adversarial.rounds import (
     _accuracies,
     _lowest,
@@ -28,7 +28,7 @@ from procbench.progress import SILENT, Progress
 from procbench.rng import stream
 from procbench.shortcuts import hits
 
-__all__ = ["PRUNE_PARTITIONS", "PRUNE_STEP", "interleaved", "prune_drawn", "prune_predictable"]
+__all__ = ["interleaved", "prune_drawn", "prune_predictable"]
 
 
 #: The partitions of each pruning step.
@@ -46,12 +46,12 @@ def prune_predictable(
 ) -> tuple[np.ndarray, list[dict[str, Any]], int]:
     """Drop the questions context-free probes still solve, most predictable first (AFLite-style).
 
-    Each step fits ``options.prune_partitions`` (:data:`PRUNE_PARTITIONS`) fresh cross-fitted ensembles on the
+    Each step fits ``options.prune_partitions`` (``PRUNE_PARTITIONS``) fresh cross-fitted ensembles on the
     questions left; a question's predictability is how often their probes above chance solve it, and their probes
     below chance rate its answer lowest (ties: the probabilities of its answer; the ensemble's when no probe is off
     chance). With ``options.prune_carry``, a question's predictability adds up over the steps so far (AFLite's
     share over every partition that held it out; the earlier ones fitted on a superset of the questions left), so
-    one fresh partition per step is enough to rank by. The ``options.prune_step`` share (:data:`PRUNE_STEP`) of
+    one fresh partition per step is enough to rank by. The ``options.prune_step`` share (``PRUNE_STEP``) of
     most predictable questions is dropped, until every probe's mean accuracy is within ``options.z`` standard errors
     of chance or ``floor`` questions are left. ``strata (Q,)`` (e.g. K3=2's answer ranks): each step drops as many
     questions of every stratum, its most predictable ones, so their shares stay as drawn (the step and the questions

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from procbench.generate.adversarial import ADVERSARIAL_CLUSTERS, AdversarialPolicy, Arena, usable_candidates
+from procbench.generate import policy
+from procbench.generate.adversarial import AdversarialPolicy, Arena, usable_candidates
 from procbench.generate.adversarial.arena import QUESTION_BLOCK
 from procbench.generate.debias import cluster_titles
 from procbench.generate.ranks import CLOZE_WANTS, balanced_ranks
@@ -50,7 +51,7 @@ def negative_capacity(pool: Pool, answers: np.ndarray) -> np.ndarray:
 def item_clusters(pool: Pool, seed: int) -> np.ndarray:
     """``(N,)`` KMeans cluster of every item row (for the probes' cluster-frequency feature)."""
     embeddings = pool.embeddings
-    n_clusters = min(ADVERSARIAL_CLUSTERS, len(np.unique(embeddings.hashes)))
+    n_clusters = min(policy.current().ADVERSARIAL_CLUSTERS, len(np.unique(embeddings.hashes)))
     return cluster_titles(embeddings.vectors, n_clusters=n_clusters, seed=seed, hashes=embeddings.hashes).labels
 
 

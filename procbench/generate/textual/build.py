@@ -11,7 +11,7 @@ from typing import Any
 
 from procbench.card.setting_report import SettingReport
 from procbench.errors import BadInput
-from procbench.generate.adversarial import TEXTUAL_POLICY
+from procbench.generate.adversarial import preset
 from procbench.generate.answers import balance_answer_positions
 from procbench.generate.options import NextActionOptions, TextualClozeOptions
 from procbench.generate.search import Searcher
@@ -91,7 +91,7 @@ def build(
         knn_k=options.knn_k,
         clusters=options.clusters,
         min_distance=options.min_distance,
-        adversarial=options.adversarial_policy(TEXTUAL_POLICY),
+        adversarial=options.adversarial_policy(preset("textual")),
         hide_window=items != "title" and not last,
         last=last,
         searcher=searcher,

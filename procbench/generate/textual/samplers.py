@@ -32,8 +32,8 @@ import numpy as np
 
 from procbench.errors import BadInput
 from procbench.formats.recipeqa import PLACEHOLDER
+from procbench.generate import policy
 from procbench.generate.adversarial import (
-    LATTICE_SPACING,
     TEXTUAL_POLICY,
     AdversarialPolicy,
     Arena,
@@ -577,7 +577,7 @@ class Adversarial(Sampler):
         arena, ranks, offsets = arena.subset(ranked, negatives=arena.negatives[ranked]), ranks[ranked], offsets[ranked]
         kept_index = np.array(index, dtype=np.int64)[ranked]  # into ``drafts``, as the arena's questions are now
         # the rank-r answer has r negatives closer to the question, evenly spaced in distance with it
-        targets = lattice_targets(ranks, LATTICE_SPACING * float(np.std(to_answer)), N_NEGATIVES)
+        targets = lattice_targets(ranks, policy.current().LATTICE_SPACING * float(np.std(to_answer)), N_NEGATIVES)
         start, classes, unfilled = initial_negatives(arena, options, seed=seed, offsets=offsets, targets=targets)
         self.skip("few_candidates", int(unfilled.sum()))
         keep = ~unfilled

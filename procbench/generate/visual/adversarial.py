@@ -1,19 +1,14 @@
 """Adversarial negatives for a visual task whose questions show images and whose answer is one image.
 
-The setting ``adversarial`` starts from the task's rank-uniform knob setting (K1, K2 of the default, K3=2:
-the same questions and first negatives as that knob setting; cloze's on the paper's K1 questions and
-coherence's with its ranks balanced among those each question allows, see
-:class:`.driver.VisualTask`) and runs adversarial filtering
-(:mod:`procbench.generate.adversarial`) on its negatives: the context-free probes are fitted with
-procedure-grouped cross-fitting, and the negatives they tell from the answer are replaced by images of other
-procedures among the nearest neighbours of the answer, the question mean and the drawn negatives' mean (in cloze
-also those of the question mean's neighbours that look most like a question photo, :data:`CLOZE_LOOKALIKES`). A
-replacement lies on the same side of the answer's distance to the question mean as the negative it replaces,
-so the answer's distance rank stays the uniform one of K3=2. In cloze a replacement also lies on the same side of
-the answer's density (:func:`procbench.shortcuts.hubness`), whose rank the start deals as evenly as the
-candidates allow, and half the answer's neighbours are ranked with the hubs' density taken off
-(:func:`answer_neighbours`). An image is never a near-copy of the answer or of a question image (cosine
-similarity ceiling) and is a negative in at most about as many questions as its share of the pool allows.
+The setting ``adversarial`` starts from the task's K3=2 draw (K1, K2 of the default: the answer's rank on the
+recipe's tells dealt by :mod:`.dealer`) and runs adversarial filtering (:mod:`procbench.generate.adversarial`) on
+it: the context-free probes are fitted with procedure-grouped cross-fitting, and what they tell from the answer is
+replaced by images of other procedures from the recipe's candidate sources (:mod:`procbench.generate.recipes`:
+the nearest neighbours of the answer, the question mean and the drawn negatives' mean; coherence: of the coherent
+images' mean and of each coherent image). A replacement keeps its slot's class on the dealt tell (the side of the
+answer's distance to the question mean; coherence: the intruder's odd-one-out rank), so the dealt rank stays. An
+image is never a near-copy of the answer or of a question image (cosine ceiling) and is a choice in at most about
+as many questions as its share of the pool allows.
 
 Beside the filter's own probes, each task plays against the audit's probes that read what its choices show
 (:class:`SvmProbes`): cloze and coherence against the image probes ``colour_layout`` and ``near_duplicate``
@@ -26,20 +21,16 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from procbench.generate import policy, recipes
 from procbench.generate.adversarial import (
-    ADVERSARIAL_CLUSTERS,
     CLUSTER_COUNT_COLUMNS,
-    COHERENCE_POLICY,
-    IMAGE_POLICY,
     ITEM_COUNT_COLUMNS,
-    LATTICE_SPACING,
     AdversarialPolicy,
     AdversarialResult,
     Arena,
@@ -47,13 +38,13 @@ from procbench.generate.adversarial import (
     filter_negatives,
     initial_negatives,
     lattice_targets,
+    preset,
     probe,
     probe_costs,
     prune_predictable,
     run_rounds,
-    usable_candidates,
 )
-from procbench.generate.visual.ranks import coherence_ranks
+from procbench.generate.visual.dealer import tell_classes
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.image_stats import IMAGE_PROBES, RELATIONS, choice_relations, probe_features, probe_model
 from procbench.progress import SILENT, Progress
@@ -66,20 +57,12 @@ from procbench.shortcuts import (
     choice_features,
     within_question,
 )
+from procbench.tells import TELLS
 
 __all__ = [
-    "CANDIDATES",
-    "CLOZE_LOOKALIKES",
     "PATH_COLUMN",
-    "IMAGE_FAMILIES",
     "IMAGE_RELATIONS",
-    "IMAGE_WEIGHT",
-    "IMAGE_POLICY",
-    "INTRUDER_CANDIDATES",
-    "INTRUDER_LOOKALIKES",
     "ORDERS",
-    "ANSWER_CSLS_SHARE",
-    "CSLS_POOL",
     "FittedSvmProbes",
     "cloze_arena",
     "cloze_probe_features",
@@ -90,10 +73,7 @@ __all__ = [
     "ImageRelations",
     "SvmProbes",
     "filter_image_negatives",
-    "answer_neighbours",
-    "density_slot_classes",
     "filter_intruders",
-    "image_gaps",
     "image_probes",
     "path_probe",
     "relations_of",
@@ -104,19 +84,6 @@ __all__ = [
     "path_lengths",
     "shorter_orders",
 ]
-
-#: Candidates per question: half nearest the answer, a quarter nearest the question mean and a quarter nearest the
-#: mean of the drawn negatives. Drawn only around the answer and the question, negatives lie on all sides of the
-#: answer, which is then the choice nearest the others; near each other too, they need not (measurements:
-#: benchmarks/adversarial_constants.md).
-CANDIDATES = 48
-#: Further cloze candidates chosen by image statistics: of the :data:`LOOKALIKE_POOL` embedding neighbours of the
-#: question mean, the ones that look most like one of the question's photos to the image probes (:func:`_lookalikes`),
-#: so the filter can answer ``colour_layout`` (the answer shares its question's kitchen or desk and light). Measured
-#: on cloze ``adversarial``, 10 generation seeds per corpus (benchmarks/real_photos.md, session 22): the worst
-#: context-free probe 0.299 -> 0.294 on the build guides and 0.307 -> 0.298 on the cooking variant.
-CLOZE_LOOKALIKES = 16
-
 
 #: The image-statistics relations of a choice to its reference images (the question's, or for a question that
 #: shows none the other choices) the filter's image probes read (:func:`image_probes`, the audit's ``colour_layout``
@@ -394,21 +361,6 @@ IMAGE_FAMILIES = ((0, 1), (2, 3))
 IMAGE_WEIGHT = 1.0
 
 
-def image_gaps(relations: ImageRelations, rows: np.ndarray, refs: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """``(B, K)`` how far each image ``rows (B, K)``'s :data:`IMAGE_RELATIONS` to ``refs (B, L)`` lie from
-    ``target (B, len(IMAGE_RELATIONS))`` (the answer's own, so a negative drawn with a small gap relates to the
-    question's photos as the answer does: same light, same desk, as near a copy): per family
-    (:data:`IMAGE_FAMILIES`) the mean absolute difference in units of the relation's spread over the question's
-    candidates; 0 where undefined (no file read), so it never rules a candidate out."""
-    rel = relations.relations(rows, refs)  # (B, K, R)
-    gap = np.abs(rel - target[:, None, :])
-    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a relation no candidate has (no file read): NaN, then 0
-        spread = np.nanstd(np.where(np.isfinite(rel), rel, np.nan), axis=1, keepdims=True)
-    scaled = np.nan_to_num(gap / np.where(spread > 1e-12, spread, np.nan), nan=0.0, posinf=0.0)
-    return sum((scaled[:, :, list(family)].mean(axis=2) for family in IMAGE_FAMILIES), np.zeros(rows.shape))
-
-
 def _rows_of_vectors(vectors: np.ndarray) -> dict[bytes, int]:
     """Each item vector's bytes -> its row (the engine's batches copy item vectors exactly)."""
     return {vectors[r].tobytes(): r for r in range(len(vectors))}
@@ -439,7 +391,7 @@ def filter_image_negatives(
     shown: np.ndarray,
     negatives: np.ndarray,
     *,
-    options: AdversarialPolicy = IMAGE_POLICY,
+    options: AdversarialPolicy | None = None,
     seed: int = 0,
     progress: Progress = SILENT,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -456,34 +408,26 @@ def filter_image_negatives(
         filtered (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`). ``kept`` is False for
         the questions pruning dropped (``options.min_yield``).
     """
+    options = options or preset("image")
     n_q = len(answers)
     n_rows = data.n_rows
     if why := options.not_filtered(len(np.unique(proc)), n_q):
         return negatives.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), options.unfiltered(why)
-    half, quarter = CANDIDATES // 2, CANDIDATES // 4
+    sources = dict(recipes.get("visual-cloze", "adversarial").sources)
     mask = shown >= 0
     points = (data.gather(shown) * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)[:, None]
-    near_answer = answer_neighbours(data, answers, proc, half)
-    # lookalikes need image files (a store of vectors alone has none); they come from the question mean's neighbours
-    with_images = ImageRelations(data, shown).any
-    width = max(half - quarter, LOOKALIKE_POOL) if with_images else half - quarter
-    _, around_question = data.search(points.astype(np.float32), proc, width, kind="adversarial")
-    drawn = data.gather(negatives).mean(axis=1).astype(np.float32)
-    _, near_negatives = data.search(drawn, proc, quarter, kind="adversarial")
-    candidates = np.concatenate([near_answer, around_question[:, : half - quarter], near_negatives], axis=1)
-    if with_images:
-        lookalikes = _lookalikes(data, shown, around_question[:, :LOOKALIKE_POOL], CLOZE_LOOKALIKES)
-        found = (lookalikes[:, :, None] == candidates[:, None, :]).any(axis=2)
-        candidates = np.concatenate([candidates, np.where(found, -1, lookalikes)], axis=1)  # each candidate once
+    drawn = data.gather(negatives).mean(axis=1)
+    candidates = np.concatenate(
+        [_knn(data, data.gather(answers), proc, sources.get("answer-knn", 0)),
+         _knn(data, points, proc, sources.get("question-mean-knn", 0)),
+         _knn(data, drawn, proc, sources.get("negatives-knn", 0))],
+        axis=1,
+    )  # fmt: skip
     # a replacement keeps its slot's side of the answer's distance to the question mean: the answer's rank stays
     radius = distances_to(data, answers[:, None], points)[:, 0]
     offsets = (distances_to(data, candidates, points) - radius[:, None]).astype(np.float64)  # (Q, M)
     closer = offsets < 0
     slot_closer = distances_to(data, negatives, points) < radius[:, None]
-    # and, of the answer's density, which side of it a replacement lies on: the answer's density rank stays too
-    _, answer_density = data.hubness(answers)
-    sparser = data.hubness(candidates)[1] < answer_density[:, None]
-    slot_sparser = data.hubness(negatives)[1] < answer_density[:, None]
     # an image may be a choice about as often as the pool's share allows (K negatives per question), an answer
     # counting as one: answers shown once more than other images give themselves away by how often they are shown
     per_image = max(1, int(np.ceil(negatives.shape[1] * n_q / max(1, n_rows))))
@@ -491,110 +435,36 @@ def filter_image_negatives(
     copies[answers] = per_image
     # the probes also see how each choice's photo relates to the question's photos (same desk, same light, re-crop)
     relations = ImageRelations(data, np.concatenate([answers[:, None], shown, negatives, candidates], axis=1))
-    candidate_class, negative_class = closer + 2 * sparser, slot_closer + 2 * slot_sparser
+    candidate_class, negative_class = closer.astype(np.int64), slot_closer.astype(np.int64)
     arena = cloze_arena(
         data, proc, answers, shown, negatives, relations, seed=seed, candidates=candidates, copies=copies,
         candidate_class=candidate_class, negative_class=negative_class,
     )  # fmt: skip
     # the start: on each side of the answer's distance to the question mean as many negatives as were drawn (the
     # rank stays), the usable candidates nearest an even spacing of the choices' distances around the answer's
-    # (lattice_targets); a question without enough keeps its drawn ones. Answers lie at a typical distance from
-    # their question, and a negative far nearer (or farther) than any answer gives the answer away whatever its
-    # rank; negatives bunched at the answer's distance leave it the choice with the nearest neighbour.
-    # The answer's density rank among the choices is dealt as evenly as each question's candidates allow
-    # (density_slot_classes), and each replacement keeps its slot's side of the answer's density.
+    # (lattice_targets); a question without enough keeps its drawn ones
     n_closer = slot_closer.sum(axis=1)
-    targets = lattice_targets(n_closer, LATTICE_SPACING * float(np.std(radius)), negatives.shape[1])
-    usable_classes = np.where(usable_candidates(arena, options), candidate_class, -1)
-    wanted = density_slot_classes(n_closer, usable_classes, negatives.shape[1], seed)
-    start, classes, unfilled = initial_negatives(
-        arena, options, seed=seed, offsets=offsets, targets=targets, slot_classes=wanted
-    )
+    spacing = policy.current().LATTICE_SPACING * float(np.std(radius))
+    targets = lattice_targets(n_closer, spacing, negatives.shape[1])
+    start, classes, unfilled = initial_negatives(arena, options, seed=seed, offsets=offsets, targets=targets)
     start[unfilled], classes[unfilled] = negatives[unfilled], negative_class[unfilled]
     arena.negatives, arena.negative_class = start, classes
-    arena.strata = (classes % 2).sum(axis=1)  # the answer's distance rank: its negatives nearer the question mean
+    arena.strata = classes.sum(axis=1)  # the answer's distance rank: its negatives nearer the question mean
     redrawn = (start != negatives).sum(axis=1)
     result = filter_negatives(arena, options, seed=seed, progress=progress)
     result.replacements = result.replacements + redrawn  # a redrawn start counts as replaced
     summary = {
         **result.summary(),
-        "start": "evenly spaced distances to the question mean around the answer's; the answer's density rank dealt",
+        "start": "evenly spaced distances to the question mean around the answer's",
     }
     return result.negatives, result.replacements, _kept(result, n_q), summary
 
 
-#: Of the candidates nearest the answer, this share are instead its best by CSLS among its :data:`CSLS_POOL` times
-#: as many nearest (:func:`answer_neighbours`). Measured on cloze ``adversarial``, 5 generation seeds per corpus
-#: (benchmarks/real_photos.md, session 21): with a density rank dealt regardless of the candidates, the audit's
-#: hubness read 0.376 at 0 on the build guides and 0.283 at 0.5 (0.262 on the cooking variant); without a dealt
-#: rank 0.25 and 0.5 were tried; the nearest sparser images in place of CSLS's read no better (worst probe 0.326
-#: and 0.293 against 0.307 and 0.308).
-ANSWER_CSLS_SHARE = 0.5
-CSLS_POOL = 4
-_DENSITY_RANKS = stream("visual.cloze.density-ranks")
-
-
-def answer_neighbours(data: VisualData, answers: np.ndarray, proc: np.ndarray, count: int) -> np.ndarray:
-    """``(Q, count)`` candidate rows around each answer (-1: none): its nearest images of other procedures, and
-    :data:`ANSWER_CSLS_SHARE` of them its best by cross-domain similarity local scaling (CSLS: Conneau, Lample,
-    Ranzato, Denoyer and Jégou 2018, "Word translation without parallel data", ICLR), ``2 cos(a, c) - r(c)`` with
-    ``r`` an image's density (:func:`procbench.shortcuts.hubness`), among its ``CSLS_POOL * count`` nearest.
-
-    The nearest neighbours of an image are mostly hubs, central and dense (:func:`procbench.shortcuts.hubness`);
-    an answer, a random step photo, mostly is not, so negatives drawn among them alone leave it the sparsest
-    choice. CSLS ranks neighbours with the hubs' density taken off, so the filter also has sparser images to
-    draw from."""
-    n_csls = int(round(count * ANSWER_CSLS_SHARE))
-    _, pool = data.search(data.gather(answers), proc, CSLS_POOL * count if n_csls else count, kind="adversarial")
-    nearest, rest = pool[:, : count - n_csls], pool[:, count - n_csls :]
-    if not n_csls:
-        return nearest
-    cosine = np.einsum("qd,qmd->qm", _unit_vectors(data, answers), _unit_vectors(data, np.maximum(rest, 0)))
-    scores = np.where(rest >= 0, 2 * cosine - data.hubness(rest)[1], -np.inf)
-    best = np.argsort(-scores, axis=1, kind="stable")[:, :n_csls]
-    return np.concatenate([nearest, np.take_along_axis(rest, best, axis=1)], axis=1)
-
-
-def density_slot_classes(n_closer: np.ndarray, usable_classes: np.ndarray, n_negatives: int, seed: int) -> np.ndarray:
-    """``(Q, K)`` the class each start slot of the cloze filter asks for, in :func:`lattice_targets`' order (the
-    ``n_closer (Q,)`` slots nearer the question mean than the answer first): bit 0, nearer the question mean; bit 1,
-    sparser than the answer.
-
-    The number of sparser slots is the answer's density rank. A question can take the ranks its usable candidates
-    allow (``usable_classes (Q, M)``: each candidate's class, -1 where unusable) on its lattice sides; a sparse
-    answer has few sparser images near it. The ranks are dealt as evenly as these ranges allow: questions with
-    the narrowest ranges choose first, each the allowed rank dealt least so far (ties at random); a question with
-    no candidate on a side takes rank 0's classes. The sparser slots of each side are drawn at random."""
-    rng = _DENSITY_RANKS.rng(seed)
-    n_q = len(n_closer)
-    closer_slots = np.asarray(n_closer, dtype=np.int64)
-    far_slots = n_negatives - closer_slots
-    count = [(usable_classes == c).sum(axis=1) for c in range(4)]  # class c: bit 0 closer, bit 1 sparser
-    # per side: how many of its slots can be sparser (at least the slots its denser candidates cannot fill)
-    low_close = np.maximum(0, closer_slots - count[1])
-    high_close = np.minimum(closer_slots, count[3])
-    low_far = np.maximum(0, far_slots - count[0])
-    high_far = np.minimum(far_slots, count[2])
-    feasible = (low_close <= high_close) & (low_far <= high_far)
-    low = np.where(feasible, low_close + low_far, 0)
-    high = np.where(feasible, high_close + high_far, 0)
-    dealt = np.zeros(n_negatives + 1, dtype=np.int64)
-    ranks = np.zeros(n_q, dtype=np.int64)
-    for q in np.lexsort((rng.random(n_q), high - low)).tolist():
-        options = np.arange(low[q], high[q] + 1)
-        fewest = options[dealt[options] == dealt[options].min()]
-        ranks[q] = rng.choice(fewest)
-        dealt[ranks[q]] += 1
-    sparse_close = np.where(feasible, np.minimum(high_close, ranks - low_far), 0)
-    sparse_far = ranks - sparse_close
-    order = np.argsort(rng.random((n_q, n_negatives)), axis=1)  # a random order of the slots within each side
-    slot = np.arange(n_negatives)[None, :]
-    closer = slot < closer_slots[:, None]
-    # a slot's place among its side's slots, by the random order
-    keys = np.where(closer, order, order + n_negatives)
-    place = np.argsort(np.argsort(keys, axis=1), axis=1) - np.where(closer, 0, closer_slots[:, None])
-    sparser = np.where(closer, place < sparse_close[:, None], place < sparse_far[:, None])
-    return closer.astype(np.int64) + 2 * sparser.astype(np.int64)
+def _knn(data: VisualData, points: np.ndarray, proc: np.ndarray, k: int) -> np.ndarray:
+    """``(Q, k)`` the ``k`` nearest images of other procedures to each of ``points (Q, D)`` (-1: none)."""
+    if k <= 0:
+        return np.full((len(points), 0), -1, dtype=np.int64)
+    return data.search(np.asarray(points, dtype=np.float32), proc, k, kind="adversarial")[1]
 
 
 def _none(n_q: int) -> np.ndarray:
@@ -643,7 +513,7 @@ def image_clusters(vectors: np.ndarray, seed: int) -> np.ndarray:
 
     hashes = row_hashes(vectors)
     # at most as many clusters as distinct vectors: a store whose images repeat one vector has fewer
-    n_clusters = int(min(ADVERSARIAL_CLUSTERS, len(np.unique(hashes))))
+    n_clusters = int(min(policy.current().ADVERSARIAL_CLUSTERS, len(np.unique(hashes))))
     return cluster_titles(vectors, n_clusters=n_clusters, seed=seed, hashes=hashes).labels
 
 
@@ -653,16 +523,7 @@ def _kept(result: AdversarialResult, n_q: int) -> np.ndarray:
 
 
 # -- visual coherence: the intruder is what the probes find, so the intruder is replaced ---------------------------
-#: Candidates per coherence question: half nearest the coherent images' mean, half nearest the coherent images.
-INTRUDER_CANDIDATES = 48
-#: Intruder candidates chosen by image statistics: per question, of the :data:`LOOKALIKE_POOL` embedding neighbours
-#: of its coherent photos' mean, the ones that look most like a coherent photo to the image probes
-#: (:func:`_lookalikes`). Found by the embedding alone, candidates correlate less with the coherent photos than
-#: those do with each other, and the judge has nothing to answer the ``near_duplicate`` probe with; taken from
-#: all photos, the judge traded that probe for partial-input (benchmarks/real_photos.md, session 14).
-INTRUDER_LOOKALIKES = 16
-LOOKALIKE_POOL = 96
-#: Variant questions scored at once (a block of ``(rows, 4, D)`` float32 choice vectors).
+#: Questions a coherence round's judge scores at a time (its variants are (block, candidates, 4) choices). block-size
 _VARIANT_BLOCK = 8192
 
 
@@ -726,37 +587,6 @@ def coherence_arena(
         features=coherence_probe_features(relations) if relations.any else None,
         probes=image_probes(relations.any),
     )
-
-
-def _lookalikes(data: VisualData, refs: np.ndarray, pool: np.ndarray, count: int) -> np.ndarray:
-    """``(Q, count)`` the ``count`` of each question's candidate image rows ``pool (Q, M)`` (-1: none) that look most
-    like one of its reference images ``refs (Q, L)`` (coherence's coherent photos, cloze's question photos; -1:
-    none) to both image probes: the best summed rank of the highest thumbnail correlation (``near_duplicate``) and
-    the smallest colour and layout distance (``colour_layout``); best first, -1 where fewer pool images were read."""
-    out = np.full((len(pool), count), -1, dtype=np.int64)
-    relations = ImageRelations(data, np.concatenate([refs, pool], axis=1))
-    if not relations.any or not count:
-        return out
-    at_c, ok_c = relations._read(refs)
-    at_p, ok_p = relations._read(pool)
-    corr = np.einsum("qif,qmf->qim", relations.thumbs[at_c], relations.thumbs[at_p])  # (Q, L, M)
-    near = np.where(ok_c[:, :, None], corr, -np.inf).max(axis=1)
-    colour = np.linalg.norm(relations.z[at_c][:, :, None, :] - relations.z[at_p][:, None, :, :], axis=3)
-    close = np.where(ok_c[:, :, None], colour, np.inf).min(axis=1)
-    # a lookalike to both image probes: the best summed rank of the two relations
-    score = _ranks(-near) + _ranks(close)
-    best = np.where(ok_p & np.isfinite(near), -score, -np.inf)
-    order = np.argsort(-best, axis=1, kind="stable")[:, :count]
-    take = order.shape[1]
-    out[:, :take] = np.where(
-        np.isfinite(np.take_along_axis(best, order, axis=1)), np.take_along_axis(pool, order, axis=1), -1
-    )
-    return out
-
-
-def _ranks(values: np.ndarray) -> np.ndarray:
-    """``(Q, M)`` each value's rank within its row (0: smallest)."""
-    return np.argsort(np.argsort(values, axis=1, kind="stable"), axis=1, kind="stable").astype(np.float64)
 
 
 def _procedure_images(data: VisualData, proc: np.ndarray) -> np.ndarray:
@@ -881,7 +711,7 @@ def filter_intruders(
     intruders: np.ndarray,
     ranks: np.ndarray,
     *,
-    options: AdversarialPolicy = IMAGE_POLICY,
+    options: AdversarialPolicy | None = None,
     seed: int = 0,
     progress: Progress = SILENT,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -889,7 +719,7 @@ def filter_intruders(
 
     In coherence the probes look for the answer (the image that does not belong), so the answer is what is
     replaced. The rounds are :func:`~procbench.generate.adversarial.run_rounds` under the task's preset
-    (:data:`~procbench.generate.adversarial.COHERENCE_POLICY`: one cross-fitted ensemble per round; half of the
+    (the ``coherence`` preset: one cross-fitted ensemble per round; half of the
     questions a probe tells, drawn at random, are changed per round): a told question gets the candidate that
     brings every probe's probability of the intruder nearest chance, if nearer than now
     (:func:`~procbench.generate.adversarial.probe_costs`; judged by the ensembles of the last rounds). Candidates
@@ -916,25 +746,23 @@ def filter_intruders(
         When the rounds leave the probes above chance, the questions they still solve are dropped, most
         confident first, while ``options.min_yield`` stay (``kept``, :func:`prune_predictable`).
     """
+    options = options or preset("coherence")
     n_q = len(intruders)
     if not n_q:
         return intruders.copy(), np.zeros(0, dtype=np.int64), np.ones(0, bool), options.unfiltered("no questions")
     n_rows = data.n_rows
     vecs = data.gather(coherent)  # (Q, 3, D)
     mean = vecs.mean(axis=1)
-    half = INTRUDER_CANDIDATES // 2
-    found = [data.search(mean, proc, half, kind="adversarial")[1]]
-    found += [data.search(vecs[:, i], proc, -(-half // 3), kind="adversarial")[1] for i in range(3)]
-    if ImageRelations(data, coherent).any:  # lookalikes need image files (a store of vectors alone has none)
-        pool = data.search(mean, proc, LOOKALIKE_POOL, kind="adversarial")[1]
-        found.append(_lookalikes(data, coherent, pool, INTRUDER_LOOKALIKES))
+    sources = dict(recipes.get("visual-coherence", "adversarial").sources)
+    per_image = -(-sources.get("coherent-knn", 0) // 3)
+    found = [_knn(data, mean, proc, sources.get("coherent-mean-knn", 0))]
+    found += [_knn(data, vecs[:, i], proc, per_image) for i in range(3)]
     ordered = np.sort(np.concatenate(found, axis=1), axis=1)  # a candidate found by two searches is kept once
     repeat = np.zeros(ordered.shape, dtype=bool)
     repeat[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
     candidates = np.where(repeat | (ordered < 0), -1, ordered)
-    to_coherent = distances_to(data, candidates, *(vecs[:, i] for i in range(3)))
-    spread = np.linalg.norm(vecs - mean[:, None], axis=2)
-    classes = coherence_ranks(to_coherent, distances_to(data, candidates, mean), spread)
+    tells = [TELLS[name] for name in recipes.get("visual-coherence", "adversarial").tells]
+    classes, _ = tell_classes(tells, data.gather, candidates, fixed=coherent, question=_none(n_q), answer=None)
     own = _procedure_images(data, proc)
     allowed = (candidates >= 0) & (classes == ranks[:, None]) & _cosine_below(data, candidates, own, options.ceiling)
     capacity = max(1, int(np.ceil(n_q / max(1, n_rows))))
@@ -964,14 +792,15 @@ def filter_intruders(
         return current, replacements, np.ones(n_q, bool), {**options.unfiltered(why), **ceiling}
     on_show = np.bincount(coherent.reshape(-1), minlength=n_rows) + uses  # choices of the whole set, per image
     clusters = image_clusters(np.asarray(data.vectors, dtype=np.float32), seed)
-    policy = dataclasses.replace(
-        options, probe_repeats=COHERENCE_POLICY.probe_repeats, replace_share=COHERENCE_POLICY.replace_share
+    coherence = preset("coherence")
+    policy_ = dataclasses.replace(
+        options, probe_repeats=coherence.probe_repeats, replace_share=coherence.replace_share
     )
     relations = ImageRelations(data, np.concatenate([coherent, current[:, None], candidates], axis=1))
     game = _IntruderGame(data, proc, coherent, current, replacements, candidates, allowed, on_show, uses, capacity,
-                         clusters, policy, seed, rng, relations, ranks)  # fmt: skip
+                         clusters, policy_, seed, rng, relations, ranks)  # fmt: skip
     result = AdversarialResult(*game.snapshot(), options=options)
-    run_rounds(game, policy, result, chance=0.25, n_q=n_q, progress=progress)
+    run_rounds(game, policy_, result, chance=0.25, n_q=n_q, progress=progress)
     result.kept = np.ones(n_q, dtype=bool)
     if result.stopped != "chance" and options.min_yield < 1:
         final = coherence_arena(data, proc, coherent, result.negatives[:, 0], relations, clusters)
@@ -1046,8 +875,6 @@ def _replace_intruders(
 # -- visual ordering: the wrong orders are permutations of the question's own images ---------------------------------
 #: Every order of four items, the authored one first (the order of :data:`.ordering.PERMUTATIONS`).
 ORDERS = np.array(list(itertools.permutations(range(4))), dtype=np.int64)
-#: Principal components per position of an order's vector (the choice-only probe's view of an order).
-ORDER_DIMS = 16
 
 
 def _pair_counts() -> tuple[np.ndarray, np.ndarray]:
@@ -1130,7 +957,7 @@ def order_vectors(data: VisualData, rows: np.ndarray) -> np.ndarray:
     images = np.unique(rows)
     vectors = _unit_vectors(data, images).astype(np.float64)
     centred = vectors - vectors.mean(axis=0)
-    dims = int(min(ORDER_DIMS, *centred.shape))
+    dims = int(min(policy.current().ORDER_DIMS, *centred.shape))
     _, _, vt = np.linalg.svd(centred, full_matrices=False)
     reduced = (centred @ vt[:dims].T)[np.searchsorted(images, rows)]  # (Q, 4, d)
     orders = reduced[:, ORDERS, :].reshape(len(rows) * 24, 4 * dims)
@@ -1175,7 +1002,7 @@ def filter_orders(
     rows: np.ndarray,
     picked: np.ndarray,
     *,
-    options: AdversarialPolicy = IMAGE_POLICY,
+    options: AdversarialPolicy | None = None,
     seed: int = 0,
     progress: Progress = SILENT,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -1199,6 +1026,7 @@ def filter_orders(
         filtered (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`).
         ``kept`` is False for the questions pruning dropped (``options.min_yield``).
     """
+    options = options or preset("image")
     n_q = len(rows)
     if why := options.not_filtered(len(np.unique(proc)), n_q):
         return picked.copy(), np.zeros(n_q, dtype=np.int64), np.ones(n_q, bool), options.unfiltered(why)

@@ -17,7 +17,7 @@ import numpy as np
 from procbench.generate.visual.bands import DUPLICATE_DISTANCE, Candidates
 from procbench.generate.visual.sequences import VisualData, distances_to, member
 
-__all__ = ["Closeness", "hideability"]
+__all__ = ["Closeness"]
 
 
 @dataclass
@@ -71,30 +71,3 @@ class Closeness:
             exact = distances_to(data, cands.rows[incomplete], points[incomplete])
             ok[incomplete] = c_valid[incomplete] & (np.nan_to_num(exact, nan=np.inf) < radius[incomplete, None])
         return cls(radius, ok, q_rows, q_dist, q_new, q_extra, q_usable)
-
-
-def hideability(data: VisualData, k: int, chunk: int = 2048) -> np.ndarray:
-    """``(S,)`` per sequence position (:class:`~.sequences.Sequences` order): how many of the ``k`` images of
-    other procedures nearest the procedure's mean image are nearer it than this image is to the mean of the
-    procedure's other images (``n / (n - 1)`` times its distance to the mean).
-
-    A cheap stand-in, one search per procedure (``chunk`` procedures at a time), for what K3=2 needs of a cloze
-    answer: images of other procedures nearer the question mean than the answer (the question's own mean is
-    of three of the images).
-    """
-    seqs = data.seqs
-    lengths = seqs.lengths
-    out = np.zeros(int(seqs.offsets[-1]), dtype=np.int64)
-    for start in range(0, len(lengths), chunk):
-        stop = min(len(lengths), start + chunk)
-        lo, hi = int(seqs.offsets[start]), int(seqs.offsets[stop])
-        n = lengths[start:stop]
-        owner = np.repeat(np.arange(stop - start), n)
-        vecs = data.gather(seqs.rows[lo:hi]).astype(np.float64)
-        sums = np.zeros((stop - start, vecs.shape[1]))
-        np.add.at(sums, owner, vecs)
-        means = sums / np.maximum(n, 1)[:, None]
-        dist, _ = data.search(means.astype(np.float32), np.arange(start, stop), k, kind="procedure_mean")
-        own = np.linalg.norm(vecs - means[owner], axis=1) * n[owner] / np.maximum(n[owner] - 1, 1)
-        out[lo:hi] = (dist[owner] < own[:, None]).sum(axis=1)
-    return out

@@ -5,9 +5,8 @@ order, drawn in increasing order from the K1 pool (so not necessarily adjacent s
 by ``@placeholder``. ``choices`` are the missing image and three images of other procedures; ``answer``
 indexes it. ``context`` lists every step index of the procedure (the textual context).
 
-Settings: ``--knobs K1,K2,K3`` (the sweep writes all 12; K3=2 is the rank-uniform variant of
-:mod:`.ranks`, whose knob settings end with :func:`.ranks.exchange_draw`: the answer's mean distance to the
-other choices at a rank dealt evenly, so it is neither their hub nor their odd one out), ``--style recipeqa``
+Settings: ``--knobs K1,K2,K3`` (the sweep writes all 12; K3=2 is the rank-uniform variant: the answer's rank on
+its recipe's tells dealt evenly by :mod:`.dealer`), ``--style recipeqa``
 (free resampling, negatives drawn at random from other procedures beyond a fixed distance, by default the median
 distance between random images of different procedures; ``--min-distance`` sets it), and ``default`` = knobs
 (0,1,1), the set paper 001 reports as hardest. ``--style needs-context`` (:mod:`.needs_context`): the blank
@@ -20,8 +19,7 @@ alone, four photos of the procedure's own sequence as choices, the answer unifor
 images), ``answer_rank`` (how many negatives are closer to the question mean than the answer),
 ``negatives`` (one per wrong choice, in choice order: ``image``, ``source`` (a band level,
 ``question-knn``, ``relaxed``), ``k3`` (the K3 pick), ``d_answer``, ``d_question``) and ``fallbacks``
-(what was widened, in words; K3=2 knob settings also a ``spread:`` note where the answer's mean distance to the
-other choices could not take its dealt rank). RecipeQA-style questions have ``min_distance`` instead of the knob
+(what was widened, in words). RecipeQA-style questions have ``min_distance`` instead of the knob
 and band fields (and no pool fields).
 
 Questions are built as Arrow columns, a chunk of procedures at a time, never as Python objects: image
@@ -37,18 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from procbench.generate.adversarial import AdversarialPolicy
+from procbench.generate.adversarial import AdversarialPolicy, preset
 from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.options import VisualClozeOptions
+from procbench.generate.recipes import Recipe
 from procbench.generate.search import Searcher
 from procbench.generate.settings import Setting
-from procbench.generate.visual.adversarial import (
-    IMAGE_POLICY,
-    IMAGE_WEIGHT,
-    ImageRelations,
-    filter_image_negatives,
-    image_gaps,
-)
+from procbench.generate.visual.adversarial import filter_image_negatives
 from procbench.generate.visual.bands import (
     ADVERSARIAL,
     LEVELS,
@@ -60,15 +53,15 @@ from procbench.generate.visual.bands import (
 )
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, band_columns
+from procbench.generate.visual.dealer import Classed, rank_notes, tell_classes
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window
 from procbench.generate.visual.needs_context import STYLE, run_with_needs_context
-from procbench.generate.visual.pruning import prune_cloze
-from procbench.generate.visual.ranks import CLOZE_WANTS, Exchange, RankRule, rank_notes
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import dictionary, fixed_lists, struct
 from procbench.store import Store
+from procbench.tells import Tell
 
 __all__ = ["DEFAULT_KNOBS", "SWEEP", "TASK", "build"]
 
@@ -145,9 +138,9 @@ def _add_knobs(out: QuestionColumns, w: _Window, cands: Candidates, sel: Selecti
     setting, tally = drawn.setting, drawn.tally
     distances = _negative_distances(drawn.data, sel.rows, w, cands, sel.cols)
     keep = np.flatnonzero(sel.ok)
-    if sel.pick_class is not None:  # K3=2: the picks closer to the question than the answer
-        notes = rank_notes(sel, sel.ok, tally)
-        k3_flags = sel.pick_class == 1
+    if sel.pick_class is not None and drawn.dealt is not None:  # K3=2: the picks closer to the question
+        notes = rank_notes(sel, sel.ok, drawn.dealt, tally)
+        k3_flags = distances["d_question"] < w.radius[:, None]
     else:
         notes = _fallbacks(sel, cands, w, distances["d_question"][:, 0], setting.k3, 2 if setting.k3 else 3, tally)
         k3_flags = np.zeros((len(w), 3), dtype=bool)
@@ -212,95 +205,17 @@ def _fallbacks(
 
 
 def _rank_rule(
-    w: _Window, cands: Candidates, close: Closeness, data: VisualData, rng: np.random.Generator
-) -> RankRule:
-    """K3=2: a candidate closer to the question mean than the answer (class 1) moves the answer down a rank;
-    the question mean's own neighbours join the pool when the candidates hold too few. Each class is drawn
-    nearest the answer's distance to the question mean first."""
-    classes = np.where(cands.rows >= 0, close.ok.astype(np.int64), -1)
-    extra = np.where(close.q_new, close.q_rows, -1)
-    extra_classes = np.where(close.q_new, (close.q_dist < w.radius[:, None]).astype(np.int64), -1)
-    # within a class, the candidates whose distance to the question mean is nearest the answer's: the answer then
-    # sits among its negatives, not beside a gap that gives its rank away
-    to_point = distances_to(data, cands.rows, w.point)
-    gap = np.abs(to_point - w.radius[:, None])
-    extra_gap = np.abs(close.q_dist - w.radius[:, None])
-    values = np.concatenate([to_point, np.where(extra >= 0, close.q_dist, np.nan)], axis=1)  # (B, K + Kq)
-
-    def layout(picked: np.ndarray) -> np.ndarray:
-        """``(B, 4)`` the answer's distance to the question mean, then each drawn negative's."""
-        drawn = np.where(picked >= 0, np.take_along_axis(values, np.maximum(picked, 0), axis=1), np.nan)
-        return np.concatenate([w.radius[:, None], drawn], axis=1)
-
-    secondary, extra_secondary = _image_secondary(data, w, cands.rows, extra, gap)
-    return RankRule(
-        classes, CLOZE_WANTS, extra_rows=extra, extra_classes=extra_classes, preference=gap,
-        extra_preference=extra_gap, layout=layout, secondary=secondary, extra_secondary=extra_secondary,
-        exchange=Exchange(w.columns["answer_row"], data.gather, lambda rows: data.hubness(rows)[1]),
-    )  # fmt: skip
-
-
-def _image_secondary(
-    data: VisualData, w: _Window, rows: np.ndarray, extra: np.ndarray, gap: np.ndarray
-) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """K3=2's ordering within a class beside the distance gap: :func:`.adversarial.image_gaps` of the candidates'
-    photos to the question's photos against the answer's, in units of the question's spread of distance gaps
-    (:data:`.adversarial.IMAGE_WEIGHT` each family); None when no image file can be read."""
-    shown = w.columns["items"]
-    shown = np.where(shown >= data.n_rows, -1, shown)
-    answer = w.columns["answer_row"][:, None]
-    relations = ImageRelations(data, np.concatenate([answer, shown, rows, extra], axis=1))
-    if not relations.any:
-        return None, None
-    target = relations.relations(answer, shown)[:, 0, :]
-    with np.errstate(invalid="ignore"):
-        unit = np.nan_to_num(np.nanstd(np.where(rows >= 0, gap, np.nan), axis=1), nan=0.0)[:, None]
-    weight = IMAGE_WEIGHT * unit
-    own = _neighbour_distances(data, answer, shown)  # (B, 1, 2)
-    with np.errstate(invalid="ignore"):
-        spread = np.nanstd(np.abs(_neighbour_distances(data, rows, shown) - own), axis=1)[:, None, :]  # (B, 1, 2)
-    spread = np.where(spread > 1e-12, spread, np.nan)
-
-    answer_vec = data.gather(answer[:, 0])
-    with np.errstate(invalid="ignore"):
-        to_answer = np.nanstd(distances_to(data, rows, answer_vec), axis=1)[:, None]
-    to_answer = np.where(to_answer > 1e-12, to_answer, np.nan)
-
-    def gaps(candidates: np.ndarray) -> np.ndarray:
-        near = np.nan_to_num(np.abs(_neighbour_distances(data, candidates, shown) - own) / spread, nan=0.0)
-        closeness = np.nan_to_num(distances_to(data, candidates, answer_vec) / to_answer, nan=0.0)
-        return (
-            image_gaps(relations, candidates, shown, target)
-            + NEIGHBOUR_WEIGHT * near.mean(axis=2)
-            + ANSWER_WEIGHT * closeness
-        )
-
-    return weight * gaps(rows), weight * gaps(extra)
-
-
-#: K3=2 cloze also orders a class's candidates by how far their distance to the nearest question image and to the
-#: images beside the placeholder lies from the answer's (in units of the question's spread), with this weight: the
-#: answer is a step of the same procedure, nearest its neighbours (benchmarks/real_photos.md).
-NEIGHBOUR_WEIGHT = 1.0
-#: ... and nearest the answer first, with this weight (in units of the question's spread of distances to the
-#: answer): negatives drawn apart from the answer leave it the choice farthest from the other choices.
-ANSWER_WEIGHT = 1.0
-
-
-def _neighbour_distances(data: VisualData, rows: np.ndarray, shown: np.ndarray) -> np.ndarray:
-    """``(B, K, 2)`` each image's distance to the nearest shown image and its mean distance to the images beside
-    the placeholder (``shown (B, L)``, -1 at the placeholder); NaN where ``rows`` is -1."""
-    if not rows.shape[1]:
-        return np.zeros((*rows.shape, 2))
-    d = np.stack([distances_to(data, rows, data.gather(shown[:, j])) for j in range(shown.shape[1])], axis=2)
-    present = (shown >= 0)[:, None, :]
-    nearest = np.where(present, d, np.inf).min(axis=2)
-    slot = np.argmin(shown >= 0, axis=1)  # the placeholder's slot
-    col = np.arange(shown.shape[1])[None, :]
-    beside = (np.abs(col - slot[:, None]) == 1) & (shown >= 0)
-    adjacent = np.where(beside[:, None, :], d, 0.0).sum(axis=2) / np.maximum(beside.sum(axis=1), 1)[:, None]
-    out = np.stack([nearest, adjacent], axis=2)
-    return np.where((rows >= 0)[:, :, None], out, np.nan)
+    w: _Window, cands: Candidates, close: Closeness, data: VisualData, tells: list[Tell], recipe: Recipe
+) -> Classed:
+    """K3=2 and ``adversarial``'s start: the K2 candidates classed by the recipe's tells (on ``question_distance``, a
+    candidate closer to the question mean than the answer moves the answer up a rank); with the recipe's
+    ``question-knn`` source, that many of the question mean's own neighbours join the last pool."""
+    shown = np.where(w.columns["items"] >= data.n_rows, -1, w.columns["items"])
+    answer, fixed = w.columns["answer_row"], np.zeros((len(w), 0), dtype=np.int64)
+    classes, radix = tell_classes(tells, data.gather, cands.rows, fixed=fixed, question=shown, answer=answer)
+    extra = np.where(close.q_new, close.q_rows, -1)[:, : dict(recipe.sources).get("question-knn", 0)]
+    extra_classes, _ = tell_classes(tells, data.gather, extra, fixed=fixed, question=shown, answer=answer)
+    return Classed(classes, radix, True, extra, extra_classes)
 
 
 def _adversarial(
@@ -309,7 +224,7 @@ def _adversarial(
     *,
     seed: int,
     progress: Progress = SILENT,
-    options: AdversarialPolicy = IMAGE_POLICY,
+    options: AdversarialPolicy | None = None,
 ) -> dict[str, Any]:
     """The ``adversarial`` setting: filter the drawn negatives (:mod:`.adversarial`); the replaced ones get
     source ``adversarial`` and every negative's distances and K3 flag (closer than the answer) are recomputed;
@@ -317,7 +232,7 @@ def _adversarial(
     answers, items, start = cols.get("answer_row"), cols.get("items"), cols.get("neg_rows")
     shown = np.where(items >= data.n_rows, -1, items)
     negatives, replacements, kept, summary = filter_image_negatives(
-        data, cols.get("proc"), answers, shown, start, seed=seed, progress=progress, options=options
+        data, cols.get("proc"), answers, shown, start, seed=seed, progress=progress, options=options or preset("image")
     )
     mask = shown >= 0
     point = (data.gather(shown) * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)[:, None]
@@ -393,8 +308,7 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
 #: The task: its constants and hooks.
 CLOZE = VisualTask(
     TASK, code=0xC1, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=True, anchored=True, need=3,
-    window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial, prune=prune_cloze,
-    ranked_adversarial=False,  # its filter ends nearer chance from the paper's K1 questions (measured, README)
+    window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial,
 )  # fmt: skip
 
 

@@ -25,7 +25,6 @@ coherent mean), ``min_pairwise``, ``negatives`` (the coherent images, in choice 
 
 from __future__ import annotations
 
-import weakref
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -33,20 +32,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from procbench.generate.adversarial import AdversarialPolicy
+from procbench.generate.adversarial import AdversarialPolicy, preset
 from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.options import VisualCoherenceOptions
+from procbench.generate.recipes import Recipe
 from procbench.generate.search import Searcher
 from procbench.generate.settings import Setting
-from procbench.generate.visual.adversarial import (
-    IMAGE_FAMILIES,
-    IMAGE_POLICY,
-    ImageRelations,
-    filter_intruders,
-)
+from procbench.generate.visual.adversarial import filter_intruders
 from procbench.generate.visual.bands import (
     ADVERSARIAL,
-    DUPLICATE_DISTANCE,
     LEVELS,
     QUESTION_KNN,
     SOURCES,
@@ -55,23 +49,15 @@ from procbench.generate.visual.bands import (
 )
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, band_columns
+from procbench.generate.visual.dealer import Classed, rank_notes, tell_classes
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window
 from procbench.generate.visual.needs_context import STYLE, run_with_needs_context
-from procbench.generate.visual.pruning import prune_coherence
-from procbench.generate.visual.ranks import (
-    RankRule,
-    coherence_misfits,
-    coherence_ranks,
-    odd_one_out,
-    own_layouts,
-    rank_notes,
-)
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import dictionary, fixed_lists, ragged_lists, struct
-from procbench.rng import stream
 from procbench.store import Store
+from procbench.tells import ChoiceView, OddOneOut, Tell, answer_ranks
 
 __all__ = ["DEFAULT_KNOBS", "SWEEP", "TASK", "build"]
 
@@ -122,12 +108,12 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
         "answer_d_coherent": both[0],
         "coherent_d_mean": both[1],
         "d_answer_question": d_mean,
-        "answer_rank": coherence_ranks(np.moveaxis(both[0], 1, 0)[:, :, None], d_mean[:, None], both[1])[:, 0],
+        "answer_rank": _intruder_ranks(data, w.anchors, picks),
     }
     if sel is not None and cands is not None:
         columns.update(band_columns(sel, cands))
-        if sel.rank is not None:
-            notes = rank_notes(sel, ok, tally)
+        if sel.rank is not None and drawn.dealt is not None:
+            notes = rank_notes(sel, ok, drawn.dealt, tally)
         else:
             notes = _fallbacks(sel, cands, w, d_mean, ok, drawn.setting.k3, tally)
     else:
@@ -142,156 +128,26 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
     out.add(keep, {**w.columns, **columns}, ragged=w.ragged, notes=notes)
 
 
-_LAYOUTS: weakref.WeakKeyDictionary[VisualData, np.ndarray] = weakref.WeakKeyDictionary()
-
-
-def _own_layouts(data: VisualData) -> np.ndarray:
-    """:func:`.ranks.own_layouts` of the store's sequences, computed once per loaded store."""
-    if data not in _LAYOUTS:
-        _LAYOUTS[data] = own_layouts(data.vectors, data.seqs.offsets, data.seqs.rows)
-    return _LAYOUTS[data]
-
-
-#: Random images of other procedures each K3=2 question may also draw its intruder from: the kNN sets hold no image
-#: far enough above the coherent images for rank 3, where four images of one procedure would put it.
-FAR_EXTRAS = 64
-#: A band level holds a K3=2 candidate only where it lies within this share of the coherent spread of its target.
-FIT_TOLERANCE = 0.1
-
-
 def _rank_rule(
-    w: _Window, cands: Candidates, close: Closeness, data: VisualData, rng: np.random.Generator
-) -> RankRule:
-    """K3=2: each candidate's class is the rank it would have, by distance to the mean of the other three
-    choices (0: closest); one candidate of the target rank is drawn, the one nearest where it would lie were the
-    four choices spaced like four images of one procedure, a layout drawn per question
-    (:func:`.ranks.coherence_misfits`). The narrowest band level with a candidate within :data:`FIT_TOLERANCE`
-    of its target gives it, else the kNN set and :data:`FAR_EXTRAS` random images of other procedures."""
-    vecs = data.gather(w.anchors)  # (B, 3, D)
-    coherent_mean = np.linalg.norm(vecs - w.point[:, None, :], axis=2)
-    layouts = _own_layouts(data)
-    gaps = layouts[rng.integers(len(layouts), size=len(w))]
-    seq_rows = data.seqs.rows
-    far = seq_rows[rng.integers(len(seq_rows), size=(len(w), FAR_EXTRAS))] if len(seq_rows) else None
-    if far is not None:
-        far = np.where(data.is_own(w.proc, far), -1, far)
-
-    def to_coherent_of(rows: np.ndarray) -> np.ndarray:
-        return distances_to(data, rows, *(vecs[:, i] for i in range(_SIZE)))  # (3, B, n)
-
-    def classes_and_misfits(rows: np.ndarray, to_coherent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        to_mean = distances_to(data, rows, w.point)
-        classes = coherence_ranks(to_coherent, to_mean, coherent_mean)
-        odd = odd_one_out(to_coherent, to_mean, coherent_mean)
-        return np.where(rows >= 0, classes, -1), coherence_misfits(odd, gaps), odd
-
-    classes, misfits, odd = classes_and_misfits(cands.rows, to_coherent_of(cands.rows))
-    extra_classes, extra_misfits = None, None
-    if far is not None:
-        # a copy of a coherent image (a re-encoded picture filed under another procedure) is never the intruder;
-        # the kNN candidates leave copies out by their band bounds
-        far_coherent = to_coherent_of(far)
-        copy = np.nan_to_num(far_coherent, nan=np.inf).min(axis=0) <= DUPLICATE_DISTANCE
-        far, far_coherent = np.where(copy, -1, far), np.where(copy[None], np.nan, far_coherent)
-        extra_classes, extra_misfits, far_odd = classes_and_misfits(far, far_coherent)
-        odd = np.concatenate([odd, far_odd], axis=2)  # (4, B, K + Kq)
-
-    def layout(picked: np.ndarray) -> np.ndarray:
-        """``(B, 4)`` the odd-one-out distances of the drawn intruder, then of the coherent images."""
-        at = np.maximum(picked[:, 0], 0)
-        out = odd[:, np.arange(len(at)), at].T
-        return np.where(picked[:, :1] >= 0, out, np.nan)
-
-    secondary, extra_secondary = _image_secondary(data, w.anchors, cands.rows, far, misfits, rng)
-    return RankRule(
-        classes,
-        np.eye(_SIZE + 1, dtype=np.int64),
-        extra_rows=far,
-        extra_classes=extra_classes,
-        preference=misfits,
-        extra_preference=extra_misfits,
-        tolerance=np.full(len(w), FIT_TOLERANCE),
-        layout=layout,
-        secondary=secondary,
-        extra_secondary=extra_secondary,
-    )
+    w: _Window, cands: Candidates, close: Closeness, data: VisualData, tells: list[Tell], recipe: Recipe
+) -> Classed:
+    """K3=2 and ``adversarial``'s start: each candidate's class is the rank it would take as the intruder among the
+    four choices on each of the recipe's tells (``odd_one_out``: its distance to the mean of the other three)."""
+    none = np.zeros((len(w), 0), dtype=np.int64)
+    classes, radix = tell_classes(tells, data.gather, cands.rows, fixed=w.anchors, question=none, answer=None)
+    return Classed(classes, radix, False, none, none)
 
 
-#: K3=2's weight of each image family's gap (:func:`_image_secondary`) in units of the question's spread of misfits.
-#: Measured on the build guides' K3=2 (generation seeds 0-2, benchmarks/real_photos.md): at 0.5, 1 and 2 the
-#: audit's colour_layout read 0.34, 0.34, 0.25 and near_duplicate 0.26, 0.21, 0.20, the distance probes at or
-#: below chance throughout; the three values tried, no others.
-COHERENCE_IMAGE_WEIGHT = 2.0
-#: Foursomes of one procedure's images (at most; drawn once per loaded store) whose members' image relations a
-#: K3=2 intruder's are matched to (:func:`_image_secondary`).
-OWN_FOURSOMES = 512
-_FOURSOMES = stream("visual.image-foursomes")
+def _intruder_ranks(data: VisualData, coherent: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    """``(B,)`` each intruder's rank (0: closest) among the four choices by distance to the mean of the other three."""
+    rows = np.concatenate([picks[:, None], coherent], axis=1)
+    values = OddOneOut().values(ChoiceView(data.gather(np.maximum(rows, 0)), *_no_question(len(rows))))
+    return answer_ranks(values, np.zeros(len(rows), dtype=np.int64))
 
 
-def _standardised(values: np.ndarray, axis: int) -> np.ndarray:
-    """``values`` minus their mean along ``axis``, over their standard deviation there (NaN: undefined)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        centred = values - np.mean(values, axis=axis, keepdims=True)
-        std = np.std(values, axis=axis, keepdims=True)
-        return centred / np.where(std > 1e-12, std, np.nan)
-
-
-def _own_foursomes(data: VisualData) -> np.ndarray:
-    """``(N, 4)`` image rows of up to :data:`OWN_FOURSOMES` foursomes, each four images of one procedure (from the
-    procedures with four or more), drawn once per loaded store; ``(0, 4)`` with no such procedure."""
-    offsets, rows = data.seqs.offsets, data.seqs.rows
-    lengths = np.diff(offsets)
-    big = np.flatnonzero(lengths >= 4)
-    if not len(big):
-        return np.zeros((0, 4), dtype=np.int64)
-    rng = _FOURSOMES.rng(0)
-    procs = big[rng.integers(len(big), size=OWN_FOURSOMES)]
-    picks = np.stack([offsets[p] + rng.choice(lengths[p], 4, replace=False) for p in procs.tolist()])
-    return np.asarray(rows[picks], dtype=np.int64)
-
-
-def _image_secondary(
-    data: VisualData,
-    coherent: np.ndarray,
-    rows: np.ndarray,
-    far: np.ndarray | None,
-    misfits: np.ndarray,
-    rng: np.random.Generator,
-) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """K3=2's ordering within a rank beside the misfit (not for the tolerance): how far a candidate intruder's
-    :data:`.adversarial.IMAGE_RELATIONS` to the three coherent photos, standardised among the four choices'
-    relations to the other three (what the audit's image probes read: each choice against the others), lie from
-    those of a member of four photos of one procedure (:func:`_own_foursomes`, one drawn per question): the
-    intruder then stands among the coherent photos as one more photo of their procedure would (same light, same
-    desk, as near a copy), neither apart nor always in the middle. Per family (:data:`.adversarial.IMAGE_FAMILIES`)
-    the mean absolute difference, in units of the question's spread of misfits (:data:`COHERENCE_IMAGE_WEIGHT`
-    each family); None when no file is read.
-
-    The photos' relations to each other alone were the target before: the intruder, related to three photos
-    where each coherent photo is related to two of its own and the intruder, still stood apart, and the audit's
-    ``near_duplicate`` probe read 0.43 on the build guides' K3=2 (benchmarks/real_photos.md)."""
-    extra = far if far is not None else np.zeros((len(rows), 0), dtype=np.int64)
-    own = _own_foursomes(data)
-    relations = ImageRelations(data, np.concatenate([coherent.reshape(-1), rows.reshape(-1), extra.reshape(-1),
-                                                     own.reshape(-1)]))  # fmt: skip
-    if not relations.any:
-        return None, None
-    if len(own):
-        members = _standardised(relations.foursome(own[:, 1:], own[:, :1])[:, 0], axis=1)[:, 0]  # (N, R)
-        members = members[np.isfinite(members).all(axis=1)]
-    if not len(own) or not len(members):
-        return None, None
-    target = members[rng.integers(len(members), size=len(rows))]  # (B, R)
-    with np.errstate(invalid="ignore"):
-        unit = np.nan_to_num(np.nanstd(np.where(rows >= 0, misfits, np.nan), axis=1), nan=0.0)[:, None]
-    weight = COHERENCE_IMAGE_WEIGHT * unit
-
-    def gaps(candidates: np.ndarray) -> np.ndarray:
-        mine = _standardised(relations.foursome(coherent, candidates), axis=2)[:, :, 0]  # (B, K, R)
-        gap = np.nan_to_num(np.abs(mine - target[:, None, :]), nan=0.0)
-        return sum((gap[:, :, list(family)].mean(axis=2) for family in IMAGE_FAMILIES), np.zeros(candidates.shape))
-
-    return weight * gaps(rows), (weight * gaps(far) if far is not None else None)
+def _no_question(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A question that shows nothing (coherence's): ``(n, 0, 1)`` vectors and ``(n, 0)`` mask."""
+    return np.zeros((n, 0, 1), dtype=np.float32), np.zeros((n, 0), dtype=bool)
 
 
 def _adversarial(
@@ -300,14 +156,21 @@ def _adversarial(
     *,
     seed: int,
     progress: Progress = SILENT,
-    options: AdversarialPolicy = IMAGE_POLICY,
+    options: AdversarialPolicy | None = None,
 ) -> dict[str, Any]:
     """The ``adversarial`` setting: filter the drawn incoherent images (:func:`.adversarial.filter_intruders`,
     which keeps each one's K3=2 rank); a replaced one gets ``band_level`` ``adversarial`` and its distances are
     recomputed; questions pruning drops are removed."""
     coherent, start = cols.get("coherent_rows"), cols.get("pick")
     picks, replacements, kept, summary = filter_intruders(
-        data, cols.get("proc"), coherent, start, cols.get("answer_rank"), seed=seed, progress=progress, options=options
+        data,
+        cols.get("proc"),
+        coherent,
+        start,
+        cols.get("answer_rank"),
+        seed=seed,
+        progress=progress,
+        options=options or preset("coherence"),
     )
     vecs = data.gather(coherent)
     mean = vecs.mean(axis=1)
@@ -316,7 +179,7 @@ def _adversarial(
     cols.set("pick", picks)
     cols.set("answer_d_coherent", both[0])
     cols.set("d_answer_question", d_mean)
-    cols.set("answer_rank", coherence_ranks(np.moveaxis(both[0], 1, 0)[:, :, None], d_mean[:, None], both[1])[:, 0])
+    cols.set("answer_rank", _intruder_ranks(data, coherent, picks))
     cols.set("band_level", np.where(picks != start, ADVERSARIAL, cols.get("band_level")))
     cols.set("replacements", replacements)
     cols.keep(kept)
@@ -401,8 +264,7 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
 #: The task: its constants and hooks.
 COHERENCE = VisualTask(
     TASK, code=0xC2, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=True, anchored=False, need=1,
-    window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial, prune=prune_coherence,
-    balanced_adversarial=True,  # its filter ends with more questions and nearer chance from them (measured, README)
+    window=_window, add=_add, table=_table, rank_rule=_rank_rule, adversarial=_adversarial,
 )  # fmt: skip
 
 

@@ -207,8 +207,8 @@ def question_table(
 
 
 def _plan_label(key: PlanKey) -> str:
-    """A plan key in the counts: ``recipeqa`` or ``k1=K``, then ``,ranked`` and ``,short`` when they apply."""
-    return ("recipeqa" if key.k1 is None else f"k1={key.k1}") + ",ranked" * key.ranked + ",short" * key.short
+    """A plan key in the counts: ``recipeqa`` or ``k1=K``, then ``,short`` when it applies."""
+    return ("recipeqa" if key.k1 is None else f"k1={key.k1}") + ",short" * key.short
 
 
 def build_counts(

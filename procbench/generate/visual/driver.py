@@ -34,15 +34,16 @@ import numpy as np
 import pyarrow as pa
 
 from procbench.card.setting_report import SettingReport
+from procbench.generate import policy, recipes
+from procbench.generate.adversarial import preset
 from procbench.generate.options import VisualClozeOptions, VisualCoherenceOptions, VisualOrderingOptions
 from procbench.generate.search import Searcher
 from procbench.generate.settings import Setting
-from procbench.generate.visual.adversarial import IMAGE_POLICY
-from procbench.generate.visual.bands import DEFAULT_KC, Candidates
-from procbench.generate.visual.closeness import Closeness, hideability
+from procbench.generate.visual.bands import Candidates
+from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, build_counts, meta_head, planned_columns, question_table
-from procbench.generate.visual.plans import MIN_STEPS_KNOBS, Plan, plans_by_k1
-from procbench.generate.visual.ranks import RankRule, balanced_ranks, select_ranked
+from procbench.generate.visual.dealer import Classed, Dealt, draw, options
+from procbench.generate.visual.plans import Plan, min_steps_knobs, plans_by_k1
 from procbench.generate.visual.recipeqa_style import random_far_images, resolve_min_distance
 from procbench.generate.visual.selection import Selection, select
 from procbench.generate.visual.sequences import Sequences, VisualData
@@ -50,8 +51,8 @@ from procbench.generate.visual.settings import PlanKey, VisualSetting, resolve_s
 from procbench.progress import SILENT, Labelled, Progress
 from procbench.qsets.columns import questions_table
 from procbench.qsets.questions import paused_gc
-from procbench.rng import stream
 from procbench.store import Store
+from procbench.tells import TELLS, Tell
 
 __all__ = [
     "CHUNK_PROCEDURES",
@@ -77,8 +78,6 @@ Searched = tuple[dict[PlanKey, Any], dict[PlanKey, Neighbours], dict[PlanKey, Ne
 
 
 # -- chunks -----------------------------------------------------------------------------------------------
-#: A K3 plan's rank rule, per chunk (its first procedure).
-_RANK_RULES = stream("visual.rank-rules")
 
 
 def chunks(n: int, size: int = CHUNK_PROCEDURES) -> Iterator[tuple[int, int]]:
@@ -184,6 +183,7 @@ class Draw:
             ``tally`` its counts.
         rows: ``(B, need)`` the negative images, -1 where none (None for tasks without neighbours).
         selection, candidates: knob settings: the draw (:func:`select`) and the K2 candidates it drew from.
+        dealt: K3=2: what the dealer did (:class:`.dealer.Dealt`).
         farthest: RecipeQA style: ``(B,)`` whether too few images lay beyond ``min_distance`` (the farthest
             drawn were taken).
         min_distance: the RecipeQA style's fixed distance.
@@ -198,6 +198,7 @@ class Draw:
     candidates: Candidates | None = None
     farthest: np.ndarray | None = None
     min_distance: float = 0.0
+    dealt: Dealt | None = None
 
     def negatives(self) -> np.ndarray:
         """:attr:`rows`, which tasks with neighbours get."""
@@ -231,16 +232,11 @@ class VisualTask(Generic[W]):
         window: ``window(items, data)``, the task's window of a plan's questions in a chunk.
         add: ``add(out, window, draw)``, add the questions of the window that the draw keeps to ``out``.
         table: ``table(cols, data, rng)``, a setting's (non-empty) question table but for the ``meta`` head.
-        rank_rule: ``rank_rule(window, candidates, closeness, data, rng)``, how negatives decide the answer's
-            distance rank (K3=2, :mod:`.ranks`); tasks without K3 leave it None.
+        rank_rule: ``rank_rule(window, candidates, closeness, data, tells, recipe)``: the candidates classed by the
+            recipe's tells (:func:`.dealer.tell_classes`), which :func:`.dealer.draw` deals (K3=2 and
+            ``adversarial``'s start); tasks without K3 leave it None.
         adversarial: ``adversarial(cols, data, seed=, progress=, options=)``, adversarial filtering of a setting's
             negatives in place (:mod:`.adversarial`), returning its summary; None: no ``adversarial`` setting.
-        ranked_adversarial: whether ``adversarial`` starts from K3=2's own plan (:mod:`.plans`) rather than the
-            paper's K1 questions.
-        balanced_adversarial: whether ``adversarial`` starts from ranks balanced among those each question
-            allows (:func:`.ranks.balanced_ranks`, more questions) rather than K3=2's independent ones.
-        prune: ``prune(cols, data, seed=, options=, progress=)``, K3=2 knob settings: drop the drawn questions the
-            context-free probes still solve, ranks kept uniform (:mod:`.pruning`), returning its account.
     """
 
     name: str
@@ -253,17 +249,14 @@ class VisualTask(Generic[W]):
     window: Callable[[Items, VisualData], W]
     add: Callable[[QuestionColumns, W, Draw], None]
     table: Callable[[QuestionColumns, VisualData, np.random.Generator], TableParts]
-    rank_rule: Callable[[W, Candidates, Closeness, VisualData, np.random.Generator], RankRule] | None = None
+    rank_rule: Callable[[W, Candidates, Closeness, VisualData, list[Tell], recipes.Recipe], Classed] | None = None
     adversarial: Callable[..., dict[str, Any]] | None = None
-    ranked_adversarial: bool = True
-    balanced_adversarial: bool = False
-    prune: Callable[..., dict[str, Any]] | None = None
 
 
 # -- the driver -------------------------------------------------------------------------------------------
 def key_seed(key: PlanKey) -> tuple[int, int]:
     """A plan key as seed components."""
-    return (2 if key.k1 is None else key.k1), int(key.ranked)
+    return (2 if key.k1 is None else key.k1), 0
 
 
 @paused_gc()
@@ -286,7 +279,9 @@ def run(
     :class:`~procbench.card.setting_report.SettingReport` per setting.
     """
     seed = options.seed
-    kc, min_distance = (options.kc, options.min_distance) if isinstance(options, _NEIGHBOURS) else (DEFAULT_KC, None)
+    kc, min_distance = (
+        (options.kc, options.min_distance) if isinstance(options, _NEIGHBOURS) else (policy.current().KC, None)
+    )
     searches = task.need > 0
     resolved = _resolve(task, settings)
     options.check(settings)
@@ -294,11 +289,7 @@ def run(
     # more neighbours than images is all of them: searching for K_C = 10^8 must not allocate (B, 10^8) arrays
     k = min(kc, max(1, data.n_rows))
     seqs = data.seqs
-    ranked = any(s.plan_key.ranked for s in resolved)
-    plans = plans_by_k1(
-        resolved, seqs.lengths, seed=seed, code=task.code, size=task.size, anchored=task.anchored,
-        anchor_scores=hideability(data, k) if ranked else None, offsets=seqs.offsets,
-    )  # fmt: skip
+    plans = plans_by_k1(resolved, seqs.lengths, seed=seed, code=task.code, size=task.size, anchored=task.anchored)
     fixed = resolve_min_distance(data, plans, min_distance, seed=seed, code=task.code) if searches else None
     rngs = {s.name: s.rng(seed, task.code) for s in resolved}
     columns = {s.name: QuestionColumns() for s in resolved}
@@ -329,7 +320,7 @@ def run(
         for key, (q_dist, q_rows) in near.items():  # K3: which candidates are close to the question
             point, radius = windows[key].k3()
             close[key] = Closeness.mark(data, cands[key], point, radius, q_dist, q_rows)
-        rules: dict[PlanKey, RankRule] = {}
+        rules: dict[tuple[PlanKey, recipes.Recipe], Classed] = {}
         for s in resolved:
             w = windows[s.plan_key]
             if not len(w):
@@ -341,14 +332,13 @@ def run(
                     data, w.proc, w.anchor_rows(), task.need, drawn.min_distance, drawn.rng
                 )
             elif searches and s.knobs is not None:
-                sel = _knob_selection(
-                    task, s, w, cands[s.plan_key], close.get(s.plan_key), rules, data, drawn.rng, seed
-                )
+                sel, drawn.dealt = _knob_selection(task, s, w, cands[s.plan_key], close.get(s.plan_key), rules, data,
+                                                   drawn.rng)  # fmt: skip
                 drawn.rows, drawn.selection, drawn.candidates = sel.rows, sel, cands[s.plan_key]
             task.add(columns[s.name], w, drawn)
 
     pipelined(len(seqs.names), search, draw, progress)
-    filtered, pruned = _filter(task, resolved, columns, data, options, seed=seed, progress=progress)
+    filtered = _filter(task, resolved, columns, data, options, seed=seed, progress=progress)
 
     def table(s: VisualSetting) -> pa.Table:
         cols = columns[s.name]
@@ -377,10 +367,6 @@ def run(
     reports = {name: _report(entry) for name, entry in counts["per_setting"].items()}
     for name, summary in filtered.items():
         reports[name].adversarial = summary
-    for name, account in pruned.items():
-        reports[name].pruning = account
-        if account["pruned"]:
-            reports[name].skipped_questions["solved_by_probes"] = account["pruned"]
     for s in resolved:  # a setting without questions says why (never a silent empty set)
         if not out[s.name].num_rows:
             reports[s.name].empty = _empty_reason(s, plans[s.plan_key].eligible, tally[s.name])
@@ -397,24 +383,18 @@ def _filter(
     *,
     seed: int,
     progress: Progress,
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """The drawn questions filtered in place: the ``adversarial`` setting's negatives (its filter over
-    :data:`.adversarial.IMAGE_POLICY`), then the K3=2 knob settings pruned (``options.rank_yield``); each one's
-    account, by setting name."""
-    filtering, pruning = options.adversarial_policy(IMAGE_POLICY), options.rank_pruning()
-    filtered = {
+) -> dict[str, dict[str, Any]]:
+    """The ``adversarial`` setting's negatives filtered in place (its recipe's preset); its account, by setting."""
+    if task.adversarial is None:
+        return {}
+    filtering = options.adversarial_policy(preset(recipes.get(task.name, "adversarial").preset))
+    return {
         s.name: task.adversarial(
             columns[s.name], data, seed=seed, progress=Labelled(progress, s.name), options=filtering
         )
         for s in resolved
-        if s.setting.style == "adversarial" and task.adversarial is not None and len(columns[s.name])
+        if s.setting.style == "adversarial" and len(columns[s.name])
     }
-    pruned = {
-        s.name: task.prune(columns[s.name], data, seed=seed, options=pruning, progress=Labelled(progress, s.name))
-        for s in resolved
-        if s.setting.rank_uniform and task.prune is not None and pruning is not None and len(columns[s.name])
-    }
-    return filtered, pruned
 
 
 def _report(entry: dict[str, Any]) -> SettingReport:
@@ -428,7 +408,7 @@ def _empty_reason(s: VisualSetting, eligible: int, tally: Counter[str]) -> str:
     """Why setting ``s`` drew no question: no procedure its plan takes, else what skipped its questions."""
     if not eligible:
         need = (
-            f"at least {MIN_STEPS_KNOBS} image steps (K1)"
+            f"at least {min_steps_knobs()} image steps (K1)"
             if s.knobs is not None and not s.plan_key.short
             else "enough image steps"
         )
@@ -448,8 +428,6 @@ def _resolve(task: VisualTask[Any], settings: list[Setting]) -> list[VisualSetti
         with_k3=task.with_k3,
         default=task.default_knobs,
         adversarial=task.adversarial is not None,
-        ranked_plans=task.with_k3,
-        ranked_adversarial=task.ranked_adversarial,
     )
 
 
@@ -459,25 +437,25 @@ def _knob_selection(
     w: Window,
     cands: Candidates,
     close: Closeness | None,
-    rules: dict[PlanKey, RankRule],
+    rules: dict[tuple[PlanKey, recipes.Recipe], Classed],
     data: VisualData,
     rng: np.random.Generator,
-    seed: int,
-) -> Selection:
-    """A knob setting's negatives for one chunk of windows: K3=2's ranked draw (one rank rule per plan and chunk,
-    made once in ``rules``, whichever settings are drawn; a knob setting's ends with the rule's exchangeable draw,
-    if it has one), else the K2 band draw (K3=1: with ``close``)."""
+) -> tuple[Selection, Dealt | None]:
+    """A knob setting's negatives for one chunk of windows: K3=2 (and ``adversarial``'s start) dealt on its recipe's
+    tells (:mod:`.dealer`; the candidates classed once per plan, recipe and chunk in ``rules``), else the K2 band
+    draw (K3=1: with ``close``)."""
     key, (_, k2, k3) = s.plan_key, s.knobs or (0, 0, 0)
     if k3 == 2 and task.rank_rule is not None:
-        if key not in rules:
+        recipe = recipes.get(task.name, recipes.kind_of(s.setting))
+        if (key, recipe) not in rules:
             assert close is not None  # K3 plans have their question points' closeness
-            rule_rng = _RANK_RULES.rng(seed, task.code, *key_seed(key), int(w.proc[0]))
-            rules[key] = task.rank_rule(w, cands, close, data, rule_rng)
-        balanced = s.setting.style == "adversarial" and task.balanced_adversarial
-        deal = balanced_ranks if balanced else None  # None: independent, then dealt by layout
-        exchange = s.setting.style == "knobs"  # the adversarial draft keeps its own draw
-        return select_ranked(cands, rules[key], k2=k2, need=task.need, rng=rng, deal=deal, exchange=exchange)
-    return select(cands, k2=k2, need=task.need, closeness=close if k3 else None, rng=rng)
+            tells = [TELLS[name] for name in recipe.tells]
+            rules[key, recipe] = task.rank_rule(w, cands, close, data, tells, recipe)
+        c = rules[key, recipe]
+        wants, ranks = options(c.radix, task.need, additive=c.additive)
+        return draw(cands, c.classes, wants, ranks, extra_rows=c.extra_rows, extra_classes=c.extra_classes, k2=k2,
+                    need=task.need, rng=rng)  # fmt: skip
+    return select(cands, k2=k2, need=task.need, closeness=close if k3 else None, rng=rng), None
 
 
 def _anchor_neighbours(data: VisualData, windows: dict[PlanKey, Window], kc: int) -> dict[PlanKey, Neighbours]:

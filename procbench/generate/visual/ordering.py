@@ -28,7 +28,7 @@ and uniform wrong orders. ``default`` = knobs (0,1,0).
 ``answer_score`` (the authored order's score), ``negatives`` (one per wrong order, in choice order:
 ``order`` (positions 0-3 of the authored order), ``score``, ``probability``: its chance on a single
 draw; K3=2: on a single draw from its side of the authored order's path length; ``adversarial``: NaN) and
-``fallbacks`` (K3=2: a ``fit:`` note where no draw met the fit target); K3=2 and ``adversarial``: ``answer_rank``
+``fallbacks``; K3=2 and ``adversarial``: ``answer_rank``
 (how many wrong orders shown are shorter; the reversed authored order, of the same path length, is not).
 """
 
@@ -41,21 +41,21 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from procbench.generate.adversarial import AdversarialPolicy
+from procbench.generate import policy
+from procbench.generate.adversarial import AdversarialPolicy, preset
 from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.options import VisualOrderingOptions
+from procbench.generate.ranks import balanced_ranks
 from procbench.generate.settings import Setting
-from procbench.generate.visual.adversarial import IMAGE_POLICY, filter_orders, order_ceiling, shorter_orders
+from procbench.generate.visual.adversarial import filter_orders, order_ceiling, shorter_orders
 from procbench.generate.visual.columns import QuestionColumns
 from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
-from procbench.generate.visual.pruning import prune_ordering
-from procbench.generate.visual.ranks import _take, balanced_ranks, layout_ranks
 from procbench.generate.visual.sequences import VisualData
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import dictionary, fixed_lists, ragged_lists, struct
 from procbench.store import Store
 
-__all__ = ["DEFAULT_KNOBS", "FIT_DRAWS", "PERMUTATIONS", "SWEEP", "TASK", "build", "order_scores", "position_fits"]
+__all__ = ["DEFAULT_KNOBS", "PERMUTATIONS", "SWEEP", "TASK", "build", "order_scores"]
 
 TASK = "visual-ordering"
 DEFAULT_KNOBS = (0, 1, 0)
@@ -133,59 +133,23 @@ def _take_weighted(mask: np.ndarray, weights: np.ndarray, count: np.ndarray, rng
     return np.where(np.arange(3)[None, :] < count[:, None], order, -1)
 
 
-#: K3=2 knob settings: at each path-length rank, the wrong orders are the best of this many draws by the K2 rule
-#: for the authored order's position-fit rank (:func:`position_fits`).
-FIT_DRAWS = 16
-
-
-def position_fits(vectors: np.ndarray, proc: np.ndarray) -> np.ndarray:
-    """``(B, 24)`` how well each order of a question's photos ``vectors (B, 4, D)`` (the authored order first, then
-    :data:`PERMUTATIONS`) puts them where the other procedures' questions have photos like them: the sum over
-    positions of the photo's unit vector times the position's mean photo over the questions of other procedures
-    (``proc (B,)``), centred over the positions.
-
-    This is what a choice-only probe learns of an order (which kind of photo comes first, which last: the parts laid
-    out, the finished build), estimated without the question's own procedure."""
-    v = vectors.astype(np.float64)
-    v = v / np.maximum(np.linalg.norm(v, axis=2, keepdims=True), 1e-12)
-    codes, inverse = np.unique(proc, return_inverse=True)
-    own = np.zeros((len(codes), *v.shape[1:]))
-    np.add.at(own, inverse, v)
-    n_others = len(v) - np.bincount(inverse, minlength=len(codes))[inverse]
-    others = (v.sum(axis=0)[None] - own[inverse]) / np.maximum(n_others, 1)[:, None, None]  # (B, 4, D)
-    others = others - others.mean(axis=1, keepdims=True)
-    at = np.einsum("bid,bpd->bip", v, others)  # photo i at position p
-    return np.asarray(at[:, PERMUTATIONS, np.arange(_SIZE)[None, :]].sum(axis=2))
+def _take(mask: np.ndarray, count: np.ndarray, width: int, rng: np.random.Generator) -> np.ndarray:
+    """``(B, width)`` columns of ``mask (B, K)``: ``count[b]`` of its True columns uniformly at random, then -1."""
+    order = np.argsort(np.where(mask, rng.random(mask.shape), np.inf), axis=1, kind="stable")[:, :width]
+    return np.where(np.arange(width)[None, :] < count[:, None], order, -1)
 
 
 def _rank_balanced(
-    w: _Window,
-    usable: np.ndarray,
-    k2: int,
-    rng: np.random.Generator,
-    *,
-    layout: bool = False,
-    fits: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Wrong orders that put the authored order at a balanced rank ``r`` by path length: ``r`` of them strictly
-    shorter, ``3 - r`` not, among the ``usable (B, 23)`` wrong orders, each side drawn by the K2 rule (0:
-    uniformly; 1: ∝ score without replacement) within that side.
-
-    With ``layout`` every question is drawn at every rank it allows and the ranks, as many of each as
-    :func:`.ranks.balanced_ranks` dealt, are dealt again so that the four path lengths are shaped alike at every
-    rank (:func:`.ranks.layout_ranks`): drawn ∝ score, the longer side's orders lie far above the authored one
-    and the shorter side's just below it, so the authored order's deviation from the four's mean told its rank
-    (the audit's ``question_distance`` read 0.37 on the build guides' K3=2 with ranks balanced).
-
-    With ``fits (B, 24)`` (:func:`position_fits`) each question also gets a target rank of the authored order's fit
-    among its four orders' (how many wrong orders fit better), dealt equally often at each rank, and at every
-    path-length rank its wrong orders are the first of :data:`FIT_DRAWS` draws by the K2 rule that meets it (else
-    one nearest it). The authored order is then no more often the order whose photos stand where such photos
-    usually stand (a choice-only probe read that: 0.37-0.39 on the build guides).
+    w: _Window, usable: np.ndarray, k2: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Wrong orders that put the authored order at a dealt rank ``r`` on the ``path_length`` tell: ``r`` of them
+    strictly shorter, ``3 - r`` not, among the ``usable (B, 23)`` wrong orders, each side drawn by the K2 rule (0:
+    uniformly; 1: ∝ score without replacement). The ranks are dealt by :func:`procbench.generate.ranks.balanced_ranks`
+    (each question its least-dealt feasible rank; a rank's excess over the next is skipped).
 
     Returns:
-        ``(picked (B, 3) indices into the wrong orders, -1 where a question has no balanced rank; rank (B,);
-        probability (B, 3) of each pick on a single draw from its side; missed (B,) the fit target was not met)``.
+        ``(picked (B, 3) indices into the wrong orders, -1 where a question is skipped; rank (B,); probability
+        (B, 3) of each pick on a single draw from its side)``.
     """
     shorter = shorter_orders(w.wrong, w.authored)
     sides = (usable & shorter, usable & ~shorter)
@@ -193,48 +157,14 @@ def _rank_balanced(
     ranks = np.arange(_SIZE)
     feasible = (n_short[:, None] >= ranks) & (n_long[:, None] >= _SIZE - 1 - ranks)
     rank = balanced_ranks(feasible, rng)
-
-    def draw(rank: np.ndarray) -> np.ndarray:
-        """``(B, 3)`` the wrong orders that put each authored order at ``rank (B,)`` (-1: none)."""
-        wants = (np.maximum(rank, 0), np.where(rank >= 0, _SIZE - 1 - rank, 0))
-        if k2 == 0:
-            short, long = (_take(side, want, 3, rng) for side, want in zip(sides, wants, strict=True))
-        else:
-            short, long = (_take_weighted(side, w.wrong, want, rng) for side, want in zip(sides, wants, strict=True))
-        both = np.concatenate([short, long], axis=1)
-        picked = np.take_along_axis(both, np.argsort(both < 0, axis=1, kind="stable")[:, :3], axis=1)
-        return np.where(rank[:, None] >= 0, picked, -1)
-
-    target = None
-    if fits is not None:
-        target = np.full(len(w), -1)
-        dealt = np.flatnonzero(rank >= 0)
-        target[dealt] = rng.permutation(np.arange(len(dealt)) % _SIZE)
-
-    def fit_draw(rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(picked (B, 3), missed (B,))``: :func:`draw`, or the best of :data:`FIT_DRAWS` for the fit target."""
-        if target is None or fits is None:
-            return draw(rank), np.zeros(len(w), dtype=bool)
-        tries = np.stack([draw(rank) for _ in range(FIT_DRAWS)], axis=1)  # (B, T, 3)
-        better = np.take_along_axis(fits[:, 1:][:, None, :], np.maximum(tries, 0), axis=2) > fits[:, :1, None]
-        miss = np.abs(better.sum(axis=2) - target[:, None])  # (B, T)
-        best = np.argmin(miss, axis=1)
-        return tries[np.arange(len(w)), best], (miss.min(axis=1) > 0) & (rank >= 0)
-
-    if layout:
-        drawn = [fit_draw(np.where((rank >= 0) & feasible[:, r], r, -1)) for r in ranks]
-        by_rank = np.stack([d[0] for d in drawn], axis=1)  # (B, R, 3)
-        missed_by_rank = np.stack([d[1] for d in drawn], axis=1)  # (B, R)
-        lengths = np.take_along_axis(w.wrong[:, None, :], np.maximum(by_rank, 0), axis=2)
-        layouts = np.concatenate(
-            [np.broadcast_to(w.authored[:, None, None], (len(w), _SIZE, 1)), np.where(by_rank >= 0, lengths, np.nan)],
-            axis=2,
-        )  # (B, R, 4): the authored order's path length first
-        rank = layout_ranks(layouts.astype(np.float64), rank, rng)
-        picked = np.where(rank[:, None] >= 0, by_rank[np.arange(len(w)), np.maximum(rank, 0)], -1)
-        missed = missed_by_rank[np.arange(len(w)), np.maximum(rank, 0)] & (rank >= 0)
+    wants = (np.maximum(rank, 0), np.where(rank >= 0, _SIZE - 1 - rank, 0))
+    if k2 == 0:
+        short, long = (_take(side, want, 3, rng) for side, want in zip(sides, wants, strict=True))
     else:
-        picked, missed = fit_draw(rank)
+        short, long = (_take_weighted(side, w.wrong, want, rng) for side, want in zip(sides, wants, strict=True))
+    both = np.concatenate([short, long], axis=1)
+    picked = np.take_along_axis(both, np.argsort(both < 0, axis=1, kind="stable")[:, :3], axis=1)
+    picked = np.where(rank[:, None] >= 0, picked, -1)
     safe = np.maximum(picked, 0)
     side = np.take_along_axis(shorter, safe, axis=1)  # each pick's side
     probability = 1 / np.maximum(np.where(side, n_short[:, None], n_long[:, None]), 1)
@@ -243,7 +173,7 @@ def _rank_balanced(
         total = np.where(side, short_total, long_total)
         score = np.take_along_axis(w.wrong, safe, axis=1)
         probability = np.where(total > 0, score / np.where(total > 0, total, 1.0), probability)
-    return picked, rank, probability, missed
+    return picked, rank, probability
 
 
 def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
@@ -255,19 +185,12 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
         # adversarial: uniformly within the sides, among the orders that can be told from the authored one
         # (:func:`.adversarial.order_ceiling`); K3=2: every wrong order, by the setting's K2 rule
         if adversarial:
-            usable = order_ceiling(drawn.data.gather(w.columns["rows"]), IMAGE_POLICY.ceiling)[:, 1:]
+            usable = order_ceiling(drawn.data.gather(w.columns["rows"]), policy.current().IMAGE_CEILING)[:, 1:]
         else:
             usable = np.ones(w.wrong.shape, dtype=bool)
         k2 = 0 if adversarial or knobs is None else knobs[1]
-        fits = None if adversarial else position_fits(drawn.data.gather(w.columns["rows"]), w.proc)
-        picked, rank, probability, missed = _rank_balanced(w, usable, k2, drawn.rng, layout=not adversarial, fits=fits)
+        picked, rank, probability = _rank_balanced(w, usable, k2, drawn.rng)
         keep = np.flatnonzero(rank >= 0)
-        note = [
-            f"fit: none of {FIT_DRAWS} draws put the authored order's position fit at its dealt rank among the "
-            "four orders; took one nearest it"
-        ]
-        fit_notes = {int(b): note for b in np.flatnonzero(missed).tolist()}
-        drawn.tally["fit:nearest-rank"] += len(fit_notes)
         drawn.tally["skipped_rank_balance"] += len(w) - len(keep)
         safe = np.maximum(picked, 0)
         own = {
@@ -277,7 +200,7 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
             "neg_probability": np.full(picked.shape, np.nan) if adversarial else probability,
             "rank": rank,
         }
-        out.add(keep, {**w.columns, **own}, ragged=w.ragged, notes=fit_notes)
+        out.add(keep, {**w.columns, **own}, ragged=w.ragged)
         return
     k2 = 0 if drawn.setting.knobs is None else drawn.setting.knobs[1]
     picked, probability, positive = _draw_wrong(w.wrong, k2, drawn.rng)
@@ -304,14 +227,14 @@ def _adversarial(
     *,
     seed: int,
     progress: Progress = SILENT,
-    options: AdversarialPolicy = IMAGE_POLICY,
+    options: AdversarialPolicy | None = None,
 ) -> dict[str, Any]:
     """The ``adversarial`` setting: filter the rank-uniform wrong orders (:func:`.adversarial.filter_orders`,
     which keeps each one's side of the authored path length) and recompute their scores."""
     rows, start = cols.get("rows"), cols.get("neg_order")
     proc = cols.get("proc")
     picked, replacements, kept, summary = filter_orders(
-        data, proc, rows, start + 1, seed=seed, progress=progress, options=options
+        data, proc, rows, start + 1, seed=seed, progress=progress, options=options or preset("image")
     )
     _, wrong = order_scores(data.gather(rows))
     cols.set("neg_order", picked - 1)
@@ -362,7 +285,7 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
 #: The task: its constants and hooks (no neighbours: ``need`` 0); run by the visual driver.
 ORDERING = VisualTask(
     TASK, code=0xC3, size=_SIZE, default_knobs=DEFAULT_KNOBS, with_k3=False, anchored=False, need=0,
-    window=_window, add=_add, table=_table, adversarial=_adversarial, prune=prune_ordering,
+    window=_window, add=_add, table=_table, adversarial=_adversarial,
 )  # fmt: skip
 
 

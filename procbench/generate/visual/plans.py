@@ -1,18 +1,14 @@
 """K1, question plans: which steps of each procedure's image sequence each question uses.
 
-Procedures with at least :data:`MIN_STEPS_KNOBS` sequence steps (the paper's K1; a ``short`` plan, the
+Procedures with at least K1's minimum of sequence steps (the paper's K1; a ``short`` plan, the
 ``adversarial`` setting's, also takes the shorter ones that hold a question); at most ⌊n/2⌋ (K1=0) or ⌊n/3⌋
 (K1=1) questions; each question's items are drawn (in increasing order) from a pool of steps, and after each
 question its anchor step (the answer of a cloze question, a random question step for coherence and
 ordering) leaves the pool, plus one random other pool step at K1=1. The RecipeQA style resamples freely
 (⌊n/2⌋ questions, at least one, no pool).
 
-A plan for K3=2 (a :class:`~.settings.PlanKey` with ``ranked``) draws the same way but prefers images that
-:data:`HIDDEN_NEEDED` images of other procedures are nearer the procedure's mean than (``anchor_scores``,
-:func:`.closeness.hideability`): a cloze question is anchored at random among its such images (else on the
-one most are nearer than), a coherence question takes its images from them first. An answer nearer its
-question than every other procedure's image can only be the nearest choice (an intruder, only the farthest),
-and K3=2 keeps only questions that could take every rank.
+K3=2 plans as K1 does; its dealer skips the questions whose candidates do not allow every rank
+(:mod:`.dealer`).
 """
 
 from __future__ import annotations
@@ -23,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from procbench.generate import policy
 from procbench.generate.visual.sequences import Sequences
 from procbench.qsets.columns import ranges
 from procbench.rng import Stream, stream
@@ -30,20 +27,18 @@ from procbench.rng import Stream, stream
 if TYPE_CHECKING:
     from procbench.generate.visual.settings import PlanKey, VisualSetting
 
-__all__ = ["HIDDEN_NEEDED", "MIN_STEPS_KNOBS", "Plan", "plan_questions", "plans_by_k1", "question_budget"]
-
-MIN_STEPS_KNOBS = 5
-#: A ranked plan's anchor: one that at least this many images of other procedures are nearer the procedure's
-#: mean than (three negatives closer to the question than the answer put it at the last rank).
-HIDDEN_NEEDED = 3
+__all__ = ["Plan", "min_steps_knobs", "plan_questions", "plans_by_k1", "question_budget"]
 
 
-#: K1 plans, and the anchors of K3=2's ranked plans; a short plan's draws for its procedures under
-#: :data:`MIN_STEPS_KNOBS` steps (the longer ones' questions stay those of the plan without them).
+def min_steps_knobs() -> int:
+    """K1's minimum of image steps (``Policy.MIN_STEPS_KNOBS``, :mod:`procbench.generate.policy`)."""
+    return policy.current().MIN_STEPS_KNOBS
+
+
+#: K1 plans; a short plan's draws for its procedures under K1's minimum of steps (the longer ones' questions stay
+#: those of the plan without them).
 _PLANS = stream("visual.plans")
-_RANKED_PLANS = stream("visual.ranked-plans")
 _SHORT_PLANS = stream("visual.short-plans")
-_SHORT_RANKED_PLANS = stream("visual.short-ranked-plans")
 
 
 def question_budget(n_steps: int, k1: int | None) -> int:
@@ -102,34 +97,27 @@ def plans_by_k1(
     code: int,
     size: int,
     anchored: bool,
-    anchor_scores: np.ndarray | None = None,
-    offsets: np.ndarray | None = None,
 ) -> dict[PlanKey, Plan]:
-    """One :func:`plan_questions` per distinct plan key of ``settings``, seeded per K1 value (a ranked plan draws
-    the same questions as its K1's and chooses their anchors with ``anchor_scores``, ``(S,)`` per sequence
-    position, procedure ``p``'s from ``offsets[p]``). A short plan is its key's plan without ``short`` plus the
-    questions of the procedures of ``size`` to ``MIN_STEPS_KNOBS - 1`` steps, drawn from streams of their own.
+    """One :func:`plan_questions` per distinct plan key of ``settings``, seeded per K1 value. A short plan is its
+    key's plan without ``short`` plus the questions of the procedures of ``size`` to K1's minimum less one steps,
+    drawn from a stream of its own.
     """
     lengths = np.asarray(lengths, dtype=np.int64)
     keys = list(dict.fromkeys(s.plan_key for s in settings))
     plans: dict[PlanKey, Plan] = {}
 
-    def plan(key: PlanKey, of: np.ndarray, streams: tuple[Stream, Stream], min_steps: int) -> Plan:
-        rng = streams[0].rng(seed, code, 2 if key.k1 is None else key.k1)
-        ranked = None
-        if key.ranked:
-            if anchor_scores is None or offsets is None:  # pragma: no cover - a programming error in the driver
-                raise ValueError("a ranked plan needs the anchor scores")
-            ranked = (anchor_scores, offsets, streams[1].rng(seed, code, key.k1 or 0))
-        return plan_questions(of, size=size, k1=key.k1, rng=rng, anchored=anchored, ranked=ranked, min_steps=min_steps)
+    def plan(key: PlanKey, of: np.ndarray, stream_: Stream, min_steps: int) -> Plan:
+        rng = stream_.rng(seed, code, 2 if key.k1 is None else key.k1)
+        return plan_questions(of, size=size, k1=key.k1, rng=rng, anchored=anchored, min_steps=min_steps)
 
+    least = min_steps_knobs()
     for key in keys:
         full = key._replace(short=False)
         if full not in plans:
-            plans[full] = plan(full, lengths, (_PLANS, _RANKED_PLANS), MIN_STEPS_KNOBS)
+            plans[full] = plan(full, lengths, _PLANS, least)
         if key.short:  # the plan without ``short`` itself when no short procedure holds a question
-            short = np.where(lengths < MIN_STEPS_KNOBS, lengths, 0)
-            extra = plan(key, short, (_SHORT_PLANS, _SHORT_RANKED_PLANS), size)
+            short = np.where(lengths < least, lengths, 0)
+            extra = plan(key, short, _SHORT_PLANS, size)
             plans[key] = _merged(plans[full], extra) if extra.eligible else plans[full]
     return {key: plans[key] for key in keys}
 
@@ -141,20 +129,17 @@ def plan_questions(
     k1: int | None,
     rng: np.random.Generator,
     anchored: bool,
-    ranked: tuple[np.ndarray, np.ndarray, np.random.Generator] | None = None,
-    min_steps: int = MIN_STEPS_KNOBS,
+    min_steps: int | None = None,
 ) -> Plan:
     """Draw every procedure's questions under K1 (``k1`` 0 or 1), from the procedures of at least ``min_steps``
-    steps, or free resampling (``k1`` None, every procedure of at least ``size`` steps).
+    steps (None: K1's minimum), or free resampling (``k1`` None, every procedure of at least ``size`` steps).
 
     ``anchored``: whether the anchor is part of what makes two free-resampled questions different (the
-    placeholder of a cloze question); free resampling never repeats an identical question. ``ranked``:
-    ``(anchor_scores, offsets, rng)`` to choose each K1 question's anchor with (see the module).
+    placeholder of a cloze question); free resampling never repeats an identical question.
     """
     if k1 is not None:
-        return _pooled_plan(
-            lengths, size=size, k1=k1, rng=rng, anchored=anchored, ranked=ranked, min_steps=max(min_steps, size)
-        )
+        least = min_steps_knobs() if min_steps is None else min_steps
+        return _pooled_plan(lengths, size=size, k1=k1, rng=rng, min_steps=max(least, size))
     proc: list[int] = []
     slots: list[list[int]] = []
     anchor: list[int] = []
@@ -206,16 +191,13 @@ def _pooled_plan(
     size: int,
     k1: int,
     rng: np.random.Generator,
-    anchored: bool = True,
-    ranked: tuple[np.ndarray, np.ndarray, np.random.Generator] | None = None,
-    min_steps: int = MIN_STEPS_KNOBS,
+    min_steps: int,
 ) -> Plan:
     """K1 planning, vectorised over the procedures of each sequence length (their pools shrink alike).
 
     Each eligible procedure, in order, takes ``budget × (n + 2)`` uniform numbers: per question, ``n`` keys
     whose ``size`` smallest among the pool's positions pick the question's steps, one for the anchor and
-    one for the extra step K1=1 removes. ``ranked`` replaces the anchor's draw by a choice (see the module),
-    ties broken by ``budget × size`` numbers of its own generator per procedure.
+    one for the extra step K1=1 removes.
     """
     lengths = np.asarray(lengths, dtype=np.int64)
     eligible = np.flatnonzero(lengths >= min_steps)
@@ -224,10 +206,6 @@ def _pooled_plan(
     widths = allowed_of * (n_of + 2)
     offsets = np.r_[0, np.cumsum(widths)]
     draws = rng.random(int(offsets[-1]))
-    if ranked is not None:
-        scores, seq_offsets, tie_rng = ranked
-        tie_offsets = np.r_[0, np.cumsum(allowed_of * size)]
-        ties = tie_rng.random(int(tie_offsets[-1]))
     parts: dict[str, list[np.ndarray]] = {
         k: [] for k in ("proc", "slots", "anchor", "budget", "number", "pool", "gone")
     }
@@ -236,9 +214,6 @@ def _pooled_plan(
         group = np.flatnonzero(n_of == n)
         allowed = int(allowed_of[group[0]])
         u_all = draws[ranges(offsets[group], widths[group])].reshape(len(group), allowed, n + 2)
-        if ranked is not None:
-            tie_all = ties[ranges(tie_offsets[group], np.full(len(group), allowed * size))]
-            tie_all = tie_all.reshape(len(group), allowed, size)
         pool = np.tile(np.arange(n, dtype=np.int64), (len(group), 1))
         rows = np.arange(len(group))
         drawn = 0
@@ -246,16 +221,9 @@ def _pooled_plan(
             u = u_all[:, drawn]
             size_now = pool.shape[1]
             keys = u[:, :size_now]
-            if ranked is not None and not anchored:  # the hideable images of the pool first
-                keys = keys - (scores[seq_offsets[eligible[group]][:, None] + pool] >= HIDDEN_NEEDED)
             picked = np.sort(np.argsort(keys, axis=1, kind="stable")[:, :size], axis=1)
             chosen = np.take_along_axis(pool, picked, axis=1)
             a = np.minimum(size - 1, (u[:, n] * size).astype(np.int64))
-            if ranked is not None and anchored:  # the anchor: at random among the hideable, else the most hideable
-                score = scores[seq_offsets[eligible[group]][:, None] + chosen]
-                hideable = score >= HIDDEN_NEEDED
-                best = np.where(hideable.any(axis=1)[:, None], hideable, score) + tie_all[:, drawn] * 0.5
-                a = np.argmax(best, axis=1)
             drop = [picked[rows, a]]
             gone = [chosen[rows, a]]
             pool = _without(pool, drop[0])

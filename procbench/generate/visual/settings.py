@@ -20,23 +20,19 @@ _SETTINGS = stream("visual.settings")
 
 
 class PlanKey(NamedTuple):
-    """Which question plan a setting uses: K1 (None: free resampling), whether the answers are chosen among
-    each question's images for K3=2 (:func:`.plans.plan_questions`'s ``anchor_scores``), and whether procedures
-    shorter than K1's minimum are planned too (``short``: ``adversarial``, :func:`.plans.plans_by_k1`)."""
+    """Which question plan a setting uses: K1 (None: free resampling), and whether procedures shorter than K1's
+    minimum are planned too (``short``: ``adversarial``, :func:`.plans.plans_by_k1`)."""
 
     k1: int | None
-    ranked: bool = False
     short: bool = False
 
 
 @dataclass(frozen=True)
 class VisualSetting:
-    """A setting resolved for a visual task: ``knobs`` is None for the RecipeQA style; ``ranked_plan``: K3=2
-    has a plan of its own whose answers can take every distance rank (tasks whose anchor is the answer)."""
+    """A setting resolved for a visual task: ``knobs`` is None for the RecipeQA style."""
 
     setting: Setting
     knobs: tuple[int, int, int] | None
-    ranked_plan: bool = False
 
     @property
     def name(self) -> str:
@@ -48,7 +44,7 @@ class VisualSetting:
         """Which question plan the setting uses."""
         if self.knobs is None:
             return PlanKey(None)
-        return PlanKey(self.knobs[0], self.ranked_plan and self.knobs[2] == 2, self.setting.style == "adversarial")
+        return PlanKey(self.knobs[0], self.setting.style == "adversarial")
 
     @property
     def k3(self) -> bool:
@@ -68,16 +64,13 @@ def resolve_settings(
     with_k3: bool,
     default: tuple[int, int, int],
     adversarial: bool = False,
-    ranked_plans: bool = False,
-    ranked_adversarial: bool = False,
 ) -> list[VisualSetting]:
     """Check ``settings`` for a visual task; ``default`` stands for the knobs of ``Setting("default")``, and
     ``adversarial`` (when the task has it) starts from the default's K1, K2 with K3=2 (ordering: K1, K2=0 and
     a balanced path-length rank).
 
     A task without K3 (ordering) takes K3=2 all the same: the rank-uniform variant (its answer's rank by the
-    task's own score balanced over the set). ``ranked_plans``: K3=2 settings get a plan of their own;
-    ``ranked_adversarial``: so does ``adversarial`` (else it draws on the paper's K1 questions).
+    task's own score balanced over the set).
 
     Raises:
         BadInput: ``--debias``, an unknown style, K3=1 for a task without K3, ``--adversarial`` for a task
@@ -86,21 +79,21 @@ def resolve_settings(
     resolved = []
     for setting in settings:
         if setting.style == "recipeqa":
-            resolved.append(VisualSetting(setting, None, ranked_plans))
+            resolved.append(VisualSetting(setting, None))
         elif setting.style == "adversarial":
             if not adversarial:
                 raise BadInput(f"{task} has no --adversarial setting")
             # K3=2's balanced answer rank; a task without K3 (ordering) draws uniformly within the rank classes
             knobs = (default[0], default[1] if with_k3 else 0, 2)
-            resolved.append(VisualSetting(setting, knobs, ranked_plans and ranked_adversarial))
+            resolved.append(VisualSetting(setting, knobs))
         elif setting.style == "default":
-            resolved.append(VisualSetting(setting, default, ranked_plans))
+            resolved.append(VisualSetting(setting, default))
         elif setting.style == "knobs" and setting.knobs is not None:
             if not with_k3 and setting.knobs[2] == 1:
                 raise BadInput(
                     f"{task} has no K3 (question-closeness); use --knobs K1,K2,0 or K1,K2,2 (rank-uniform path length)"
                 )
-            resolved.append(VisualSetting(setting, setting.knobs, ranked_plans))
+            resolved.append(VisualSetting(setting, setting.knobs))
         else:
             given = f"--{setting.style}" if setting.style == "debias" else f"--style {setting.style}"
             raise BadInput(f"{task} takes --knobs K1,K2,K3, --style recipeqa, --adversarial or --sweep, not {given}")

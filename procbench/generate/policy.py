@@ -1,0 +1,123 @@
+"""Every behavioural constant of question generation, each with its evidence, read at call time.
+
+A constant is a field of :class:`Policy`; its metadata holds its ``evidence`` (a record of
+``benchmarks/evidence_ledger.jsonl``: ``ledger:NAME``, or a source it restates: ``paper:...``, ``design:...``; or
+``untuned: <one sentence why the default stands>``) and a one-line ``doc``. Generators read
+``current().NAME`` when they run, never a copy made at import, so :func:`overridden` changes what an in-process
+run reads (``benchmarks/evidence.py`` measures a constant that way). ``docs/adversarial.md``'s constants table is
+:func:`constants_table` (``tests/test_generate_structure.py`` keeps the two in sync).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from procbench.errors import BadInput
+
+__all__ = ["Policy", "constants_table", "current", "entries", "overridden"]
+
+
+def _c(value: Any, evidence: str, doc: str) -> Any:
+    """A constant: its default, its evidence and what it does."""
+    return field(default=value, metadata={"evidence": evidence, "doc": doc})
+
+
+_NOISE = "untuned: no measurement over 10 or more seeds exists; the default was set by hand"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The behavioural constants (see the module docstring); each field's metadata says why it has its value."""
+
+    # -- the paper's knobs (DESIGN section 6) ----------------------------------------------------------------
+    KC: int = _c(100, "paper:001 K_C", "the K_C nearest neighbours of the answer that define K2's band")
+    MIN_STEPS_KNOBS: int = _c(5, "paper:001 K1", "procedures with fewer image steps take no knob question")
+    DUPLICATE_DISTANCE: float = _c(
+        1e-3, "untuned: a distance below it is the same picture re-encoded, not a choice", "near-copy distance"
+    )
+    # -- the adversarial filter's loop (SWAG's adversarial filtering, AFLite's pruning) ----------------------------
+    ROUNDS: int = _c(15, "untuned: the rounds stop at chance first on every measured set", "at most this many rounds")
+    Z: float = _c(0.5, _NOISE, "stop when every probe is at most chance + Z binomial standard errors")
+    N_FOLDS: int = _c(5, "untuned: the usual cross-fitting fold count", "procedure-grouped folds of the probes")
+    JUDGE_ROUNDS: int = _c(3, _NOISE, "a replacement must fool the ensembles of this many rounds (fictitious play)")
+    PROBE_REPEATS: int = _c(2, _NOISE, "cross-fitted ensembles averaged per round")
+    PRUNE_PARTITIONS: int = _c(3, _NOISE, "AFLite: fresh procedure partitions per pruning step")
+    PRUNE_STEP: float = _c(0.03, _NOISE, "AFLite: share of the questions one pruning step drops")
+    TREE_ITERATIONS: int = _c(150, "untuned: the audit's partial-input probe, so filter and audit read alike",
+                              "boosting iterations of the partial-input trees")  # fmt: skip
+    TREE_BINS: int = _c(255, "untuned: scikit-learn's default, the audit's", "histogram bins of those trees")
+    MAX_FIT_QUESTIONS: int = _c(2000, "untuned: a cost bound (a round costs the same on any larger set)",
+                                "at most this many questions fit one fold's probes")  # fmt: skip
+    JUDGE_VARIANTS: int = _c(65_536, "untuned: a cost bound no shared corpus reaches",
+                             "a round's judge scores at most about this many candidate variants")  # fmt: skip
+    MIN_YIELD: float = _c(0.85, _NOISE, "pruning drops the questions the probes still solve while this share stays")
+    PATIENCE: int = _c(4, _NOISE, "textual filter: stop after this many rounds without a new best")
+    ADVERSARIAL_CLUSTERS: int = _c(16, _NOISE, "KMeans clusters of the probes' cluster-frequency feature")
+    LATTICE_SPACING: float = _c(0.3, _NOISE, "the filter's start: choices' distances spaced this many SDs apart")
+    TEXT_CEILING: float = _c(
+        0.8, _NOISE, "a textual replacement's cosine to the answer and question items stays below it"
+    )
+    # -- the visual filter ------------------------------------------------------------------------------------------
+    IMAGE_CEILING: float = _c(
+        0.95,
+        "untuned: photos of one dish are close; only near-copies are excluded",
+        "a visual candidate's cosine to the answer and the question's photos stays below it",
+    )
+    COHERENCE_REPLACE_SHARE: float = _c(0.5, _NOISE, "coherence: share of the told questions a round changes")
+    ORDER_DIMS: int = _c(16, _NOISE, "ordering: principal components per position of an order's vector")
+    # -- needs-context -----------------------------------------------------------------------------------------------
+    IMAGE_ALIKE: float = _c(0.95, "untuned: the visual filter's near-copy ceiling, reused",
+                            "two photos this alike (cosine) are never both needs-context choices")  # fmt: skip
+    TEXT_ALIKE: float = _c(0.75, "untuned: the textual paraphrase threshold, reused",
+                           "two steps' texts this alike make their photos never both choices")  # fmt: skip
+
+    @staticmethod
+    def names() -> list[str]:
+        """Every constant's name, in declaration order."""
+        return [f.name for f in dataclasses.fields(Policy)]
+
+
+_LOCK = threading.Lock()
+_ACTIVE: list[Policy] = [Policy()]
+
+
+def current() -> Policy:
+    """The policy generators read now (the defaults, or :func:`overridden`'s)."""
+    return _ACTIVE[-1]
+
+
+@contextmanager
+def overridden(**values: Any) -> Iterator[Policy]:
+    """Within the block, :func:`current` has ``values`` in place of the defaults (nested blocks stack).
+
+    Raises:
+        BadInput: a name that is not a constant of :class:`Policy`.
+    """
+    unknown = sorted(set(values) - set(Policy.names()))
+    if unknown:
+        raise BadInput(f"no policy constant {', '.join(unknown)}; known: {', '.join(Policy.names())}")
+    with _LOCK:
+        changed = dataclasses.replace(current(), **values)
+        _ACTIVE.append(changed)
+    try:
+        yield changed
+    finally:
+        with _LOCK:
+            _ACTIVE.remove(changed)
+
+
+def entries() -> list[tuple[str, Any, str, str]]:
+    """``(name, default, evidence, doc)`` of every constant, in declaration order."""
+    return [(f.name, f.default, f.metadata["evidence"], f.metadata["doc"]) for f in dataclasses.fields(Policy)]
+
+
+def constants_table() -> str:
+    """The Markdown table of every constant (``docs/adversarial.md`` holds it verbatim)."""
+    lines = ["| constant | default | evidence | what it does |", "|---|---|---|---|"]
+    lines += [f"| `{name}` | {value!r} | {evidence} | {doc} |" for name, value, evidence, doc in entries()]
+    return "\n".join(lines)

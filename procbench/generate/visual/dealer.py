@@ -1,0 +1,220 @@
+"""The one dealer: the answer's rank on each tell a recipe declares, dealt evenly over a set.
+
+A tell (:mod:`procbench.tells`) is a statistic per choice; a reader who ignores the context can pick the choice
+at some rank of it. The dealer gives each question target ranks and draws negatives that meet them, so that every
+rank holds as many answers as the next:
+
+1. :func:`tell_classes`: each candidate's class per tell. A candidate that fills a *negative* slot moves the
+   answer up one rank where its value is below the answer's (bit 1; the tell must be separable); a candidate that
+   *is* the answer (coherence's intruder, the one slot) has the class of the rank it takes among the fixed
+   choices. Joint classes are the tells' classes in mixed radix.
+2. :func:`options`: every multiset of ``need`` joint classes and the rank per tell it gives the answer.
+3. :func:`deal_ranks`: the first tell's ranks, equally many of each, go in random order to the questions whose
+   candidates allow every rank (a question that could take only some ranks would give its rank away by the
+   spacing of its choices, so it is skipped and counted); each further tell's rank is the one dealt least so far
+   that the question's candidates allow beside it (jointly where they can; :class:`Dealt` counts where not).
+4. :func:`draw`: per question, the narrowest K2 band level holding enough candidates of every class its option
+   needs (else the whole kNN set with the extras), and the negatives uniformly at random within each class.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from procbench.generate.visual.bands import LEVELS, QUESTION_KNN, Candidates, band_bounds, fmt_band
+from procbench.generate.visual.selection import Selection, _band_ranges
+from procbench.tells import ChoiceView, Tell
+
+__all__ = ["CLASS_BLOCK", "Classed", "Dealt", "deal_ranks", "draw", "options", "rank_notes", "tell_classes"]
+
+#: Questions classified at a time (their candidates' vectors are gathered at once). block-size
+CLASS_BLOCK = 64
+
+
+@dataclass
+class Classed:
+    """A chunk's candidates classed by a recipe's tells (:func:`tell_classes`): ``classes (B, K)``, the ``radix`` per
+    tell, ``additive`` (negative slots) or one answer slot, and ``extra_rows``/``extra_classes`` ``(B, Kq)``."""
+
+    classes: np.ndarray
+    radix: tuple[int, ...]
+    additive: bool
+    extra_rows: np.ndarray
+    extra_classes: np.ndarray
+
+
+@dataclass
+class Dealt:
+    """What :func:`deal_ranks` did: ``option (B,)`` each question's option (-1: skipped, its candidates did not allow
+    every rank of the first tell) and ``unmet (B,)`` True where a further tell's least-dealt rank was not allowed."""
+
+    option: np.ndarray
+    unmet: np.ndarray
+
+
+def tell_classes(
+    tells: Sequence[Tell],
+    gather: Callable[[np.ndarray], np.ndarray],
+    candidates: np.ndarray,
+    *,
+    fixed: np.ndarray,
+    question: np.ndarray,
+    answer: np.ndarray | None,
+) -> tuple[np.ndarray, tuple[int, ...]]:
+    """``(classes (B, K), radix)``: each candidate's joint class over ``tells`` (-1 where ``candidates`` is -1).
+
+    Args:
+        gather: image rows ``(...)`` -> vectors ``(..., D)``.
+        candidates: ``(B, K)`` candidate rows.
+        fixed: ``(B, F)`` the choices no candidate replaces (cloze: none, ``F = 0``; coherence: the coherent images).
+        question: ``(B, L)`` rows the question shows (-1: none).
+        answer: ``(B,)`` the answer's rows, the candidates filling negative slots; None: a candidate is the answer.
+    """
+    n_q, k = candidates.shape
+    radix = tuple(2 if answer is not None else fixed.shape[1] + 1 for _ in tells)
+    out = np.zeros((n_q, k), dtype=np.int64)
+    for start in range(0, n_q, CLASS_BLOCK):
+        part = slice(start, start + CLASS_BLOCK)
+        cand = np.maximum(candidates[part], 0)
+        shown = question[part]
+        q_vec, mask = gather(np.maximum(shown, 0)), shown >= 0
+        if answer is not None:  # one view: the answer, then every candidate (separable tells)
+            rows = np.concatenate([answer[part][:, None], fixed[part], cand], axis=1)
+            views = [ChoiceView(gather(rows), q_vec, mask)]
+        else:  # one view per candidate: it, then the fixed choices
+            rows = np.concatenate([cand[:, :, None], np.repeat(fixed[part][:, None, :], k, axis=1)], axis=2)
+            vectors = gather(rows)  # (b, K, 1 + F, D)
+            views = [ChoiceView(vectors[:, m], q_vec, mask) for m in range(k)]
+        joint = np.zeros(cand.shape, dtype=np.int64)
+        for t, tell in enumerate(tells):
+            if answer is not None:
+                values = tell.values(views[0])
+                klass = values[:, 1 + fixed.shape[1] :] < values[:, :1]
+            else:
+                klass = np.stack([(v := tell.values(view))[:, 1:] < v[:, :1] for view in views], axis=1).sum(axis=2)
+            joint = joint * radix[t] + klass.astype(np.int64)
+        out[part] = joint
+    return np.where(candidates >= 0, out, -1), radix
+
+
+def options(radix: tuple[int, ...], need: int, *, additive: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(wants (O, C), ranks (O, T))``: each option's count of each joint class (``C = prod(radix)``) and the
+    answer's rank on each tell. ``additive``: negative slots (a class's digits add up over the picks); else one
+    slot whose class digits are the ranks."""
+    n_classes = int(np.prod(radix)) if radix else 1
+    digits = np.array(list(itertools.product(*(range(r) for r in radix))), dtype=np.int64).reshape(n_classes, -1)
+    combos = list(itertools.combinations_with_replacement(range(n_classes), need if additive else 1))
+    wants = np.zeros((len(combos), n_classes), dtype=np.int64)
+    ranks = np.zeros((len(combos), len(radix)), dtype=np.int64)
+    for o, combo in enumerate(combos):
+        for c in combo:
+            wants[o, c] += 1
+            ranks[o] += digits[c]
+    return wants, ranks
+
+
+def deal_ranks(feasible: np.ndarray, ranks: np.ndarray, rng: np.random.Generator) -> Dealt:
+    """Deal an option to each question (``feasible (B, O)``; ``ranks (O, T)``), as the module docstring says."""
+    n_q, _ = feasible.shape
+    first = ranks[:, 0]
+    values = np.unique(first)
+    every = np.stack([(feasible & (first == r)[None, :]).any(axis=1) for r in values], axis=1).all(axis=1)
+    eligible = np.flatnonzero(every)
+    dealt_n = len(eligible) - len(eligible) % len(values)
+    chosen = np.sort(rng.permutation(eligible)[:dealt_n])
+    target = np.full(n_q, -1, dtype=np.int64)
+    target[chosen] = values[rng.permutation(np.arange(dealt_n) % len(values))]
+    option = np.full(n_q, -1, dtype=np.int64)
+    unmet = np.zeros(n_q, dtype=bool)
+    n_tells = ranks.shape[1]
+    counts = [np.zeros(int(ranks[:, t].max()) + 1, dtype=np.int64) for t in range(n_tells)]
+    ties = rng.random((n_q, len(ranks)))
+    for q in chosen.tolist():
+        allowed = np.flatnonzero(feasible[q] & (first == target[q]))
+        cost = sum((counts[t][ranks[allowed, t]] for t in range(1, n_tells)), np.zeros(len(allowed), np.int64))
+        best = allowed[np.argmin(cost + ties[q, allowed])]
+        option[q] = best
+        for t in range(1, n_tells):
+            unmet[q] |= counts[t][ranks[best, t]] > counts[t].min()
+            counts[t][ranks[best, t]] += 1
+    return Dealt(option, unmet)
+
+
+def draw(
+    cands: Candidates,
+    classes: np.ndarray,
+    wants: np.ndarray,
+    ranks: np.ndarray,
+    *,
+    extra_rows: np.ndarray,
+    extra_classes: np.ndarray,
+    k2: int,
+    need: int,
+    rng: np.random.Generator,
+) -> tuple[Selection, Dealt]:
+    """Deal and draw ``need`` negatives per question from its K2 candidates ``cands`` (``classes (B, K)``) and the
+    ``extra_rows (B, Kq)`` (``extra_classes``) that join the last pool (a neighbour of the question point).
+
+    ``Selection.rank`` is the first tell's dealt rank (-1: skipped), ``pick_class`` each pick's joint class.
+    """
+    n_q, k = cands.rows.shape
+    n_levels = len(LEVELS)
+    n_classes = wants.shape[1]
+    lo, hi = band_bounds(cands.m, cands.s, k2)
+    start, end = _band_ranges(cands, lo, hi)
+    col = np.arange(k)
+    in_band = (col[None, None, :] >= start[:, :, None]) & (col[None, None, :] < end[:, :, None])  # (B, L, K)
+    of_class = classes[:, None, :] == np.arange(n_classes)[None, :, None]  # (B, C, K)
+    counts = np.einsum("blk,bck->blc", in_band.astype(np.int32), of_class.astype(np.int32))  # (B, L, C)
+    extra_counts = (extra_classes[:, None, :] == np.arange(n_classes)[None, :, None]).sum(axis=2)
+    avail = counts[:, -1, :] + extra_counts  # (B, C): the whole kNN set and the extras
+    dealt = deal_ranks((avail[:, None, :] >= wants[None, :, :]).all(axis=2), ranks, rng)
+    want = np.where(dealt.option[:, None] >= 0, wants[np.maximum(dealt.option, 0)], 0)  # (B, C)
+    enough = (counts >= want[:, None, :]).all(axis=2)
+    level = np.where(enough.any(axis=1), enough.argmax(axis=1), QUESTION_KNN)
+    last = (extra_classes >= 0) & (level == QUESTION_KNN)[:, None]
+    pool = np.concatenate([in_band[np.arange(n_q), np.minimum(level, n_levels - 1)], last], axis=1)
+    all_classes = np.concatenate([classes, extra_classes], axis=1)
+    keys = np.where(pool, rng.random(pool.shape), np.inf)
+    picked = np.full((n_q, need), -1, dtype=np.int64)
+    filled = np.zeros(n_q, dtype=np.int64)
+    for c in np.flatnonzero(want.any(axis=0)).tolist():  # each class's picks, uniformly at random within it
+        order = np.argsort(np.where(all_classes == c, keys, np.inf), axis=1, kind="stable")[:, :need]
+        for j in range(need):
+            take = j < want[:, c]
+            picked[take, np.minimum(filled[take], need - 1)] = order[take, j]
+            filled += take
+    rows_all = np.concatenate([cands.rows, extra_rows], axis=1)
+    rows = np.where(picked >= 0, np.take_along_axis(rows_all, np.maximum(picked, 0), axis=1), -1)
+    cols = np.where((picked >= 0) & (picked < k), picked, -1)
+    source = np.where(picked < 0, -1, np.where(picked < k, np.minimum(level, n_levels - 1)[:, None], QUESTION_KNN))
+    pick_class = np.where(picked >= 0, np.take_along_axis(all_classes, np.maximum(picked, 0), axis=1), -1)
+    ok = (dealt.option >= 0) & (rows >= 0).all(axis=1)
+    rank = np.where(dealt.option >= 0, ranks[np.maximum(dealt.option, 0), 0], -1)
+    base_count = (counts[:, 0, :] * (want > 0)).sum(axis=1)
+    selection = Selection(rows, cols, source, level, base_count, lo, hi, ok, rank=rank, pick_class=pick_class)
+    return selection, dealt
+
+
+def rank_notes(sel: Selection, keep: np.ndarray, dealt: Dealt, tally: Counter[str]) -> dict[int, list[str]]:
+    """The widening (and a further tell's unmet rank) recorded for each kept question of a dealt draw."""
+    notes: dict[int, list[str]] = {}
+    rank = sel.rank if sel.rank is not None else np.full(len(sel.level), -1)
+    for b in np.flatnonzero(keep & (sel.level > 0)).tolist():
+        level, lo, hi = int(sel.level[b]), sel.lo[b].tolist(), sel.hi[b].tolist()
+        head = f"k3 rank {int(rank[b])}: the band {fmt_band(lo[0], hi[0])} held too few of the negatives it needs"
+        if level < len(LEVELS):
+            tally[f"k3-rank:{LEVELS[level]}"] += 1
+            notes[b] = [f"{head}; widened to {LEVELS[level]} {fmt_band(lo[level], hi[level])}"]
+        else:
+            tally["k3-rank:question-knn"] += 1
+            notes[b] = [f"{head}; drew from the whole kNN set and the question point's own neighbours"]
+    for b in np.flatnonzero(keep & dealt.unmet).tolist():
+        tally["dealt:further-tell-unmet"] += 1
+        notes.setdefault(b, []).append("dealt: a further tell's least-dealt rank was not among the candidates'")
+    return notes
