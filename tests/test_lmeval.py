@@ -18,7 +18,13 @@ from typer.testing import CliRunner
 from procbench.cli import app
 from procbench.embed import embed_store
 from procbench.errors import BadInput
-from procbench.export.lmeval import SKIPPED_TASKS, export_lm_eval, sequencing_orders
+from procbench.export.lmeval import (
+    IMAGE_PLACEHOLDER,
+    VISUAL_METRIC,
+    export_lm_eval,
+    lm_eval_name,
+    sequencing_orders,
+)
 from procbench.generate import Setting, generate
 from procbench.store import Store
 
@@ -38,6 +44,8 @@ def store_template(tmp_path_factory: pytest.TempPathFactory, ingested_sample: Pa
     generate(store, "pair-order", seed=0)
     generate(store, "sequencing", seed=0)
     generate(store, "visual-cloze", Setting("recipeqa"), seed=0)
+    generate(store, "visual-coherence", Setting("recipeqa"), seed=0)
+    generate(store, "visual-ordering", Setting("recipeqa"), seed=0)
     return root
 
 
@@ -104,15 +112,20 @@ def _save(results: dict[str, Any], folder: Path) -> Path:
 # -- the export ------------------------------------------------------------------------------------------------
 
 
-def test_every_textual_setting_becomes_two_tasks_and_visual_sets_are_skipped(store: Path, tmp_path: Path) -> None:
+VISUAL = ("visual-cloze", "visual-coherence", "visual-ordering")
+
+
+def test_every_setting_becomes_two_tasks_the_visual_ones_with_their_images(store: Path, tmp_path: Path) -> None:
     out = tmp_path / "lm"
-    result = export_lm_eval([*TASKS, "visual-cloze"], out, store=store)
-    expected = {
+    result = export_lm_eval([*TASKS, *VISUAL], out, store=store)
+    textual = {
         "textual_cloze_default",
         "textual_cloze_recipeqa",
         "pair_order_default",
         "sequencing_default",
     }
+    visual = {"visual_cloze_recipeqa", "visual_coherence_recipeqa", "visual_ordering_recipeqa"}
+    expected = textual | visual
     assert set(result.tasks) == expected | {f"{name}_nocontext" for name in expected}
     assert result.groups["textual_cloze"] == [
         "textual_cloze_default",
@@ -120,22 +133,29 @@ def test_every_textual_setting_becomes_two_tasks_and_visual_sets_are_skipped(sto
         "textual_cloze_recipeqa",
         "textual_cloze_recipeqa_nocontext",
     ]
-    assert set(result.skipped) == {"visual-cloze/recipeqa"}
+    assert result.skipped == {}
     readme = (out / "README.md").read_text(encoding="utf-8")
     assert "lm_eval --model hf --model_args pretrained=" in readme and f"--include_path {out.resolve()}" in readme
-    for task in SKIPPED_TASKS:
-        assert task in readme  # says which visual tasks are not exported, and why
+    assert "hf-multimodal" in readme and "`<image>`" in readme
     for name in result.tasks:
         (path,) = out.rglob(f"{name}.yaml")
         text = path.read_text(encoding="utf-8")
         assert "!function" not in text
         config = yaml.safe_load(text)
-        assert config["output_type"] == "multiple_choice" and config["task"] == name
+        assert config["task"] == name
+        is_visual = name.removesuffix("_nocontext") in visual
+        assert config["output_type"] == ("generate_until" if is_visual else "multiple_choice")
+        if is_visual:
+            assert config["doc_to_image"] == "images" and config["metadata"]["procbench"]["metric"] == VISUAL_METRIC
+            assert config["filter_list"][0]["name"] == VISUAL_METRIC.split(",")[1]
         for split_file in config["dataset_kwargs"]["data_files"].values():
             assert Path(split_file).parent == path.parent  # the data beside the YAML
+            assert Path(split_file).suffix == (".parquet" if is_visual else ".jsonl")
     rows = _test_rows(store, "textual-cloze", "default")
     assert result.tasks["textual_cloze_default"]["test"] == len(rows)
     assert math.isclose(result.chance["textual_cloze_default"], 0.25)
+    assert result.tasks["visual_cloze_recipeqa"]["test"] == len(_test_rows(store, "visual-cloze", "recipeqa"))
+    assert math.isclose(result.chance["visual_ordering_recipeqa"], 0.25)
     assert (out / "textual_cloze" / "_textual_cloze.yaml").is_file()
 
 
@@ -176,9 +196,71 @@ def test_lm_eval_renders_the_question_as_the_report_shows_it(store: Path, tmp_pa
     assert sorted(targets) == sorted(orders.index(tuple(position[k] for k in o)) for o in seq_row["choices"])
 
 
-def test_export_refuses_only_visual_sets_and_a_full_folder(store: Path, tmp_path: Path) -> None:
-    with pytest.raises(BadInput, match="visual-cloze"):
-        export_lm_eval(["visual-cloze"], tmp_path / "v", store=store)
+def expected_images(row: dict[str, Any]) -> list[str]:
+    """The image ids a visual question's prompt shows, in the export's documented order: the question's images
+    (the blank has none; ordering's images sorted by id), then each choice's image."""
+    choices = list(row["choices"])
+    if choices and isinstance(choices[0], list):  # ordering: the images of the orders, in an order telling nothing
+        return sorted({key for order in choices for key in order})
+    return [k for k in row["question"] if k != "@placeholder"] + [str(c) for c in choices]
+
+
+def check_visual_prompts(task: Any, store: Path, rows: list[dict[str, Any]], *, context: bool, limit: int = 5) -> None:
+    """Assert that each of the first ``limit`` test prompts of an exported visual ``task`` shows the question's
+    images, in order, one ``<image>`` each, and the procedure's title and step texts exactly when ``context``."""
+    from PIL import Image
+
+    opened = Store.open(store)
+    by_qid = {row["qid"]: row for row in rows}
+    docs = list(task.test_docs())
+    assert docs
+    for doc in docs[:limit]:
+        row = by_qid[doc["qid"]]
+        text, images = task.doc_to_text(doc), task.doc_to_image(doc)
+        wanted = expected_images(row)
+        assert wanted and text.count(IMAGE_PLACEHOLDER) == len(images) == len(wanted), (text, len(images))
+        for image, image_id in zip(images, wanted, strict=True):
+            path = opened.image_file(image_id)
+            assert path is not None
+            with Image.open(path) as stored:
+                assert image.convert("RGB").tobytes() == stored.convert("RGB").tobytes()
+        assert task.doc_to_target(doc) == "ABCDEFGH"[row["answer"]]
+        steps = [c["text"] for c in doc["context"] if c["text"]]
+        assert steps, "a visual question's procedure has step texts"
+        shown = [step in text for step in steps] + [doc["procedure_title"] in text]
+        assert all(shown) if context else not any(shown), (context, text)
+
+
+def test_lm_eval_shows_the_visual_questions_with_their_images_and_context(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import procbench.export.lmeval as lmeval
+
+    def exported(folder: str, tasks: tuple[str, ...] = VISUAL) -> dict[str, Any]:
+        export_lm_eval(list(tasks), tmp_path / folder, store=store)
+        names = [lm_eval_name(t, "recipeqa") for t in tasks]
+        return _task_manager(tmp_path / folder).load([*names, *(f"{n}_nocontext" for n in names)])["tasks"]
+
+    def check_all(tasks: dict[str, Any], only: tuple[str, ...] = VISUAL) -> None:
+        for task in only:
+            rows = _test_rows(store, task, "recipeqa")
+            name = lm_eval_name(task, "recipeqa")
+            check_visual_prompts(tasks[name], store, rows, context=True)
+            check_visual_prompts(tasks[f"{name}_nocontext"], store, rows, context=False)
+
+    check_all(exported("lm"))
+    # the check fails on a prompt without its images, and on one without its context
+    cloze = ("visual-cloze",)
+    monkeypatch.setattr(lmeval, "VISUAL_TEMPLATE", lmeval.VISUAL_TEMPLATE.replace(IMAGE_PLACEHOLDER, "(image)"))
+    with pytest.raises(AssertionError):
+        check_all(exported("no-images", cloze), cloze)
+    monkeypatch.undo()
+    monkeypatch.setattr(lmeval, "CONTEXT_TEMPLATE", "")
+    with pytest.raises(AssertionError):
+        check_all(exported("no-context", cloze), cloze)
+
+
+def test_export_refuses_a_full_folder(store: Path, tmp_path: Path) -> None:
     out = tmp_path / "lm"
     export_lm_eval(["pair-order"], out, store=store)
     with pytest.raises(BadInput, match="not empty"):
@@ -371,3 +453,117 @@ def test_evaluate_records_lm_eval_scores_only_in_the_store_it_was_given(store: P
     here = CliRunner().invoke(app, ["evaluate", "--lm-eval", str(path), "--store", str(store), "--json"])
     assert here.exit_code == 0, here.output
     assert "lm-eval dummy" in json.loads((qset / "models.json").read_text(encoding="utf-8"))["models"]
+
+
+# -- malformed results (issue 58, row F): one line, exit 2, nothing recorded -------------------------------------
+
+
+def _results(value: Any = 0.3, **overrides: Any) -> dict[str, Any]:
+    """An lm-eval results file of one exported task (textual cloze's default setting), with overrides."""
+    data: dict[str, Any] = {
+        "results": {"textual_cloze_default": {"acc,none": value, "acc_stderr,none": 0.05}},
+        "configs": {
+            "textual_cloze_default": {
+                "metadata": {"procbench": {"task": "textual-cloze", "setting": "default", "context": True}}
+            }
+        },
+        "n-samples": {"textual_cloze_default": {"effective": 10}},
+        "config": {"model": "dummy"},
+    }
+    data.update(overrides)
+    return data
+
+
+@pytest.fixture
+def empty_store(tmp_path: Path) -> Path:
+    Store.open(tmp_path / "store", create=True)
+    return tmp_path / "store"
+
+
+def _evaluate(path: Path, store: Path, *extra: str) -> Any:
+    return CliRunner().invoke(app, ["evaluate", "--lm-eval", str(path), "--store", str(store), *extra])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (json.dumps({"results": {"textual_cloze_default": 7}, "configs": _results()["configs"]}), "not an object"),
+        (json.dumps(_results("abc")), "not a number"),
+        (json.dumps(_results(7.5)), "outside [0, 1]"),
+        (json.dumps(_results(-0.1)), "outside [0, 1]"),
+        (json.dumps(_results()).replace("0.3", "NaN"), "NaN"),
+        (json.dumps(_results()).replace("0.3", "Infinity"), "Infinity"),
+        (json.dumps(_results()).replace("0.3", "1e999"), "not a number"),
+        (json.dumps(_results()).replace('"effective": 10', '"effective": 1e999'), "not a count"),
+        (json.dumps(_results()).replace('"effective": 10', '"effective": -4'), "not a count"),
+        (json.dumps(_results()).replace('"acc_stderr,none": 0.05', '"acc_stderr,none": -3'), "outside [0, 1]"),
+        (json.dumps(_results(configs=[])), "'configs' is not an object"),
+        ('{"results": ' * 5000 + "{}" + "}" * 5000, "nested too deeply"),
+        ('{"results": {}, "x": ' + "[" * 100 + "]" * 100 + "}", "nested too deeply"),
+        (json.dumps(_results(configs={"textual_cloze_default": {"metadata": {"procbench": {"task": 3}}}})), "string"),
+    ],
+    ids=[
+        "not-a-dict",
+        "text",
+        "above-one",
+        "below-zero",
+        "nan",
+        "infinity",
+        "overflow",
+        "huge-count",
+        "negative-count",
+        "negative-stderr",
+        "configs-a-list",
+        "deep-5000",
+        "deep-100",
+        "task-not-a-string",
+    ],
+)
+def test_evaluate_refuses_malformed_lm_eval_results_with_one_line(
+    empty_store: Path, tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "results_x.json"
+    path.write_text(text, encoding="utf-8")
+    result = _evaluate(path, empty_store)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.output
+    assert "Traceback" not in result.output
+
+
+def test_evaluate_caps_the_size_of_results_and_of_a_logged_sample(
+    empty_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import procbench.models.lmeval as reader
+
+    folder = tmp_path / "results"
+    folder.mkdir()
+    path = folder / "results_2026-01-01T00-00-00.json"
+    path.write_text(json.dumps(_results()), encoding="utf-8")
+    monkeypatch.setattr(reader, "MAX_RESULTS_BYTES", 100)
+    result = _evaluate(path, empty_store)
+    assert result.exit_code == 2 and "over 0 MiB" in result.output and len(result.output.strip().splitlines()) == 1
+    monkeypatch.undo()
+    samples = folder / "samples_textual_cloze_default_2026-01-01T00-00-00.jsonl"
+    samples.write_text(json.dumps({"acc": 2.0, "doc": {"procedure_id": "p"}}) + "\n", encoding="utf-8")
+    result = _evaluate(path, empty_store)
+    assert result.exit_code == 2 and "outside [0, 1]" in result.output, result.output
+    monkeypatch.setattr(reader, "MAX_SAMPLE_LINE", 10)
+    samples.write_text(json.dumps({"acc": 1.0, "doc": {"procedure_id": "p"}}) + "\n", encoding="utf-8")
+    result = _evaluate(path, empty_store)
+    assert result.exit_code == 2 and "a line over" in result.output, result.output
+    monkeypatch.undo()
+    result = _evaluate(path, empty_store, "--json")  # the same files, within the caps: read
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["results"][0]["value"] == 1.0
+
+
+@pytest.mark.parametrize("name", ["[bold red]boom[/]", "[/]", "a[link=file:///etc]x[/link]", "\x1b[2Jcleared"])
+def test_a_model_name_is_printed_as_plain_text(empty_store: Path, tmp_path: Path, name: str) -> None:
+    path = tmp_path / "results_x.json"
+    path.write_text(json.dumps(_results(config={"model_args": {"pretrained": name}})), encoding="utf-8")
+    result = _evaluate(path, empty_store, "--no-record")
+    assert result.exit_code == 0, result.output
+    shown = name.replace("\x1b", "")
+    assert f"lm-eval {shown}" in result.output  # the name as written, its brackets kept: no markup applied
+    assert "\x1b" not in result.output

@@ -71,6 +71,8 @@ def command(
     with and without the context; intervals resample procedures from lm-eval's per-question log
     (--log_samples), else come from its standard error (said so). Test scores are kept for the dataset card.
     """
+    from rich.markup import escape
+
     from procbench.cli._console import console, err_console, print_json, progress_bar
     from procbench.models import evaluate, resolve_inputs
 
@@ -91,14 +93,14 @@ def command(
             progress=progress,
         )
     for warning in report.warnings:
-        err_console.print(f"[bold yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     data = report.to_dict()
     if json:
         print_json(data)
         return
     _render(console, data["summary"])
-    for note in report.notes:
-        console.print(f"[dim]intervals:[/] {note}", highlight=False, soft_wrap=True)
+    for note in report.notes:  # names from results files: plain text, never markup
+        console.print(f"[dim]intervals:[/] {escape(note)}", highlight=False, soft_wrap=True)
 
 
 def _cell(value: float, percent: bool) -> str:
@@ -126,7 +128,9 @@ def _print_wide(console: Any, table: Any) -> None:
 
 def _render(console: Any, summary: dict[str, Any]) -> None:
     from rich import box
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for table in summary["tables"]:
@@ -138,7 +142,7 @@ def _render(console: Any, summary: dict[str, Any]) -> None:
             setting = tables[0]["settings"][0]
             with_ci = len(tables) <= 3
             out = Table(
-                title=f"{task}/{setting} · {split}",
+                title=Text(f"{task}/{setting} · {split}"),
                 title_justify="left",
                 caption=None if with_ci else "95% bootstrap intervals: --json",
                 box=box.SIMPLE_HEAD,
@@ -157,7 +161,7 @@ def _render(console: Any, summary: dict[str, Any]) -> None:
                     ci = row["ci"][setting] if with_ci else None
                     interval = f" ({_cell(ci[0], t['percent'])}-{_cell(ci[1], t['percent'])})" if ci else ""
                     cells.append(_cell(row["values"][setting], t["percent"]) + interval)
-                out.add_row(name, *cells)
+                out.add_row(Text(name), *cells)  # a model name (lm-eval's) is plain text, never markup
             _print_wide(console, out)
             continue
         for t in tables:
@@ -166,7 +170,7 @@ def _render(console: Any, summary: dict[str, Any]) -> None:
             knobs = any(s.startswith("knobs-") for s in t["settings"])
             with_ci = len(t["settings"]) <= 4  # a few settings: each value with its 95% interval
             out = Table(
-                title=f"{task} · {split} · {t['label']}{unit}" + (" · knobs K1K2K3" if knobs else ""),
+                title=Text(f"{task} · {split} · {t['label']}{unit}" + (" · knobs K1K2K3" if knobs else "")),
                 title_justify="left",
                 caption=None if with_ci else "95% bootstrap intervals: --json",
                 box=box.SIMPLE_HEAD,
@@ -174,14 +178,14 @@ def _render(console: Any, summary: dict[str, Any]) -> None:
             )
             out.add_column("model", no_wrap=True)
             for setting in t["settings"]:
-                out.add_column(setting.removeprefix("knobs-"), justify="right", no_wrap=True)
+                out.add_column(Text(setting.removeprefix("knobs-")), justify="right", no_wrap=True)
             if many:
                 out.add_column("mean ± std", justify="right", no_wrap=True)
             for row in t["rows"]:
                 cells = [_with_ci(row, s, t["percent"], with_ci) if s in row["values"] else "-" for s in t["settings"]]
                 if many:
                     cells.append(f"{_cell(row['mean'], t['percent'])}±{_cell(row['std'], t['percent'])}")
-                out.add_row(row["model"], *cells)
+                out.add_row(Text(row["model"]), *cells)
             _print_wide(console, out)
     for note in summary.get("skipped", []):
-        console.print(f"[yellow]skipped[/]: {note}", highlight=False)
+        console.print(f"[yellow]skipped[/]: {escape(note)}", highlight=False)

@@ -67,8 +67,9 @@ def command(
     images embedded, a dataset card (README.md) and Croissant metadata (croissant.json).
 
     Load it with `datasets.load_dataset(DIR, SETTING)`; --push-to-hub OWNER/NAME uploads it.
-    --format lm-eval writes lm-evaluation-harness tasks instead, with and without the context (DIR/README.md:
-    how to run them; `procbench evaluate --lm-eval RESULTS.json` reads the results back).
+    --format lm-eval writes lm-evaluation-harness tasks instead, with and without the context (the visual
+    tasks for vision-language models, images inlined; DIR/README.md: how to run them; `procbench evaluate
+    --lm-eval RESULTS.json` reads the results back).
     """
     from procbench.cli._console import console, print_json, progress_bar
 
@@ -170,10 +171,17 @@ def _export_lm_eval(
         console.print(f"[bold]{group}[/]: " + ", ".join(tasks), highlight=False)
     for name, why in result.skipped.items():
         console.print(f"[yellow]skipped[/] {name}: {why}", highlight=False)
+    visual = [g for g in result.groups if g.startswith("visual_")]
+    text = [g for g in result.groups if g not in visual]
+    runs = [
+        f"lm_eval --model {backend} --model_args pretrained=MODEL --tasks {','.join(groups)} "
+        f"--include_path {result.out.resolve()}"
+        for backend, groups in (("hf", text), ("hf-multimodal", visual))
+        if groups
+    ]
     console.print(
         f"[bold green]exported[/] {len(result.tasks)} lm-eval tasks to {result.out} "
-        f"(run: lm_eval --model hf --model_args pretrained=MODEL --tasks {','.join(result.groups)} "
-        f"--include_path {result.out.resolve()}; see {result.out / 'README.md'})",
+        f"(run: {'; images: '.join(runs)}; see {result.out / 'README.md'})",
         highlight=False,
         soft_wrap=True,
     )

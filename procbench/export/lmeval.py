@@ -16,8 +16,14 @@ tasks; tags ``procbench_context`` and ``procbench_nocontext`` run one variant ac
 Prompts are Jinja templates in the YAML (no Python hooks): the instruction, the question's items (the blank
 as ``___``), the choices listed, then ``Answer:``; each choice's words are the continuation an LM scores
 (``acc``, and ``acc_norm`` normalised by length). Sequencing's choices are every order of the shown steps
-(``n!``, at most 120; ``answer`` lists every acceptable order, lm-eval's multiple targets). The visual tasks
-are not exported: their items are images (see :data:`SKIPPED_TASKS`).
+(``n!``, at most 120; ``answer`` lists every acceptable order, lm-eval's multiple targets).
+
+The visual tasks (cloze, coherence, ordering) are ``generate_until`` tasks for vision-language models
+(lm-eval's ``hf-multimodal``): their data are Parquet files with the images inlined (``images``, the
+``datasets`` Image feature, decoded offline), ``doc_to_image: images``, and the prompt shows one ``<image>``
+per image in a fixed order (:data:`IMAGE_ORDER`) and names the choices by letter; a regex filter (``letter``)
+takes the first choice letter of the answer and ``exact_match`` scores it. Their ``nocontext`` twin leaves out
+the title and the step texts: coherence and ordering are then images alone.
 
 lm-eval opens ``data_files`` relative to the working directory, not to the YAML, so the configs name their
 data files by absolute path; export again after moving the folder.
@@ -32,30 +38,49 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import yaml
 
-from procbench.errors import BadInput
+from procbench.errors import BadInput, MissingDependency
 from procbench.export.inline import Inliner
 from procbench.export.sets import resolve_sets
 from procbench.export.target import ExportFormat, prepare_target
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import procedure_ids
 from procbench.qsets.files import QuestionSet
+from procbench.store import Store
+from procbench.store.images import BadImage
 from procbench.tasks import get_task
 
-__all__ = ["BLANK", "SKIPPED_TASKS", "LmEvalExport", "export_lm_eval", "lm_eval_name", "sequencing_orders"]
+__all__ = [
+    "BLANK",
+    "IMAGE_ORDER",
+    "VISUAL_METRIC",
+    "LmEvalExport",
+    "export_lm_eval",
+    "lm_eval_name",
+    "sequencing_orders",
+]
 
-#: Tasks not exported, and why (their items are images: a text rendering would be another task).
-SKIPPED_TASKS: dict[str, str] = {
-    "visual-cloze": "its question and choices are images; words in their place would make it textual cloze",
-    "visual-coherence": "its choices are images; only an image shows which one does not belong",
-    "visual-ordering": "its items are images; their step texts would be the sequencing task, not this one",
-}
+#: The visual tasks: exported as generate-until tasks with their images (``hf-multimodal``).
+VISUAL_TASKS = frozenset({"visual-cloze", "visual-coherence", "visual-ordering"})
+
+#: The order of a visual prompt's ``<image>`` placeholders, which is the order of its ``images`` list.
+IMAGE_ORDER = "the question's images top to bottom (the blank has none), then the choices' images A, B, C, ..."
+
+#: lm-eval's placeholder for an image in a prompt (``hf-multimodal`` puts the model's image token there).
+IMAGE_PLACEHOLDER = "<image>"
+
+#: What the visual tasks report: ``exact_match`` of the answer's letter after the ``letter`` filter.
+VISUAL_METRIC = "exact_match,letter"
+
+#: Most tokens a visual answer may take (a letter, maybe with a few words around it).
+MAX_ANSWER_TOKENS = 16
 
 #: The blank of a cloze question, as the prompt shows it.
 BLANK = "___"
@@ -69,7 +94,14 @@ PROMPT_VERSION = 1.0
 #: Most items a sequencing question may have: its choices are every order (5! = 120).
 MAX_SEQUENCE = 5
 
+#: Most choices a visual question may have (lettered A..Z).
+MAX_LETTERS = 26
+
 _DROPPED = f"a choice without words, two alike, or a sequence of over {MAX_SEQUENCE} steps"
+_DROPPED_VISUAL = "an image missing from the store or unreadable"
+
+#: Rows per Parquet row group of a visual task (rows carry their images).
+ROW_GROUP = 64
 
 _ITEM = "{% if item.title %}{{ item.title }}{% if item.text %} {% endif %}{% endif %}{{ item.text }}"
 
@@ -95,6 +127,26 @@ QUESTION_TEMPLATE = (
 SEQUENCE_TEMPLATE = (
     "{% for item in question %}{{ loop.index }}. " + _ITEM + "\n{% endfor %}\n"
     "{{ instruction }} Give the numbers of the steps above in that order.\n"
+    "Answer:"
+)
+
+
+#: Visual questions: the instruction, the question's images (the blank as ``___``), the choices by letter (an
+#: image each, or an order of the numbered images), then how to answer. One ``<image>`` per image, in
+#: :data:`IMAGE_ORDER`.
+VISUAL_TEMPLATE = (
+    "{{ instruction }}\n\n"
+    "{% if question %}{{ question_label }}:\n"
+    "{% for item in question %}{{ loop.index }}. {% if item.blank %}"
+    + BLANK
+    + "{% else %}"
+    + IMAGE_PLACEHOLDER
+    + "{% endif %}\n{% endfor %}\n{% endif %}"
+    "Choices:\n"
+    "{% for option in options %}{{ option.letter }}. {% if option.image %}"
+    + IMAGE_PLACEHOLDER
+    + "{% else %}{{ option.text }}{% endif %}\n{% endfor %}\n"
+    "Answer with the letter of the correct choice.\n"
     "Answer:"
 )
 
@@ -175,7 +227,74 @@ def _document(record: dict[str, Any]) -> dict[str, Any] | None:
     return doc
 
 
+def _letter(index: int) -> str:
+    return chr(ord("A") + index)
+
+
+def _visual_document(record: dict[str, Any], images: _Images) -> dict[str, Any] | None:
+    """One lm-eval document of an inlined visual record, its images as JPEG bytes in :data:`IMAGE_ORDER`
+    (None: an image is missing or unreadable, or there are too many choices to letter)."""
+    doc: dict[str, Any] = {
+        "qid": record["qid"],
+        "procedure_id": record["procedure_id"],
+        "procedure_title": record["procedure_title"] or "",
+        "instruction": record["instruction"],
+        "context": [
+            {"number": c["index"] + 1, "title": c["title"] or "", "text": c["text"] or ""} for c in record["context"]
+        ],
+    }
+    ids: list[str | None] = []
+    question = []
+    for item in record["question"]:
+        blank = item["key"] == "@placeholder"
+        question.append({"blank": blank})
+        if not blank:
+            ids.append(item["image"])
+    if record["choice_orders"]:  # ordering: the images are numbered, each choice an order of their numbers
+        doc["question_label"] = "Images"
+        options = [", ".join(str(p + 1) for p in order) for order in record["choice_orders"]]
+        doc["options"] = [{"letter": _letter(i), "text": text, "image": False} for i, text in enumerate(options)]
+    else:
+        doc["question_label"] = "Steps"
+        doc["options"] = [{"letter": _letter(i), "text": "", "image": True} for i in range(len(record["choices"]))]
+        ids += [choice["image"] for choice in record["choices"]]
+    if not 2 <= len(doc["options"]) <= MAX_LETTERS or not 0 <= int(record["answer"]) < len(doc["options"]):
+        return None
+    doc["question"] = question
+    doc["answer"] = _letter(int(record["answer"]))
+    data = [images.get(i) for i in ids]
+    if not ids or any(d is None for d in data):
+        return None
+    doc["images"] = [{"bytes": d, "path": None} for d in data]
+    return doc
+
+
+class _Images:
+    """JPEG bytes of stored images, read through the store's confined reader (no links, nothing outside the
+    store, checked to be an image); None for an image that is missing or unreadable."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.cache: dict[str, bytes | None] = {}
+        self.missing: set[str] = set()
+
+    def get(self, image_id: str | None) -> bytes | None:
+        if image_id is None:
+            return None
+        if image_id not in self.cache:
+            if len(self.cache) > 4096:
+                self.cache.clear()
+            try:
+                self.cache[image_id] = self.store.read_image(image_id)
+            except BadImage:
+                self.cache[image_id] = None
+                self.missing.add(image_id)
+        return self.cache[image_id]
+
+
 def _chance(doc: dict[str, Any]) -> float:
+    if "options" in doc:
+        return 1 / len(doc["options"])
     answers = doc["answer"]
     return (len(answers) if isinstance(answers, list) else 1) / len(doc["choices"])
 
@@ -226,6 +345,82 @@ def _task_config(
     return config
 
 
+def _visual_config(
+    name: str, qset: QuestionSet, files: dict[str, Path], *, context: bool, letters: int
+) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "task": name,
+        "tag": ["procbench_context" if context else "procbench_nocontext", "procbench_visual"],
+        "dataset_path": "parquet",
+        "dataset_kwargs": {"data_files": {split: str(path.resolve()) for split, path in files.items()}},
+        "output_type": "generate_until",
+        "test_split": "test",
+    }
+    if "train" in files:
+        config["training_split"] = "train"
+    if "validation" in files:
+        config["validation_split"] = "validation"
+    config.update(
+        {
+            "doc_to_image": "images",
+            "doc_to_text": (CONTEXT_TEMPLATE if context else "") + VISUAL_TEMPLATE,
+            "doc_to_target": "answer",
+            "target_delimiter": " ",
+            "generation_kwargs": {"until": ["\n"], "do_sample": False, "max_gen_toks": MAX_ANSWER_TOKENS},
+            "filter_list": [
+                {
+                    "name": VISUAL_METRIC.split(",")[1],
+                    "filter": [
+                        {"function": "regex", "regex_pattern": rf"\b([A-{_letter(letters - 1)}])\b"},
+                        {"function": "take_first"},
+                    ],
+                }
+            ],
+            "metric_list": [{"metric": "exact_match", "aggregation": "mean", "higher_is_better": True}],
+            "metadata": {
+                "version": PROMPT_VERSION,
+                "procbench": {
+                    "task": qset.task,
+                    "setting": qset.setting,
+                    "context": context,
+                    "qset": str(qset.path.resolve()),
+                    "metric": VISUAL_METRIC,
+                    "images": IMAGE_ORDER,
+                },
+            },
+        }
+    )
+    return config
+
+
+def _visual_schema() -> pa.Schema:
+    """The Arrow schema of a visual task's Parquet files, with the ``datasets`` features in its metadata (so
+    ``datasets`` decodes ``images`` as PIL images)."""
+    try:
+        from datasets import Features, Image, List, Value
+    except ImportError as exc:  # pragma: no cover - lm-eval installs datasets
+        raise MissingDependency(
+            "exporting the visual tasks to lm-eval needs `datasets>=4`: pip install 'procbench[hf]'"
+        ) from exc
+    text = Value("string")
+    features = Features(
+        {
+            "qid": text,
+            "procedure_id": text,
+            "procedure_title": text,
+            "instruction": text,
+            "context": List({"number": Value("int32"), "title": text, "text": text}),
+            "question_label": text,
+            "question": List({"blank": Value("bool")}),
+            "options": List({"letter": text, "text": text, "image": Value("bool")}),
+            "answer": text,
+            "images": List(Image()),
+        }
+    )
+    schema: pa.Schema = features.arrow_schema
+    return schema
+
+
 class _Dumper(yaml.SafeDumper):
     """Multi-line strings (the prompt templates) as YAML literal blocks, readable as they render."""
 
@@ -245,7 +440,8 @@ def _write_yaml(path: Path, data: dict[str, Any]) -> None:
 _NAME = r"[a-z0-9]+(?:_[a-z0-9]+)*"
 #: The paths an lm-eval export writes (relative to ``--to``): what a marker may name and ``--overwrite`` remove.
 _OWN_PATH = re.compile(
-    rf"README\.md|(?P<group>{_NAME})/_(?P=group)\.yaml|{_NAME}/{_NAME}/(?:(?:train|val|test)\.jsonl|{_NAME}\.yaml)"
+    rf"README\.md|(?P<group>{_NAME})/_(?P=group)\.yaml"
+    rf"|{_NAME}/{_NAME}/(?:(?:train|val|test)\.(?:jsonl|parquet)|{_NAME}\.yaml)"
 )
 
 
@@ -256,7 +452,8 @@ def _planned(wanted: list[QuestionSet]) -> list[str]:
         group, setting = lm_eval_name(qset.task), lm_eval_name(qset.setting)
         name = lm_eval_name(qset.task, qset.setting)
         planned.add(f"{group}/_{group}.yaml")
-        planned |= {f"{group}/{setting}/{split}.jsonl" for split in SPLITS.values()}
+        suffix = "parquet" if qset.task in VISUAL_TASKS else "jsonl"
+        planned |= {f"{group}/{setting}/{split}.{suffix}" for split in SPLITS.values()}
         planned |= {f"{group}/{setting}/{name}.yaml", f"{group}/{setting}/{name}_nocontext.yaml"}
     return sorted(planned)
 
@@ -279,23 +476,12 @@ def export_lm_eval(
 
     Raises:
         BadInput: a set that does not exist, ``out`` not empty (without ``overwrite``), two settings whose task
-            names collide, or nothing exportable (only visual sets).
+            names collide, or no set with test questions lm-eval can ask.
     """
     resolved = resolve_sets(targets, store)
     out = Path(out)
     result = LmEvalExport(out)
-    wanted: list[QuestionSet] = []
-    for qset in resolved.sets:
-        if qset.task in SKIPPED_TASKS:
-            result.skipped[qset.name] = SKIPPED_TASKS[qset.task]
-        else:
-            wanted.append(qset)
-    if not wanted:
-        raise BadInput(
-            "nothing to export to lm-eval: "
-            + "; ".join(f"{name}: {why}" for name, why in result.skipped.items())
-            + " (export textual cloze, next action, pair order or sequencing sets)"
-        )
+    wanted: list[QuestionSet] = list(resolved.sets)
     names: dict[str, str] = {}
     for qset in wanted:
         name = lm_eval_name(qset.task, qset.setting)
@@ -309,10 +495,11 @@ def export_lm_eval(
             if (qset.path / f"{split}.parquet").is_file():
                 used |= procedure_ids(qset.split(split))
     inliner = Inliner(resolved.store, used)
+    images = _Images(resolved.store)
     progress.start("export", total=len(wanted))
     for qset in wanted:
         progress.advance()
-        _export_set(qset, inliner, out, result)
+        _export_set(qset, inliner, images, out, result)
     if not result.tasks:
         raise BadInput("nothing to export to lm-eval: " + "; ".join(f"{k}: {v}" for k, v in result.skipped.items()))
     for group, tasks in result.groups.items():
@@ -328,51 +515,77 @@ def export_lm_eval(
     return result
 
 
-def _export_set(qset: QuestionSet, inliner: Inliner, out: Path, result: LmEvalExport) -> None:
-    spec = get_task(qset.task)
-    sequencing = spec.family == "sequencing"
+def _write_jsonl(path: Path, docs: list[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for doc in docs:
+            handle.write(json.dumps(doc, ensure_ascii=False) + "\n")
+
+
+def _write_parquet(path: Path, docs: list[dict[str, Any]], schema: pa.Schema) -> None:
+    with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+        for start in range(0, len(docs), ROW_GROUP):
+            writer.write_table(pa.Table.from_pylist(docs[start : start + ROW_GROUP], schema=schema))
+
+
+def _export_set(qset: QuestionSet, inliner: Inliner, images: _Images, out: Path, result: LmEvalExport) -> None:
+    visual = qset.task in VISUAL_TASKS
+    sequencing = get_task(qset.task).family == "sequencing"
     name = lm_eval_name(qset.task, qset.setting)
     folder = out / lm_eval_name(qset.task) / lm_eval_name(qset.setting)
     folder.mkdir(parents=True, exist_ok=True)
+    schema = _visual_schema() if visual else None
     files: dict[str, Path] = {}
     counts: dict[str, int] = {}
     dropped = 0
+    letters = 2
     test_chance: list[float] = []
     for hub, split in SPLITS.items():
-        written = 0
-        path = folder / f"{split}.jsonl"
-        with path.open("w", encoding="utf-8") as handle:
-            for record in inliner.records(qset, split):
-                doc = _document(record)
-                if doc is None:
-                    dropped += 1
-                    continue
-                if split == "test":
-                    test_chance.append(_chance(doc))
-                handle.write(json.dumps(doc, ensure_ascii=False) + "\n")
-                written += 1
-        if written:
-            files[hub] = path
-            counts[split] = written
-            result.files.append(path)
+        docs: list[dict[str, Any]] = []
+        for record in inliner.records(qset, split):
+            doc = _visual_document(record, images) if visual else _document(record)
+            if doc is None:
+                dropped += 1
+                continue
+            if visual:
+                letters = max(letters, len(doc["options"]))
+            if split == "test":
+                test_chance.append(_chance(doc))
+            docs.append(doc)
+        if not docs:
+            continue
+        path = folder / f"{split}.{'parquet' if visual else 'jsonl'}"
+        if schema is not None:
+            _write_parquet(path, docs, schema)
         else:
-            path.unlink()
+            _write_jsonl(path, docs)
+        files[hub] = path
+        counts[split] = len(docs)
+        result.files.append(path)
+    why_dropped = _DROPPED_VISUAL if visual else _DROPPED
     if "test" not in files:
-        shutil.rmtree(folder)
-        why = f" ({dropped} dropped: {_DROPPED})" if dropped else ""
+        for path in files.values():
+            path.unlink()
+            result.files.remove(path)
+        if not any(folder.iterdir()):
+            folder.rmdir()
+        why = f" ({dropped} dropped: {why_dropped})" if dropped else ""
         result.skipped[qset.name] = f"no test questions lm-eval can ask{why}"
         return
     group = lm_eval_name(qset.task)
     for context in (True, False):
         task_name = name if context else f"{name}_nocontext"
         path = folder / f"{task_name}.yaml"
-        _write_yaml(path, _task_config(task_name, qset, files, context=context, sequencing=sequencing))
+        if visual:
+            config = _visual_config(task_name, qset, files, context=context, letters=letters)
+        else:
+            config = _task_config(task_name, qset, files, context=context, sequencing=sequencing)
+        _write_yaml(path, config)
         result.files.append(path)
         result.tasks[task_name] = dict(counts)
         result.chance[task_name] = float(sum(test_chance) / len(test_chance))
         result.groups.setdefault(group, []).append(task_name)
     if dropped:
-        result.skipped[f"{qset.name} ({dropped} questions)"] = _DROPPED
+        result.skipped[f"{qset.name} ({dropped} questions)"] = why_dropped
 
 
 def _readme(result: LmEvalExport) -> str:
@@ -410,6 +623,14 @@ def _readme(result: LmEvalExport) -> str:
         "the most likely per byte. Sequencing's choices are every order of the shown steps (`n!`, 120 for 5 "
         "steps: that many scored continuations per question), its targets every acceptable order.",
         "",
+        "The visual tasks (visual cloze, coherence, ordering; tag `procbench_visual`) are for vision-language "
+        "models (`--model hf-multimodal`, e.g. `--model_args pretrained=MODEL`). Their data are Parquet files "
+        "with the images inlined, so nothing is fetched. The prompt shows one `" + IMAGE_PLACEHOLDER + "` per "
+        "image (" + IMAGE_ORDER + "), names the choices by letter and asks for the letter; the model generates "
+        "its answer, the `letter` filter takes the first choice letter in it and `exact_match` scores it. Their "
+        "`_nocontext` twin leaves out the title and the step texts: for coherence and ordering the images are "
+        "then the whole input.",
+        "",
         "| task | train | val | test | chance (test) |",
         "|---|---|---|---|---|",
     ]
@@ -418,11 +639,9 @@ def _readme(result: LmEvalExport) -> str:
             f"| `{name}` | {counts.get('train', 0)} | {counts.get('val', 0)} | {counts.get('test', 0)} | "
             f"{100 * result.chance[name]:.1f}% |"
         )
-    lines += ["", "## Not exported", ""]
-    skipped = dict(result.skipped)
-    for task, why in SKIPPED_TASKS.items():
-        lines.append(f"- {task}: {why}.")
-    lines += [f"- {name}: {why}." for name, why in skipped.items() if name.split("/")[0] not in SKIPPED_TASKS]
+    if result.skipped:
+        lines += ["", "## Not exported", ""]
+        lines += [f"- {name}: {why}." for name, why in result.skipped.items()]
     lines += [
         "",
         "## Data files",
