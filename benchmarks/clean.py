@@ -23,6 +23,13 @@ the audit probe of that name on sequencing and pair-order sets generated from th
 the clean texts and with the raw ones (the share of questions whose answer order the texts give away).
 
     python benchmarks/clean.py --step-numbers
+
+``--gold``: every rule's precision (95% Wilson interval) on ``clean_gold.jsonl``, the hand-labelled real changes
+of the rules (RecipeQA recipes, wikiHow/OpenPI, both build-guide corpora; docs/cleaning.md says how they were
+sampled and labelled), fused words before and after the precision gate, the share of today's correct fused-word
+splits the gate keeps, and the same on the RecipeQA half the gate was tuned on and the held-out half.
+
+    python benchmarks/clean.py --gold [--corpus-lexicon]
 """
 
 from __future__ import annotations
@@ -600,6 +607,97 @@ def step_numbers(corpora: list[Path]) -> dict[str, Any]:
     return out
 
 
+# -- the hand-labelled gold file: precision of every rule, recall of today's correct fused-word splits ---------
+GOLD = Path(__file__).with_name("clean_gold.jsonl")
+_GOLD_CORPORA = {
+    "recipeqa": "recipeqa-recipes",
+    "wikihow": "wikihow-openpi",
+    "build": "build-guides",
+    "build2": "build-guides-2",
+}
+
+
+def _rate(hits: int, n: int) -> dict[str, Any]:
+    from procbench.readers.score import wilson_interval
+
+    lo, hi = wilson_interval(hits, n) if n else (0.0, 1.0)
+    return {"hits": hits, "n": n, "rate": round(hits / n, 4) if n else None, "wilson95": [round(lo, 4), round(hi, 4)]}
+
+
+def _lexicons() -> dict[str, frozenset[str]]:
+    """Each gold corpus's own lexicon (:func:`corpus_lexicon` on its step texts), where the corpus is here."""
+    import pyarrow as pa_
+
+    from procbench.clean.gate import corpus_lexicon
+
+    out: dict[str, frozenset[str]] = {}
+    for name, folder in _GOLD_CORPORA.items():
+        path = SHARED / folder / "procedures.jsonl"
+        if not path.exists():
+            continue
+        procs = [json.loads(line) for line in path.open(encoding="utf-8")]
+        texts = [st.get("text") for p in procs for st in p["steps"]]
+        ids = [p["id"] for p in procs for _ in p["steps"]]
+        out[name] = corpus_lexicon(pa_.array(texts, pa_.string()), pa_.array(ids))
+    return out
+
+
+def gold(path: Path, *, corpus_lexicon: bool = False) -> dict[str, Any]:
+    """Precision per rule (95% Wilson intervals) on the hand-labelled changes of ``path``, before and after the
+    fused-word gate, and the share of today's correct fused-word splits the gate keeps.
+
+    The other text rules are unchanged by the gate, so their precision is that of their labelled changes.
+    Fused-word records are re-decided by today's segmenter (``gate=True``) token by token; with
+    ``corpus_lexicon`` each corpus's own lexicon is added (needs the corpora in /work/shared/data).
+    """
+    from procbench.clean import Segmenter, SegmenterSettings
+
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lexicons = _lexicons() if corpus_lexicon else {}
+    segmenters: dict[str, Segmenter] = {}
+    ungated = Segmenter(settings=SegmenterSettings(gate=False))
+    out: dict[str, Any] = {"records": len(records), "rules": {}, "fused_words": {}}
+    for rule in sorted({r["rule"] for r in records} - {"fused_words"}):
+        rs = [r for r in records if r["rule"] == rule]
+        out["rules"][rule] = _rate(sum(r["label"] == "correct" for r in rs), len(rs))
+    fused = [r for r in records if r["rule"] == "fused_words"]
+    refused: dict[str, int] = {}
+    for r in fused:
+        lexicon = lexicons.get(r["corpus"], frozenset())
+        seg = segmenters.setdefault(r["corpus"], Segmenter(settings=SegmenterSettings(lexicon=lexicon)))
+        r["kept"] = seg.split_token(r["token"]) == r["split"]
+        if not r["kept"] and r["token"].isalpha():
+            word = r["token"].lower()
+            found = ungated.best_split(word)
+            why = "other" if found is None else (seg.refusal(word, found[1], found[0]) or "other")
+            refused[why] = refused.get(why, 0) + 1
+
+    def summary(rs: list[dict[str, Any]]) -> dict[str, Any]:
+        correct = [r for r in rs if r["label"] == "correct"]
+        kept = [r for r in rs if r["kept"]]
+        wrong_kept = sorted(r["token"] for r in kept if r["label"] != "correct")
+        return {
+            "before_gate": _rate(len(correct), len(rs)),
+            "after_gate": _rate(sum(r["label"] == "correct" for r in kept), len(kept)),
+            "recall_of_correct_splits": _rate(sum(r["kept"] for r in correct), len(correct)),
+            "wrong_still_split": wrong_kept,
+        }
+
+    letters = [r for r in fused if r["token"].isalpha()]
+    out["fused_words"] = {
+        "all": summary(fused),
+        "letters_only": summary(letters),
+        "numbers_glued": summary([r for r in fused if not r["token"].isalpha()]),
+        "recipeqa_tune": summary([r for r in fused if r["half"] == "tune"]),
+        "recipeqa_held_out": summary([r for r in fused if r["half"] == "held_out"]),
+        "other_corpora": summary([r for r in fused if r["half"] == "other"]),
+        "refused_by": dict(sorted(refused.items())),
+        "corpus_lexicon": corpus_lexicon,
+    }
+    out["rules"]["fused_words"] = out["fused_words"]["all"]["after_gate"]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=500_000, help="steps in the generated corpus")
@@ -612,10 +710,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--corpus", action="append", type=Path, help="with --step-numbers: a folder with procedures.jsonl"
     )
+    parser.add_argument(
+        "--gold", nargs="?", const=GOLD, type=Path, help="precision per rule on the hand-labelled clean_gold.jsonl"
+    )
+    parser.add_argument("--corpus-lexicon", action="store_true", help="with --gold: add each corpus's own lexicon")
     parser.add_argument("--clean-store", type=Path, help=argparse.SUPPRESS)  # internal: the timed child process
     args = parser.parse_args(argv)
     if args.clean_store:
         out = _clean_only(args.clean_store)
+    elif args.gold:
+        out = gold(args.gold, corpus_lexicon=args.corpus_lexicon)
     elif args.step_numbers:
         corpora = args.corpus or [SHARED / "build-guides", SHARED / "wikihow-openpi", SHARED / "recipeqa-recipes"]
         out = step_numbers(corpora)

@@ -534,7 +534,9 @@ def clean_store(
             ray = stack.enter_context(ray_runtime(engine))
         txn = stack.enter_context(
             store.transaction(
-                "clean", args=options.to_dict(), packages=("py3langid", "wordsegment", "symspellpy", "ftfy")
+                "clean",
+                args=options.to_dict(),
+                packages=("py3langid", "wordsegment", "symspellpy", "wordfreq", "ftfy"),
             )
         )
         # read under the write lock: a writer that commits meanwhile waits for us instead of being overwritten

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["FILTER_RULES", "TEXT_RULES", "CleanReport", "Example", "RuleStats", "snippet_pair"]
+__all__ = ["FILTER_RULES", "TEXT_RULES", "VOCABULARY_NOTE", "CleanReport", "Example", "RuleStats", "snippet_pair"]
 
 #: Text rules, in the order they run, with what each one does.
 TEXT_RULES: dict[str, str] = {
@@ -13,7 +13,7 @@ TEXT_RULES: dict[str, str] = {
     "unicode": "mojibake repaired, NFC, ligatures, quotes, invisible and control characters",
     "non_ascii": "non-ASCII characters folded or removed (paper 004; only with ascii_only)",
     "whitespace": "whitespace, bullets, separator runs and spacing around punctuation normalised",
-    "fused_words": "fused words and words glued to numbers split",
+    "fused_words": "fused words and words glued to numbers split (only splits that pass the precision gate)",
     "step_titles": "step-number indicators removed from step titles",
     "step_numbers": "leading step numbers (1., Step 3 -, (3), ii.) and sub-list markers removed from step texts",
 }
@@ -26,6 +26,13 @@ FILTER_RULES: dict[str, str] = {
     "off_domain": "procedures outside the category/keyword rules",
     "duplicate": "exact and near duplicates of a kept procedure",
 }
+
+
+#: How the in-vocabulary figure counts splits (the report says so beside it).
+VOCABULARY_NOTE = (
+    "a fused word counts as split only when the split passes the precision gate; misspellings and names it "
+    "leaves alone stay out of vocabulary"
+)
 
 
 @dataclass
@@ -61,7 +68,9 @@ class CleanReport:
 
     ``in_vocabulary`` holds the ratio of in-vocabulary word tokens in step titles and texts: ``before``
     (raw columns, all procedures), ``after`` (clean columns, all procedures) and ``after_kept`` (clean
-    columns of kept procedures), with the token counts behind them.
+    columns of kept procedures), with the token counts behind them. A token the fused-word splitter split
+    counts as in vocabulary only through the split it made, and it splits only what passes its precision gate
+    (:data:`VOCABULARY_NOTE`).
     """
 
     procedures: int = 0
@@ -118,6 +127,7 @@ class CleanReport:
             "kept_steps_without_text": self.kept_steps_without_text,
             "dropped": self.dropped,
             "in_vocabulary": self.in_vocabulary,
+            "in_vocabulary_note": VOCABULARY_NOTE,
             "rules": [r.to_dict() for r in self.rules],
             "languages": self.languages,
             "language_filled": self.language_filled,

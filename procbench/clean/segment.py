@@ -19,6 +19,12 @@ A token (a run of letters and digits) is split only when the split is confident:
   tokens, and capitalised tokens that do not start a sentence; URLs, e-mail addresses, hashtags,
   mentions, dotted names (``example.com``) and identifiers with underscores are never touched.
 
+- every split of a letter run must then pass the precision gate (:mod:`procbench.clean.gate`): no
+  misspelling is split (``togather``, ``teespoon`` stay), no part shorter than 3 letters other than a
+  function word that the web bigrams show next to its neighbour, no suffix or prefix split off as a word
+  (``instruct able``, ``dis troy``), no run of parts that is itself a word (``man do line``), no word of
+  the domain lexicon (``instructable``) or that the corpus itself writes often unsplit.
+
 Splits only insert spaces, so the original spelling and case are kept. Results are memoised per token.
 """
 
@@ -27,6 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from procbench.clean.gate import modern_logp, refusal
 from procbench.clean.vocab import UNITS, Vocabulary, get_vocabulary
 
 __all__ = ["Segmenter", "SegmenterSettings"]
@@ -99,6 +106,11 @@ class SegmenterSettings:
     min_mean_logp: float = -5.5
     min_mean_logp_capitalised: float = -4.0
     min_run_word: int = 4
+    #: Apply the precision gate (False: the splitter before issue 56, kept to measure what the gate removed).
+    gate: bool = True
+    #: Words never split besides the built-in domain lexicon (the corpus's own frequent words; see
+    #: :func:`procbench.clean.gate.corpus_lexicon`), lowercase.
+    lexicon: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -143,19 +155,44 @@ class Segmenter:
         if len(parts) < 2 or len(parts) > max(2, (len(word) + 1) // 2):
             return None
         whole = vocab.unigram_logp.get(word)
+        if s.gate:
+            # words coined after the 2006 web counts (hashtag, upcycle, instructable) are known tokens too
+            modern = modern_logp(word)
+            if modern is not None and (whole is None or modern > whole):
+                whole = modern
         if whole is not None:
-            return parts if score - whole >= s.margin else None
+            return self._gated(word, parts, score) if score - whole >= s.margin else None
         if len(parts) == 2 and max(map(len, parts)) <= 3:
             return None
         floor = s.min_mean_logp_capitalised if capitalised else s.min_mean_logp
-        return parts if score / len(parts) >= floor else None
+        if score / len(parts) < floor:
+            return None
+        return self._gated(word, parts, score)
 
-    def best_split(self, word: str) -> tuple[float, list[str]] | None:
+    def _gated(self, word: str, parts: list[str], score: float) -> list[str] | None:
+        if self.settings.gate and self.refusal(word, parts, score) is not None:
+            return None
+        return parts
+
+    def refusal(self, word: str, parts: list[str], score: float) -> str | None:
+        """Why the gate leaves ``word`` unsplit (:func:`procbench.clean.gate.refusal`), or None."""
+
+        def rival() -> float | None:
+            cuts, at = [], 0
+            for part in parts[:-1]:
+                at += len(part)
+                cuts.append(at)
+            found = [self.best_split(word, forbid=c) for c in cuts]
+            return max((f[0] for f in found if f is not None and len(f[1]) > 1), default=None)
+
+        return refusal(word, parts, score, self.vocab, self.settings.lexicon, rival=rival)
+
+    def best_split(self, word: str, *, forbid: int = -1) -> tuple[float, list[str]] | None:
         """The most probable segmentation of ``word`` into part words and its log10 probability.
 
         Scores ``log10 P(w1) + sum log10 P(w_k | w_k-1)`` (bigram conditionals where the pair is known,
         unigrams otherwise); a lone ``a`` ends it only after ``for``, ``to``, ``add`` and the like. None when no
-        segmentation exists.
+        segmentation exists. ``forbid``: a position no part may end at (the gate's rival segmentations).
         """
         parts, vocab = self.vocab.parts, self.vocab
         n = len(word)
@@ -168,7 +205,7 @@ class Segmenter:
             out: tuple[float, tuple[str, ...]] | None = None
             for j in range(i + 1, min(n, i + _MAX_PART) + 1):
                 piece = word[i:j]
-                if piece not in parts or (j == n and piece == "a" and prev not in _BEFORE_FINAL_A):
+                if j == forbid or piece not in parts or (j == n and piece == "a" and prev not in _BEFORE_FINAL_A):
                     continue
                 rest = (0.0, ()) if j == n else best(j, piece)
                 if rest is None:

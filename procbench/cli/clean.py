@@ -177,6 +177,8 @@ def _render(console: Any, where: str, report: dict[str, Any]) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from procbench.clean.report import VOCABULARY_NOTE, snippet_pair
+
     table = Table(
         "rule",
         "kind",
@@ -189,14 +191,14 @@ def _render(console: Any, where: str, report: dict[str, Any]) -> None:
         show_lines=False,
     )
     for rule in report["rules"]:
-        example = ""
-        if rule["examples"]:
-            first = rule["examples"][0]
-            example = (
-                f"{_short(first['before'])} -> {_short(first['after'] or '')}"
-                if rule["kind"] == "text"
-                else f"{first['procedure_id']}: {first['after']}"
-            )
+        lines = []
+        for ex in rule["examples"]:
+            if rule["kind"] == "text":
+                before, after = snippet_pair(ex["before"], ex["after"] or "", context=12)
+                lines.append(f"{_short(before)} -> {_short(after)}")
+            else:
+                lines.append(f"{ex['procedure_id']}: {ex['after']}")
+        example = "\n".join(lines)
         verb = "touched" if rule["kind"] == "text" else "removed"
         table.add_row(
             rule["rule"], verb, str(rule["procedures"]), str(rule["steps"]), str(rule["tokens"]), Text(example)
@@ -205,7 +207,7 @@ def _render(console: Any, where: str, report: dict[str, Any]) -> None:
     vocab = report["in_vocabulary"]
     console.print(
         f"in-vocabulary tokens: [bold]{vocab['before']:.1%}[/] before, [bold]{vocab['after']:.1%}[/] after, "
-        f"[bold]{vocab['after_kept']:.1%}[/] in kept procedures",
+        f"[bold]{vocab['after_kept']:.1%}[/] in kept procedures ({VOCABULARY_NOTE})",
         highlight=False,
     )
     languages = ", ".join(f"{k}={v}" for k, v in list(report["languages"].items())[:8])
