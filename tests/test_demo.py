@@ -8,28 +8,30 @@ from typer.testing import CliRunner
 
 from procbench.cli import app
 from procbench.corpus import load_sample
-from procbench.demo import DEMO_VISUAL_SETTINGS
+from procbench.demo import DEMO_PACKET_QUESTIONS, DEMO_VISUAL_SETTINGS
 from procbench.store import Store
 
 
-@pytest.mark.slow  # the whole pipeline on the sample: about a minute on two idle cores
+@pytest.mark.slow  # the whole pipeline on the sample: about a minute and a half on two idle cores
 def test_demo_builds_the_sample_store_and_is_rerunnable(tmp_path: Path) -> None:
+    from procbench.cli.demo import next_command
+    from procbench.tasks import TASKS
+
     runner = CliRunner()
     store = tmp_path / "demo"
     first = runner.invoke(app, ["demo", "--store", str(store)])
     assert first.exit_code == 0, first.output
-    # it ends with where the store and the report are, and a command to try next (which works)
-    store_line, report_line, next_line = first.stdout.rstrip("\n").splitlines()[-3:]
-    assert store_line.startswith(f"store:  {store} (45 procedures, ")
-    assert report_line == f"report: {store / 'report' / 'index.html'} (open it in a browser)"
-    assert next_line.startswith("next:   ") and next_line.endswith(f"--store {store}")
-    assert "[" not in first.stdout  # no list repr of the plots' paths
-    command = next_line.removeprefix("next:   ").split()
-    args = command[command.index("packet") :]
-    args[args.index("--out") + 1] = str(tmp_path / "reading-check")
-    tried = runner.invoke(app, args)
-    assert tried.exit_code == 0, tried.output
-    assert (tmp_path / "reading-check" / "packet.md").read_text().count("**Question:** ____") == 10
+    # it says where the store and the report are, then its last screen is the table of the recommended sets
+    lines = first.stdout.rstrip("\n").splitlines()
+    assert f"store  {store}" in lines and f"report {store / 'report' / 'index.html'} (open it in a browser)" in lines
+    title = next(i for i, line in enumerate(lines) if "The recommended set of every task" in line)
+    assert title > lines.index(f"store  {store}")
+    table = "\n".join(lines[title:])
+    for spec in TASKS.values():
+        assert spec.name in table, spec.name
+    assert "needs-context" in table and "adversarial" in table and "score-packet" in table
+    assert "run the next command" in " ".join(line.strip() for line in lines[-3:])  # the table's caption ends it
+    assert "[" not in first.stdout  # no list repr of the plots' paths, no markup left
 
     second = runner.invoke(app, ["demo", "--store", str(store), "--json"])  # stages skip what is done
     assert second.exit_code == 0, second.output
@@ -51,6 +53,33 @@ def test_demo_builds_the_sample_store_and_is_rerunnable(tmp_path: Path) -> None:
     generated = result["stages"]["generate"]
     assert len(list((store / "report" / "sets").glob("*.html"))) == len(generated)
     assert {f"{task}/{s.name}" for task, settings in DEMO_VISUAL_SETTINGS.items() for s in settings} <= set(generated)
+
+    # the recommended set of every task: built, audited, with its report page and (multiple choice) a packet
+    rows = {row["task"]: row for row in result["recommended"]}
+    assert set(rows) == set(TASKS.names())
+    for spec in TASKS.values():
+        row = rows[spec.name]
+        assert row["setting"] == spec.recommended
+        assert row["questions"] == generated[f"{spec.name}/{spec.recommended}"] > 0, row
+        assert row["verdict"].startswith(("no shortcut found", "flagged: ")), row
+        assert (store / row["report"]).is_file(), row
+        if spec.family == "sequencing":
+            assert row["packet"] is None
+        else:
+            packet = (store / row["packet"]).read_text()
+            assert packet.count("**Question:**") == DEMO_PACKET_QUESTIONS, spec.name
+            assert (store / row["packet"]).with_name("key.json").is_file()
+    assert rows["visual-cloze"]["setting"] == rows["visual-coherence"]["setting"] == "needs-context"
+
+    # the next command of a row works: a reader's answers to the packet, scored
+    command = next_command(rows["textual-cloze"], str(store), "procbench").split()[1:]
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({f"Q{i:02d}": "A" for i in range(1, DEMO_PACKET_QUESTIONS + 1)}))
+    command[command.index("ANSWERS.json")] = str(answers)
+    tried = runner.invoke(app, command)
+    assert tried.exit_code == 0, tried.output
+    assert (store / "questions" / "textual-cloze" / "needs-context" / "readers.json").is_file()
+
     plots = result["stages"]["audit"]["plots"]
     assert plots and all((store / p).is_file() and p.startswith("audit-plots/") and p.endswith(".png") for p in plots)
     # audit --per-question's scores: the report's shortcut-score filter is there for the multiple-choice sets
@@ -59,7 +88,7 @@ def test_demo_builds_the_sample_store_and_is_rerunnable(tmp_path: Path) -> None:
     assert (store / "questions" / "textual-cloze" / "default" / "shortcut_scores.parquet").is_file()
     assert '"has_scores":true' in page and 'id="score"' in page
     commands = [e["command"] for e in opened.provenance]
-    assert {"scrape", "clean", "embed", "generate", "audit", "train", "report"} <= set(commands)
+    assert {"scrape", "clean", "embed", "extract", "generate", "audit", "train", "report"} <= set(commands)
 
 
 def test_the_next_command_runs_procbench_as_this_shell_can(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
