@@ -10,7 +10,6 @@ made. The reasons, in the order they are checked:
   function word that the web bigrams never show beside its neighbour (``sand a per``, ``me range``);
 - ``affix``: the last part is a suffix that is also a word (``instruct able``, ``flavour less``, ``do
   ness``) or the first a prefix (``dis troy``, ``per serve``);
-- ``inner_word``: two or more neighbouring parts spell a dictionary word (``man do line``: mandoline);
 - ``misspelling``: one edit (insertion, deletion, substitution, transposition) turns the token into a
   dictionary word at least as probable as the split, allowing one order of magnitude per edit
   (``togather``: together, ``teespoon``: teaspoon, ``cornor``: corner).
@@ -24,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import string
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -137,9 +136,6 @@ AFFIX_PREFIXES = frozenset(
 #: log10 cost of one edit when a misspelling competes with a split (untuned: one order of magnitude, the
 #: usual prior of a single typing error; the gold set has too few borderline cases to tune it).
 EDIT_LOGP = -1.0
-#: A split is ambiguous when another segmentation is within this many orders of magnitude
-#: (``lidscanning``: lid scanning or lids canning).
-AMBIGUITY_LOGP = -1.0
 _LETTERS = string.ascii_lowercase
 
 
@@ -174,8 +170,6 @@ def refusal(
     score: float,
     vocab: Vocabulary,
     lexicon: Iterable[str] = (),
-    *,
-    rival: Callable[[], float | None] | None = None,
 ) -> str | None:
     """The reason to leave ``word`` unsplit (see the module docstring), or None when ``parts`` may be used.
 
@@ -185,7 +179,6 @@ def refusal(
         score: log10 probability of the split (:meth:`Segmenter.best_split`).
         vocab: the word lists.
         lexicon: more words never split (the corpus lexicon), lowercase.
-        rival: the log10 probability of the best split that moves one of ``parts``' boundaries (None: none).
     """
     if word in DOMAIN_LEXICON or word in lexicon:
         return "lexicon"
@@ -201,10 +194,6 @@ def refusal(
     if parts[-1] in AFFIX_SUFFIXES or parts[0] in AFFIX_PREFIXES:
         return "affix"
     n = len(parts)
-    for i in range(n):
-        for j in range(i + 2, n + 1):
-            if j - i < n and "".join(parts[i:j]) in vocab.words:
-                return "inner_word"
     if word.endswith("in") and word + "g" in vocab.words:
         return "misspelling"  # a dropped g (sayin', shrimpin'), not a word followed by "in"
     pieces = {"".join(parts[i:j]) for i in range(n) for j in range(i + 1, n + 1)}
@@ -222,10 +211,6 @@ def refusal(
             continue
         if logp >= score:
             return "misspelling"
-    if rival is not None:
-        other = rival()
-        if other is not None and other >= score + AMBIGUITY_LOGP:
-            return "ambiguous"
     return None
 
 

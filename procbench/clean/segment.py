@@ -22,8 +22,9 @@ A token (a run of letters and digits) is split only when the split is confident:
 - every split of a letter run must then pass the precision gate (:mod:`procbench.clean.gate`): no
   misspelling is split (``togather``, ``teespoon`` stay), no part shorter than 3 letters other than a
   function word that the web bigrams show next to its neighbour, no suffix or prefix split off as a word
-  (``instruct able``, ``dis troy``), no run of parts that is itself a word (``man do line``), no word of
-  the domain lexicon (``instructable``) or that the corpus itself writes often unsplit.
+  (``instruct able``, ``dis troy``), no word of the domain lexicon (``instructable``) or of the corpus's
+  own lexicon, and a token that ``wordfreq``'s 2021 English list knows (``hashtag``) is split only when
+  the split is more probable than the token.
 
 Splits only insert spaces, so the original spelling and case are kept. Results are memoised per token.
 """
@@ -176,23 +177,14 @@ class Segmenter:
 
     def refusal(self, word: str, parts: list[str], score: float) -> str | None:
         """Why the gate leaves ``word`` unsplit (:func:`procbench.clean.gate.refusal`), or None."""
+        return refusal(word, parts, score, self.vocab, self.settings.lexicon)
 
-        def rival() -> float | None:
-            cuts, at = [], 0
-            for part in parts[:-1]:
-                at += len(part)
-                cuts.append(at)
-            found = [self.best_split(word, forbid=c) for c in cuts]
-            return max((f[0] for f in found if f is not None and len(f[1]) > 1), default=None)
-
-        return refusal(word, parts, score, self.vocab, self.settings.lexicon, rival=rival)
-
-    def best_split(self, word: str, *, forbid: int = -1) -> tuple[float, list[str]] | None:
+    def best_split(self, word: str) -> tuple[float, list[str]] | None:
         """The most probable segmentation of ``word`` into part words and its log10 probability.
 
         Scores ``log10 P(w1) + sum log10 P(w_k | w_k-1)`` (bigram conditionals where the pair is known,
         unigrams otherwise); a lone ``a`` ends it only after ``for``, ``to``, ``add`` and the like. None when no
-        segmentation exists. ``forbid``: a position no part may end at (the gate's rival segmentations).
+        segmentation exists.
         """
         parts, vocab = self.vocab.parts, self.vocab
         n = len(word)
@@ -205,7 +197,7 @@ class Segmenter:
             out: tuple[float, tuple[str, ...]] | None = None
             for j in range(i + 1, min(n, i + _MAX_PART) + 1):
                 piece = word[i:j]
-                if j == forbid or piece not in parts or (j == n and piece == "a" and prev not in _BEFORE_FINAL_A):
+                if piece not in parts or (j == n and piece == "a" and prev not in _BEFORE_FINAL_A):
                     continue
                 rest = (0.0, ()) if j == n else best(j, piece)
                 if rest is None:
