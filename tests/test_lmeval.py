@@ -366,65 +366,6 @@ def test_evaluate_refuses_results_that_are_not_lm_eval_and_other_splits(store: P
         assert len(result.output.strip().splitlines()) == 1
 
 
-def _tiny_causal_lm(out: Path, texts: list[str]) -> Path:
-    """A randomly initialised GPT-2 of two small layers with a byte-level BPE tokenizer trained on ``texts``."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
-
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=512, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tokenizer.train_from_iterator(texts, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|endoftext|>", bos_token="<|endoftext|>")
-    fast.save_pretrained(out)
-    import torch
-
-    torch.manual_seed(0)
-    config = GPT2Config(
-        vocab_size=len(fast), n_positions=4096, n_embd=32, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0
-    )
-    GPT2LMHeadModel(config).save_pretrained(out)
-    return out
-
-
-@pytest.mark.slow
-def test_a_tiny_hugging_face_model_runs_the_tasks_offline(
-    store: Path, tmp_path: Path, quick_lm_eval: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    pytest.importorskip("transformers")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    out = tmp_path / "lm"
-    exported = export_lm_eval(["textual-cloze/default", "pair-order"], out, store=store)
-    texts = [line for path in out.rglob("*.jsonl") for line in path.read_text(encoding="utf-8").splitlines()]
-    model = _tiny_causal_lm(tmp_path / "tiny", texts)
-    results = _run(
-        out, list(exported.tasks), model="hf", model_args={"pretrained": str(model), "device": "cpu"}, batch_size=4
-    )
-    for task, counts in exported.tasks.items():
-        assert len(results["samples"][task]) == counts["test"]
-        assert 0.0 <= results["results"][task]["acc,none"] <= 1.0
-    # the model's likelihoods, not random draws: the same run again gives the same answers
-    again = _run(
-        out, ["pair_order_default"], model="hf", model_args={"pretrained": str(model), "device": "cpu"}, batch_size=4
-    )
-
-    def likelihoods(run: dict[str, Any]) -> list[float]:
-        return [float(ll) for s in run["samples"]["pair_order_default"] for ll, _ in s["filtered_resps"]]
-
-    first = likelihoods(results)
-    assert likelihoods(again) == pytest.approx(first, abs=1e-4)  # batches differ: float noise only
-    assert len(set(first)) > 1
-    path = _save(results, tmp_path / "results")
-    shown = CliRunner().invoke(app, ["evaluate", "--lm-eval", str(path), "--store", str(store), "--json"])
-    assert shown.exit_code == 0, shown.output
-    models = {r["model"] for r in json.loads(shown.stdout)["results"]}
-    assert models == {f"lm-eval {model}", f"lm-eval {model} (no context)"}
-
-
 def test_evaluate_records_lm_eval_scores_only_in_the_store_it_was_given(store: Path, tmp_path: Path) -> None:
     """A results file names its sets by the path they were exported from: ``evaluate --store B`` must not write
     ``models.json`` into store A's set (a moved export, or a crafted file), and says why; ``--store A`` records."""
