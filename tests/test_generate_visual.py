@@ -493,19 +493,16 @@ def test_neighbour_searches_are_shared_by_the_settings(sample_sweeps: tuple[Stor
     # adversarial's plan is K1=0's when no procedure has 4 image steps (a question fits only those of fewer than
     # 5), else K1=0's questions and one per such procedure, searched apart
     short = counts["eligible"]["k1=0,short"] - counts["eligible"]["k1=0"]
-    # K3=2 has a plan of its own per K1 (as many questions, anchored on hideable images, one search per procedure
-    # mean to choose them): one answer search per distinct (procedure, answer image) across the plans, one
+    # K3=2 shares its K1's plan: one answer search per distinct (procedure, answer image) across the plans, one
     # question-mean search per question of each distinct plan
-    assert counts["queries"]["answer"] <= 2 * distinct + short
-    assert counts["queries"]["question_mean"] == 2 * distinct + (k1_0 + short if short else 0)
-    assert counts["queries"]["procedure_mean"] == counts["procedures"]
+    assert counts["queries"]["answer"] <= distinct + short
+    assert counts["queries"]["question_mean"] == distinct + (k1_0 + short if short else 0)
+    assert "procedure_mean" not in counts["queries"]
 
 
-def test_the_adversarial_settings_draw_on_the_plans_their_tasks_name(
-    sample_sweeps: tuple[Store, dict[str, Any]],
-) -> None:
-    """Cloze's ``adversarial`` starts from the paper's K1 questions, coherence's from K3=2's own plan (with its
-    ranks balanced among those each question allows)."""
+def test_k3_2_and_adversarial_draw_on_the_papers_k1_questions(sample_sweeps: tuple[Store, dict[str, Any]]) -> None:
+    """K3=2 shares its K1's plan (the dealer skips what cannot take every rank); ``adversarial`` starts from it too,
+    with the shorter procedures' questions added."""
 
     def questions(task: str, name: str) -> set[tuple[str, tuple[int, ...], int]]:
         path = sample_sweeps[1][task].paths[name]
@@ -513,12 +510,13 @@ def test_the_adversarial_settings_draw_on_the_plans_their_tasks_name(
         field = "question_steps" if task == "visual-cloze" else "coherent_steps"
         return {(r["procedure_id"], tuple(r["meta"][field]), r["meta"].get("answer_step", -1)) for r in rows}
 
-    assert questions("visual-cloze", "adversarial") <= questions("visual-cloze", "knobs-010")
-    assert not questions("visual-cloze", "knobs-012") <= questions("visual-cloze", "knobs-010")
-    coherence, ranked = questions("visual-coherence", "adversarial"), questions("visual-coherence", "knobs-012")
-    assert not coherence <= questions("visual-coherence", "knobs-010")
-    # K3=2 keeps only questions that could take every rank; adversarial balances the ranks they allow: more
-    assert len(coherence & ranked) >= 0.5 * len(ranked) and len(coherence) > len(ranked)
+    for task in ("visual-cloze", "visual-coherence"):
+        paper = questions(task, "knobs-010")
+        ranked = questions(task, "knobs-012")
+        assert ranked and ranked <= paper and len(ranked) < len(paper)
+        counts = sample_sweeps[1][task].counts
+        if counts["eligible"]["k1=0,short"] == counts["eligible"]["k1=0"]:  # no short procedure: the same plan
+            assert questions(task, "adversarial") <= paper
 
 
 def test_the_checker_catches_broken_questions(sample_sweeps: tuple[Store, dict[str, Any]]) -> None:
@@ -711,7 +709,7 @@ def test_generated_stores_satisfy_the_knob_rules(
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(st.booleans(), min_size=4, max_size=4), min_size=1, max_size=60), st.integers(0, 2**16))
 def test_balanced_ranks_stay_feasible_and_even(rows: list[list[bool]], seed: int) -> None:
-    from procbench.generate.visual.ranks import balanced_ranks
+    from procbench.generate.ranks import balanced_ranks
 
     feasible = np.array(rows, dtype=bool)
     ranks = balanced_ranks(feasible, np.random.default_rng(seed))
@@ -722,162 +720,55 @@ def test_balanced_ranks_stay_feasible_and_even(rows: list[list[bool]], seed: int
     assert counts[-1] <= counts[-2]  # no rank fuller than every other: no rank rule beats the rest
 
 
-def test_a_ranked_draw_takes_the_preferred_candidates_of_a_class_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    """K3=2 cloze draws each side nearest the answer's distance to the question mean (its preference): strictly
-    the nearest in turn, or shuffled among the nearest few with a wider spread."""
-    from procbench.generate.visual import ranks
-
-    width = 40
-    mask = np.ones((1, width), dtype=bool)
-    mask[0, 3] = False
-    preference = np.arange(width, dtype=np.float64)[None, :]
-    preference[0, 5] = np.nan  # no distance: never preferred
-    preference[0, 0], preference[0, 4] = 4.5, 0.5  # the preference, not the column order, decides
-
-    def picks(n: int) -> np.ndarray:
-        taken = np.concatenate(
-            [ranks._take(mask, np.array([2]), 3, np.random.default_rng(s), preference)[0] for s in range(n)]
-        )
-        assert np.all(taken.reshape(n, 3)[:, 2] == -1)
-        return taken[taken >= 0]
-
-    assert ranks.PREFERENCE_SPREAD == 1.0
-    assert sorted(set(picks(50).tolist())) == [1, 4]  # the two most preferred, every time
-    monkeypatch.setattr(ranks, "PREFERENCE_SPREAD", 6.0)
-    wide = picks(300)
-    assert 3 not in wide and 5 not in wide and wide.max() < 10  # among the most preferred only
-    assert len(set(wide.tolist())) > 3  # shuffled among them
-    uniform = ranks._take(mask, np.array([2]), 3, np.random.default_rng(0))
-    assert (uniform[0, :2] >= 0).all() and not np.array_equal(
-        uniform, ranks._take(mask, np.array([2]), 3, np.random.default_rng(1))
-    )
-
-
-def test_a_tolerance_widens_the_pool_to_the_narrowest_level_with_a_candidate_that_fits() -> None:
-    """With a tolerance, a band level holds only the candidates whose preference is within it: the first question
-    widens to the level of its one fitting candidate, the second (none fits) to the kNN set and its extras, where
-    it takes the best extra; without one both stay in the K2 band."""
-    from procbench.generate.visual.bands import LEVELS, QUESTION_KNN, Candidates
-    from procbench.generate.visual.ranks import RankRule, select_ranked
-
-    dist = np.tile(np.linspace(0.1, 1.0, 10, dtype=np.float32), (2, 1))
-    rows = np.tile(np.arange(100, 110), (2, 1))
-    cands = Candidates.from_rows(dist, rows)
-    preference = np.full((2, 10), 0.5)
-    preference[:, 4] = 0.4  # in the K2 band: the best there
-    preference[0, 0] = 0.05  # only in the band widened by s: the only one that fits
-    rule = RankRule(
-        np.zeros((2, 10), dtype=np.int64),
-        np.array([[1]]),
-        extra_rows=np.array([[500, 501], [502, 503]]),
-        extra_classes=np.zeros((2, 2), dtype=np.int64),
-        preference=preference,
-        extra_preference=np.array([[0.01, 0.3], [0.2, 0.02]]),
-        tolerance=np.full(2, 0.1),
-    )
-
-    def draw(r: RankRule) -> tuple[list[int], list[int]]:
-        sel = select_ranked(
-            cands, r, k2=1, need=1, rng=np.random.default_rng(0), deal=lambda f, _: np.zeros(len(f), dtype=np.int64)
-        )
-        assert sel.ok.all()
-        return sel.rows[:, 0].tolist(), sel.level.tolist()
-
-    assert draw(rule) == ([100, 503], [LEVELS.index("band±s"), QUESTION_KNN])
-    rule.tolerance = None
-    assert draw(rule) == ([104, 104], [0, 0])
-
-
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(st.booleans(), min_size=4, max_size=4), min_size=1, max_size=80), st.integers(0, 2**16))
-def test_independent_ranks_deal_every_rank_equally_to_questions_that_could_take_any(
+def test_the_dealer_deals_every_rank_equally_to_questions_that_could_take_any(
     rows: list[list[bool]], seed: int
 ) -> None:
-    from procbench.generate.visual.ranks import independent_ranks
+    from procbench.generate.visual.dealer import deal_ranks
 
     feasible = np.array(rows, dtype=bool)
-    ranks = independent_ranks(feasible, np.random.default_rng(seed))
-    kept = ranks >= 0
-    assert not kept[~feasible.all(axis=1)].any()  # a question that could not take every rank is dropped
-    full = int(feasible.all(axis=1).sum())
-    assert kept.sum() == full - full % 4
-    assert np.all(np.bincount(ranks[kept], minlength=4) == kept.sum() // 4)
+    dealt = deal_ranks(feasible, np.arange(4)[:, None], np.random.default_rng(seed))
+    every = feasible.all(axis=1)
+    kept = dealt.option >= 0
+    assert not kept[~every].any()
+    assert kept.sum() == every.sum() - every.sum() % 4
+    assert np.all(np.bincount(dealt.option[kept], minlength=4) == kept.sum() // 4)
+    assert not dealt.unmet.any()  # one tell: nothing further to meet
 
 
-def _distance_probe(values: np.ndarray, groups: np.ndarray) -> float:
-    """Held-out accuracy of the audit's distance SVM on choice distances ``values (Q, 4)`` (the answer first), on
-    folds grouped by ``groups`` and stratified by the answer's rank, as the audit's."""
-    from sklearn.model_selection import StratifiedGroupKFold
-    from sklearn.svm import LinearSVC
+def test_the_dealer_deals_a_second_tell_jointly_where_the_candidates_allow() -> None:
+    from procbench.generate.visual.dealer import deal_ranks, options
 
-    from procbench.audit.probes.distance import distance_features
-
-    feats = distance_features(values, np.ones(values.shape, dtype=bool))
-    rank = (values < values[:, :1]).sum(axis=1)
-    y = np.tile(np.arange(4) == 0, len(values))
-    hit = np.zeros(len(values), dtype=bool)
-    for train, test in StratifiedGroupKFold(4, shuffle=True, random_state=0).split(values, rank, groups):
-        model = LinearSVC(dual=False).fit(feats[train].reshape(-1, feats.shape[2]), y[: 4 * len(train)])
-        scores = model.decision_function(feats[test].reshape(-1, feats.shape[2])).reshape(-1, 4)
-        hit[test] = scores.argmax(axis=1) == 0
-    return float(hit.mean())
+    wants, ranks = options((2, 2), 3, additive=True)  # two tells, three negative slots: 20 options
+    assert wants.shape == (20, 4) and np.all(wants.sum(axis=1) == 3)
+    rng = np.random.default_rng(0)
+    dealt = deal_ranks(np.ones((400, len(wants)), dtype=bool), ranks, rng)  # every option allowed
+    first, second = (np.bincount(ranks[dealt.option, t], minlength=4) for t in (0, 1))
+    assert np.all(first == 100) and second.max() - second.min() <= 1 and not dealt.unmet.any()
 
 
-def test_layout_ranks_keep_the_dealt_counts_and_hide_a_layout_the_dealt_ranks_give_away() -> None:
-    """Most of the draws at ranks 0 and 3 put the answer far outside its negatives; dealt at random,
-    a distance probe finds those; dealt to balance the layouts' shapes over the ranks, it is near chance, with as
-    many of each rank."""
-    from procbench.generate.visual.ranks import independent_ranks, layout_ranks
-
-    rng = np.random.default_rng(5)
-    n = 600
-    negatives = np.sort(rng.normal(1.0, 0.05, size=(n, 4, 3)), axis=2)  # (B, R, 3)
-    spread = negatives[:, :, 2] - negatives[:, :, 0]
-    loud = np.where(rng.random((n, 4)) < 0.6, 4.0, 0.2)
-    answer = np.stack(
-        [
-            negatives[:, 0, 0] - loud[:, 0] * spread[:, 0],
-            negatives[:, 1, :2].mean(axis=1),
-            negatives[:, 2, 1:].mean(axis=1),
-            negatives[:, 3, 2] + loud[:, 3] * spread[:, 3],
-        ],
-        axis=1,
-    )
-    layouts = np.concatenate([answer[:, :, None], negatives], axis=2)  # (B, R, 4), the answer first
-    feasible = np.ones((n, 4), dtype=bool)
-    feasible[:3] = False  # never dealt
-    dealt = independent_ranks(feasible, np.random.default_rng(0))
-    groups = np.arange(n) // 3
-    ranks = layout_ranks(layouts, dealt, np.random.default_rng(1))
-    assert np.array_equal(ranks, layout_ranks(layouts, dealt, np.random.default_rng(1)))
-    assert np.array_equal(ranks < 0, dealt < 0) and (ranks[:3] < 0).all()
-    assert np.array_equal(np.bincount(ranks[ranks >= 0]), np.bincount(dealt[dealt >= 0]))
-    kept = np.flatnonzero(dealt >= 0)
-    before = _distance_probe(layouts[kept, dealt[kept]], groups[kept])
-    after = _distance_probe(layouts[kept, ranks[kept]], groups[kept])
-    assert before > 0.4 and 0.2 < after < 0.3, (before, after)
-
-
-def test_k3_rank_uniform_gives_every_answer_rank_equally_and_the_distance_probe_nothing(tmp_path: Path) -> None:
+def test_k3_rank_uniform_gives_every_answer_rank_equally(tmp_path: Path) -> None:
+    """The dealer deals the answer's rank on the recipe's tell evenly; the distance probe, which also reads the
+    spacing of the four distances, is reported by construction (issue 54), not held to chance."""
     from procbench.audit import audit_set, load_question_set
 
     store = write_synthetic_store(tmp_path / "s", n_procedures=120, seed=3)
     world = load_world(store.root)
     for task in ("visual-cloze", "visual-coherence"):
-        result = generate(store, task, setting=Setting("knobs", (0, 1, 2)), seed=0, rank_yield=1.0)  # the draw
+        result = generate(store, task, setting=Setting("knobs", (0, 1, 2)), seed=0)
         rows = check_result(world, task, result)["knobs-012"]
         counts = Counter(q["meta"]["answer_rank"] for q in rows)
-        assert len(rows) > 100 and set(counts) == {0, 1, 2, 3}
+        assert len(rows) > 60 and set(counts) == {0, 1, 2, 3}
         assert max(counts.values()) - min(counts.values()) <= 2, counts
         aset = load_question_set(result.paths["knobs-012"])
         distance = audit_set(aset, seed=0, n_boot=200, probes="question_distance").probes["question_distance"]
-        assert distance.verdict == "chance", (task, distance.to_dict())
+        assert distance.value is not None  # reported
 
 
 def test_ordering_k3_rank_uniform_balances_the_path_length_rank(tmp_path: Path) -> None:
     """Step drift makes the authored order the smoothest: the paper's K2 rules leave it the shortest of the four
     orders far more often than 1 in 4, K3=2 (either K2 rule) gives every path-length rank equally."""
-    from procbench.audit import audit_set, load_question_set
 
     store = write_synthetic_store(tmp_path / "s", n_procedures=120, step_drift=0.5, seed=3)
     world = load_world(store.root)
@@ -890,7 +781,7 @@ def test_ordering_k3_rank_uniform_balances_the_path_length_rank(tmp_path: Path) 
     assert best_rank_share(check_result(world, "visual-ordering", paper)["knobs-000"]) > 0.35
     for knobs in ((0, 0, 2), (0, 1, 2)):
         name = Setting("knobs", knobs).name
-        result = generate(store, "visual-ordering", Setting("knobs", knobs), seed=0, rank_yield=1.0)  # the draw
+        result = generate(store, "visual-ordering", Setting("knobs", knobs), seed=0)
         rows = check_result(world, "visual-ordering", result)[name]
         counts = np.bincount([q["meta"]["answer_rank"] for q in rows], minlength=4)
         assert len(rows) > 200 and counts.min() > 0 and counts.max() - counts.min() <= 1, counts
@@ -898,15 +789,9 @@ def test_ordering_k3_rank_uniform_balances_the_path_length_rank(tmp_path: Path) 
         # one rank, so the best rule reads up to 93/352 (seed 0)
         assert best_rank_share(rows) <= 0.27
         assert {(q["meta"]["k2"], q["meta"]["k3"]) for q in rows} == {(knobs[1], 2)}
-        # the ranks dealt so the four path lengths are shaped alike at every rank: the audit's distance probe
-        # (an SVM on each order's deviation from the four's mean, its square, z-score and rank) read 0.46 on both
-        # sets with the ranks balanced alone; then 0.29-0.40 (K2=0, seeds 0-3: 0.29, 0.32, 0.40, 0.39). With the
-        # position-fit draw (issue 35, session 14): 0.32, 0.34, 0.38, 0.44 (K2=0), and choice_only 0.81 -> 0.71
-        aset = load_question_set(result.paths[name])
-        distance = audit_set(aset, seed=0, n_boot=200, probes="question_distance").probes["question_distance"]
-        assert distance.value is not None and distance.value < 0.40, distance.to_dict()
+        # the knob settings' distance probe is reported, not judged (issue 54; DESIGN section 6)
         first = {split: (result.paths[name] / f"{split}.parquet").read_bytes() for split in ("train", "val", "test")}
-        again = generate(store, "visual-ordering", Setting("knobs", knobs), seed=0, overwrite=True, rank_yield=1.0)
+        again = generate(store, "visual-ordering", Setting("knobs", knobs), seed=0, overwrite=True)
         for split, written in first.items():  # the same folder, written again
             assert (again.paths[name] / f"{split}.parquet").read_bytes() == written
     # K2=1 within the sides: wrong orders of a longer path are drawn more often than uniformly
@@ -927,10 +812,10 @@ def test_kc_is_bounded_by_the_images_and_bad_numbers_are_bad_input(sample_store:
 
     n_rows = len(load_embeddings(sample_store, "image"))
     start = time.monotonic()
-    huge = generate(sample_store, "visual-cloze", Setting("knobs", (0, 1, 1)), seed=3, kc=100_000_000)
+    huge = generate(sample_store, "visual-cloze", Setting("knobs", (0, 1, 1)), seed=3, kc=100_000)
     assert time.monotonic() - start < 60
     rows_huge = pq.read_table(huge.paths["knobs-011"] / "train.parquet").to_pylist()
-    assert rows_huge and all(r["meta"]["k_c"] == 100_000_000 for r in rows_huge)
+    assert rows_huge and all(r["meta"]["k_c"] == 100_000 for r in rows_huge)
     every = generate(sample_store, "visual-cloze", Setting("knobs", (0, 1, 1)), seed=3, kc=n_rows, overwrite=True)
     rows_every = pq.read_table(every.paths["knobs-011"] / "train.parquet").to_pylist()
     assert [r["choices"] for r in rows_huge] == [r["choices"] for r in rows_every]
@@ -947,94 +832,19 @@ def test_kc_is_bounded_by_the_images_and_bad_numbers_are_bad_input(sample_store:
             generate(sample_store, "visual-coherence", Setting(style) if style else None, seed=seed, **options)
 
 
-def test_hideability_counts_the_other_procedures_images_nearer_the_procedure_mean(tmp_path: Path) -> None:
-    from procbench.generate.visual.closeness import hideability
-    from procbench.generate.visual.sequences import VisualData
-
-    store = write_synthetic_store(tmp_path / "s", n_procedures=40, seed=5)
-    data = VisualData(store, with_index=True)
-    seqs = data.seqs
-    scores = hideability(data, 25, chunk=7)  # chunks smaller than the store: the same as one pass
-    assert np.array_equal(scores, hideability(data, 25))
-    vectors = data.vectors.astype(np.float64)
-    for p in range(len(seqs.names)):
-        rows = seqs.rows[seqs.offsets[p] : seqs.offsets[p + 1]]
-        mean = vectors[rows].mean(axis=0)
-        others = np.flatnonzero(data.owner != p)
-        nearest = np.sort(np.linalg.norm(vectors[others] - mean, axis=1))[:25]
-        for j, row in enumerate(rows.tolist()):
-            loo = np.linalg.norm(vectors[row] - np.delete(vectors[rows], j, axis=0).mean(axis=0))
-            expected = int((nearest < loo - 1e-5).sum())
-            assert abs(int(scores[seqs.offsets[p] + j]) - expected) <= int((np.abs(nearest - loo) <= 1e-5).sum())
-    assert 0 < (scores >= 3).mean() < 1
-
-
-def test_a_ranked_plan_anchors_its_questions_on_hideable_images() -> None:
-    """K3=2's cloze plan draws questions as K1's does but anchors each on an image other procedures' images
-    can hide (at random among them), else on the most hideable."""
-    from procbench.generate.visual.plans import HIDDEN_NEEDED, plan_questions
-
-    lengths = np.array([7, 9, 5, 12, 8] * 20)
-    offsets = np.r_[0, np.cumsum(lengths)]
-    scores = np.random.default_rng(0).integers(0, 6, int(offsets[-1]))
-
-    def plan(ranked: bool, k1: int = 0) -> Any:
-        extra = (scores, offsets, np.random.default_rng(9)) if ranked else None
-        return plan_questions(lengths, size=4, k1=k1, rng=np.random.default_rng(1), anchored=True, ranked=extra)
-
-    for k1 in (0, 1):
-        paper, ranked = plan(False, k1), plan(True, k1)
-        assert len(ranked.proc) == len(paper.proc) and np.array_equal(ranked.proc, paper.proc)
-        at = scores[offsets[ranked.proc][:, None] + ranked.slots]  # (Q, 4) score of each question image
-        chosen = at[np.arange(len(at)), ranked.anchor]
-        any_hideable = (at >= HIDDEN_NEEDED).any(axis=1)
-        assert np.all(chosen[any_hideable] >= HIDDEN_NEEDED)
-        assert np.all(chosen[~any_hideable] == at[~any_hideable].max(axis=1))
-        assert len(set(ranked.anchor.tolist())) == 4  # at random among the hideable: every slot occurs
-        paper_at = scores[offsets[paper.proc][:, None] + paper.slots][np.arange(len(paper.proc)), paper.anchor]
-        assert (chosen >= HIDDEN_NEEDED).mean() > (paper_at >= HIDDEN_NEEDED).mean() + 0.1
-        assert np.array_equal(plan(True, k1).anchor, ranked.anchor)  # seeded
-
-
-def test_a_ranked_coherence_plan_takes_hideable_images_first() -> None:
-    """Without an answer among its images (coherence), K3=2's plan takes a question's images from the pool's
-    hideable ones first, at random among them."""
-    from procbench.generate.visual.plans import HIDDEN_NEEDED, plan_questions
-
-    lengths = np.array([7, 9, 6, 12] * 25)
-    offsets = np.r_[0, np.cumsum(lengths)]
-    scores = np.random.default_rng(2).integers(0, 5, int(offsets[-1]))
-    for k1 in (0, 1):
-        kwargs: dict[str, Any] = {"size": 3, "k1": k1, "anchored": False}
-        paper = plan_questions(lengths, rng=np.random.default_rng(1), **kwargs)
-        ties = np.random.default_rng(9)
-        ranked = plan_questions(lengths, rng=np.random.default_rng(1), ranked=(scores, offsets, ties), **kwargs)
-        assert np.array_equal(ranked.proc, paper.proc) and np.all(np.diff(ranked.slots, axis=1) > 0)
-        hideable = scores[offsets[ranked.proc][:, None] + ranked.slots] >= HIDDEN_NEEDED
-        first = ranked.number == 0  # the whole sequence is the pool: a procedure with 3 hideable images uses them
-        enough = np.array([(scores[offsets[p] : offsets[p + 1]] >= HIDDEN_NEEDED).sum() >= 3 for p in ranked.proc])
-        assert hideable[first & enough].all()
-        paper_share = (scores[offsets[paper.proc][:, None] + paper.slots] >= HIDDEN_NEEDED).mean()
-        assert hideable.mean() > paper_share + 0.1
-
-
 def test_adversarial_plans_short_procedures_too_and_keeps_the_long_ones_questions() -> None:
     """The paper's K1 plans procedures of at least 5 image steps; ``adversarial`` (procbench's own) also plans the
     shorter ones that hold a question, from streams of their own, so the longer ones keep the paper's questions."""
-    from procbench.generate.visual.plans import MIN_STEPS_KNOBS, plans_by_k1
+    from procbench.generate.visual.plans import min_steps_knobs, plans_by_k1
     from procbench.generate.visual.settings import VisualSetting
 
     lengths = np.array([7, 3, 4, 9, 2, 5, 4, 12, 3] * 6)
-    offsets = np.r_[0, np.cumsum(lengths)]
-    scores = np.random.default_rng(3).integers(0, 6, int(offsets[-1]))
-    for size, ranked in ((4, False), (3, True)):
-        settings = [VisualSetting(Setting("knobs", (0, 1, 2)), (0, 1, 2), ranked)]
-        settings.append(VisualSetting(Setting("adversarial"), (0, 1, 2), ranked))
-        knobs, adversarial = plans_by_k1(
-            settings, lengths, seed=5, code=1, size=size, anchored=size == 4, anchor_scores=scores, offsets=offsets
-        ).values()
+    for size in (4, 3):
+        settings = [VisualSetting(Setting("knobs", (0, 1, 2)), (0, 1, 2))]
+        settings.append(VisualSetting(Setting("adversarial"), (0, 1, 2)))
+        knobs, adversarial = plans_by_k1(settings, lengths, seed=5, code=1, size=size, anchored=size == 4).values()
         assert adversarial.eligible == int((lengths >= size).sum()) > knobs.eligible == int((lengths >= 5).sum())
-        short = lengths[adversarial.proc] < MIN_STEPS_KNOBS
+        short = lengths[adversarial.proc] < min_steps_knobs()
         assert set(adversarial.proc[short].tolist()) == set(np.flatnonzero((lengths >= size) & (lengths < 5)).tolist())
         assert np.all(np.diff(adversarial.proc) >= 0) and np.all(adversarial.slots < lengths[adversarial.proc, None])
         assert np.all(np.diff(adversarial.slots, axis=1) > 0)
@@ -1080,16 +890,17 @@ def test_a_photo_two_guides_share_is_each_guide_s_own(tmp_path: Path) -> None:
     assert shared not in found[0].tolist() and (found[0] >= 0).sum() == 20
 
 
-def test_cli_warns_of_a_set_its_pruning_left_telling(sample_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_warns_of_a_set_its_filter_left_telling(sample_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("procbench.card.setting_report.TELL_Z", -100.0)  # every filtered set "still tells"
     base = ["generate", "--store", str(sample_store.root), "--task", "visual-ordering", "--json"]
-    told = CliRunner().invoke(app, [*base, "--knobs", "0,1,2", "--policy", "demo"])
+    told = CliRunner().invoke(app, [*base, "--adversarial", "--policy", "demo"])
     assert told.exit_code == 0, told.output
     (warning,) = json.loads(told.stdout)["warnings"]
-    assert warning.startswith("visual-ordering/knobs-012: after K3=2 pruning, the context-free probe ")
-    assert "(chance 25%;" in warning and "warning: visual-ordering/knobs-012: after K3=2 pruning" in told.stderr
-    unfiltered = CliRunner().invoke(app, [*base, "--knobs", "0,1,0"])  # the paper's K3 = 0: nothing filtered
-    assert unfiltered.exit_code == 0 and json.loads(unfiltered.stdout)["warnings"] == []
+    assert warning.startswith("visual-ordering/adversarial: after adversarial filtering, the context-free probe ")
+    assert "(chance 25%;" in warning and "warning: visual-ordering/adversarial: after adversarial" in told.stderr
+    for knobs in ("0,1,0", "0,1,2"):  # the knob settings: nothing filtered (K3=2's probes are by construction)
+        unfiltered = CliRunner().invoke(app, [*base, "--knobs", knobs])
+        assert unfiltered.exit_code == 0 and json.loads(unfiltered.stdout)["warnings"] == []
 
 
 def test_the_progress_of_a_set_s_filter_names_the_set(sample_store: Store) -> None:
@@ -1102,5 +913,5 @@ def test_the_progress_of_a_set_s_filter_names_the_set(sample_store: Store) -> No
         def advance(self, n: int = 1) -> None:
             pass
 
-    generate(sample_store, "visual-ordering", Setting("knobs", (0, 1, 2)), policy="demo", progress=Recorder())
-    assert "knobs-012: pruning (AFLite)" in started
+    generate(sample_store, "visual-ordering", Setting("adversarial"), policy="demo", progress=Recorder())
+    assert any(label.startswith("adversarial: ") for label in started), started
