@@ -49,6 +49,7 @@ checked when the file is loaded, before any request is made; an unknown key is r
 from __future__ import annotations
 
 import math
+import re
 import sys
 import types
 import typing
@@ -403,6 +404,44 @@ def _number(read: _Reader, value: Any, where: str) -> float:
     return float(value)
 
 
+#: Largest manifest read (manifests are a few kilobytes).
+MAX_MANIFEST_BYTES = 1 << 20
+#: Deepest nesting of arrays, inline tables and dotted keys read (manifests use three or four).
+MAX_NESTING = 32
+#: What opens or closes a level in TOML text, and what to skip over: strings (basic, literal, multi-line)
+#: and comments, whose brackets count for nothing.
+_TOML_TOKENS = re.compile(
+    r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]',
+    re.DOTALL,
+)
+
+
+def _nesting(text: str) -> int:
+    """How deeply ``text`` nests brackets and braces outside strings and comments (without parsing it)."""
+    depth = deepest = 0
+    for match in _TOML_TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def _depth(data: Any) -> int:
+    """How deeply parsed ``data`` nests tables and arrays, counted without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth > MAX_NESTING:
+                break
+            stack += [(v, depth + 1) for v in (value.values() if isinstance(value, dict) else value)]
+    return deepest
+
+
 def load_manifest(path: str | Path) -> Manifest:
     """Read and check a manifest (every section, every type) without making any request.
 
@@ -414,11 +453,20 @@ def load_manifest(path: str | Path) -> Manifest:
     if not path.is_file():
         raise InputFileNotFound(f"no such manifest: {path}")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        if path.stat().st_size > MAX_MANIFEST_BYTES:
+            raise BadInput(f"{path} is larger than {MAX_MANIFEST_BYTES:,} bytes: not a manifest")
+        text = path.read_text(encoding="utf-8")
+        if _nesting(text) > MAX_NESTING:
+            raise BadInput(f"{path} nests arrays or tables more than {MAX_NESTING} levels deep: not a manifest")
+        data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path} is not valid TOML: {exc}") from exc
+        raise BadInput(f"{path} is not valid TOML: {' '.join(str(exc).split())[:200]}") from None
+    except RecursionError:
+        raise BadInput(f"{path} nests arrays or tables too deeply: not a manifest") from None
     except OSError as exc:
         raise BadInput(f"cannot read manifest {path}: {exc.strerror or exc}") from exc
+    if _depth(data) > MAX_NESTING:  # dotted keys (a.b.c...) nest without brackets
+        raise BadInput(f"{path} nests keys more than {MAX_NESTING} levels deep: not a manifest")
     read = _Reader(path)
     version = read.value(data, "version", int, "the top level") if "version" in data else MANIFEST_VERSION
     if version > MANIFEST_VERSION or version < 1:

@@ -10,6 +10,7 @@ from typing import Any, BinaryIO
 
 from procbench.ingest.records import MAX_ID_CHARS, MAX_LINE_BYTES, MAX_STEPS, Problem, unstorable_text
 from procbench.procedure import Procedure, Step, procedure_id
+from procbench.qsets.splits import SPLITS
 
 __all__ = ["DEFAULT_SOURCE", "parse_procedure", "read_jsonl"]
 
@@ -28,6 +29,14 @@ def _optional_str(record: dict[str, Any], key: str) -> str | None:
     if not isinstance(value, str):
         raise _Malformed(f"{key!r} must be a string")
     return value.strip() or None
+
+
+def _split(record: dict[str, Any]) -> str | None:
+    """The record's ``split``: one of the store's (:data:`~procbench.qsets.splits.SPLITS`) or none."""
+    value = _optional_str(record, "split")
+    if value is not None and value not in SPLITS:
+        raise _Malformed(f"'split' must be one of {', '.join(SPLITS)} (or left out), not {value[:40]!r}")
+    return value
 
 
 def _category(value: Any) -> list[str]:
@@ -120,7 +129,7 @@ def parse_procedure(record: Any, *, default_source: str = DEFAULT_SOURCE) -> Pro
         license=_optional_str(record, "license"),
         language=_optional_str(record, "language"),
         fetched_at=_fetched_at(record.get("fetched_at")),
-        split=_optional_str(record, "split"),
+        split=_split(record),
     )
 
 

@@ -45,8 +45,19 @@ def split_by_procedure(
     seed: int = 0,
     fixed: dict[str, str] | None = None,
 ) -> dict[str, str]:
-    """Assign each procedure a split; ``fixed`` splits (e.g. from the store's ``split`` column) are kept."""
+    """Assign each procedure a split; ``fixed`` splits (e.g. from the store's ``split`` column) are kept.
+
+    Raises:
+        BadInput: a ``fixed`` split that is none of :data:`SPLITS` (a store written before ``ingest`` checked them).
+    """
     fixed = fixed or {}
+    odd = sorted({split for split in fixed.values() if split and split not in SPLITS})
+    if odd:
+        example = next(pid for pid, split in sorted(fixed.items()) if split == odd[0])
+        raise BadInput(
+            f"the store holds procedures whose split is none of {', '.join(SPLITS)}: {', '.join(map(repr, odd[:5]))} "
+            f"(e.g. {example[:80]}); re-ingest them with one of those splits or none"
+        )
     return {pid: fixed.get(pid) or _pick(_unit(seed, pid), ratios) for pid in procedure_ids}
 
 
