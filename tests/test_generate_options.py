@@ -14,8 +14,7 @@ import pytest
 from procbench.card import SettingReport
 from procbench.errors import BadInput
 from procbench.generate import Setting, generate
-from procbench.generate.adversarial import COHERENCE_POLICY, IMAGE_POLICY, RANK_UNIFORM_YIELD, TEXTUAL_POLICY
-from procbench.generate.adversarial.policy import VISUAL_MIN_YIELD
+from procbench.generate.adversarial import COHERENCE_POLICY, IMAGE_POLICY, TEXTUAL_POLICY
 from procbench.generate.options import (
     KC,
     KNN_K,
@@ -66,9 +65,9 @@ def test_every_task_has_an_options_class_with_the_builders_defaults() -> None:
     defaults = {name: cls().min_yield for name, cls in TASK_OPTIONS.items() if hasattr(cls(), "min_yield")}
     visual = {name: value for name, value in defaults.items() if name.startswith("visual-")}
     assert set(visual) == {"visual-cloze", "visual-coherence", "visual-ordering"}
-    assert set(visual.values()) == {VISUAL_MIN_YIELD} == {p.min_yield for p in (IMAGE_POLICY, COHERENCE_POLICY)}
+    assert set(visual.values()) == {MIN_YIELD} == {p.min_yield for p in (IMAGE_POLICY, COHERENCE_POLICY)}
     assert {v for n, v in defaults.items() if n not in visual} == {MIN_YIELD} == {TEXTUAL_POLICY.min_yield}
-    assert VISUAL_MIN_YIELD == RANK_UNIFORM_YIELD == 0.8 and MIN_YIELD == 0.85
+    assert MIN_YIELD == 0.85  # one yield for every task: the visual 0.8 was tuned inside the noise (issue 54)
 
 
 @pytest.mark.parametrize(

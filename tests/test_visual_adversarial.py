@@ -8,22 +8,19 @@ ceiling, and the same seed must give the same result.
 
 from __future__ import annotations
 
-import functools
-import itertools
 import json
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, strategies
-from hypothesis import settings as hypothesis_settings
 from typer.testing import CliRunner
 
 from procbench.cli import app
 from procbench.corpus.synthetic import write_synthetic_store
 from procbench.generate import Setting, generate
-from procbench.generate.adversarial import JUDGE_ROUNDS, AdversarialPolicy, chance_gap
+from procbench.generate.adversarial import AdversarialPolicy, chance_gap
+from procbench.generate.policy import current
 from procbench.generate.visual import adversarial as visual_adversarial
 from procbench.generate.visual.adversarial import (
     ORDERS,
@@ -34,20 +31,19 @@ from procbench.generate.visual.adversarial import (
     order_features,
 )
 from procbench.generate.visual.ordering import order_scores
-from procbench.generate.visual.ranks import coherence_ranks
 from procbench.generate.visual.sequences import VisualData
 from procbench.shortcuts import (
     FEATURE_NAMES,
     MIN_CV_QUESTIONS,
     WITHIN_KINDS,
     ChoiceBatch,
-    HubnessTable,
     ShortcutEnsemble,
     choice_features,
     hits,
     within_question,
 )
 from procbench.store import Store
+from procbench.tells import ChoiceView, OddOneOut, answer_ranks
 
 OPTIONS = AdversarialPolicy(rounds=3, ceiling=0.95, min_yield=1.0)
 #: One ensemble per round, judged alone, with the demo policy's 50 boosting iterations: the ordering filter's test
@@ -103,14 +99,8 @@ def test_within_question_is_the_layout_of_choice_features() -> None:
 def test_coherence_filter_moves_the_probes_to_chance_and_keeps_the_rank(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from procbench.generate.visual import ranks
-
-    # the start keeps the ranks dealt at random (no layout balancing): the shortcuts the filter must remove
-    monkeypatch.setattr(ranks, "LAYOUT_MIN_QUESTIONS", 10**9)
     flat_store = write_synthetic_store(tmp_path / "s", n_procedures=160, dim=32, seed=1)
-    start = generate(flat_store, "visual-coherence", Setting("knobs", (0, 1, 2)), seed=0, rank_yield=1.0).paths[
-        "knobs-012"
-    ]  # the draw (K3=2's pruning would already have dropped what the filter is to answer)
+    start = generate(flat_store, "visual-coherence", Setting("knobs", (0, 1, 2)), seed=0).paths["knobs-012"]
     data = VisualData(flat_store, with_index=True)
     row = {k: i for i, k in enumerate(data.embeddings.keys.to_pylist())}
     questions = _rows(flat_store, start)
@@ -129,7 +119,7 @@ def test_coherence_filter_moves_the_probes_to_chance_and_keeps_the_rank(
     picked, replacements, kept, summary = filter_intruders(
         data, proc, coherent, intruders, ranks, options=OPTIONS, seed=3
     )
-    assert len(judges) >= 2 and judges == [min(r + 1, JUDGE_ROUNDS) for r in range(len(judges))]
+    assert len(judges) >= 2 and judges == [min(r + 1, current().JUDGE_ROUNDS) for r in range(len(judges))]
     again = filter_intruders(data, proc, coherent, intruders, ranks, options=OPTIONS, seed=3)
     assert np.array_equal(picked, again[0]) and np.array_equal(kept, again[2]) and summary == again[3]
     assert kept.all() and summary["pruned"] == 0  # min_yield 1: no question dropped
@@ -141,14 +131,9 @@ def test_coherence_filter_moves_the_probes_to_chance_and_keeps_the_rank(
     # own level, 0.45-0.50, moves with the draw): the filter must take a clear share off, whatever the start
     assert after < before - 0.025, (before, after)
     # the rank K3=2 balanced is kept, by distance to the mean of the other three choices
-    vecs = data.gather(coherent).astype(np.float64)
-    mean = vecs.mean(axis=1)
-    x = data.gather(picked).astype(np.float64)
-    d_coherent = np.linalg.norm(vecs - x[:, None], axis=2).T[:, :, None]
-    rank = coherence_ranks(
-        d_coherent, np.linalg.norm(x - mean, axis=1)[:, None], np.linalg.norm(vecs - mean[:, None], axis=2)
-    )
-    assert np.array_equal(rank[:, 0], ranks)
+    choices = data.gather(np.concatenate([picked[:, None], coherent], axis=1)).astype(np.float64)
+    view = ChoiceView(choices, np.zeros((len(picked), 0, 1)), np.zeros((len(picked), 0), dtype=bool))
+    assert np.array_equal(answer_ranks(OddOneOut().values(view), np.zeros(len(picked), dtype=np.int64)), ranks)
     # no replaced intruder is a near-copy of an image of its procedure, nor of its own procedure
     unit = data.vectors / np.linalg.norm(data.vectors, axis=1, keepdims=True)
     for q in np.flatnonzero(replacements).tolist():
@@ -273,69 +258,6 @@ def test_question_columns_keep_drops_rows_ragged_values_and_notes() -> None:
     assert cols.fallbacks().to_pylist() == [[], ["third", "again"], ["fifth"]]
 
 
-def test_coherence_ranks_and_misfits_match_the_odd_one_out_distances_computed_directly() -> None:
-    """Each choice's distance to the mean of the other three, computed on the four vectors, gives the
-    intruder's rank and its distance to where it would lie were the four spaced like the drawn layout, in units of
-    the coherent spread."""
-    from procbench.generate.visual.ranks import coherence_misfits, odd_one_out
-
-    rng = np.random.default_rng(7)
-    coherent = rng.normal(size=(50, 3, 8))
-    candidates = rng.normal(size=(50, 5, 8)) * rng.uniform(0.3, 2.0, size=(50, 5, 1))
-    mean = coherent.mean(axis=1)
-    d_coherent = np.linalg.norm(coherent[:, None, :, :] - candidates[:, :, None, :], axis=3)  # (B, K, 3)
-    args = (
-        np.moveaxis(d_coherent, 2, 0),
-        np.linalg.norm(candidates - mean[:, None], axis=2),
-        np.linalg.norm(coherent - mean[:, None], axis=2),
-    )
-    gaps = rng.exponential(size=(50, 3))
-    ranks, misfits = coherence_ranks(*args), coherence_misfits(odd_one_out(*args), gaps)
-    seen = set()
-    for b in range(50):
-        for k in range(5):
-            choices = np.concatenate([coherent[b], candidates[b, k][None]])
-            odd = [np.linalg.norm(choices[i] - np.delete(choices, i, axis=0).mean(axis=0)) for i in range(4)]
-            rank = sum(o < odd[3] for o in odd[:3])
-            assert ranks[b, k] == rank
-            c1, c2, c3 = sorted(odd[:3])
-            g1, g2, g3 = gaps[b]
-            spread = c3 - c1
-            target = [
-                c1 - g1 / (g2 + g3) * spread,
-                c1 + g1 / (g1 + g2) * (c2 - c1),
-                c2 + g2 / (g2 + g3) * (c3 - c2),
-                c3 + g3 / (g1 + g2) * spread,
-            ][rank]
-            assert misfits[b, k] == pytest.approx(abs(odd[3] - target) / spread, abs=1e-9)
-            seen.add(rank)
-    assert seen == {0, 1, 2, 3}
-
-
-def test_own_layouts_are_the_gaps_of_four_images_of_one_procedure() -> None:
-    """Each layout is the sorted odd-one-out distances' gaps of four distinct images of one procedure with four
-    or more; a store without such procedures gets uniform spacings; the same seed gives the same layouts."""
-    from procbench.generate.visual.ranks import LAYOUT_SAMPLES, own_layouts
-
-    rng = np.random.default_rng(3)
-    vectors = rng.normal(size=(11, 6)).astype(np.float32)
-    offsets = np.array([0, 3, 8, 11])  # a procedure of 3 images (never used), one of 5, one of 3
-    rows = np.array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
-    layouts = own_layouts(vectors, offsets, rows)
-    assert layouts.shape == (LAYOUT_SAMPLES, 3) and (layouts >= 0).all()
-    assert np.array_equal(layouts, own_layouts(vectors, offsets, rows))
-    possible = []
-    for four in itertools.combinations(range(3, 8), 4):
-        v = vectors[list(four)].astype(np.float64)
-        odd = sorted(np.linalg.norm(v[i] - np.delete(v, i, axis=0).mean(axis=0)) for i in range(4))
-        possible.append(np.diff(odd))
-    gap = np.abs(layouts[:, None, :] - np.array(possible)[None, :, :]).max(axis=2)  # (N, 5)
-    assert (gap.min(axis=1) < 1e-5).all()  # every layout is one of the five-image procedure's foursomes
-    assert (gap.min(axis=0) < 1e-5).all()  # and each of its five foursomes is drawn
-    uniform = own_layouts(vectors, np.array([0, 3, 6]), rows[:6])
-    assert uniform.shape == (LAYOUT_SAMPLES, 3) and np.allclose(uniform.sum(axis=1), 1.0)
-
-
 def test_a_set_from_fewer_procedures_than_the_probe_folds_is_left_as_drawn_and_says_why(tmp_path: Path) -> None:
     """Cross-fitted probes on 4 procedures in 5 folds cannot be told from chance: no rounds, and the card and the
     report's summary say why (the filter used to run its 15 rounds on such a set without a word)."""
@@ -390,147 +312,3 @@ def test_the_visual_filters_fit_their_probes_on_folds_stratified_by_the_dealt_ra
         assert result.reports["adversarial"].questions >= MIN_CV_QUESTIONS and seen, task
         shares = np.bincount(seen[0], minlength=4) / len(seen[0])
         assert set(np.unique(seen[0]).tolist()) <= {0, 1, 2, 3} and shares.max() - shares.min() < 0.2, (task, shares)
-
-
-@given(
-    n_closer=strategies.lists(strategies.integers(0, 3), min_size=1, max_size=60),
-    plenty=strategies.booleans(),
-    seed=strategies.integers(0, 2**16),
-)
-@hypothesis_settings(max_examples=60, deadline=None)
-def test_density_slot_classes_deal_the_density_rank_within_what_the_candidates_allow(
-    n_closer: list[int], plenty: bool, seed: int
-) -> None:
-    """Bit 0 of a start slot's class is its lattice side (the ``n_closer`` slots first), bit 1 sparser than the
-    answer. Each side asks for no more sparser (or denser) slots than it has usable candidates of that class, where
-    it has enough for its slots; with candidates of every class aplenty the answer's density rank (the number of
-    sparser slots) is dealt evenly, no rank holding two questions more than another; the same seed gives the same
-    classes."""
-    closer = np.array(n_closer)
-    rng = np.random.default_rng(seed)
-    usable = rng.integers(-1, 4, size=(len(closer), 24 if plenty else 5))
-    if plenty:
-        usable[:, :16] = np.arange(16) % 4  # four of each class at least
-    classes = visual_adversarial.density_slot_classes(closer, usable, 3, seed)
-    assert classes.shape == (len(closer), 3) and set(np.unique(classes).tolist()) <= {0, 1, 2, 3}
-    assert np.array_equal(classes % 2, (np.arange(3)[None, :] < closer[:, None]).astype(np.int64))
-    have = np.stack([(usable == c).sum(axis=1) for c in range(4)], axis=1)
-    asked = np.stack([(classes == c).sum(axis=1) for c in range(4)], axis=1)
-    fits = (have[:, [0, 2]].sum(axis=1) >= 3 - closer) & (have[:, [1, 3]].sum(axis=1) >= closer)
-    assert (asked[fits] <= have[fits]).all()
-    if plenty:
-        counts = np.bincount((classes // 2).sum(axis=1), minlength=4)
-        assert counts.max() - counts.min() <= 1
-    assert np.array_equal(visual_adversarial.density_slot_classes(closer, usable, 3, seed), classes)
-
-
-class _PlantedHubs:
-    """The parts of :class:`VisualData` :func:`answer_neighbours` reads, over random unit vectors of which the
-    last ``n_hubs`` lie near the centre of the cloud, each the nearest neighbour of many points."""
-
-    def __init__(self, n: int = 400, n_hubs: int = 40, dim: int = 24, seed: int = 0) -> None:
-        rng = np.random.default_rng(seed)
-        vectors = rng.normal(size=(n, dim)) + 2.0  # the cloud's centre is the all-twos direction
-        vectors[-n_hubs:] = 2.0 + 0.3 * rng.normal(size=(n_hubs, dim))
-        self.vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
-        self.n_rows = n
-        self.owner = np.arange(n) // 4  # four images per procedure
-        self.hubs = np.arange(n - n_hubs, n)
-
-    def gather(self, rows: np.ndarray) -> np.ndarray:
-        return self.vectors[rows]
-
-    @functools.cached_property
-    def hubness(self) -> HubnessTable:
-        return HubnessTable(self.vectors)
-
-    def search(self, queries: np.ndarray, proc: np.ndarray, k: int, *, kind: str) -> tuple[np.ndarray, np.ndarray]:
-        sims = queries @ self.vectors.T
-        sims[self.owner[None, :] == proc[:, None]] = -np.inf
-        rows = np.argsort(-sims, axis=1, kind="stable")[:, :k]
-        return (1 - np.take_along_axis(sims, rows, axis=1)).astype(np.float32), rows
-
-
-def test_answer_neighbours_rank_half_by_csls_and_so_draw_fewer_hubs() -> None:
-    """The first half of an answer's candidates are its nearest images of other procedures; the other half its
-    best by CSLS (2 cos - density) among the rest of its :data:`CSLS_POOL` times as many nearest, which holds
-    fewer of the planted hubs and sparser images than the next nearest by cosine."""
-    data = _PlantedHubs()
-    answers = np.arange(0, 360, 3)
-    proc = data.owner[answers]
-    count = 16
-    got = visual_adversarial.answer_neighbours(data, answers, proc, count)  # type: ignore[arg-type]
-    n_csls = int(round(count * visual_adversarial.ANSWER_CSLS_SHARE))
-    _, pool = data.search(data.gather(answers), proc, visual_adversarial.CSLS_POOL * count, kind="adversarial")
-    assert got.shape == (len(answers), count) and 0 < n_csls < count
-    assert np.array_equal(got[:, : count - n_csls], pool[:, : count - n_csls])
-    tails = zip(got[:, count - n_csls :].tolist(), pool[:, count - n_csls :].tolist(), strict=True)
-    assert all(set(g) <= set(p) for g, p in tails)
-    assert (data.owner[got] != proc[:, None]).all() and all(len(set(g)) == count for g in got.tolist())
-    csls, by_cosine = got[:, count - n_csls :], pool[:, count - n_csls : count]
-    assert np.isin(csls, data.hubs).mean() < 0.5 * np.isin(by_cosine, data.hubs).mean()
-    assert data.hubness(csls)[1].mean() < data.hubness(by_cosine)[1].mean()
-
-
-@pytest.mark.parametrize("sparser", [True, False])
-def test_the_cloze_filter_keeps_the_answers_dealt_density_rank(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sparser: bool
-) -> None:
-    """Visual cloze's ``adversarial`` start gives each slot the density side of the answer it was dealt
-    (:func:`density_slot_classes`) and every replacement keeps it: dealt all sparser than the answer (or all
-    denser), the final set's answers are mostly the densest (or sparsest) of their choices, by the store's
-    density, where the synthetic store's own draw leaves every rank about a quarter."""
-    dealt = visual_adversarial.density_slot_classes
-
-    def planted(n_closer: np.ndarray, usable_classes: np.ndarray, n_negatives: int, seed: int) -> np.ndarray:
-        return dealt(n_closer, usable_classes, n_negatives, seed) % 2 + (2 if sparser else 0)
-
-    monkeypatch.setattr(visual_adversarial, "density_slot_classes", planted)
-    store = write_synthetic_store(tmp_path / "s", n_procedures=30, dim=16, steps=(6, 9), seed=2)
-    result = generate(store, "visual-cloze", Setting("adversarial"), seed=0, policy="demo")
-    rows = _rows(store, result.paths["adversarial"])
-    data = VisualData(store, with_index=False)
-    row_of = {key: i for i, key in enumerate(data.embeddings.keys.to_pylist())}
-    choices = np.array([[row_of[c] for c in r["choices"]] for r in rows])
-    answers = np.array([r["answer"] for r in rows])
-    _, density = data.hubness(choices)
-    ranks = (density < density[np.arange(len(rows)), answers][:, None]).sum(axis=1)  # 0: the sparsest
-    shares = np.bincount(ranks, minlength=4) / len(ranks)
-    assert len(rows) >= MIN_CV_QUESTIONS and shares[3 if sparser else 0] > 0.6, shares
-
-
-def test_the_cloze_filter_also_draws_the_question_photos_lookalikes(
-    ingested_sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """On a store with image files, visual cloze's filter asks for the lookalikes of each question's photos (the
-    blank's -1 left out) among the question mean's neighbours, and every lookalike it gets is a candidate."""
-    import shutil
-
-    from procbench.embed import embed_store
-
-    shutil.copytree(ingested_sample, tmp_path / "store")
-    embed_store(tmp_path / "store", text_encoder="hashed", image_encoder="colour-layout", fields="step_title,image")
-    calls: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    arenas: list[np.ndarray] = []
-    lookalikes, cloze_arena = visual_adversarial._lookalikes, visual_adversarial.cloze_arena
-
-    def spy_lookalikes(data: VisualData, refs: np.ndarray, pool: np.ndarray, count: int) -> np.ndarray:
-        found = lookalikes(data, refs, pool, count)
-        calls.append((refs, pool, found))
-        return found
-
-    def spy_arena(*args: object, candidates: np.ndarray, **kwargs: object) -> object:
-        arenas.append(candidates)
-        return cloze_arena(*args, candidates=candidates, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(visual_adversarial, "_lookalikes", spy_lookalikes)
-    monkeypatch.setattr(visual_adversarial, "cloze_arena", spy_arena)
-    generate(Store.open(tmp_path / "store"), "visual-cloze", Setting("adversarial"), seed=0, policy="demo")
-    assert len(calls) == 1 and len(arenas) == 1
-    refs, pool, found = calls[0]
-    assert ((refs < 0).sum(axis=1) == 1).all() and refs.shape[1] == 4  # three photos and the blank
-    assert pool.shape[1] == visual_adversarial.LOOKALIKE_POOL and found.shape[1] == visual_adversarial.CLOZE_LOOKALIKES
-    assert (found >= 0).sum() > 0
-    candidates = arenas[0]
-    for q, row in zip(*np.nonzero(found >= 0), strict=True):
-        assert found[q, row] in candidates[q]

@@ -97,8 +97,6 @@ _ROUNDS = stream("visual.coherence.rounds")
 _INTRUDERS = stream("visual.coherence.intruders")
 
 
-#: Questions :meth:`ImageRelations.foursome` relates at a time (its arrays are (block, K, 3, F)).
-FOURSOME_BLOCK = 128
 
 
 class ImageRelations:
@@ -131,79 +129,12 @@ class ImageRelations:
         ref_at, ok_r = self._read(refs)
         return choice_relations(self.z, self.bits, self.thumbs, np.where(ok_c, at, -1), np.where(ok_r, ref_at, -1))
 
-    def foursome(self, coherent: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """``(B, K, 4, len(IMAGE_RELATIONS))`` the relations of each of four choices to the other three, were
-        candidate ``rows (B, K)`` (-1: none) shown with the three images ``coherent (B, 3)``: the candidate's first,
-        then each coherent image's (a coherence question: the reference images are the other choices); NaN where
-        an image is unread. :data:`FOURSOME_BLOCK` questions at a time, from the pairs' statistics (candidate to
-        coherent image, coherent image to coherent image), never a (B, K, 4, 4, F) array."""
-        out = np.full((*rows.shape, 4, len(IMAGE_RELATIONS)), np.nan)
-        for start in range(0, len(rows), FOURSOME_BLOCK):
-            block = slice(start, start + FOURSOME_BLOCK)
-            out[block] = self._foursome(coherent[block], rows[block])
-        return out
-
     def _read(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Positions of image ``rows`` in the statistics (0 where unread) and whether each was read."""
         at = self.position[np.maximum(rows, 0)]
         ok = (rows >= 0) & (at >= 0)
         ok &= self.found[np.maximum(at, 0)]
         return np.maximum(at, 0), ok
-
-    def _foursome(self, coherent: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        at_c, ok_c = self._read(coherent)  # (b, 3)
-        at_k, ok_k = self._read(rows)  # (b, K)
-        zc, zk = self.z[at_c], self.z[at_k]
-        bc, bk = self.bits[at_c], self.bits[at_k]
-        tc, tk = self.thumbs[at_c], self.thumbs[at_k]
-        n_bits = bc.shape[2]
-
-        def agreement(x: np.ndarray, y: np.ndarray, spec: str) -> np.ndarray:
-            return (np.einsum(spec, x, y) + np.einsum(spec, 1 - x, 1 - y)) / n_bits
-
-        d_cc = np.linalg.norm(zc[:, :, None, :] - zc[:, None, :, :], axis=3)  # (b, 3, 3)
-        a_cc, r_cc = agreement(bc, bc, "bif,bjf->bij"), np.einsum("bif,bjf->bij", tc, tc)
-        d_kc = np.linalg.norm(zk[:, :, None, :] - zc[:, None, :, :], axis=3)  # (b, K, 3)
-        a_kc, r_kc = agreement(bk, bc, "bkf,bif->bki"), np.einsum("bkf,bif->bki", tk, tc)
-        # the candidate: its relations to the coherent images read
-        n_c = ok_c.sum(axis=1)
-        mean_c = np.einsum("bi,bif->bf", ok_c.astype(np.float64), zc) / np.maximum(n_c, 1)[:, None]
-        ref = np.broadcast_to(ok_c[:, None, :], d_kc.shape)
-        mine = np.stack(
-            [
-                np.linalg.norm(zk - mean_c[:, None, :], axis=2),
-                np.where(ref, d_kc, np.inf).min(axis=2, initial=np.inf),
-                np.where(ref, a_kc, -np.inf).max(axis=2, initial=-np.inf),
-                np.where(ref, r_kc, -np.inf).max(axis=2, initial=-np.inf),
-            ],
-            axis=2,
-        )
-        mine = np.where((ok_k & (n_c > 0)[:, None])[:, :, None], mine, np.nan)  # (b, K, R)
-        # each coherent image: its relations to the other two read and to the candidate
-        other = ok_c[:, None, :] & ok_c[:, :, None] & ~np.eye(3, dtype=bool)[None]  # (b, 3 i, 3 j)
-        sums = np.einsum("bij,bjf->bif", other.astype(np.float64), zc)  # (b, 3, F)
-        n_ref = other.sum(axis=2)[:, None, :] + ok_k[:, :, None]  # (b, K, 3)
-        with_k = ok_k[:, :, None, None].astype(np.float64)
-        ref_mean = (sums[:, None] + with_k * zk[:, :, None, :]) / np.maximum(n_ref, 1)[..., None]  # (b, K, 3, F)
-        colour_mean = np.linalg.norm(zc[:, None] - ref_mean, axis=3)
-
-        def best(pairs: np.ndarray, to_k: np.ndarray, pick: Any, empty: float) -> np.ndarray:
-            among = pick(np.where(other, pairs, empty), axis=2)[:, None, :]  # (b, 1, 3)
-            return np.asarray(
-                pick(np.stack([np.broadcast_to(among, to_k.shape), np.where(ok_k[:, :, None], to_k, empty)]), axis=0)
-            )
-
-        theirs = np.stack(
-            [
-                colour_mean,
-                best(d_cc, d_kc, np.min, np.inf),
-                best(a_cc, a_kc, np.max, -np.inf),
-                best(r_cc, r_kc, np.max, -np.inf),
-            ],
-            axis=3,
-        )  # (b, K, 3, R)
-        theirs = np.where((ok_c[:, None, :] & (n_ref > 0))[..., None], theirs, np.nan)
-        return np.concatenate([mine[:, :, None, :], theirs], axis=2)
 
     def features(self, choices: np.ndarray, refs: np.ndarray | None, valid: np.ndarray) -> np.ndarray:
         """``(Q, C, 4 * len(IMAGE_RELATIONS))``: each relation :func:`~procbench.shortcuts.within_question` over
