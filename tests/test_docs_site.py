@@ -1,5 +1,6 @@
-"""The documentation site builds with ``mkdocs build --strict``, and in headless Chromium every page loads without
-a script error, every image decodes, and every link within the site leads to a page (and anchor) that exists."""
+"""The documentation site builds with ``mkdocs build --strict``, and in headless Chromium (the site served on
+127.0.0.1, as ``mkdocs serve`` or any static host serves it) every page loads without an error or a request
+elsewhere, every image decodes, and every link within the site leads to a page (and anchor) that exists."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
 from html.parser import HTMLParser
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -37,6 +43,24 @@ def _ids(page: Path) -> set[str]:
     parser = _Ids()
     parser.feed(page.read_text(encoding="utf-8"))
     return parser.ids
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base class's name)
+        pass
+
+
+@contextmanager
+def served(site: Path) -> Iterator[str]:
+    """The built site over HTTP on 127.0.0.1 (a free port): its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def build_site(out: Path) -> Path:
@@ -71,27 +95,30 @@ def test_every_page_of_the_site_loads_with_its_images_and_no_broken_link(tmp_pat
     problems: list[str] = []
     images = 0
     try:
-        for page in pages:
-            state = json.loads(browser.evaluate(browser.open(page.as_uri()), _PAGE))
-            name = page.relative_to(site).as_posix()
-            for image in state["images"]:
-                images += 1
-                if not image["ok"]:
-                    problems.append(f"{name}: image {image['src']} does not load")
-            for link in state["links"]:
-                parts = urlsplit(link)
-                if parts.scheme != "file":
-                    continue  # the site's own pages only (no network here)
-                target = Path(unquote(parts.path))
-                if target.is_dir():
-                    target = target / "index.html"
-                if not target.is_file():
-                    problems.append(f"{name}: link to {link} leads nowhere")
-                elif parts.fragment and target.suffix == ".html" and unquote(parts.fragment) not in _ids(target):
-                    problems.append(f"{name}: link to {link}: no such anchor")
-        errors = browser.errors()
+        with served(site) as base:
+            for page in pages:
+                name = page.relative_to(site).as_posix()
+                state = json.loads(browser.evaluate(browser.open(base + name), _PAGE))
+                for image in state["images"]:
+                    images += 1
+                    if not image["ok"]:
+                        problems.append(f"{name}: image {image['src']} does not load")
+                for link in state["links"]:
+                    if not link.startswith(base):
+                        continue  # links out of the site are not followed (no network here)
+                    parts = urlsplit(link)
+                    target = site / unquote(parts.path).lstrip("/")
+                    if target.is_dir():
+                        target = target / "index.html"
+                    if not target.is_file():
+                        problems.append(f"{name}: link to {link} leads nowhere")
+                    elif parts.fragment and target.suffix == ".html" and unquote(parts.fragment) not in _ids(target):
+                        problems.append(f"{name}: link to {link}: no such anchor")
+            errors = browser.errors()
+            elsewhere = [url for url in browser.requested() if not url.startswith((base, "data:"))]
     finally:
         browser.close()
     assert problems == []
     assert errors == []
+    assert elsewhere == []  # nothing from the network: the site reads offline
     assert images >= 1  # the home page's screenshot of the report
