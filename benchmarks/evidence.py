@@ -115,6 +115,18 @@ def setting_args(setting: str) -> list[str]:
     raise SystemExit(f"unknown setting {setting!r}: adversarial, needs-context, recipeqa or knobs-K1-K2-K3")
 
 
+def recipe_kind(setting: str) -> str:
+    """The recipe kind (``procbench.generate.recipes.KINDS``) of a setting name."""
+    if setting.startswith("knobs-"):
+        return "rank-uniform" if setting.endswith("-2") else "knobs"
+    return setting
+
+
+def _tuples(value: Any) -> Any:
+    """JSON lists as the tuples a recipe's fields hold (nested: ``sources``)."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
 def parse_seeds(text: str) -> list[int]:
     """``"0-9"`` or ``"0,1,5"`` (or both, comma-separated) -> sorted distinct seeds."""
     seeds: set[int] = set()
@@ -143,13 +155,18 @@ def _commit(root: Path) -> str:
     return done.stdout.strip() or "unknown"
 
 
-def _generate(code: Path, store: Path, task: str, setting: str, seed: int, overrides: dict[str, Any]) -> float:
-    """Generate one set in a child process on the code under ``code``; writes ``generate.json`` (the command's
-    counts, which ``real_photos._yield`` reads) into the set's folder; returns the wall seconds."""
+def _generate(
+    code: Path, store: Path, task: str, setting: str, seed: int, overrides: dict[str, Any], recipe: dict[str, Any]
+) -> float:
+    """Generate one set in a child process on the code under ``code`` (in-process under the policy ``overrides``
+    and the ``recipe`` field overrides when there are any); writes ``generate.json`` (the command's counts, which
+    ``real_photos._yield`` reads) into the set's folder; returns the wall seconds."""
     args = ["generate", "--task", task, *setting_args(setting), "--seed", str(seed), "--store", str(store), "--json"]
-    if overrides:
+    if overrides or recipe:
         cmd = [sys.executable, str(Path(__file__).resolve()), "_generate", "--code", str(code)]
-        cmd += [f"--override={k}={json.dumps(v)}" for k, v in overrides.items()] + ["--", *args]
+        cmd += [f"--override={k}={json.dumps(v)}" for k, v in overrides.items()]
+        cmd += [f"--recipe={k}={json.dumps(v)}" for k, v in recipe.items()]
+        cmd += [f"--recipe-key={task}:{recipe_kind(setting)}", "--", *args]
     else:
         cmd = [sys.executable, "-m", "procbench", *args]
     env = {**os.environ, "PYTHONPATH": str(code), "PROCBENCH_PROGRESS": "off"}
@@ -164,19 +181,29 @@ def _generate(code: Path, store: Path, task: str, setting: str, seed: int, overr
 
 
 def _generate_in_process(argv: list[str]) -> None:
-    """Child of :func:`_generate` with overrides: the CLI under ``procbench.generate.policy.overridden``."""
+    """Child of :func:`_generate`: the CLI under ``procbench.generate.policy.overridden`` and
+    ``procbench.generate.recipes.overridden`` (the recipe of ``--recipe-key TASK:KIND``)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--code", type=Path, required=True)
     parser.add_argument("--override", action="append", default=[])
+    parser.add_argument("--recipe", action="append", default=[])
+    parser.add_argument("--recipe-key", default="")
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     sys.path.insert(0, str(args.code))
+    from contextlib import ExitStack
+
     from procbench.cli import main
-    from procbench.generate import policy  # type: ignore[attr-defined,unused-ignore]
+    from procbench.generate import policy, recipes  # type: ignore[attr-defined,unused-ignore]
 
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
     sys.argv = ["procbench", *rest]
-    with policy.overridden(**parse_overrides(args.override)):
+    with ExitStack() as stack:
+        stack.enter_context(policy.overridden(**parse_overrides(args.override)))
+        if args.recipe:
+            fields = {k: _tuples(v) for k, v in parse_overrides(args.recipe).items()}
+            task, _, kind = args.recipe_key.partition(":")
+            stack.enter_context(recipes.overridden(task, kind, **fields))
         try:
             main()
         except SystemExit as stop:
@@ -200,7 +227,7 @@ def run(args: argparse.Namespace) -> None:
 
     if Path(procbench.__file__).resolve().parents[1] != audit_code:
         raise SystemExit(f"procbench imported from {procbench.__file__}, not {audit_code}")
-    overrides = parse_overrides(args.override)
+    overrides, recipe = parse_overrides(args.override), parse_overrides(args.recipe)
     data: dict[str, Any] = json.loads(args.out.read_text()) if args.out.is_file() else {}
     head = {
         "code": str(code),
@@ -213,11 +240,13 @@ def run(args: argparse.Namespace) -> None:
         "overrides": overrides,
         "nulls": args.nulls,
     }
+    if recipe:
+        head["recipe"] = recipe
     if data and any(data.get(k) != v for k, v in head.items() if k not in ("nulls",)):
         diff = {k: (data.get(k), v) for k, v in head.items() if data.get(k) != v}
         raise SystemExit(f"{args.out} holds another run: {diff}")
-    data = {**head, "seeds": data.get("seeds", {})}
     work = args.work or args.out.with_suffix("")
+    data = {**head, "work": str(work.resolve()), "seeds": data.get("seeds", {})}
     for seed in parse_seeds(args.seeds):
         if str(seed) in data["seeds"]:
             continue
@@ -229,7 +258,7 @@ def run(args: argparse.Namespace) -> None:
         gen = (
             0.0
             if (folder / "generate.json").is_file()
-            else _generate(code, store, args.task, args.setting, seed, overrides)
+            else _generate(code, store, args.task, args.setting, seed, overrides, recipe)
         )
         start = time.monotonic()
         audit = real_photos._audit(folder)
@@ -293,7 +322,8 @@ def summary_table(data: dict[str, Any]) -> list[str]:
     gen, aud, nul = (float(np.sum([w[k] for w in walls])) for k in ("generate", "audit", "nulls"))
     lines = [
         f"`{data['task']}/{data['setting']}` on `{Path(data['store']).name}`, code `{data['commit'][:7]}` "
-        f"(audit `{data['audit_commit'][:7]}`), overrides {data['overrides'] or 'none'}; seeds {seeds}, "
+        f"(audit `{data['audit_commit'][:7]}`), overrides {data['overrides'] or 'none'}, recipe "
+        f"{data.get('recipe') or 'default'}; seeds {seeds}, "
         f"{questions(data):.1f} questions per set, {data['nulls']} nulls per set; wall: generate {gen:.0f} s, "
         f"audit {aud:.0f} s, nulls {nul:.0f} s",
         "",
@@ -334,11 +364,31 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> dict[str, dict[str
     return out
 
 
+def identical_sets(before: dict[str, Any], after: dict[str, Any]) -> tuple[int, int]:
+    """Of the seeds both runs hold with their per-seed stores kept (``--keep``), how many wrote byte-identical
+    question files (train/val/test parquet): ``(identical, checked)``."""
+    same = checked = 0
+    for seed in sorted(set(before["seeds"]) & set(after["seeds"]), key=int):
+        folders = [
+            Path(r.get("work", "")) / f"seed{seed}" / "questions" / r["task"] / r["setting"] for r in (before, after)
+        ]
+        files = [sorted(f.glob("*.parquet")) for f in folders]
+        if not files[0] or not files[1]:
+            continue
+        checked += 1
+        names = [[p.name for p in f] for f in files]
+        same += names[0] == names[1] and all(a.read_bytes() == b.read_bytes() for a, b in zip(*files, strict=True))
+    return same, checked
+
+
 def compare_table(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """Markdown lines: one row per probe of :func:`compare`."""
+    """Markdown lines: one row per probe of :func:`compare`, and how many seeds' sets are byte-identical."""
+    same, checked = identical_sets(before, after)
     lines = [
         f"`{before['task']}/{before['setting']}` on `{Path(before['store']).name}`: before `{before['commit'][:7]}` "
-        f"{before['overrides'] or ''}, after `{after['commit'][:7]}` {after['overrides'] or ''}",
+        f"{before['overrides'] or ''} {before.get('recipe') or ''}, after `{after['commit'][:7]}` "
+        f"{after['overrides'] or ''} {after.get('recipe') or ''}; byte-identical sets on {same} of {checked} seeds "
+        "checked",
         "",
         "| probe | before | after | effect | SE | pairs | abs(effect) >= 2 SE |",
         "|---|---|---|---|---|---|---|",
@@ -380,6 +430,13 @@ def ledger_record(before: dict[str, Any], after: dict[str, Any], args: argparse.
     }
 
 
+def _load(path: Path) -> dict[str, Any]:
+    """A run's JSON; its per-seed stores default to the ``run`` default (OUT without suffix)."""
+    data: dict[str, Any] = json.loads(path.read_text())
+    data.setdefault("work", str(path.with_suffix("").resolve()))
+    return data
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["_generate"]:
@@ -399,6 +456,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     r.add_argument("--work", type=Path, default=None, help="per-seed stores (default: OUT without suffix)")
     r.add_argument("--keep", action="store_true", help="keep the per-seed stores")
     r.add_argument("--override", action="append", default=[], help="NAME=VALUE under policy.overridden")
+    r.add_argument(
+        "--recipe", action="append", default=[], help="FIELD=JSON under recipes.overridden (this task and setting)"
+    )
     s = sub.add_parser("summary", help="per probe: mean, SE, null mean and 95th percentile, verdict")
     s.add_argument("runs", type=Path, nargs="+")
     c = sub.add_parser("compare", help="paired effects of two runs (AFTER - BEFORE)")
@@ -420,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for path in args.runs:
             print("\n".join(summary_table(json.loads(path.read_text()))) + "\n")
     else:
-        before, after = (json.loads(p.read_text()) for p in (args.before, args.after))
+        before, after = (_load(p) for p in (args.before, args.after))
         print("\n".join(compare_table(before, after)))
         if args.ledger:
             if not (args.constant or args.rule):
