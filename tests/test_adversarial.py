@@ -22,6 +22,7 @@ from procbench.generate.adversarial import (
     prune_predictable,
     usable_candidates,
 )
+from procbench.generate.policy import current
 from procbench.shortcuts import DISTANCE_MODEL, ChoiceBatch, ShortcutEnsemble, hits
 
 DIM = 16
@@ -326,7 +327,6 @@ def test_pruning_pulls_a_probe_below_chance_back(monkeypatch: pytest.MonkeyPatch
 
 def test_candidates_are_judged_by_the_probes_of_the_last_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
     """A round scores swaps with its own ensemble and those of the rounds before it, at most JUDGE_ROUNDS of them."""
-    import procbench.generate.adversarial as adv
     import procbench.generate.adversarial.filter as adv_filter
 
     judged: list[list[int]] = []
@@ -340,7 +340,8 @@ def test_candidates_are_judged_by_the_probes_of_the_last_rounds(monkeypatch: pyt
     result = filter_negatives(_arena(80, seed=2), AdversarialPolicy(rounds=5, n_folds=3, z=0.0), seed=0)
     assert len(judged) == 5 and result.replacements.sum() > 0
     sizes = [len(members) for members in judged]
-    assert sizes == [adv.PROBE_REPEATS * min(r + 1, adv.JUDGE_ROUNDS) for r in range(5)]
+    p = current()
+    assert sizes == [p.PROBE_REPEATS * min(r + 1, p.JUDGE_ROUNDS) for r in range(5)]
     assert len(set(judged[-1])) == len(judged[-1])  # distinct members: three rounds' ensembles, not one repeated
 
 
@@ -365,7 +366,7 @@ def test_every_task_preset_is_a_frozen_policy_that_states_the_users_options() ->
 
     with pytest.raises(dataclasses.FrozenInstanceError):
         TEXTUAL_POLICY.rounds = 3  # type: ignore[misc]
-    assert TEXTUAL_POLICY.min_yield == 0.85 and IMAGE_POLICY.min_yield == COHERENCE_POLICY.min_yield == 0.8
+    assert TEXTUAL_POLICY.min_yield == IMAGE_POLICY.min_yield == COHERENCE_POLICY.min_yield == 0.85
     assert IMAGE_POLICY.ceiling == 0.95
     assert COHERENCE_POLICY.probe_repeats == 1 and COHERENCE_POLICY.replace_share == 0.5
     # the loop's own constants are the preset's: a set's counts state the options a user can change
@@ -373,20 +374,14 @@ def test_every_task_preset_is_a_frozen_policy_that_states_the_users_options() ->
 
 
 def test_the_demo_policy_states_what_it_shrinks_and_the_standard_one_states_none_of_it() -> None:
-    from procbench.generate.adversarial import (
-        DEMO_SIZE,
-        PRUNE_PARTITIONS,
-        PRUNE_STEP,
-        TEXTUAL_POLICY,
-        TREE_ITERATIONS,
-        sized,
-    )
+    from procbench.generate.adversarial import DEMO_SIZE, TEXTUAL_POLICY, sized
 
     demo = sized(TEXTUAL_POLICY, "demo")
     stated = demo.to_dict()
     assert stated["policy"] == "demo" and {k: stated[k] for k in DEMO_SIZE} == DEMO_SIZE
-    assert demo.prune_partitions < PRUNE_PARTITIONS and demo.prune_step > PRUNE_STEP
-    assert demo.tree_iterations < TREE_ITERATIONS
+    p = current()
+    assert demo.prune_partitions < p.PRUNE_PARTITIONS and demo.prune_step > p.PRUNE_STEP
+    assert demo.tree_iterations < p.TREE_ITERATIONS
     standard = sized(TEXTUAL_POLICY, "standard")
     assert (standard.prune_partitions, standard.prune_step, standard.tree_iterations) == (1, 0.03, 60)
     assert standard.prune_carry and not AdversarialPolicy().prune_carry
