@@ -508,3 +508,35 @@ def test_a_model_name_is_printed_as_plain_text(empty_store: Path, tmp_path: Path
     shown = name.replace("\x1b", "")
     assert f"lm-eval {shown}" in result.output  # the name as written, its brackets kept: no markup applied
     assert "\x1b" not in result.output
+
+
+def test_evaluate_reads_a_visual_task_by_the_metric_its_export_names(empty_store: Path, tmp_path: Path) -> None:
+    """A visual task's result is ``exact_match`` after the ``letter`` filter (its config's metadata says so); the
+    per-question log's lines of other filters are not that score."""
+    info = {"task": "visual-cloze", "setting": "recipeqa", "context": False, "metric": VISUAL_METRIC}
+    data = {
+        "results": {"visual_cloze_recipeqa_nocontext": {VISUAL_METRIC: 0.5, "exact_match_stderr,letter": 0.2}},
+        "configs": {"visual_cloze_recipeqa_nocontext": {"metadata": {"procbench": info}}},
+        "n-samples": {"visual_cloze_recipeqa_nocontext": {"effective": 4}},
+        "config": {"model": "hf-multimodal", "model_args": "pretrained=tiny-vlm"},
+    }
+    folder = tmp_path / "results"
+    folder.mkdir()
+    path = folder / "results_2026-01-01T00-00-00.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    result = _evaluate(path, empty_store, "--json", "--no-record")
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)["results"]
+    assert row["model"] == "lm-eval tiny-vlm (no context)" and row["qset"] == "visual-cloze/recipeqa"
+    assert row["value"] == 0.5 and row["ci_method"] == "stderr" and row["metric"] == "accuracy"
+    assert row["ci"] == pytest.approx([0.5 - 1.96 * 0.2, 0.5 + 1.96 * 0.2])
+    lines = [
+        {"doc": {"procedure_id": f"p{i % 2}"}, "filter": name, "exact_match": float(hit)}
+        for i, (name, hit) in enumerate([("letter", 1), ("letter", 1), ("letter", 1), ("letter", 0), ("none", 0)])
+    ]
+    samples = folder / "samples_visual_cloze_recipeqa_nocontext_2026-01-01T00-00-00.jsonl"
+    samples.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    result = _evaluate(path, empty_store, "--json", "--no-record")
+    (row,) = json.loads(result.stdout)["results"]
+    assert row["value"] == 0.75 and row["n"] == 4 and row["ci_method"] == "bootstrap"
+    assert any(VISUAL_METRIC in note for note in json.loads(result.stdout)["notes"])

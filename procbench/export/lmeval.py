@@ -594,20 +594,28 @@ def _readme(result: LmEvalExport) -> str:
         "# procbench question sets as lm-evaluation-harness tasks",
         "",
         "Written by `procbench export --format lm-eval`. Each task folder holds one setting's questions "
-        "(`train.jsonl`, `val.jsonl`, `test.jsonl`, texts inlined) and its task configs; lm-eval scores the "
-        "`test` split (few-shot examples come from `train`).",
+        "(`train`, `val`, `test`: JSON lines with the texts inlined, or for the visual tasks Parquet with the images "
+        "inlined) and its task configs; lm-eval scores the `test` split (few-shot examples come from `train`).",
         "",
         "## Run",
         "",
         "```bash",
         "pip install 'lm-eval[hf]>=0.4'",
-        f"lm_eval --model hf --model_args pretrained=MODEL --tasks {groups[0]} --include_path {result.out.resolve()} "
-        "--output_path results --log_samples",
+        *(
+            f"lm_eval --model {backend} --model_args pretrained={model} --tasks {','.join(chosen)} "
+            f"--include_path {result.out.resolve()} --output_path results --log_samples"
+            for backend, model, chosen in (
+                ("hf", "MODEL", [g for g in groups if g.replace("_", "-") not in VISUAL_TASKS]),
+                ("hf-multimodal", "VLM", [g for g in groups if g.replace("_", "-") in VISUAL_TASKS]),
+            )
+            if chosen
+        ),
         "```",
         "",
         f"`--tasks` takes task names, groups ({', '.join(f'`{g}`' for g in groups)}: every setting of a task, "
         "both variants) or the tags `procbench_context` and `procbench_nocontext` (one variant, every task). "
-        "`--model dummy` (random answers) checks the tasks without a model. "
+        "`--model dummy` (random answers) runs the textual tasks without a model; `lm_eval validate --tasks ...` "
+        "loads any of them. "
         "Then `procbench evaluate --lm-eval results/MODEL/results_*.json` puts the accuracies beside procbench's "
         "baselines, with bootstrap intervals over procedures from the per-question logs of `--log_samples` "
         "(without them, from lm-eval's standard errors).",
