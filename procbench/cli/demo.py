@@ -84,23 +84,21 @@ def recommended_table(result: dict[str, Any], command: str) -> Table:
 
     table = Table(
         title="The recommended set of every task",
-        caption=f"Report page and packet paths are under {result['store']}. Answer a packet.md (its key.json stays "
-        'hidden), save the answers as {"Q01": "B", ...} in ANSWERS.json, then run the next command.',
+        caption=f"Paths under {result['store']}. Answer a packet.md (keep its key.json hidden), save the answers as "
+        '{"Q01": "B", ...} in ANSWERS.json, then run the next command.',
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
         show_lines=True,
     )
-    table.add_column("task", no_wrap=True)
-    table.add_column("setting", no_wrap=True)
+    table.add_column("task\nrecommended setting", no_wrap=True)
     table.add_column("questions", no_wrap=True, justify="right")
-    table.add_column("audit", ratio=2)
-    table.add_column("report page / reader packet", overflow="fold", ratio=3)
+    table.add_column("audit", overflow="fold", ratio=2)
+    table.add_column("report page\nreader packet", overflow="fold", ratio=3)
     table.add_column("next command", overflow="fold", ratio=3)
     for row in result["recommended"]:
         where = f"{row['report'] or '-'}\n{row['packet'] or 'no packet: ' + (row['note'] or 'not built')}"
         table.add_row(
-            row["task"],
-            row["setting"],
+            f"{row['task']}\n{row['setting']}",
             str(row["questions"]),
             row["verdict"],
             where,
