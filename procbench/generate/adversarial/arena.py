@@ -6,6 +6,7 @@ uniformly or on the distance lattice (:func:`lattice_targets`) that fixes the an
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -66,6 +67,10 @@ class Arena:
             probes), fitted on :attr:`features`; None: the filter's only.
         strata: ``(Q,)`` the answer's distance rank as the task deals it (it stays through replacements): the
             probes' folds keep it in proportion, as the audit's do. None: plain procedure folds.
+        replaced: which slots the candidates replace: ``negatives`` (cloze, ordering), or ``answer`` (coherence: the
+            intruder is what the probes find; ``negative_class`` is then ``(Q, 1)``, the answer's class).
+        allowed: ``(Q, M)`` the usable candidates, when the task's own rule decides them (coherence: no near-copy of
+            any image of the procedure); None: :func:`usable_candidates`.
     """
 
     vectors: np.ndarray
@@ -84,6 +89,8 @@ class Arena:
     features: Callable[[ChoiceBatch], np.ndarray] | None = None
     probes: ExtraProbes | None = None
     strata: np.ndarray | None = None
+    replaced: str = "negatives"
+    allowed: np.ndarray | None = None
     _word_weights: dict[str, float] | None = field(default=None, repr=False)
     _text_pairs: dict[tuple[str, str], tuple[int, int, float, float]] = field(default_factory=dict, repr=False)
     _text_table: np.ndarray | None = field(default=None, repr=False)
@@ -120,6 +127,16 @@ class Arena:
         copies = np.ones(n, dtype=np.int64) if self.copies is None else np.asarray(self.copies, dtype=np.int64)
         return copies * max_uses
 
+    def slots(self) -> np.ndarray:
+        """``(Q, S)`` the rows the game replaces: the negatives, or the answers as one column."""
+        return self.answers[:, None] if self.replaced == "answer" else self.negatives
+
+    def with_slots(self, slots: np.ndarray) -> Arena:
+        """This arena with ``slots (Q, S)`` (:meth:`slots`) in place of the current ones."""
+        if self.replaced == "answer":
+            return dataclasses.replace(self, answers=slots[:, 0].copy())
+        return dataclasses.replace(self, negatives=slots)
+
     def choices(self) -> np.ndarray:
         """``(Q, 1 + K)`` rows: the answer first, then the negatives."""
         return np.concatenate([self.answers[:, None], self.negatives], axis=1)
@@ -143,6 +160,8 @@ class Arena:
             features=self.features,
             probes=self.probes,
             strata=None if self.strata is None else self.strata[keep],
+            replaced=self.replaced,
+            allowed=None if self.allowed is None else self.allowed[keep],
             _word_weights=self._word_weights,
             _text_pairs=self._text_pairs,
             _text_table=self._text_table,
@@ -205,6 +224,8 @@ def usable_candidates(arena: Arena, options: AdversarialPolicy) -> np.ndarray:
 
     A question's row depends on that question alone, so it is computed once per arena and policy and kept by the
     arena's :meth:`~Arena.subset` (drawing the start, the ranks and the filter each ask for it)."""
+    if arena.allowed is not None:
+        return arena.allowed.copy()
     key = (float(options.ceiling), int(options.max_uses))
     if key not in arena._usable:
         arena._usable[key] = _usable_candidates(arena, options)

@@ -1,4 +1,4 @@
-"""Negatives replaced until the context-free probes are at chance: the cloze tasks' and ordering's game.
+"""The one replacement game: what the context-free probes tell is replaced until they are at chance.
 
 :func:`filter_negatives` plays :func:`~.rounds.run_rounds` on an :class:`~.arena.Arena`: for every question a
 probe above chance solves, its weakest negative is replaced; for one a probe below chance rates the answer
@@ -27,7 +27,7 @@ from procbench.progress import SILENT, Progress
 from procbench.rng import stream
 from procbench.shortcuts import ChoiceBatch, within_question
 
-__all__ = ["filter_negatives"]
+__all__ = ["ReplacementGame", "filter_negatives"]
 
 
 #: Candidate variants scored per batch (about 100 MB of features and vectors at 384 dimensions): a round's memory
@@ -38,19 +38,20 @@ _SWAPS = stream("adversarial.swaps")
 _ROUNDS = stream("adversarial.rounds")
 
 
-class _NegativeGame:
-    """:class:`~.rounds.Game` over an arena's negatives (``work.negatives`` is replaced in place)."""
+class ReplacementGame:
+    """The one replacement game (:class:`~.rounds.Game`): an arena's :meth:`~.arena.Arena.slots` (its negatives, or
+    its answers: coherence's intruders) replaced in place, each by a usable candidate of its slot's class."""
 
     def __init__(self, arena: Arena, policy: AdversarialPolicy, seed: int) -> None:
         self.rng = _SWAPS.rng(seed)
-        self.negatives = arena.negatives.copy()
-        self.work = Arena(**{**arena.__dict__, "negatives": self.negatives})
+        self.work = arena.with_slots(arena.slots().copy())
         self.policy, self.seed = policy, seed
         self.allowed = usable_candidates(arena, policy)
         self.capacity = arena.capacity(policy.max_uses)
-        self.uses = np.bincount(arena.identity[self.negatives[self.negatives >= 0]], minlength=len(self.capacity))
-        self.replacements = np.zeros(len(self.negatives), dtype=np.int64)
-        self.chance = 1.0 / (self.negatives.shape[1] + 1)
+        slots = self.work.slots()
+        self.uses = np.bincount(arena.identity[slots[slots >= 0]], minlength=len(self.capacity))
+        self.replacements = np.zeros(len(slots), dtype=np.int64)
+        self.chance = 1.0 / (arena.negatives.shape[1] + 1)
 
     def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
         batch = self.work.batch()
@@ -67,25 +68,16 @@ class _NegativeGame:
         judge: RepeatedEnsemble,
         lagging: tuple[str, ...],
     ) -> np.ndarray:
-        changed = _replace(
-            self.work,
-            above,
-            below,
-            probs,
-            judge,
-            self.allowed,
-            self.uses,
-            self.capacity,
-            self.chance,
-            self.rng,
-            lagging,
-            self.policy.judge_variants,
-        )
+        if self.policy.replace_share < 1:  # a share of the told questions, drawn at random, per round
+            told = np.flatnonzero(above | below)
+            told = np.sort(self.rng.permutation(told)[: math.ceil(self.policy.replace_share * len(told))])
+            above, below = np.isin(np.arange(len(above)), told) & above, np.isin(np.arange(len(below)), told) & below
+        changed = _replace(self.work, above, below, probs, judge, self, lagging)
         self.replacements[changed] += 1
         return changed
 
     def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.negatives.copy(), self.replacements.copy()
+        return self.work.slots().copy(), self.replacements.copy()
 
 
 def filter_negatives(
@@ -111,13 +103,13 @@ def filter_negatives(
     ``min_yield`` of ``drafted`` questions (default: the arena's); ``result.kept`` says which stay.
     Deterministic for a given ``seed``.
     """
-    game = _NegativeGame(arena, options, seed)
-    n_q = len(game.negatives)
+    game = ReplacementGame(arena, options, seed)
+    n_q = len(arena.answers)
     result = AdversarialResult(*game.snapshot(), options=options, kept=np.ones(n_q, dtype=bool))
     run_rounds(game, options, result, chance=game.chance, n_q=n_q, progress=progress)
     if result.stopped != "chance" and options.min_yield < 1:
         floor = math.ceil(options.min_yield * (n_q if drafted is None else drafted))
-        best_arena = Arena(**{**arena.__dict__, "negatives": result.negatives})
+        best_arena = arena.with_slots(result.negatives)
         result.kept, result.pruning, result.best_step = prune_predictable(
             best_arena, options, floor, seed=seed, progress=progress
         )
@@ -189,73 +181,74 @@ def _replace(
     below: np.ndarray,
     probs: dict[str, np.ndarray],
     ensemble: RepeatedEnsemble,
-    allowed: np.ndarray,
-    uses: np.ndarray,
-    capacity: np.ndarray,
-    chance: float,
-    rng: np.random.Generator,
+    game: ReplacementGame,
     lagging: Sequence[str] = (),
-    judge_variants: int | None = None,
 ) -> np.ndarray:
-    """Swap one negative of each target question for its best usable candidate; the questions changed.
+    """Swap one slot of each target question for its best usable candidate; the questions changed.
 
-    ``above`` questions lose their weakest negative, ``below`` questions their strongest (by the ensemble); the
-    candidate chosen brings the probes' probabilities of the answer nearest ``chance`` (:func:`probe_costs`;
-    ``lagging``: the probes below chance over the set) and must bring them nearer than they were. Past
-    ``judge_variants`` usable (question, candidate) variants, each question's are an ``rng`` draw of an equal share.
+    Negatives: ``above`` questions lose their weakest negative, ``below`` questions their strongest (by the
+    ensemble); the answer (``work.replaced == "answer"``) is its own one slot. The candidate chosen brings the
+    probes' probabilities of the answer nearest ``game.chance`` (:func:`probe_costs`; ``lagging``: the probes below
+    chance over the set) and must bring them nearer than they were. Past ``policy.judge_variants`` usable
+    (question, candidate) variants, each question's are a draw of an equal share.
     """
     targets = np.flatnonzero(above | below)
     if not len(targets):
         return targets
-    negatives = work.negatives
-    n_neg = negatives.shape[1]
+    slots, uses, capacity, rng = work.slots(), game.uses, game.capacity, game.rng
     n_cand = work.candidates.shape[1]
-    neg_probs = probs["ensemble"][targets, 1:]
-    slot = np.where(above[targets], np.argmin(neg_probs, axis=1), np.argmax(neg_probs, axis=1))
+    on_answer = work.replaced == "answer"
+    if on_answer:
+        slot = np.zeros(len(targets), dtype=np.int64)
+    else:
+        neg_probs = probs["ensemble"][targets, 1:]
+        slot = np.where(above[targets], np.argmin(neg_probs, axis=1), np.argmax(neg_probs, axis=1))
+    column = slot if on_answer else 1 + slot  # the slot's column among the choices
     shown = np.concatenate([work.choices()[targets], work.question_items[targets]], axis=1)
     shown_ids = np.where(shown >= 0, work.identity[np.maximum(shown, 0)], -2)
     cand = work.candidates[targets]
     cand_ids = work.identity[np.maximum(cand, 0)]
-    usable = allowed[targets] & ~(cand_ids[:, :, None] == shown_ids[:, None, :]).any(axis=2)
+    usable = game.allowed[targets] & ~(cand_ids[:, :, None] == shown_ids[:, None, :]).any(axis=2)
     usable &= uses[cand_ids] < capacity[cand_ids]
     if work.candidate_class is not None and work.negative_class is not None:
         usable &= work.candidate_class[targets] == work.negative_class[targets, slot][:, None]
+    judge_variants = game.policy.judge_variants
     if judge_variants is not None and usable.sum() > judge_variants:
         usable &= _drawn(usable, max(1, judge_variants // len(targets)), rng)
-    # every (question, candidate) variant: the chosen negative replaced by the candidate
+    # every (question, candidate) variant: the chosen slot replaced by the candidate
     base = np.repeat(work.choices()[targets][:, None, :], n_cand, axis=1)  # (T, M, 1 + K)
-    old = base[np.arange(len(targets)), 0, 1 + slot]  # (T,) the negative each variant drops
-    base[np.arange(len(targets)), :, 1 + slot] = cand
-    flat_rows = base.reshape(-1, 1 + n_neg)
-    live = usable.reshape(-1)
+    old = base[np.arange(len(targets)), 0, column]  # (T,) the row each variant drops
+    base[np.arange(len(targets)), :, column] = cand
+    flat_rows = base.reshape(-1, base.shape[2])
+    live_rows = np.flatnonzero(usable.reshape(-1))
     gap: np.ndarray = np.full(len(flat_rows), np.inf)  # (T * M,), then (T, M)
-    live_rows = np.flatnonzero(live)
     set_counts = _set_counts(work) if len(live_rows) else (np.zeros(0), None)
     for start in range(0, len(live_rows), VARIANT_BATCH):  # variants are scored alone: batches bound the memory
         part = live_rows[start : start + VARIANT_BATCH]
         question = targets[part // n_cand]
-        slots = None if work.placeholder is None else work.placeholder[question]
-        variant = _batch(work, flat_rows[part], work.question_items[question], work.groups[question], slots)
+        placeholder = None if work.placeholder is None else work.placeholder[question]
+        variant = _batch(work, flat_rows[part], work.question_items[question], work.groups[question], placeholder)
         features = _variant_features(work, variant, old[part // n_cand], cand.reshape(-1)[part], set_counts)
-        gap[part] = probe_costs(ensemble.predict(variant, features), chance, lagging)
+        gap[part] = probe_costs(ensemble.predict(variant, features), game.chance, lagging)
     gap = gap.reshape(len(targets), n_cand)
-    current = probe_costs({name: p[targets] for name, p in probs.items()}, chance, lagging)
+    current = probe_costs({name: p[targets] for name, p in probs.items()}, game.chance, lagging)
     changed = []
     for t in rng.permutation(len(targets)).tolist():
         order = np.argsort(gap[t] + rng.random(n_cand) * 1e-9, kind="stable")
         for m in order.tolist():
             if not np.isfinite(gap[t, m]) or gap[t, m] >= current[t]:
                 break
-            row = int(cand[t, m])
             code = int(cand_ids[t, m])
             if uses[code] >= capacity[code]:
                 continue
             q = int(targets[t])
-            old_row = int(negatives[q, slot[t]])
+            old_row = int(slots[q, slot[t]])
             if old_row >= 0:
                 uses[work.identity[old_row]] -= 1
             uses[code] += 1
-            negatives[q, slot[t]] = row
+            slots[q, slot[t]] = int(cand[t, m])
+            if on_answer:
+                work.answers[q] = int(cand[t, m])
             changed.append(q)
             break
     return np.array(sorted(changed), dtype=np.int64)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,20 +28,13 @@ import numpy as np
 
 from procbench.generate import policy, recipes
 from procbench.generate.adversarial import (
-    CLUSTER_COUNT_COLUMNS,
-    ITEM_COUNT_COLUMNS,
     AdversarialPolicy,
     AdversarialResult,
     Arena,
-    RepeatedEnsemble,
     filter_negatives,
     initial_negatives,
     lattice_targets,
     preset,
-    probe,
-    probe_costs,
-    prune_predictable,
-    run_rounds,
 )
 from procbench.generate.visual.dealer import tell_classes
 from procbench.generate.visual.sequences import VisualData, distances_to
@@ -53,7 +45,6 @@ from procbench.shortcuts import (
     FEATURE_NAMES,
     WITHIN_KINDS,
     ChoiceBatch,
-    HubnessTable,
     choice_features,
     within_question,
 )
@@ -92,11 +83,8 @@ __all__ = [
 IMAGE_RELATIONS = RELATIONS
 
 
-#: Coherence's filter: each round's probe folds, the order intruders are replaced in.
-_ROUNDS = stream("visual.coherence.rounds")
+#: Coherence's filter: the order near-copy intruders are replaced in before the rounds.
 _INTRUDERS = stream("visual.coherence.intruders")
-
-
 
 
 class ImageRelations:
@@ -454,8 +442,6 @@ def _kept(result: AdversarialResult, n_q: int) -> np.ndarray:
 
 
 # -- visual coherence: the intruder is what the probes find, so the intruder is replaced ---------------------------
-#: Questions a coherence round's judge scores at a time (its variants are (block, candidates, 4) choices). block-size
-_VARIANT_BLOCK = 8192
 
 
 def _unit_vectors(data: VisualData, rows: np.ndarray) -> np.ndarray:
@@ -530,111 +516,6 @@ def _procedure_images(data: VisualData, proc: np.ndarray) -> np.ndarray:
     return np.where(col < lengths[:, None], data.seqs.rows[at], -1) if width else np.full((len(proc), 0), -1)
 
 
-def _coherence_batch(
-    data: VisualData,
-    rows: np.ndarray,
-    groups: np.ndarray,
-    clusters: np.ndarray,
-    on_show: np.ndarray | None = None,
-    replaced: np.ndarray | None = None,
-    relations: ImageRelations | None = None,
-    hubness: HubnessTable | None = None,
-) -> tuple[ChoiceBatch, np.ndarray]:
-    """The probes' view of coherence questions ``rows (Q, 4)`` (the intruder first) and their features.
-
-    ``clusters``: ``(N,)`` each image's cluster. ``on_show``: ``(N,)`` how often each image is a choice in the whole
-    set, for variants of its questions: ``rows[:, 0]`` has replaced the intruder ``replaced (Q,)`` (the item- and
-    cluster-frequency features count the set after the swap); None: ``rows`` is the whole set, counted within.
-    ``relations``: each choice's image-statistics relations to the other choices are features too. ``hubness``: the
-    choices' hubness is read from it (the set's and its variants' alike); None: measured
-    against the batch's own choices.
-    """
-    n = len(rows)
-    batch = ChoiceBatch(
-        choice_vectors=_unit_vectors(data, rows),
-        question_vectors=np.zeros((n, 1, data.vectors.shape[1]), dtype=np.float32),
-        question_mask=np.zeros((n, 1), dtype=bool),
-        valid=np.ones(rows.shape, dtype=bool),
-        answers=np.zeros(n, dtype=np.int64),
-        groups=groups,
-        choice_ids=rows if on_show is None else None,
-        clusters=clusters[rows] if on_show is None else None,
-        hubness=None if hubness is None else hubness(rows),
-    )
-    features = choice_features(batch)
-    if on_show is not None and replaced is not None:
-        counts = on_show[rows]
-        counts[:, 0] += 1  # the candidate's new appearance (its old ones, e.g. as a coherent image, are counted)
-        per_cluster = np.bincount(clusters, weights=on_show, minlength=int(clusters.max()) + 1)
-        cluster = clusters[rows]
-        cluster_counts = per_cluster[cluster] + (cluster == cluster[:, :1]) - (cluster == clusters[replaced][:, None])
-        for columns, values in ((ITEM_COUNT_COLUMNS, counts), (CLUSTER_COUNT_COLUMNS, cluster_counts)):
-            features[:, :, columns] = within_question(np.log1p(values.astype(np.float64)), batch.valid)
-    if relations is not None and relations.any:
-        features = np.concatenate([features, relations.features(rows, None, batch.valid)], axis=2)
-    return batch, features
-
-
-@dataclass
-class _IntruderGame:
-    """:class:`~procbench.generate.adversarial.Game` over coherence questions' intruders (the answers)."""
-
-    data: VisualData
-    proc: np.ndarray
-    coherent: np.ndarray
-    current: np.ndarray
-    replacements: np.ndarray
-    candidates: np.ndarray
-    allowed: np.ndarray
-    on_show: np.ndarray
-    uses: np.ndarray
-    capacity: int
-    clusters: np.ndarray
-    policy: AdversarialPolicy
-    seed: int
-    rng: np.random.Generator
-    relations: ImageRelations | None = None
-    strata: np.ndarray | None = None  # (Q,) the intruder's dealt rank, which replacements keep
-    hubness: HubnessTable | None = None  # measured against the set's first choices
-
-    def _rows(self) -> np.ndarray:
-        return np.concatenate([self.current[:, None], self.coherent], axis=1)
-
-    def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
-        if self.hubness is None:
-            self.hubness = HubnessTable.of_shown(self.data.vectors, self._rows())
-        batch, features = _coherence_batch(
-            self.data, self._rows(), self.proc, self.clusters, relations=self.relations, hubness=self.hubness
-        )
-        extra = image_probes(self.relations is not None and self.relations.any)
-        ensemble, probs = probe(
-            batch, features, self.policy, _ROUNDS.seed(self.seed, round_number), extra, self.strata
-        )
-        return ensemble, probs, batch
-
-    def replace(
-        self,
-        above: np.ndarray,
-        below: np.ndarray,
-        probs: dict[str, np.ndarray],
-        judge: RepeatedEnsemble,
-        lagging: tuple[str, ...],
-    ) -> np.ndarray:
-        told = np.flatnonzero(above | below)
-        told = np.sort(self.rng.permutation(told)[: math.ceil(self.policy.replace_share * len(told))])
-        rows = self._rows()
-        changed = _replace_intruders(
-            self.data, told, rows, self.proc, self.candidates, self.allowed, judge, probs, self.on_show, self.uses,
-            self.capacity, self.clusters, self.rng, lagging, self.relations, self.hubness,
-        )  # fmt: skip
-        self.current[changed] = rows[changed, 0]
-        self.replacements[changed] += 1
-        return changed
-
-    def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.current[:, None].copy(), self.replacements.copy()
-
-
 def filter_intruders(
     data: VisualData,
     proc: np.ndarray,
@@ -649,20 +530,14 @@ def filter_intruders(
     """Adversarially filtered incoherent images for ``Q`` visual-coherence questions.
 
     In coherence the probes look for the answer (the image that does not belong), so the answer is what is
-    replaced. The rounds are :func:`~procbench.generate.adversarial.run_rounds` under the task's preset
-    (the ``coherence`` preset: one cross-fitted ensemble per round; half of the
-    questions a probe tells, drawn at random, are changed per round): a told question gets the candidate that
-    brings every probe's probability of the intruder nearest chance, if nearer than now
-    (:func:`~procbench.generate.adversarial.probe_costs`; judged by the ensembles of the last rounds). Candidates
-    are images of other procedures nearest the coherent images' mean and nearest each coherent image, and the
-    neighbours of the mean that look most like a coherent photo to the image probes (:data:`INTRUDER_LOOKALIKES`),
-    whose rank by distance to the mean of the other three choices is the question's (``ranks``, K3=2's uniform
-    rank: it stays what it was) and whose cosine similarity to every image of the question's procedure is below
-    ``options.ceiling``; an image is the intruder of at most about as many questions as its share of the pool
-    allows. A drawn intruder above the ceiling is replaced by a random usable candidate before the first round
-    (``ceiling_replaced``; the ones without one stay, ``ceiling_unmet``). The item-frequency feature counts
-    appearances in the whole set, for candidates too. Stops as
-    :func:`~procbench.generate.adversarial.filter_negatives` does and keeps the round nearest chance.
+    replaced: the one :class:`~procbench.generate.adversarial.ReplacementGame` on an arena whose ``replaced`` slot is
+    the answer, under the ``coherence`` preset (one cross-fitted ensemble per round; a share of the told questions
+    changed per round). Candidates come from the recipe's sources (the coherent images' mean's and each coherent
+    image's nearest images of other procedures); a candidate is usable when its rank on the recipe's tell is the
+    question's (``ranks``: the dealt rank stays) and its cosine similarity to every image of the question's procedure
+    is below ``options.ceiling``; an image is the intruder of at most about as many questions as its share of the
+    pool allows. A drawn intruder above the ceiling is replaced by a random usable candidate before the first round
+    (``ceiling_replaced``; the ones without one stay, ``ceiling_unmet``).
 
     Args:
         proc: ``(Q,)`` procedure code of each question.
@@ -675,7 +550,7 @@ def filter_intruders(
         runs (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`), and only the near-copies are
         replaced.
         When the rounds leave the probes above chance, the questions they still solve are dropped, most
-        confident first, while ``options.min_yield`` stay (``kept``, :func:`prune_predictable`).
+        confident first, while ``options.min_yield`` stay (``kept``).
     """
     options = options or preset("coherence")
     n_q = len(intruders)
@@ -721,86 +596,20 @@ def filter_intruders(
     }
     if why := options.not_filtered(len(np.unique(proc)), n_q):  # the near-copies replaced all the same
         return current, replacements, np.ones(n_q, bool), {**options.unfiltered(why), **ceiling}
-    on_show = np.bincount(coherent.reshape(-1), minlength=n_rows) + uses  # choices of the whole set, per image
-    clusters = image_clusters(np.asarray(data.vectors, dtype=np.float32), seed)
     coherence = preset("coherence")
     policy_ = dataclasses.replace(
         options, probe_repeats=coherence.probe_repeats, replace_share=coherence.replace_share
     )
     relations = ImageRelations(data, np.concatenate([coherent, current[:, None], candidates], axis=1))
-    game = _IntruderGame(data, proc, coherent, current, replacements, candidates, allowed, on_show, uses, capacity,
-                         clusters, policy_, seed, rng, relations, ranks)  # fmt: skip
-    result = AdversarialResult(*game.snapshot(), options=options)
-    run_rounds(game, policy_, result, chance=0.25, n_q=n_q, progress=progress)
-    result.kept = np.ones(n_q, dtype=bool)
-    if result.stopped != "chance" and options.min_yield < 1:
-        final = coherence_arena(data, proc, coherent, result.negatives[:, 0], relations, clusters)
-        final.strata = ranks
-        floor = math.ceil(options.min_yield * n_q)
-        result.kept, result.pruning, result.best_step = prune_predictable(
-            final, options, floor, seed=seed, progress=progress
-        )
-    return result.negatives[:, 0], result.replacements, result.kept, {**result.summary(), **ceiling}
-
-
-def _replace_intruders(
-    data: VisualData,
-    targets: np.ndarray,
-    rows: np.ndarray,
-    proc: np.ndarray,
-    candidates: np.ndarray,
-    allowed: np.ndarray,
-    ensemble: RepeatedEnsemble,
-    probs: dict[str, np.ndarray],
-    on_show: np.ndarray,
-    uses: np.ndarray,
-    capacity: int,
-    clusters: np.ndarray,
-    rng: np.random.Generator,
-    lagging: tuple[str, ...] = (),
-    relations: ImageRelations | None = None,
-    hubness: HubnessTable | None = None,
-) -> np.ndarray:
-    """Give each target question the usable candidate that brings every probe's probability of its intruder
-    nearest chance (:func:`~procbench.generate.adversarial.probe_costs`; and nearer than now); ``rows[:, 0]``,
-    ``on_show`` and ``uses`` are updated in place. Returns the questions changed."""
-    n_cand = candidates.shape[1]
-    chance = 0.25
-    gap = np.full((len(targets), n_cand), np.inf)
-    block = max(1, _VARIANT_BLOCK // n_cand)
-    for start in range(0, len(targets), block):
-        part = targets[start : start + block]
-        usable = allowed[part] & (uses[np.maximum(candidates[part], 0)] < capacity)
-        t, m = np.nonzero(usable)
-        if not len(t):
-            continue
-        variant = rows[part][t].copy()
-        variant[:, 0] = candidates[part][t, m]
-        replaced = rows[part][t, 0]
-        batch, features = _coherence_batch(
-            data, variant, proc[part][t], clusters, on_show, replaced, relations, hubness
-        )
-        gap[start + t, m] = probe_costs(ensemble.predict(batch, features), chance, lagging)
-    current = probe_costs({name: p[targets] for name, p in probs.items()}, chance, lagging)
-    changed = []
-    for i in rng.permutation(len(targets)).tolist():
-        order = np.argsort(gap[i] + rng.random(n_cand) * 1e-9, kind="stable")
-        for m in order.tolist():
-            if not np.isfinite(gap[i, m]) or gap[i, m] >= current[i]:
-                break
-            row = int(candidates[targets[i], m])
-            if uses[row] >= capacity:
-                continue
-            q = int(targets[i])
-            old = int(rows[q, 0])
-            uses[old] -= 1
-            on_show[old] -= 1
-            uses[row] += 1
-            on_show[row] += 1
-            rows[q, 0] = row
-            changed.append(q)
-            break
-    return np.array(sorted(changed), dtype=np.int64)
+    arena = coherence_arena(
+        data, proc, coherent, current, relations, image_clusters(np.asarray(data.vectors, dtype=np.float32), seed)
+    )
+    arena.candidates, arena.allowed, arena.replaced = candidates, allowed, "answer"
+    arena.candidate_class, arena.negative_class, arena.strata = classes, ranks[:, None], ranks
+    arena.copies = np.full(n_rows, capacity, dtype=np.int64)  # an image is the intruder of at most this many
+    result = filter_negatives(arena, policy_, seed=seed, progress=progress)
+    summary = {**result.summary(), **ceiling}
+    return result.negatives[:, 0], result.replacements + replacements, _kept(result, n_q), summary
 
 
 # -- visual ordering: the wrong orders are permutations of the question's own images ---------------------------------
