@@ -22,15 +22,9 @@ from procbench.corpus.synthetic import write_synthetic_store
 from procbench.generate import Setting, generate
 from procbench.generate.adversarial import AdversarialPolicy, chance_gap
 from procbench.generate.policy import current
-from procbench.generate.visual.adversarial import (
-    ORDERS,
-    PATH_TOLERANCE,
-    filter_intruders,
-    filter_orders,
-    order_ceiling,
-    order_features,
-)
+from procbench.generate.visual.adversarial import filter_intruders
 from procbench.generate.visual.ordering import order_scores
+from procbench.generate.visual.orders import ORDERS, PATH_TOLERANCE, filter_orders, order_ceiling, order_features
 from procbench.generate.visual.sequences import VisualData
 from procbench.shortcuts import (
     FEATURE_NAMES,

@@ -18,11 +18,11 @@ from procbench.generate.adversarial.rounds import (
     run_rounds,
     told_questions,
 )
-from procbench.generate.visual.adversarial import (
+from procbench.generate.visual.orders import order_features
+from procbench.generate.visual.probes import (
     IMAGE_RELATIONS,
     PATH_COLUMN,
     image_probes,
-    order_features,
     path_probe,
     relations_of,
     view_shuffled,

@@ -1,4 +1,4 @@
-"""The visual filters' image-statistics relations (procbench.generate.visual.adversarial.ImageRelations)."""
+"""The visual filters' image-statistics relations (procbench.generate.visual.probes.ImageRelations)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from procbench.generate.visual.adversarial import IMAGE_RELATIONS, ImageRelations
+from procbench.generate.visual.probes import IMAGE_RELATIONS, ImageRelations
 from procbench.image_stats import ImageStats
 
 
@@ -84,6 +84,4 @@ def test_a_knob_setting_without_procedures_says_why_and_eligible_names_its_plan(
     assert any("visual-cloze/knobs-012: no questions: no procedure has" in w for w in result.warnings)
     enough = write_synthetic_store(tmp_path / "enough", n_procedures=12, dim=16, steps=(5, 6), seed=1)
     result = generate(enough, "visual-cloze", setting=Setting("knobs", (0, 1, 2)), seed=0)
-    assert (
-        result.counts["eligible"] == {"k1=0": 12} and "empty" not in result.counts["per_setting"]["knobs-012"]
-    )
+    assert result.counts["eligible"] == {"k1=0": 12} and "empty" not in result.counts["per_setting"]["knobs-012"]

@@ -31,6 +31,7 @@ from procbench.generate.adversarial.arena import (
     Arena,
     initial_negatives,
     lattice_targets,
+    no_items,
     usable_candidates,
 )
 from procbench.generate.adversarial.filter import filter_negatives
@@ -79,6 +80,7 @@ __all__ = [
     "initial_negatives",
     "lagging_probes",
     "lattice_targets",
+    "no_items",
     "probe",
     "probe_costs",
     "prune_drawn",

@@ -18,6 +18,7 @@ from procbench.rng import stream
 from procbench.shortcuts import FEATURE_NAMES, WITHIN_KINDS, ChoiceBatch, HubnessTable, choice_features, word_weights
 
 __all__ = [
+    "no_items",
     "CLUSTER_COUNT_COLUMNS",
     "ITEM_COUNT_COLUMNS",
     "Arena",
@@ -179,6 +180,11 @@ class Arena:
     def choice_features(self, batch: ChoiceBatch) -> np.ndarray:
         """``(Q, C, F)`` the probes' features of ``batch`` (:attr:`features`, else :func:`choice_features`)."""
         return (self.features or choice_features)(batch)
+
+
+def no_items(n_q: int) -> np.ndarray:
+    """``(Q, 1)`` no item: an arena's empty question items or candidates."""
+    return np.full((n_q, 1), -1, dtype=np.int64)
 
 
 def _batch(

@@ -89,6 +89,10 @@ class AdversarialResult:
     pruning: list[dict[str, Any]] = field(default_factory=list)
     best_step: int = 0
 
+    def kept_questions(self) -> np.ndarray:
+        """``(Q,)`` the questions filtering keeps (pruning drops the ones the probes still solve; all by default)."""
+        return self.kept if len(self.kept) else np.ones(len(self.replacements), dtype=bool)
+
     def summary(self) -> dict[str, Any]:
         """A JSON-ready account for the set's counts and card."""
         final = self.rounds[self.best_round] if self.rounds else {}

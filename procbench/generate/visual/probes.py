@@ -1,0 +1,274 @@
+"""The audit's probes as the visual filters' own, and the probe features of photo choices.
+
+:class:`SvmProbes` wraps the audit's linear SVM probes (:func:`~procbench.image_stats.probe_model`) so the filter's
+rounds fit and judge them as their own: cloze and coherence play against ``hubness``, ``colour_layout`` and
+``near_duplicate`` (:func:`image_probes`), ordering against ``path_length`` (:func:`path_probe`). Their features are
+the audit's: :func:`~procbench.shortcuts.choice_features`, then each choice's image-statistics relations to its
+reference photos (:class:`ImageRelations`, :mod:`procbench.image_stats`). The filter's partial-input trees see only
+the audit's partial-input features; the relations' columns are the image probes' alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from procbench.generate import policy
+from procbench.image_stats import IMAGE_PROBES, RELATIONS, choice_relations, probe_features, probe_model
+from procbench.rng import stream
+from procbench.shortcuts import FEATURE_NAMES, WITHIN_KINDS, ChoiceBatch, choice_features, within_question
+
+if TYPE_CHECKING:
+    from procbench.generate.visual.sequences import VisualData
+
+__all__ = [
+    "HUBNESS_COLUMNS",
+    "IMAGE_RELATIONS",
+    "PATH_COLUMN",
+    "FittedSvmProbes",
+    "ImageRelations",
+    "SvmProbes",
+    "cloze_probe_features",
+    "coherence_probe_features",
+    "image_clusters",
+    "image_probes",
+    "path_probe",
+    "relations_of",
+    "unit_vectors",
+    "view_shuffled",
+]
+
+#: The image-statistics relations of a choice to its reference images (the question's, or for a question that
+#: shows none the other choices) the filter's image probes read (:func:`image_probes`, the audit's ``colour_layout``
+#: and ``near_duplicate``: :data:`procbench.image_stats.IMAGE_PROBES`). On the build guides the answer photo shares
+#: its neighbours' desk and light (measurements: benchmarks/real_photos.md).
+IMAGE_RELATIONS = RELATIONS
+
+
+class ImageRelations:
+    """Image statistics (:mod:`procbench.image_stats`) of a filter's images, read from their files once, and each
+    choice's :data:`IMAGE_RELATIONS` to its reference images as probe features.
+
+    The colour and layout statistics are standardised over the images read (as the audit standardises over a
+    set's). Images whose file cannot be read have no relations (their features are 0).
+    """
+
+    def __init__(self, data: VisualData, rows: np.ndarray) -> None:
+        stats, self.position = data.image_stats(rows)
+        self.found = stats.found
+        self.z = stats.standardised()
+        self.bits = stats.bits.astype(np.float64)
+        self.thumbs = stats.thumbs
+
+    @property
+    def any(self) -> bool:
+        """Whether any image file was read (else the relations add nothing)."""
+        return bool(self.found.any())
+
+    def relations(self, choices: np.ndarray, refs: np.ndarray | None) -> np.ndarray:
+        """``(Q, C, len(IMAGE_RELATIONS))`` relations of image rows ``choices (Q, C)`` to ``refs (Q, L)`` (-1: none),
+        or (``refs`` None) to the other choices; NaN where a choice or every reference image is unread
+        (:func:`~procbench.image_stats.choice_relations`, the audit's)."""
+        at, ok_c = self._read(choices)
+        if refs is None:
+            return choice_relations(self.z, self.bits, self.thumbs, np.where(ok_c, at, -1), None)
+        ref_at, ok_r = self._read(refs)
+        return choice_relations(self.z, self.bits, self.thumbs, np.where(ok_c, at, -1), np.where(ok_r, ref_at, -1))
+
+    def _read(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions of image ``rows`` in the statistics (0 where unread) and whether each was read."""
+        at = self.position[np.maximum(rows, 0)]
+        ok = (rows >= 0) & (at >= 0)
+        ok &= self.found[np.maximum(at, 0)]
+        return np.maximum(at, 0), ok
+
+    def features(self, choices: np.ndarray, refs: np.ndarray | None, valid: np.ndarray) -> np.ndarray:
+        """``(Q, C, 4 * len(IMAGE_RELATIONS))``: each relation :func:`~procbench.shortcuts.within_question` over
+        the choices it is defined for (0 elsewhere)."""
+        rel = self.relations(choices, refs)
+        parts = []
+        for i in range(rel.shape[2]):
+            value = rel[:, :, i]
+            defined = valid & np.isfinite(value)
+            parts.append(within_question(np.where(defined, value, 0.0), defined))
+        return np.concatenate(parts, axis=2)
+
+
+def relations_of(features: np.ndarray) -> np.ndarray:
+    """``(Q, C, len(IMAGE_RELATIONS))`` the choices' relations from probe features whose last columns are
+    :meth:`ImageRelations.features` (0 where a relation is undefined: an image file not read)."""
+    width = len(WITHIN_KINDS)
+    block = features[:, :, features.shape[2] - width * len(IMAGE_RELATIONS) :]
+    return block.reshape(*features.shape[:2], len(IMAGE_RELATIONS), width)[:, :, :, WITHIN_KINDS.index("value")]
+
+
+#: A probe's per-choice inputs ``(Q, C, F)`` from the filter's probe features ``(Q, C, F')`` and ``valid (Q, C)``.
+ProbeView = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+#: The order in which an :class:`SvmProbes` view sees each question's choices.
+_TIES = stream("visual.probe-ties")
+
+
+def view_shuffled(view: ProbeView, features: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``view(features, valid)`` computed on each question's choices in a random order (seeded by the batch's shape:
+    the same batch always gets the same order) and returned in the choices' own order."""
+    q, c = valid.shape
+    order = np.argsort(_TIES.rng(q, c).random((q, c)), axis=1)
+    back = np.argsort(order, axis=1)
+    shown = view(np.take_along_axis(features, order[:, :, None], axis=1), np.take_along_axis(valid, order, axis=1))
+    return np.take_along_axis(shown, back[:, :, None], axis=1)
+
+
+class SvmProbes:
+    """Audit probes as the visual filter's own (:class:`~procbench.generate.adversarial.rounds.ExtraProbes`): each a
+    view of the filter's probe features (what the audit's probe reads: :func:`image_probes`, :func:`path_probe`)
+    and the audit's linear SVM (:func:`~procbench.image_stats.probe_model`). Cross-fitted on each round's procedure
+    folds, they judge replacements and decide the stop and the pruning as the filter's probes do; a question's SVM
+    decision values become within-question probabilities by a softmax.
+
+    The audit's features rank a question's choices with ties in choice order. In a set the answer's place is
+    random, so that order is noise; in the filter the answer is always the first choice, and ties (two photos that
+    are each other's nearest copy, an order and its reverse) would rank it first every time, a tell no audited set
+    has. So each view sees every question's choices in a seeded random order (:func:`view_shuffled`)."""
+
+    def __init__(self, views: dict[str, ProbeView], reserved: int = 0) -> None:
+        self.views = views
+        self.names = tuple(views)
+        self.reserved = reserved
+
+    def fit(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray, seed: int) -> FittedSvmProbes:
+        """One model per probe and fold, fitted on the other folds' questions (the answer is column 0)."""
+        valid = batch.valid
+        correct = np.arange(valid.shape[1])[None, :] == batch.answers[:, None]
+        models: dict[str, list[Any]] = {}
+        for name, view in self.views.items():
+            x = view_shuffled(view, features, valid)
+            models[name] = []
+            for fold in range(int(folds.max()) + 1 if len(folds) else 0):
+                train = (folds != fold)[:, None] & valid
+                y = correct[train]
+                model = None
+                if y.any() and not y.all():
+                    model = probe_model(seed)
+                    model.fit(x[train], y)  # type: ignore[attr-defined]
+                models[name].append(model)
+        return FittedSvmProbes(self.views, models)
+
+
+@dataclass
+class FittedSvmProbes:
+    """:class:`SvmProbes` fitted: ``models[name][fold]`` (None: that fold's complement had one class only)."""
+
+    views: dict[str, ProbeView]
+    models: dict[str, list[Any]]
+
+    def predict(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray) -> dict[str, np.ndarray]:
+        """``{name: (Q, C)}`` within-question probabilities (uniform where a question's fold has no model)."""
+        valid = batch.valid
+        out = {}
+        for name, per_fold in self.models.items():
+            x = view_shuffled(self.views[name], features, valid)
+            scores = np.zeros(valid.shape)
+            for fold, model in enumerate(per_fold):
+                cells = (folds == fold)[:, None] & valid
+                if model is not None and cells.any():
+                    scores[cells] = model.decision_function(x[cells])
+            masked = np.where(valid, scores, -np.inf)
+            weights = np.where(valid, np.exp(masked - masked.max(axis=1, keepdims=True)), 0.0)
+            out[name] = weights / np.maximum(weights.sum(axis=1, keepdims=True), 1e-300)
+        return out
+
+
+#: The columns of :func:`~procbench.shortcuts.choice_features` holding a choice's hubness (its centrality and
+#: density, :func:`~procbench.shortcuts.hubness`), in every one of :data:`~procbench.shortcuts.WITHIN_KINDS`.
+HUBNESS_COLUMNS = [FEATURE_NAMES.index(f"{b}_{kind}") for b in ("centrality", "density") for kind in WITHIN_KINDS]
+
+
+def image_probes(relations: bool = True) -> SvmProbes:
+    """The audit's probes of what a photo choice shows: ``hubness`` (the most or least central or dense choice: an
+    SVM on the hubness columns of the probe features, :data:`HUBNESS_COLUMNS`), and with ``relations`` the image
+    probes (:data:`~procbench.image_stats.IMAGE_PROBES`: ``colour_layout``, ``near_duplicate``;
+    :func:`~procbench.image_stats.probe_features`) on the choices' relations, read from the last columns of the
+    probe features (:func:`relations_of`; reserved to them)."""
+
+    def view(name: str) -> ProbeView:
+        return lambda features, valid: probe_features(relations_of(features), valid, name)
+
+    views: dict[str, ProbeView] = {"hubness": lambda features, valid: features[:, :, HUBNESS_COLUMNS]}
+    if not relations:
+        return SvmProbes(views)
+    reserved = len(WITHIN_KINDS) * len(IMAGE_RELATIONS)  # the filter's trees read the audit's features alone
+    return SvmProbes({**views, **{name: view(name) for name in IMAGE_PROBES}}, reserved)
+
+
+#: The column of :func:`order_features` holding an order's path length (the first of its own features' values).
+PATH_COLUMN = len(FEATURE_NAMES) + WITHIN_KINDS.index("value")
+
+
+def path_probe() -> SvmProbes:
+    """The audit's ``question_distance`` on an ordering set (its distance is the order's path length: the
+    features and SVM of :func:`procbench.audit.probes.distance.distance_features`) as the ordering filter's probe
+    ``path_length``, reading the path length from :func:`order_features` (:data:`PATH_COLUMN`). The filter's own
+    ``question_distance`` reads the order vectors' distance to their mean, not the path length."""
+
+    def view(features: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        from procbench.audit.probes.distance import distance_features
+
+        return distance_features(features[:, :, PATH_COLUMN], valid)
+
+    return SvmProbes({"path_length": view})
+
+
+def _rows_of_vectors(vectors: np.ndarray) -> dict[bytes, int]:
+    """Each item vector's bytes -> its row (the engine's batches copy item vectors exactly)."""
+    return {vectors[r].tobytes(): r for r in range(len(vectors))}
+
+
+def cloze_probe_features(arena_vectors: np.ndarray, relations: ImageRelations) -> Any:
+    """The cloze arena's probe features: :func:`choice_features`, then the choices' image-statistics relations to
+    the question's images (:class:`ImageRelations`); a batch's question images are found by their vectors."""
+    lookup = _rows_of_vectors(arena_vectors)
+
+    def features(batch: ChoiceBatch) -> np.ndarray:
+        base = choice_features(batch)
+        if batch.choice_ids is None:  # pragma: no cover - the arena's batches carry the choices' rows
+            return base
+        q, length = batch.question_mask.shape
+        refs = np.full((q, length), -1, dtype=np.int64)
+        for i, j in zip(*np.nonzero(batch.question_mask), strict=True):
+            refs[i, j] = lookup.get(batch.question_vectors[i, j].tobytes(), -1)
+        return np.concatenate([base, relations.features(batch.choice_ids, refs, batch.valid)], axis=2)
+
+    return features
+
+
+def image_clusters(vectors: np.ndarray, seed: int) -> np.ndarray:
+    """``(N,)`` KMeans cluster of every image row ``vectors (N, D)`` (the probes' cluster-frequency feature)."""
+    from procbench.generate.debias import cluster_titles, row_hashes
+
+    hashes = row_hashes(vectors)
+    # at most as many clusters as distinct vectors: a store whose images repeat one vector has fewer
+    n_clusters = int(min(policy.current().ADVERSARIAL_CLUSTERS, len(np.unique(hashes))))
+    return cluster_titles(vectors, n_clusters=n_clusters, seed=seed, hashes=hashes).labels
+
+
+def unit_vectors(data: VisualData, rows: np.ndarray) -> np.ndarray:
+    vectors = data.gather(rows)
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
+
+
+def coherence_probe_features(relations: ImageRelations) -> Any:
+    """A coherence arena's probe features: :func:`choice_features`, then each choice's image-statistics relations
+    to the other choices."""
+
+    def features(batch: ChoiceBatch) -> np.ndarray:
+        base = choice_features(batch)
+        if batch.choice_ids is None:  # pragma: no cover - the arena's batches carry the choices' rows
+            return base
+        return np.concatenate([base, relations.features(batch.choice_ids, None, batch.valid)], axis=2)
+
+    return features
