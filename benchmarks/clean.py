@@ -642,6 +642,14 @@ def _lexicons() -> dict[str, frozenset[str]]:
     return out
 
 
+def _credited_in(context: str, token: str) -> bool:
+    """Whether ``token``'s occurrence in the gold record's context follows a credit cue (``member``)."""
+    from procbench.clean.gate import credited
+
+    match = re.search(rf"(?<![^\W_]){re.escape(token)}(?![^\W_])", context)
+    return match is not None and credited(context, match.start())
+
+
 def gold(path: Path, *, corpus_lexicon: bool = False) -> dict[str, Any]:
     """Precision per rule (95% Wilson intervals) on the hand-labelled changes of ``path``, before and after the
     fused-word gate, and the share of today's correct fused-word splits the gate keeps.
@@ -661,16 +669,22 @@ def gold(path: Path, *, corpus_lexicon: bool = False) -> dict[str, Any]:
         rs = [r for r in records if r["rule"] == rule]
         out["rules"][rule] = _rate(sum(r["label"] == "correct" for r in rs), len(rs))
     fused = [r for r in records if r["rule"] == "fused_words"]
-    refused: dict[str, int] = {}
+    refused: dict[str, dict[str, int]] = {}
     for r in fused:
         lexicon = lexicons.get(r["corpus"], frozenset())
         seg = segmenters.setdefault(r["corpus"], Segmenter(settings=SegmenterSettings(lexicon=lexicon)))
         r["kept"] = seg.split_token(r["token"]) == r["split"]
-        if not r["kept"] and r["token"].isalpha():
+        why = None
+        if r["kept"] and _credited_in(r["before"], r["token"]):
+            r["kept"], why = False, "credited"  # split_text leaves a name after "member" or "Photo from" whole
+        elif not r["kept"] and r["token"].isalpha():
             word = r["token"].lower()
             found = ungated.best_split(word)
             why = "other" if found is None else (seg.refusal(word, found[1], found[0]) or "other")
-            refused[why] = refused.get(why, 0) + 1
+        if why is not None:
+            counts = refused.setdefault(why, {})
+            for key in (r["label"], f"{r['half']}_{r['label']}"):
+                counts[key] = counts.get(key, 0) + 1
 
     def summary(rs: list[dict[str, Any]]) -> dict[str, Any]:
         correct = [r for r in rs if r["label"] == "correct"]
@@ -691,7 +705,7 @@ def gold(path: Path, *, corpus_lexicon: bool = False) -> dict[str, Any]:
         "recipeqa_tune": summary([r for r in fused if r["half"] == "tune"]),
         "recipeqa_held_out": summary([r for r in fused if r["half"] == "held_out"]),
         "other_corpora": summary([r for r in fused if r["half"] == "other"]),
-        "refused_by": dict(sorted(refused.items())),
+        "refused_by": {why: dict(sorted(c.items())) for why, c in sorted(refused.items())},
         "corpus_lexicon": corpus_lexicon,
     }
     out["rules"]["fused_words"] = out["fused_words"]["all"]["after_gate"]

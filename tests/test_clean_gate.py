@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from procbench.clean import Segmenter, SegmenterSettings
-from procbench.clean.gate import corpus_lexicon, edits1, refusal
+from procbench.clean.gate import corpus_lexicon, credited, edits1, inflected_stem, refusal, transposed2
 from procbench.clean.report import VOCABULARY_NOTE, CleanReport
 from procbench.clean.text import TextCleaner
 
@@ -77,6 +77,9 @@ def test_without_the_gate_the_old_splits_come_back() -> None:
         ("merange", "short_part"),
         ("flavourless", "affix"),
         ("burntness", "affix"),
+        ("quadropus", "short_part"),
+        ("marshmallowed", "inflection"),
+        ("glasswear", "misspelling"),
     ],
 )
 def test_refusal_reasons(word: str, reason: str) -> None:
@@ -136,3 +139,37 @@ def test_gold_file_is_labelled_real_changes() -> None:
         if r["rule"] == "fused_words":
             assert r["split"].replace(" ", "") == r["token"]
             assert r["half"] in {"tune", "held_out", "other"}
+
+
+def test_a_phrase_with_a_function_word_must_be_attested_throughout(segmenter: Segmenter) -> None:
+    # qua drop us: "drop us" is a web bigram, "qua drop" is not; stir in the / cut it up are attested throughout
+    assert segmenter.split_token("quadropus") == "quadropus"
+    assert segmenter.split_token("stirinthe") == "stir in the"
+    assert segmenter.split_token("cutitup") == "cut it up"
+    assert segmenter.split_token("abit") == "a bit"
+    assert segmenter.split_token("flourmilksalt") == "flour milk salt"
+
+
+def test_an_inflected_dictionary_word_is_not_split(segmenter: Segmenter) -> None:
+    assert inflected_stem("marshmallowed", segmenter.vocab.words) == "marshmallow"
+    assert inflected_stem("baking", segmenter.vocab.words) is None  # stem "bake" is under 5 letters
+    assert segmenter.split_token("marshmallowed") == "marshmallowed"
+    # a plural of a fusion is no inflection of a dictionary word ("waterbottle" is none)
+    assert segmenter.split_token("waterbottles") == "water bottles"
+
+
+def test_two_transpositions_from_a_known_word_is_a_misspelling(segmenter: Segmenter) -> None:
+    assert "glassware" in transposed2("glasswear")
+    assert "glasswear" not in transposed2("glasswear")
+    assert segmenter.split_token("glasswear") == "glasswear"
+    assert segmenter.split_token("glassbar") == "glass bar"  # one letter off glassware, but not its letters
+
+
+def test_a_name_after_member_or_a_credit_line_stays_whole() -> None:
+    seg = Segmenter()
+    text = "This was inspired by member dirtymac. Photo from bdjsb7Photo from holisticmonkey"
+    assert seg.split_text(text) == text
+    assert credited("Photo by holisticmonkey", len("Photo by "))
+    assert not credited("Stir tocombine", len("Stir "))
+    # the same tokens elsewhere are split, and "from" alone is no credit line
+    assert seg.split_text("A dirtymac from the coffeeshop.") == "A dirty mac from the coffee shop."

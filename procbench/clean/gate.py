@@ -7,12 +7,24 @@ made. The reasons, in the order they are checked:
 - ``lexicon``: the token is a word of the domain (:data:`DOMAIN_LEXICON`: ``instructable``, ``upcycle``)
   or one the corpus itself writes often unsplit (:func:`corpus_lexicon`);
 - ``short_part``: a part shorter than 3 letters that is not a function word (:data:`FUNCTION_WORDS`), or a
-  function word that the web bigrams never show beside its neighbour (``sand a per``, ``me range``);
+  function word that the web bigrams never show beside its neighbour (``sand a per``, ``me range``), or
+  one in a split of three or more parts that has a pair of neighbours the web bigrams never show
+  (``qua drop us``: "drop us" is common, "qua drop" is not; ``stir in the``, ``cut it up`` pass);
 - ``affix``: the last part is a suffix that is also a word (``instruct able``, ``flavour less``, ``do
   ness``) or the first a prefix (``dis troy``, ``per serve``);
+- ``inflection``: the token is a dictionary word of 5 or more letters plus an inflectional ending
+  (:data:`INFLECTIONS`; doubled consonant, dropped e and y -> i allowed): ``marshmallowed`` is marshmallow
+  + ed, not ``marsh mall owed``;
 - ``misspelling``: one edit (insertion, deletion, substitution, transposition) turns the token into a
   known word at least as probable as the split, allowing one order of magnitude per edit (``togather``:
-  together, ``teespoon``: teaspoon, ``chicharones``: chicharrones), or the token drops a g (``sayin``).
+  together, ``teespoon``: teaspoon, ``chicharones``: chicharrones), or the token drops a g (``sayin``), or a
+  token of 8 or more letters is two adjacent transpositions from a dictionary word as probable as the split
+  at two edits' cost (``glasswear``: glassware; letters swapped, none added or lost, which two glued words
+  rarely are).
+
+:func:`credited` is the one check that needs the text around a token: a token right after ``member``,
+``user`` or a credit line (``Photo from``, ``image by``, ``courtesy of``) is a user or site name
+(``member dirtymac``, ``Photo from holisticmonkey``) and is left whole wherever it stands so.
 
 Before the gate, :class:`~procbench.clean.segment.Segmenter` also leaves alone a token that a frequency list
 knows as a word (Google's 2006 web counts or :func:`modern_logp`, ``wordfreq``'s list to 2021: ``hashtag``)
@@ -25,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import string
 from collections.abc import Iterable
 
@@ -38,8 +51,12 @@ __all__ = [
     "AFFIX_SUFFIXES",
     "DOMAIN_LEXICON",
     "FUNCTION_WORDS",
+    "INFLECTIONS",
     "corpus_lexicon",
+    "credited",
     "edits1",
+    "inflected_stem",
+    "transposed2",
     "modern_logp",
     "refusal",
 ]
@@ -136,6 +153,19 @@ AFFIX_SUFFIXES = frozenset(
 AFFIX_PREFIXES = frozenset(
     ["dis", "per", "con", "pre", "mis", "inter", "non", "anti", "mono", "semi", "multi", "nano", "micro", "ref", "sub"]
 )
+#: Inflectional endings: a dictionary word plus one of these is that word inflected, not two words.
+INFLECTIONS = ("ed", "d", "s", "es", "ing", "er", "ers", "y", "ly")
+#: Shortest stem :func:`inflected_stem` accepts (untuned: shorter dictionary words, ``cor`` + ``ner``, end
+#: too many letter runs by chance).
+MIN_STEM = 5
+#: Shortest token checked for two transpositions (untuned: the usual length from which spelling correctors
+#: allow a second edit).
+MIN_TRANSPOSED = 8
+#: Words before a user or site name: ``member dirtymac``, ``Photo from holisticmonkey``, ``courtesy of x``.
+_CREDIT = re.compile(
+    r"(?<![a-z])(?:member|user|username|(?:photo|image|picture|pic)s?\s+(?:from|by)|courtesy\s+of)\s+\Z",
+    re.IGNORECASE,
+)
 #: log10 cost of one edit when a misspelling competes with a split (untuned: one order of magnitude, the
 #: usual prior of a single typing error; 1.5 gives the same splits on the tuning half of the gold file).
 EDIT_LOGP = -1.0
@@ -167,6 +197,48 @@ def edits1(word: str) -> set[str]:
     return out
 
 
+def transposed2(word: str) -> set[str]:
+    """Every string one or two adjacent transpositions away from ``word`` (same letters, other order)."""
+    once = {word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1)}
+    twice = {w[:i] + w[i + 1] + w[i] + w[i + 2 :] for w in once for i in range(len(w) - 1)}
+    return (once | twice) - {word}
+
+
+def inflected_stem(word: str, words: frozenset[str]) -> str | None:
+    """The dictionary word of which ``word`` is an inflection (:data:`INFLECTIONS`), or None.
+
+    Spelling changes allowed before the ending: a doubled last consonant (``chopped``), a dropped e
+    (``baking``) and y -> i (``tried``). Stems shorter than :data:`MIN_STEM` letters are not considered.
+    """
+    for ending in INFLECTIONS:
+        if not word.endswith(ending):
+            continue
+        stem = word[: -len(ending)]
+        stems = [stem]
+        if len(stem) >= 2 and stem[-1] == stem[-2]:
+            stems.append(stem[:-1])
+        if ending[0] in "aeiouy":
+            stems.append(stem + "e")
+        if stem.endswith("i"):
+            stems.append(stem[:-1] + "y")
+        for candidate in stems:
+            if len(candidate) >= MIN_STEM and candidate in words:
+                return candidate
+    return None
+
+
+def credited(text: str, start: int) -> bool:
+    """Whether the token at ``text[start:]`` follows ``member``, ``user`` or a credit line (``Photo from``):
+    a user or site name, never split."""
+    return _CREDIT.search(text, max(0, start - 40), start) is not None
+
+
+def _known_logp(word: str, vocab: Vocabulary) -> float | None:
+    listed = vocab.unigram_logp.get(word) if word in vocab.words else None
+    modern = modern_logp(word)
+    return max((x for x in (listed, modern) if x is not None), default=None)
+
+
 def refusal(
     word: str,
     parts: list[str],
@@ -194,8 +266,16 @@ def refusal(
             return "short_part"
         if i + 1 < len(parts) and f"{part} {parts[i + 1]}" not in vocab.bigram_count:
             return "short_part"
+        pairs = (f"{a} {b}" for a, b in zip(parts, parts[1:], strict=False))
+        if len(parts) >= 3 and any(pair not in vocab.bigram_count for pair in pairs):
+            # a function word makes three or more parts a phrase: the web bigrams must show all of it
+            # (stir in the, cut it up), not only the pairs around the short word (qua drop us)
+            return "short_part"
     if parts[-1] in AFFIX_SUFFIXES or parts[0] in AFFIX_PREFIXES:
         return "affix"
+    stem = inflected_stem(word, vocab.words)
+    if stem is not None and stem not in parts:
+        return "inflection"
     n = len(parts)
     if word.endswith("in") and word + "g" in vocab.words:
         return "misspelling"  # a dropped g (sayin', shrimpin'), not a word followed by "in"
@@ -214,6 +294,12 @@ def refusal(
             continue
         if logp >= score:
             return "misspelling"
+    if len(word) >= MIN_TRANSPOSED:
+        for near in transposed2(word):
+            # letters swapped twice: a dictionary word with a frequency, two edits' cost
+            swapped = _known_logp(near, vocab) if near in vocab.words else None
+            if swapped is not None and swapped + 2 * EDIT_LOGP >= score:
+                return "misspelling"
     return None
 
 

@@ -23,8 +23,9 @@ A token (a run of letters and digits) is split only when the split is confident:
   misspelling is split (``togather``, ``teespoon`` stay), no part shorter than 3 letters other than a
   function word that the web bigrams show next to its neighbour, no suffix or prefix split off as a word
   (``instruct able``, ``dis troy``), no word of the domain lexicon (``instructable``) or of the corpus's
-  own lexicon, and a token that ``wordfreq``'s 2021 English list knows (``hashtag``) is split only when
-  the split is more probable than the token.
+  own lexicon, no inflected dictionary word (``marshmallowed``), no token right after ``member``, ``user`` or
+  a credit line (``Photo from holisticmonkey``), and a token that ``wordfreq``'s 2021 English list knows
+  (``hashtag``) is split only when the split is more probable than the token.
 
 Splits only insert spaces, so the original spelling and case are kept. Results are memoised per token.
 """
@@ -34,7 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from procbench.clean.gate import modern_logp, refusal
+from procbench.clean.gate import credited, modern_logp, refusal
 from procbench.clean.vocab import UNITS, Vocabulary, get_vocabulary
 
 __all__ = ["Segmenter", "SegmenterSettings"]
@@ -288,6 +289,8 @@ class Segmenter:
                     continue
                 if split.capital and not _starts_sentence(text, i):
                     continue
+                if self.settings.gate and credited(text, i):
+                    continue  # a user or site name: "member dirtymac", "Photo from holisticmonkey"
                 edits.append((i, j, split.text))
                 self.applied[token] = split.text
         if not edits:
