@@ -67,7 +67,9 @@ def test_demo_builds_the_sample_store_and_is_rerunnable(tmp_path: Path) -> None:
             assert row["packet"] is None
         else:
             packet = (store / row["packet"]).read_text()
-            assert packet.count("**Question:**") == DEMO_PACKET_QUESTIONS, spec.name
+            assert re.findall(r"^## (Q\d+)$", packet, re.MULTILINE) == [
+                f"Q{i:02d}" for i in range(1, DEMO_PACKET_QUESTIONS + 1)
+            ], spec.name
             assert (store / row["packet"]).with_name("key.json").is_file()
     assert rows["visual-cloze"]["setting"] == rows["visual-coherence"]["setting"] == "needs-context"
 
