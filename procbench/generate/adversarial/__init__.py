@@ -45,7 +45,7 @@ from procbench.generate.adversarial.policy import (
     preset,
     sized,
 )
-from procbench.generate.adversarial.prune import prune_drawn, prune_predictable
+from procbench.generate.adversarial.prune import prune_predictable
 from procbench.generate.adversarial.rounds import (
     FILTER_MODELS,
     AdversarialResult,
@@ -83,7 +83,6 @@ __all__ = [
     "no_items",
     "probe",
     "probe_costs",
-    "prune_drawn",
     "prune_predictable",
     "run_rounds",
     "preset",

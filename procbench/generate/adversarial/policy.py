@@ -62,8 +62,6 @@ class AdversarialPolicy:
         prune_step: share of the questions one pruning step drops (:data:`PRUNE_STEP`).
         prune_carry: a question's predictability adds up over the pruning steps so far (False: each step's own
             partitions only).
-        prune_last: pruning keeps the questions left when it stops (at chance, or at the floor: AFLite's target
-            size) rather than those of the step whose probes were nearest chance.
         tree_iterations: boosting iterations of the partial-input probe's trees (:data:`TREE_ITERATIONS`).
         tree_bins: histogram bins per feature of those trees (:data:`TREE_BINS`).
         max_fit_questions: subsampled cross-fitting: at most this many questions fit a fold's probes
@@ -87,7 +85,6 @@ class AdversarialPolicy:
     prune_partitions: int = _now("PRUNE_PARTITIONS")
     prune_step: float = _now("PRUNE_STEP")
     prune_carry: bool = False
-    prune_last: bool = False
     tree_iterations: int = _now("TREE_ITERATIONS")
     tree_bins: int = _now("TREE_BINS")
     max_fit_questions: int | None = _now("MAX_FIT_QUESTIONS")

@@ -28,7 +28,7 @@ from procbench.progress import SILENT, Progress
 from procbench.rng import stream
 from procbench.shortcuts import hits
 
-__all__ = ["interleaved", "prune_drawn", "prune_predictable"]
+__all__ = ["prune_predictable"]
 
 
 #: The partitions of each pruning step.
@@ -41,7 +41,6 @@ def prune_predictable(
     floor: int,
     *,
     seed: int = 0,
-    strata: np.ndarray | None = None,
     progress: Progress = SILENT,
 ) -> tuple[np.ndarray, list[dict[str, Any]], int]:
     """Drop the questions context-free probes still solve, most predictable first (AFLite-style).
@@ -53,17 +52,13 @@ def prune_predictable(
     share over every partition that held it out; the earlier ones fitted on a superset of the questions left), so
     one fresh partition per step is enough to rank by. The ``options.prune_step`` share (``PRUNE_STEP``) of
     most predictable questions is dropped, until every probe's mean accuracy is within ``options.z`` standard errors
-    of chance or ``floor`` questions are left. ``strata (Q,)`` (e.g. K3=2's answer ranks): each step drops as many
-    questions of every stratum, its most predictable ones, so their shares stay as drawn (the step and the questions
-    dropped in all are multiples of the number of strata). Returns ``(kept (Q,), log, best)``: the questions of step
-    ``best``, the one whose worst probe was nearest chance (``options.prune_last``: the last step, where it stopped),
-    and one log entry per step. ``progress`` counts the steps (at most enough to reach ``floor``).
+    of chance or ``floor`` questions are left. Returns ``(kept (Q,), log, best)``: the questions of step
+    ``best``, the one whose worst probe was nearest chance, and one log entry per step. ``progress`` counts the
+    steps (at most enough to reach ``floor``).
     """
     n_q, n_neg = arena.negatives.shape
     chance = 1.0 / (n_neg + 1)
-    n_strata = 1 if strata is None else len(np.unique(strata))
-    step = n_strata * max(1, round(options.prune_step * n_q / n_strata))
-    floor = n_q - (n_q - floor) // n_strata * n_strata  # a whole number of drops from every stratum
+    step = max(1, round(options.prune_step * n_q))
     log: list[dict[str, Any]] = []
     best: dict[str, Any] = {"kept": np.ones(n_q, dtype=bool), "step": 0, "gap": np.inf}
     carried = np.zeros((2, n_q))  # (solved, answer_prob) summed over the steps so far
@@ -81,22 +76,10 @@ def prune_predictable(
             best.update(kept=kept.copy(), step=len(log) - 1, gap=gap)
         order = rows[np.lexsort((-answer_prob, -solved))]  # most often solved, then most confidently
         progress.advance()
-        return (order if strata is None else interleaved(order, strata[order])), gap <= margin
+        return order, gap <= margin
 
-    left = aflite_rounds(rank, n_q, step=step, floor=floor)
-    if options.prune_last:
-        return left, log, len(log) - 1
+    aflite_rounds(rank, n_q, step=step, floor=floor)
     return best["kept"], log, best["step"]
-
-
-def interleaved(order: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """``order (n,)`` rearranged so that every stratum's first comes first, then every one's second, and so on
-    (``labels (n,)``: each row's stratum; within a place, strata in the order their first rows came)."""
-    place = np.zeros(len(order), dtype=np.int64)
-    for label in np.unique(labels):
-        at = np.flatnonzero(labels == label)
-        place[at] = np.arange(len(at))
-    return order[np.argsort(place, kind="stable")]
 
 
 def _predictability(
@@ -133,30 +116,3 @@ def _predictability(
             answer_prob += 1 - probs[name][:, 0]
     accuracy = {name: round(float(np.mean([a[name] for a in accuracies])), 4) for name in accuracies[0]}
     return solved, answer_prob, accuracy, margin
-
-
-def prune_drawn(
-    arena: Arena,
-    options: AdversarialPolicy,
-    *,
-    strata: np.ndarray | None = None,
-    seed: int = 0,
-    progress: Progress = SILENT,
-) -> tuple[np.ndarray, dict[str, Any]]:
-    """AFLite on a set as drawn (no negative replaced): :func:`prune_predictable` down to ``options.min_yield`` of
-    its questions, ``strata`` kept in their drawn shares. Returns ``(kept (Q,), account)``; on too few procedures or
-    questions nothing is dropped (:meth:`AdversarialPolicy.not_filtered`)."""
-    n_q = len(arena.answers)
-    if why := options.not_filtered(len(np.unique(arena.groups)), n_q):
-        return np.ones(n_q, dtype=bool), {"min_yield": options.min_yield, "pruned": 0, "not_filtered": why}
-    floor = math.ceil(options.min_yield * n_q)
-    kept, log, best = prune_predictable(arena, options, floor, seed=seed, strata=strata, progress=progress)
-    sized = {} if options.size == "standard" else {"policy": options.size}
-    return kept, {
-        "min_yield": options.min_yield,
-        **sized,
-        "pruned": int((~kept).sum()),
-        "final_accuracy": log[best]["accuracy"],
-        "chance_bound": log[best]["bound"],
-        "steps": [{k: v for k, v in entry.items() if k != "bound"} for entry in log],
-    }

@@ -254,11 +254,6 @@ class VisualTask(Generic[W]):
 
 
 # -- the driver -------------------------------------------------------------------------------------------
-def key_seed(key: PlanKey) -> tuple[int, int]:
-    """A plan key as seed components."""
-    return (2 if key.k1 is None else key.k1), 0
-
-
 @paused_gc()
 def run(
     task: VisualTask[Any],
