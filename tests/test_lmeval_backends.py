@@ -16,7 +16,7 @@ from test_lmeval import TASKS, VISUAL, _run, _save, _test_rows, check_visual_pro
 from typer.testing import CliRunner
 
 from procbench.cli import app
-from procbench.export.lmeval import IMAGE_PLACEHOLDER, VISUAL_METRIC, export_lm_eval
+from procbench.export.lmeval import IMAGE_PLACEHOLDER, VISUAL_METRIC, export_lm_eval, lm_eval_name
 
 pytest.importorskip("lm_eval")
 pytest.importorskip("transformers")
@@ -133,6 +133,24 @@ def check_context_given(results: dict[str, Any], task: str, *, context: bool) ->
         assert all(shown) if context else not any(shown), (task, context, prompt)
 
 
+def _next_action(store: Path) -> bool:
+    """Next action's default set in ``store`` (its actions extracted with spaCy): False without a spaCy model."""
+    from procbench.extract.parser import installed_model
+
+    if installed_model() is None:
+        return False
+    runner = CliRunner()
+    at = ["--store", str(store)]
+    for args in (
+        ["extract", *at, "--json"],
+        ["embed", *at, "-t", "hashed", "-i", "colour-layout", "--fields", "step_text,procedure_title,action"],
+        ["generate", "--task", "next-action", "--seed", "3", *at, "--json"],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+    return True
+
+
 def _read_back(path: Path, store: Path) -> dict[str, Any]:
     shown = CliRunner().invoke(app, ["evaluate", "--lm-eval", str(path), "--store", str(store), "--json"])
     assert shown.exit_code == 0, shown.output
@@ -145,9 +163,12 @@ def test_a_tiny_gpt2_runs_every_textual_task_through_lm_eval_hf(
 ) -> None:
     import procbench.export.lmeval as lmeval
 
+    textual = list(TASKS)
+    if _next_action(store):
+        textual.append("next-action")
     out = tmp_path / "lm"
-    exported = export_lm_eval(list(TASKS), out, store=store)
-    assert set(exported.groups) == {"textual_cloze", "pair_order", "sequencing"}
+    exported = export_lm_eval(textual, out, store=store)
+    assert set(exported.groups) == {lm_eval_name(task) for task in textual}
     texts = [line for path in out.rglob("*.jsonl") for line in path.read_text(encoding="utf-8").splitlines()]
     model = _tiny_causal_lm(tmp_path / "tiny", texts)
     model_args = {"pretrained": str(model), "device": "cpu"}
@@ -167,7 +188,8 @@ def test_a_tiny_gpt2_runs_every_textual_task_through_lm_eval_hf(
     assert len(set(first)) > 1
     data = _read_back(_save(results, tmp_path / "results"), store)
     rows = {(r["model"], r["qset"]) for r in data["results"]}
-    for qset in ("textual-cloze/default", "textual-cloze/recipeqa", "pair-order/default", "sequencing/default"):
+    sets = ["textual-cloze/default", "textual-cloze/recipeqa", "pair-order/default", "sequencing/default"]
+    for qset in sets + (["next-action/default"] if "next-action" in textual else []):
         assert {(f"lm-eval {model}", qset), (f"lm-eval {model} (no context)", qset)} <= rows
     assert all(r["n"] == LIMIT and r["ci_method"] == "bootstrap" for r in data["results"])
 

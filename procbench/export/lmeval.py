@@ -515,16 +515,41 @@ def export_lm_eval(
     return result
 
 
-def _write_jsonl(path: Path, docs: list[dict[str, Any]]) -> None:
-    with path.open("w", encoding="utf-8") as handle:
-        for doc in docs:
-            handle.write(json.dumps(doc, ensure_ascii=False) + "\n")
+class _SplitWriter:
+    """One split's data file, written as documents come (JSON lines, or Parquet row groups of images), created
+    at the first document; memory holds at most one row group."""
 
+    def __init__(self, path: Path, schema: pa.Schema | None) -> None:
+        self.path, self.schema = path, schema
+        self.count = 0
+        self._rows: list[dict[str, Any]] = []
+        self._parquet: pq.ParquetWriter | None = None
+        self._text: Any = None
 
-def _write_parquet(path: Path, docs: list[dict[str, Any]], schema: pa.Schema) -> None:
-    with pq.ParquetWriter(path, schema, compression="zstd") as writer:
-        for start in range(0, len(docs), ROW_GROUP):
-            writer.write_table(pa.Table.from_pylist(docs[start : start + ROW_GROUP], schema=schema))
+    def add(self, doc: dict[str, Any]) -> None:
+        self.count += 1
+        if self.schema is None:
+            if self._text is None:
+                self._text = self.path.open("w", encoding="utf-8")
+            self._text.write(json.dumps(doc, ensure_ascii=False) + "\n")
+            return
+        self._rows.append(doc)
+        if len(self._rows) == ROW_GROUP:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._rows or self.schema is None:
+            return
+        if self._parquet is None:
+            self._parquet = pq.ParquetWriter(self.path, self.schema, compression="zstd")
+        self._parquet.write_table(pa.Table.from_pylist(self._rows, schema=self.schema))
+        self._rows = []
+
+    def close(self) -> None:
+        self._flush()
+        for handle in (self._parquet, self._text):
+            if handle is not None:
+                handle.close()
 
 
 def _export_set(qset: QuestionSet, inliner: Inliner, images: _Images, out: Path, result: LmEvalExport) -> None:
@@ -540,27 +565,24 @@ def _export_set(qset: QuestionSet, inliner: Inliner, images: _Images, out: Path,
     letters = 2
     test_chance: list[float] = []
     for hub, split in SPLITS.items():
-        docs: list[dict[str, Any]] = []
-        for record in inliner.records(qset, split):
-            doc = _visual_document(record, images) if visual else _document(record)
-            if doc is None:
-                dropped += 1
-                continue
-            if visual:
-                letters = max(letters, len(doc["options"]))
-            if split == "test":
-                test_chance.append(_chance(doc))
-            docs.append(doc)
-        if not docs:
-            continue
-        path = folder / f"{split}.{'parquet' if visual else 'jsonl'}"
-        if schema is not None:
-            _write_parquet(path, docs, schema)
-        else:
-            _write_jsonl(path, docs)
-        files[hub] = path
-        counts[split] = len(docs)
-        result.files.append(path)
+        writer = _SplitWriter(folder / f"{split}.{'parquet' if visual else 'jsonl'}", schema)
+        try:
+            for record in inliner.records(qset, split):
+                doc = _visual_document(record, images) if visual else _document(record)
+                if doc is None:
+                    dropped += 1
+                    continue
+                if visual:
+                    letters = max(letters, len(doc["options"]))
+                if split == "test":
+                    test_chance.append(_chance(doc))
+                writer.add(doc)
+        finally:
+            writer.close()
+        if writer.count:
+            files[hub] = writer.path
+            counts[split] = writer.count
+            result.files.append(writer.path)
     why_dropped = _DROPPED_VISUAL if visual else _DROPPED
     if "test" not in files:
         for path in files.values():
