@@ -38,7 +38,7 @@ from procbench.tasks import TASKS
 
 
 def test_every_task_has_an_options_class_with_the_builders_defaults() -> None:
-    from procbench.generate.textual.samplers import KNN_K as SAMPLER_KNN_K
+    from procbench.generate.textual.context import KNN_K as SAMPLER_KNN_K
     from procbench.generate.visual.bands import DEFAULT_KC
 
     assert set(TASK_OPTIONS) == set(TASKS.names())

@@ -268,7 +268,6 @@ def initial_negatives(
     preference: np.ndarray | None = None,
     offsets: np.ndarray | None = None,
     targets: np.ndarray | None = None,
-    slot_classes: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A starting point: K usable candidates per question, uniformly at random, within ``max_uses``.
 
@@ -280,14 +279,12 @@ def initial_negatives(
     candidates with lower values are taken first (None: in random order). ``offsets`` ``(Q, M)`` and ``targets``
     ``(Q, K)`` (together, e.g. from :func:`lattice_targets`): slot k takes, among the candidates of its class, the
     one whose offset is nearest ``targets[:, k]`` on the same side of 0 (slots nearest 0 first); the classes must
-    follow the sign of the offsets, and ``wants`` and ``preference`` are not used. ``slot_classes`` ``(Q, K)``
-    (with ``targets``): slot k takes a candidate of class ``slot_classes[:, k]`` where its side has one, else any
-    of its side; ``classes`` then says which class each slot got.
+    follow the sign of the offsets, and ``wants`` and ``preference`` are not used.
     """
     if targets is not None:
         if offsets is None or arena.candidate_class is None:
             raise ValueError("targets need offsets and arena.candidate_class")
-        return _slot_negatives(arena, options, rng_seed=seed, offsets=offsets, targets=targets, wants=slot_classes)
+        return _slot_negatives(arena, options, rng_seed=seed, offsets=offsets, targets=targets)
     rng = _START.rng(seed)
     n_q, n_neg = arena.negatives.shape
     allowed = usable_candidates(arena, options)
@@ -354,9 +351,8 @@ def _slot_negatives(
     rng_seed: int,
     offsets: np.ndarray,
     targets: np.ndarray,
-    wants: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`initial_negatives` with a target offset per slot (and with ``wants`` a class per slot)."""
+    """:func:`initial_negatives` with a target offset per slot."""
     rng = _SLOT_START.rng(rng_seed)
     n_q, n_neg = targets.shape
     allowed = usable_candidates(arena, options) & np.isfinite(offsets)
@@ -385,8 +381,6 @@ def _slot_negatives(
             ok = allowed[q] & side & (klass[q] >= 0)
             ok &= uses[codes] < capacity[codes]
             ok &= ~np.isin(codes, list(seen))
-            if wants is not None and (ok & (klass[q] == wants[q, k])).any():
-                ok &= klass[q] == wants[q, k]
             if not ok.any():
                 break
             m = int(np.flatnonzero(ok)[np.argmin(np.abs(offsets[q, ok] - targets[q, k]))])

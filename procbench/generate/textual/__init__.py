@@ -59,8 +59,9 @@ from __future__ import annotations
 from procbench.formats.recipeqa import PLACEHOLDER
 from procbench.generate.textual.build import SWEEP, build
 from procbench.generate.textual.candidates import ADVERSARIAL_DRAFTS, ADVERSARIAL_NEARER
+from procbench.generate.textual.context import KNN_K
 from procbench.generate.textual.pool import MAX_STEPS, MIN_STEPS, MIN_STEPS_DEBIAS, N_QUESTION, normalise_title
-from procbench.generate.textual.samplers import KNN_K, SAMPLERS, Sampler
+from procbench.generate.textual.samplers import SAMPLERS, Sampler
 
 __all__ = [
     "ADVERSARIAL_DRAFTS",

@@ -16,8 +16,9 @@ from procbench.generate.answers import balance_answer_positions
 from procbench.generate.options import NextActionOptions, TextualClozeOptions
 from procbench.generate.search import Searcher
 from procbench.generate.settings import Setting
+from procbench.generate.textual.context import TextualContext
 from procbench.generate.textual.pool import MAX_STEPS, MIN_STEPS, item_embeddings, make_pool, read_items
-from procbench.generate.textual.samplers import SAMPLERS, Sampler, TextualContext
+from procbench.generate.textual.samplers import SAMPLERS, Sampler
 from procbench.progress import SILENT, Progress
 from procbench.qsets.questions import Question
 from procbench.store import Store

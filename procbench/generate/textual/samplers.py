@@ -24,78 +24,40 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from procbench.errors import BadInput
 from procbench.formats.recipeqa import PLACEHOLDER
-from procbench.generate import policy
-from procbench.generate.adversarial import (
-    TEXTUAL_POLICY,
-    AdversarialPolicy,
-    Arena,
-    filter_negatives,
-    initial_negatives,
-    lattice_targets,
-)
-from procbench.generate.debias import ClusterBudget, Clustering, cluster_titles, default_n_clusters, draw_negatives
-from procbench.generate.search import Searcher, median_pair_distance
+from procbench.generate.debias import ClusterBudget, Clustering, draw_negatives
 from procbench.generate.settings import Setting
-from procbench.generate.textual.arena import (
-    answer_ranks,
-    distinct_steps,
-    item_clusters,
-    negative_capacity,
-    question_closeness,
-)
-from procbench.generate.textual.candidates import (
-    ADVERSARIAL_CANDIDATES,
-    ADVERSARIAL_DRAFTS,
-    ADVERSARIAL_NEARER,
-    fits_worse,
-    near_candidates,
-    nearest_titles,
-    pick_windows,
-)
+from procbench.generate.textual.context import DraftPlan, TextualContext
 from procbench.generate.textual.pool import (
-    ITEM_FIELDS,
     MIN_STEPS,
     MIN_STEPS_DEBIAS,
     N_NEGATIVES,
     Draft,
     Pool,
-    StepRows,
-    make_drafts,
-    step_text_embeddings,
 )
-from procbench.progress import Progress
 from procbench.qsets.questions import Question
 from procbench.registry import Registry
-from procbench.rng import stream
-from procbench.store import Store
 
 if TYPE_CHECKING:
-    from procbench.embed import Embeddings, NeighborIndex
+    pass
 
 __all__ = [
-    "KNN_K",
     "SAMPLERS",
-    "Adversarial",
     "Budget",
-    "DraftPlan",
     "Drawn",
     "FarKnn",
     "PerDraft",
     "RecipeQA",
     "Sampler",
-    "TextualContext",
     "make_question",
 ]
 
-KNN_K = 100
 _RANDOM_BATCH = 64
 _RANDOM_TRIES = 16
 #: ``--budget auto``: the budget starts at the even share ``ceil(3 Q / C)`` and grows by this factor until
@@ -106,142 +68,6 @@ AUTO_STEPS = 12
 
 
 #: Each setting's negatives and answer positions; the random title pairs of the RecipeQA style's distance.
-_SETTINGS = stream("textual.settings")
-_PAIRS = stream("textual.recipeqa.min-distance")
-
-
-@dataclass(frozen=True)
-class DraftPlan:
-    """Which drafts a sampler reads: ``per_procedure`` of each procedure, answers drawn with ``replace``."""
-
-    per_procedure: int
-    replace: bool = False
-
-
-@dataclass
-class TextualContext:
-    """Everything a textual sampler reads; shared resources are computed once, when first asked for.
-
-    Attributes:
-        store, items, pool, embeddings: the store, the item kind, the pool of item rows and their embeddings.
-        steps: per procedure, its steps as ``(index, item, normalised item)`` (every step, in order).
-        in_range: the procedures with an allowed step count (those drafts are made of).
-        seed, progress: the run's seed and progress.
-        questions_per_procedure, knn_k, clusters, min_distance: the options (``clusters``, ``min_distance``:
-            None = the default, computed here).
-        adversarial: the adversarial filter's options.
-        hide_window, last: how drafts are made (:func:`~.pool.make_drafts`).
-        searcher: where the neighbour searches of :attr:`index` run (None: in this process).
-    """
-
-    store: Store
-    items: str
-    pool: Pool
-    embeddings: Embeddings
-    steps: dict[str, StepRows]
-    in_range: dict[str, StepRows]
-    seed: int
-    progress: Progress
-    questions_per_procedure: int = 1
-    knn_k: int = KNN_K
-    clusters: int | None = None
-    min_distance: float | None = None
-    adversarial: AdversarialPolicy = TEXTUAL_POLICY
-    notes: dict[str, Any] = field(default_factory=dict)  # shared resources' account (the clustering)
-    hide_window: bool = False
-    last: bool = False
-    searcher: Searcher | None = None
-    _drafts: dict[DraftPlan, dict[str, list[Draft]]] = field(default_factory=dict)
-
-    def drafts(self, plan: DraftPlan) -> dict[str, list[Draft]]:
-        """The drafts of every procedure in range under ``plan`` (made once per plan), in procedure order."""
-        if plan not in self._drafts:
-            self._drafts[plan] = {
-                pid: make_drafts(
-                    pid,
-                    rows,
-                    per_procedure=plan.per_procedure,
-                    replace=plan.replace,
-                    seed=self.seed,
-                    hide_window=self.hide_window,
-                    last=self.last,
-                )
-                for pid, rows in sorted(self.in_range.items())
-            }
-        return self._drafts[plan]
-
-    def rng(self, setting: Setting) -> np.random.Generator:
-        """The generator of ``setting`` (its negatives and answer positions)."""
-        import zlib
-
-        return _SETTINGS.rng(self.seed, zlib.crc32(setting.name.encode("utf-8")))
-
-    @cached_property
-    def fixed_distance(self) -> float:
-        """RecipeQA style's distance: ``min_distance``, else the median distance of random title pairs."""
-        if self.min_distance is not None:
-            return self.min_distance
-        pairs = _PAIRS.rng(self.seed)
-        return median_pair_distance(self.pool.procedures, self.pool.distance, pairs)
-
-    @cached_property
-    def knn(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """``{answer key: (rows, distances)}`` the ``knn_k`` nearest titles of every single-draw draft's answer."""
-        pool = self.pool
-        plan = DraftPlan(self.questions_per_procedure)
-        wanted = sorted(
-            {
-                d.answer_key
-                for ds in self.drafts(plan).values()
-                for d in ds
-                if d.answer_key in pool.positions and d.procedure_id in pool.group_of
-            }
-        )
-        return nearest_titles(self.index, pool, wanted, self.knn_k, self.progress)
-
-    @cached_property
-    def index(self) -> NeighborIndex:
-        """The store's persisted index of the items (every neighbour search goes through it)."""
-        from procbench.embed import load_index
-
-        return load_index(self.store, ITEM_FIELDS[self.items]).served_by(self.searcher)
-
-    @cached_property
-    def clustering(self) -> Clustering:
-        """KMeans over the distinct items (Algorithm 1), ``clusters`` or ``round(sqrt(distinct))`` of them."""
-        embeddings = self.embeddings
-        n_distinct = len(np.unique(embeddings.hashes))
-        n_clusters = self.clusters if self.clusters is not None else default_n_clusters(n_distinct)
-        self.progress.start(f"textual-cloze: KMeans ({n_clusters} clusters)", total=None)
-        clustering = cluster_titles(
-            embeddings.vectors, n_clusters=n_clusters, seed=self.seed, hashes=embeddings.hashes
-        )
-        self.notes["clustering"] = {
-            "clusters": clustering.n_clusters,
-            "inertia": round(clustering.inertia, 4),
-            "n_iter": clustering.n_iter,
-            "largest": int(clustering.sizes().max()),
-            "smallest": int(clustering.sizes().min()),
-        }
-        return clustering
-
-    @cached_property
-    def step_texts(self) -> Embeddings | None:
-        """The step-text embeddings in the items' space when the context shows each answer's step text."""
-        return step_text_embeddings(self.store, self.items, self.embeddings)
-
-    @cached_property
-    def procedure_titles(self) -> Embeddings | None:
-        """The procedure-title embeddings in the items' space, None when the store has none."""
-        from procbench.embed import load_embeddings
-
-        try:
-            titles = load_embeddings(self.store, "procedure_title")
-        except BadInput:
-            return None
-        return titles if titles.encoder == self.embeddings.encoder else None
-
-
 @dataclass
 class Drawn:
     """Negatives of one question and what decided them."""
@@ -492,126 +318,9 @@ class Budget(FarKnn):
         return out
 
 
-class Adversarial(Sampler):
-    """Adversarially filtered negatives (:mod:`procbench.generate.adversarial`) from :meth:`candidates`.
-
-    Each procedure's question is chosen among its first :data:`ADVERSARIAL_DRAFTS` drafts
-    (:func:`~.candidates.pick_windows`). Candidates are titles near the answer, the question mean, each
-    question item and sharing the question's words; with step-text embeddings, none nearer the answer's own
-    step text than the answer (:func:`~.candidates.fits_worse`). Answer ranks are balanced per split, the
-    negatives start on the distance lattice and the filter replaces those the probes reject.
-    """
-
-    style = "adversarial"
-    reports_yield = True
-    #: the candidate sources' sizes (:func:`~.candidates.near_candidates`)
-    sources: ClassVar[dict[str, int]] = ADVERSARIAL_CANDIDATES
-
-    def plan(self) -> DraftPlan:
-        return DraftPlan(max(ADVERSARIAL_DRAFTS, self.context.questions_per_procedure))
-
-    def choose(self, drafts: list[Draft]) -> list[Draft]:
-        return pick_windows(self.context.index, drafts, self.context.pool, self.context.questions_per_procedure)
-
-    def candidates(self, drafts: list[Draft], answers: np.ndarray) -> np.ndarray:
-        """``(Q, M)`` candidate rows per draft (-1: padding), best first; ``answers``: each draft's answer row."""
-        pool, step_texts = self.context.pool, self.context.step_texts
-        candidates = near_candidates(self.context.index, drafts, pool, self.sources)
-        if step_texts is not None:
-            candidates = fits_worse(candidates, answers, drafts, pool, step_texts)
-        return candidates
-
-    def rules(self) -> list[str]:
-        """The card's account of how the candidates were chosen."""
-        rules = [
-            f"each procedure's question is the one of its first {ADVERSARIAL_DRAFTS} drafts whose answer has the "
-            f"most of the {ADVERSARIAL_NEARER} nearest titles of other procedures nearer the question than itself, "
-            "answers whose title other steps share last",
-            "candidates: the titles nearest the answer, the question mean and each question item, and those "
-            "sharing the most words with the question items",
-        ]
-        if self.context.step_texts is not None:
-            rules.append("no negative nearer the answer's own step text than the answer")
-        return rules
-
-    def _arena(self, drafts: list[Draft]) -> Arena:
-        pool = self.context.pool
-        self.context.progress.start(f"textual-cloze/{self.setting.name}: candidates", total=None)
-        answers = np.array([pool.positions[d.answer_key] for d in drafts], dtype=np.int64)
-        candidates = self.candidates(drafts, answers)
-        width = max(len(d.keys) for d in drafts)
-        question_items = np.full((len(drafts), width), -1, dtype=np.int64)
-        for i, d in enumerate(drafts):
-            for n, key in enumerate(d.keys):
-                if n != d.position:
-                    question_items[i, n] = pool.positions.get(key, -1)
-        return Arena(
-            vectors=np.asarray(pool.embeddings.vectors, dtype=np.float32),
-            identity=pool.norm_codes,
-            answers=answers,
-            question_items=question_items,
-            negatives=np.full((len(drafts), N_NEGATIVES), -1, dtype=np.int64),
-            candidates=candidates,
-            groups=np.array([pool.procedure_code.get(d.procedure_id, -1) for d in drafts], dtype=np.int64),
-            texts=pool.texts,
-            clusters=item_clusters(pool, self.context.seed),
-            copies=negative_capacity(pool, answers),
-            placeholder=np.array([d.position for d in drafts], dtype=np.int64),
-        )
-
-    def sample(self, drafts: list[Draft], rng: np.random.Generator) -> dict[int, Question]:
-        pool, options, seed = self.context.pool, self.context.adversarial, self.context.seed
-        drafted = len(drafts)
-        index = [i for i, d in enumerate(drafts) if d.answer_key in pool.positions]
-        self.skip("no_embedding", len(drafts) - len(index))
-        embedded = [drafts[i] for i in index]
-        self.notes["adversarial"] = {}
-        if not embedded:
-            return {}
-        arena = self._arena(embedded)
-        arena.candidate_class, offsets, to_answer = question_closeness(arena)
-        splits = np.array([pool.group_of[d.procedure_id] for d in embedded])
-        ranks = answer_ranks(arena, options, splits, seed=seed)
-        ranked = ranks >= 0
-        self.skip("rank_balance", int((~ranked).sum()))
-        arena, ranks, offsets = arena.subset(ranked, negatives=arena.negatives[ranked]), ranks[ranked], offsets[ranked]
-        kept_index = np.array(index, dtype=np.int64)[ranked]  # into ``drafts``, as the arena's questions are now
-        # the rank-r answer has r negatives closer to the question, evenly spaced in distance with it
-        targets = lattice_targets(ranks, policy.current().LATTICE_SPACING * float(np.std(to_answer)), N_NEGATIVES)
-        start, classes, unfilled = initial_negatives(arena, options, seed=seed, offsets=offsets, targets=targets)
-        self.skip("few_candidates", int(unfilled.sum()))
-        keep = ~unfilled
-        arena, ranks, kept_index = arena.subset(keep, negatives=start[keep]), ranks[keep], kept_index[keep]
-        arena.negative_class = classes[keep]
-        result = None
-        negatives, kept = arena.negatives, np.ones(len(kept_index), dtype=bool)
-        why = options.not_filtered(len(np.unique(arena.groups)), len(arena.groups))
-        if why is None:
-            result = filter_negatives(arena, options, seed=seed, drafted=drafted, progress=self.context.progress)
-            negatives, kept = result.negatives, result.kept
-            self.skip("predictable", int((~kept).sum()))
-        final = distinct_steps(negatives, arena, options.ceiling, pool)
-        made: dict[int, Question] = {}
-        for i in np.flatnonzero(kept).tolist():
-            rows = [int(r) for r in final[i]]
-            gaps = np.linalg.norm(arena.vectors[rows] - arena.vectors[arena.answers[i]], axis=1)
-            drawn = Drawn(rows, gaps.astype(np.float64).tolist(), n_candidates=int((arena.candidates[i] >= 0).sum()))
-            question = make_question(drafts[kept_index[i]], self.setting, pool, drawn, None)
-            question.meta["replacements"] = int(result.replacements[i]) if result is not None else 0
-            question.meta["ceiling"] = options.ceiling
-            question.meta["answer_rank"] = int(ranks[i])
-            made[int(kept_index[i])] = question
-        summary = result.summary() if result is not None else options.unfiltered(why or "")
-        summary["rules"] = self.rules()
-        self.notes["adversarial"] = summary
-        return made
-
-    def report(self) -> dict[str, Any]:
-        return {}
-
-
 #: Textual setting style -> its sampler class.
 SAMPLERS: Registry[type[Sampler]] = Registry("textual sampler")
-for _sampler in (RecipeQA, FarKnn, Budget, Adversarial):
+for _sampler in (RecipeQA, FarKnn, Budget):
     SAMPLERS.add(_sampler.style, _sampler)
+SAMPLERS.add("adversarial", "procbench.generate.textual.adversarial:Adversarial")
 SAMPLERS.add("needs-context", "procbench.generate.textual.needs_context:NeedsContext")

@@ -54,10 +54,10 @@ from procbench.generate.visual.bands import (
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, band_columns
 from procbench.generate.visual.dealer import Classed, rank_notes, tell_classes
-from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window
 from procbench.generate.visual.needs_context import STYLE, run_with_needs_context
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
+from procbench.generate.visual.task import Draw, Items, TableParts, VisualTask, Window
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import dictionary, fixed_lists, struct
 from procbench.store import Store

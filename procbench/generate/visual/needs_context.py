@@ -39,8 +39,9 @@ from procbench.generate.answers import balance_answer_positions
 from procbench.generate.exchangeable import SIZE, draw, symmetric_sets
 from procbench.generate.search import Searcher
 from procbench.generate.settings import Setting
-from procbench.generate.visual.driver import VisualOptions, VisualTask, run
+from procbench.generate.visual.driver import VisualOptions, run
 from procbench.generate.visual.sequences import VisualData
+from procbench.generate.visual.task import VisualTask
 from procbench.progress import SILENT, Progress
 from procbench.qsets.questions import Question
 from procbench.rng import Stream, stream

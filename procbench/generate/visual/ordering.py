@@ -48,9 +48,10 @@ from procbench.generate.options import VisualOrderingOptions
 from procbench.generate.ranks import balanced_ranks
 from procbench.generate.settings import Setting
 from procbench.generate.visual.columns import QuestionColumns
-from procbench.generate.visual.driver import Draw, Items, TableParts, VisualTask, Window, run
+from procbench.generate.visual.driver import run
 from procbench.generate.visual.orders import filter_orders, order_ceiling, shorter_orders
 from procbench.generate.visual.sequences import VisualData
+from procbench.generate.visual.task import Draw, Items, TableParts, VisualTask, Window
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import dictionary, fixed_lists, ragged_lists, struct
 from procbench.store import Store

@@ -1,0 +1,163 @@
+"""What a textual sampler reads (:class:`TextualContext`) and which drafts (:class:`DraftPlan`)."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from procbench.errors import BadInput
+from procbench.generate.adversarial import TEXTUAL_POLICY, AdversarialPolicy
+from procbench.generate.debias import Clustering, cluster_titles, default_n_clusters
+from procbench.generate.search import Searcher, median_pair_distance
+from procbench.generate.settings import Setting
+from procbench.generate.textual.candidates import nearest_titles
+from procbench.generate.textual.pool import ITEM_FIELDS, Draft, Pool, StepRows, make_drafts, step_text_embeddings
+from procbench.progress import Progress
+from procbench.rng import stream
+from procbench.store import Store
+
+if TYPE_CHECKING:
+    from procbench.embed import Embeddings, NeighborIndex
+
+__all__ = ["KNN_K", "DraftPlan", "TextualContext"]
+
+#: The default sampler's k nearest titles (paper 004).
+KNN_K = 100
+
+_SETTINGS = stream("textual.settings")
+_PAIRS = stream("textual.recipeqa.min-distance")
+
+
+@dataclass(frozen=True)
+class DraftPlan:
+    """Which drafts a sampler reads: ``per_procedure`` of each procedure, answers drawn with ``replace``."""
+
+    per_procedure: int
+    replace: bool = False
+
+
+@dataclass
+class TextualContext:
+    """Everything a textual sampler reads; shared resources are computed once, when first asked for.
+
+    Attributes:
+        store, items, pool, embeddings: the store, the item kind, the pool of item rows and their embeddings.
+        steps: per procedure, its steps as ``(index, item, normalised item)`` (every step, in order).
+        in_range: the procedures with an allowed step count (those drafts are made of).
+        seed, progress: the run's seed and progress.
+        questions_per_procedure, knn_k, clusters, min_distance: the options (``clusters``, ``min_distance``:
+            None = the default, computed here).
+        adversarial: the adversarial filter's options.
+        hide_window, last: how drafts are made (:func:`~.pool.make_drafts`).
+        searcher: where the neighbour searches of :attr:`index` run (None: in this process).
+    """
+
+    store: Store
+    items: str
+    pool: Pool
+    embeddings: Embeddings
+    steps: dict[str, StepRows]
+    in_range: dict[str, StepRows]
+    seed: int
+    progress: Progress
+    questions_per_procedure: int = 1
+    knn_k: int = KNN_K
+    clusters: int | None = None
+    min_distance: float | None = None
+    adversarial: AdversarialPolicy = TEXTUAL_POLICY
+    notes: dict[str, Any] = field(default_factory=dict)  # shared resources' account (the clustering)
+    hide_window: bool = False
+    last: bool = False
+    searcher: Searcher | None = None
+    _drafts: dict[DraftPlan, dict[str, list[Draft]]] = field(default_factory=dict)
+
+    def drafts(self, plan: DraftPlan) -> dict[str, list[Draft]]:
+        """The drafts of every procedure in range under ``plan`` (made once per plan), in procedure order."""
+        if plan not in self._drafts:
+            self._drafts[plan] = {
+                pid: make_drafts(
+                    pid,
+                    rows,
+                    per_procedure=plan.per_procedure,
+                    replace=plan.replace,
+                    seed=self.seed,
+                    hide_window=self.hide_window,
+                    last=self.last,
+                )
+                for pid, rows in sorted(self.in_range.items())
+            }
+        return self._drafts[plan]
+
+    def rng(self, setting: Setting) -> np.random.Generator:
+        """The generator of ``setting`` (its negatives and answer positions)."""
+
+        return _SETTINGS.rng(self.seed, zlib.crc32(setting.name.encode("utf-8")))
+
+    @cached_property
+    def fixed_distance(self) -> float:
+        """RecipeQA style's distance: ``min_distance``, else the median distance of random title pairs."""
+        if self.min_distance is not None:
+            return self.min_distance
+        pairs = _PAIRS.rng(self.seed)
+        return median_pair_distance(self.pool.procedures, self.pool.distance, pairs)
+
+    @cached_property
+    def knn(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """``{answer key: (rows, distances)}`` the ``knn_k`` nearest titles of every single-draw draft's answer."""
+        pool = self.pool
+        plan = DraftPlan(self.questions_per_procedure)
+        wanted = sorted(
+            {
+                d.answer_key
+                for ds in self.drafts(plan).values()
+                for d in ds
+                if d.answer_key in pool.positions and d.procedure_id in pool.group_of
+            }
+        )
+        return nearest_titles(self.index, pool, wanted, self.knn_k, self.progress)
+
+    @cached_property
+    def index(self) -> NeighborIndex:
+        """The store's persisted index of the items (every neighbour search goes through it)."""
+        from procbench.embed import load_index
+
+        return load_index(self.store, ITEM_FIELDS[self.items]).served_by(self.searcher)
+
+    @cached_property
+    def clustering(self) -> Clustering:
+        """KMeans over the distinct items (Algorithm 1), ``clusters`` or ``round(sqrt(distinct))`` of them."""
+        embeddings = self.embeddings
+        n_distinct = len(np.unique(embeddings.hashes))
+        n_clusters = self.clusters if self.clusters is not None else default_n_clusters(n_distinct)
+        self.progress.start(f"textual-cloze: KMeans ({n_clusters} clusters)", total=None)
+        clustering = cluster_titles(
+            embeddings.vectors, n_clusters=n_clusters, seed=self.seed, hashes=embeddings.hashes
+        )
+        self.notes["clustering"] = {
+            "clusters": clustering.n_clusters,
+            "inertia": round(clustering.inertia, 4),
+            "n_iter": clustering.n_iter,
+            "largest": int(clustering.sizes().max()),
+            "smallest": int(clustering.sizes().min()),
+        }
+        return clustering
+
+    @cached_property
+    def step_texts(self) -> Embeddings | None:
+        """The step-text embeddings in the items' space when the context shows each answer's step text."""
+        return step_text_embeddings(self.store, self.items, self.embeddings)
+
+    @cached_property
+    def procedure_titles(self) -> Embeddings | None:
+        """The procedure-title embeddings in the items' space, None when the store has none."""
+        from procbench.embed import load_embeddings
+
+        try:
+            titles = load_embeddings(self.store, "procedure_title")
+        except BadInput:
+            return None
+        return titles if titles.encoder == self.embeddings.encoder else None
