@@ -97,5 +97,5 @@ def test_the_wheel_installs_in_a_fresh_environment_and_runs_the_demo(tmp_path: P
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert "The recommended set of every task" in demo.stdout
     report = elsewhere / "demo" / "report"
-    assert (report / "index.html").is_file() and (report / "report.css").is_file()
+    assert (report / "index.html").is_file() and (report / "assets" / "report.css").is_file()
     assert (elsewhere / "demo" / "packets" / "visual-cloze" / "packet.md").is_file()
