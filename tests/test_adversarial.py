@@ -374,11 +374,11 @@ def test_every_task_preset_is_a_frozen_policy_that_states_the_users_options() ->
 
 
 def test_the_demo_policy_states_what_it_shrinks_and_the_standard_one_states_none_of_it() -> None:
-    from procbench.generate.adversarial import DEMO_SIZE, TEXTUAL_POLICY, sized
+    from procbench.generate.adversarial import TEXTUAL_POLICY, demo_size, sized
 
     demo = sized(TEXTUAL_POLICY, "demo")
     stated = demo.to_dict()
-    assert stated["policy"] == "demo" and {k: stated[k] for k in DEMO_SIZE} == DEMO_SIZE
+    assert stated["policy"] == "demo" and {k: stated[k] for k in demo_size()} == demo_size()
     p = current()
     assert demo.prune_partitions < p.PRUNE_PARTITIONS and demo.prune_step > p.PRUNE_STEP
     assert demo.tree_iterations < p.TREE_ITERATIONS

@@ -17,7 +17,8 @@ from procbench.errors import BadInput
 from procbench.generate import Setting, generate
 from procbench.generate import textual as tc
 from procbench.generate.options import TextualClozeOptions
-from procbench.generate.textual.needs_context import PARAPHRASE, TEXT_SLACK, readable_sets
+from procbench.generate.policy import current
+from procbench.generate.textual.needs_context import readable_sets
 from procbench.ingest import ingest_file
 from procbench.qsets import read_question_set
 from procbench.store import Store
@@ -89,9 +90,9 @@ def test_every_question_meets_the_rules(titled_store: Path) -> None:
         t = title_vectors[[title_row[k] for k in keys]]
         x = text_vectors[[text_row[k] for k in keys]]
         alike = t @ t.T
-        assert alike[~np.eye(4, dtype=bool)].max() < PARAPHRASE
+        assert alike[~np.eye(4, dtype=bool)].max() < current().PARAPHRASE
         fit = x @ t.T  # step i's text against title j
-        assert (fit.max(axis=1) - np.diag(fit) <= TEXT_SLACK + 1e-6).all()
+        assert (fit.max(axis=1) - np.diag(fit) <= current().TEXT_SLACK + 1e-6).all()
 
 
 def test_the_answer_is_uniform_among_its_procedures_steps(titled_store: Path) -> None:

@@ -38,8 +38,7 @@ from procbench.tasks import TASKS
 
 
 def test_every_task_has_an_options_class_with_the_builders_defaults() -> None:
-    from procbench.generate.textual.context import KNN_K as SAMPLER_KNN_K
-    from procbench.generate.visual.bands import DEFAULT_KC
+    from procbench.generate.policy import current
 
     assert set(TASK_OPTIONS) == set(TASKS.names())
     for name, cls in TASK_OPTIONS.items():
@@ -48,8 +47,8 @@ def test_every_task_has_an_options_class_with_the_builders_defaults() -> None:
         assert (made.seed, made.split_by, made.split_ratios) == (0, "procedure", (0.8, 0.1, 0.1))
         with pytest.raises(dataclasses.FrozenInstanceError):
             made.seed = 1  # type: ignore[misc]
-    assert KNN_K == SAMPLER_KNN_K == TextualClozeOptions().knn_k == NextActionOptions().knn_k
-    assert KC == DEFAULT_KC == VisualClozeOptions().kc == VisualCoherenceOptions().kc
+    assert KNN_K == current().KNN_K == TextualClozeOptions().knn_k == NextActionOptions().knn_k
+    assert KC == current().KC == VisualClozeOptions().kc == VisualCoherenceOptions().kc
     textual = TextualClozeOptions()
     assert (textual.items, textual.questions_per_procedure, textual.clusters, textual.min_distance) == (
         "title",

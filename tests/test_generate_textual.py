@@ -19,6 +19,7 @@ from procbench.generate import Setting, assign_splits, generate
 from procbench.generate import textual as tc
 from procbench.generate.debias import ClusterBudget, cluster_titles, default_n_clusters, draw_negatives
 from procbench.generate.options import TextualClozeOptions
+from procbench.generate.policy import current, overridden
 from procbench.generate.textual import candidates as textual_candidates
 from procbench.generate.textual import pool as textual_pool
 from procbench.ingest import ingest_file
@@ -115,15 +116,15 @@ class Oracle:
 
 
 def _check(
-    q: dict[str, Any], oracle: Oracle, *, style: str, splits: dict[str, str] | None = None, k: int = tc.KNN_K
+    q: dict[str, Any], oracle: Oracle, *, style: str, splits: dict[str, str] | None = None, k: int = current().KNN_K
 ) -> None:
     """Every per-question constraint of DESIGN §6 and paper 004 (negatives from the same split with ``splits``)."""
     meta, pid = q["meta"], q["procedure_id"]
     choices, answer = q["choices"], q["answer"]
     n = oracle.n_steps[pid]
-    assert tc.MIN_STEPS <= n <= tc.MAX_STEPS and meta["n_steps"] == n
+    assert current().MIN_STEPS <= n <= current().MAX_STEPS and meta["n_steps"] == n
     if style == "debias" and meta["setting"] != "debias-auto":  # --budget auto keeps short procedures
-        assert n >= tc.MIN_STEPS_DEBIAS
+        assert n >= current().MIN_STEPS_DEBIAS
     if style == "needs":  # the blank alone, its step's text the context, four steps of the procedure as choices
         _check_needs_context(q, oracle, splits)
         return
@@ -530,7 +531,7 @@ def _pool_and_options(store: Store, per_procedure: int = 6) -> tuple[Any, list[A
     options = [
         d
         for pid, rows in sorted(steps.items())
-        if tc.MIN_STEPS <= len(rows) <= tc.MAX_STEPS
+        if current().MIN_STEPS <= len(rows) <= current().MAX_STEPS
         for d in textual_pool.make_drafts(pid, rows, per_procedure=per_procedure, replace=False, seed=0)
     ]
     return pool, options
@@ -556,7 +557,7 @@ def test_adversarial_questions_are_those_whose_answer_other_titles_come_nearest(
         other = np.flatnonzero(
             (oracle.procedures != d.procedure_id) & np.array([oracle.titles.get(k) is not None for k in oracle.keys])
         )
-        nearest = np.sort(np.linalg.norm(oracle.vectors[other] - mean, axis=1))[: tc.ADVERSARIAL_NEARER]
+        nearest = np.sort(np.linalg.norm(oracle.vectors[other] - mean, axis=1))[: current().ADVERSARIAL_NEARER]
         return int((nearest < radius - 1e-6).sum())
 
     picked = textual_candidates.pick_windows(load_index(store, "step_title"), options, pool, 1)
@@ -604,7 +605,9 @@ def test_adversarial_questions_avoid_answers_with_a_generic_title(tmp_path: Path
     assert len(picked) == len(records)
     assert all(pool.norms[pool.positions[d.answer_key]] != tc.normalise_title("Ingredients") for d in picked)
     # when every draft is asked, so is it
-    everything = textual_candidates.pick_windows(load_index(store, "step_title"), options, pool, tc.ADVERSARIAL_DRAFTS)
+    everything = textual_candidates.pick_windows(
+        load_index(store, "step_title"), options, pool, current().ADVERSARIAL_DRAFTS
+    )
     assert any(pool.norms[pool.positions[d.answer_key]] == tc.normalise_title("Ingredients") for d in everything)
 
 
@@ -645,11 +648,8 @@ def test_word_neighbours_are_the_rows_sharing_the_most_word_weight(seed: int) ->
     rows = np.sort(rng.choice(n, 40, replace=False))
     shown = rng.integers(-1, n, size=(7, 3))
     for cap in (n, 10):
-        textual_candidates.WORD_POSTINGS, kept = cap, textual_candidates.WORD_POSTINGS
-        try:
+        with overridden(WORD_POSTINGS=cap):
             found = textual_candidates._word_neighbours(weights, shown, rows, 5)
-        finally:
-            textual_candidates.WORD_POSTINGS = kept
         pool = weights[rows].toarray()
         common = (pool > 0).sum(axis=0) > cap
         pool[:, common] = 0

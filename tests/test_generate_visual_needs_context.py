@@ -17,8 +17,8 @@ from procbench.errors import BadInput
 from procbench.formats.recipeqa import PLACEHOLDER
 from procbench.generate import Setting, generate
 from procbench.generate.options import VisualClozeOptions, VisualCoherenceOptions
+from procbench.generate.policy import current
 from procbench.generate.visual import cloze, coherence
-from procbench.generate.visual.needs_context import IMAGE_ALIKE, TEXT_ALIKE
 from procbench.qsets.files import QuestionSet, question_set_dir
 from procbench.qsets.questions import Question
 from procbench.store import Store
@@ -70,7 +70,9 @@ def test_every_question_is_four_photos_of_its_procedure_that_the_rule_keeps(phot
         photos = photos / np.linalg.norm(photos, axis=1, keepdims=True)
         said = np.asarray(texts.vectors)[[text_row[f"{q.procedure_id}#{s}"] for s in steps]]
         off = ~np.eye(4, dtype=bool)
-        assert (photos @ photos.T)[off].max() < IMAGE_ALIKE and (said @ said.T)[off].max() < TEXT_ALIKE
+        assert (photos @ photos.T)[off].max() < current().IMAGE_ALIKE and (said @ said.T)[
+            off
+        ].max() < current().TEXT_ALIKE
 
 
 @pytest.mark.parametrize("task", TASKS)

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from procbench.errors import BadInput
+from procbench.generate import policy
 
 __all__ = [
-    "MAX_DEFAULT_CLUSTERS",
     "ClusterBudget",
     "Clustering",
     "cluster_titles",
@@ -33,15 +33,12 @@ __all__ = [
     "row_hashes",
 ]
 
-#: The default number of clusters is ``round(sqrt(distinct titles))`` capped at this.
-MAX_DEFAULT_CLUSTERS = 100
-
 
 def default_n_clusters(n_distinct: int) -> int:
-    """``round(√n_distinct)``, at least 1 (2 when there are two titles), at most :data:`MAX_DEFAULT_CLUSTERS`."""
+    """``round(√n_distinct)``, at least 1 (2 when there are two titles), at most ``MAX_DEFAULT_CLUSTERS`` (policy)."""
     if n_distinct <= 1:
         return 1
-    return max(2, min(MAX_DEFAULT_CLUSTERS, round(math.sqrt(n_distinct))))
+    return max(2, min(policy.current().MAX_DEFAULT_CLUSTERS, round(math.sqrt(n_distinct))))
 
 
 @dataclass(frozen=True)

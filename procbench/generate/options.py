@@ -32,6 +32,7 @@ from procbench.generate.adversarial.policy import (
     AdversarialPolicy,
     sized,
 )
+from procbench.generate.policy import Policy
 from procbench.tasks import TEXTUAL_ITEMS
 
 if TYPE_CHECKING:
@@ -55,10 +56,10 @@ __all__ = [
 
 #: Largest seed (every random generator procbench uses takes 32 bits).
 MAX_SEED = 2**32 - 1
-#: The textual samplers' neighbours of the correct item (paper 004: k = 100).
-KNN_K = 100
+#: The textual samplers' neighbours of the correct item (paper 004: k = 100; :mod:`procbench.generate.policy`).
+KNN_K = Policy().KNN_K
 #: The visual tasks' K_C, the neighbours of each anchor that define the K2 band (paper 001: 100).
-KC = 100
+KC = Policy().KC
 #: Textual cloze's negatives per question (``knn_k`` must be above it).
 _NEGATIVES = 3
 #: The order the options are recorded in (the command line's; a card lists them in it).

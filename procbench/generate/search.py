@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from procbench.embed.index import Searcher
+from procbench.generate import policy
 
 if TYPE_CHECKING:
     from procbench.embed import NeighborIndex
 
-__all__ = ["PAIRS", "Searcher", "knn", "median_pair_distance", "search_until_k"]
+__all__ = ["Searcher", "knn", "median_pair_distance", "search_until_k"]
 
-#: Random pairs drawn to estimate the RecipeQA style's fixed distance.
-PAIRS = 10_000
 #: Queries one :func:`search_until_k` call hands :func:`knn` at a time (bounds the ``(queries, fetch)`` arrays).
 SEARCH_BLOCK = 32_768
 
@@ -124,9 +123,10 @@ def median_pair_distance(
     distance: Callable[[np.ndarray, np.ndarray], np.ndarray],
     rng: np.random.Generator,
     *,
-    pairs: int = PAIRS,
+    pairs: int | None = None,
 ) -> float:
-    """The median of ``distance(i, j)`` over ``pairs`` random pairs of rows of different ``groups``.
+    """The median of ``distance(i, j)`` over ``pairs`` random pairs of rows of different ``groups`` (None: the
+    policy's ``MIN_DISTANCE_PAIRS``).
 
     Args:
         groups: ``(N,)`` int64 the procedure of each row (rows of one procedure are never paired).
@@ -138,6 +138,7 @@ def median_pair_distance(
     n = len(groups)
     if n < 2:
         return 0.0
+    pairs = policy.current().MIN_DISTANCE_PAIRS if pairs is None else pairs
     i, j = rng.integers(0, n, pairs), rng.integers(0, n, pairs)
     keep = groups[i] != groups[j]
     if not keep.any():

@@ -16,6 +16,7 @@ import numpy as np
 
 from procbench.card.setting_report import SettingReport
 from procbench.errors import BadInput
+from procbench.generate import policy
 from procbench.generate.options import SequencingOptions
 from procbench.generate.settings import Setting
 from procbench.progress import SILENT, Progress
@@ -27,7 +28,6 @@ from procbench.store.views import kept_steps
 __all__ = ["SWEEP", "build", "read_references"]
 
 SWEEP = [Setting("default")]
-MAX_STEPS = 5
 
 
 #: Sequencing's shuffles.
@@ -81,8 +81,9 @@ def build(
         if len(rows) < min_steps:
             skipped += 1
             continue
-        start = int(rng.integers(0, len(rows) - MAX_STEPS + 1)) if len(rows) > MAX_STEPS else 0
-        window = rows[start : start + MAX_STEPS]
+        most = policy.current().SEQUENCE_STEPS
+        start = int(rng.integers(0, len(rows) - most + 1)) if len(rows) > most else 0
+        window = rows[start : start + most]
         keys = [f"{pid}#{r['index']}" for r in window]
         shuffled = _derangement_free_shuffle(len(keys), rng)
         alternatives = []

@@ -37,11 +37,11 @@ from procbench.generate.adversarial.arena import (
 from procbench.generate.adversarial.filter import filter_negatives
 from procbench.generate.adversarial.policy import (
     COHERENCE_POLICY,
-    DEMO_SIZE,
     IMAGE_POLICY,
     POLICY_SIZES,
     TEXTUAL_POLICY,
     AdversarialPolicy,
+    demo_size,
     preset,
     sized,
 )
@@ -63,7 +63,6 @@ from procbench.generate.adversarial.rounds import (
 __all__ = [
     "CLUSTER_COUNT_COLUMNS",
     "COHERENCE_POLICY",
-    "DEMO_SIZE",
     "FILTER_MODELS",
     "IMAGE_POLICY",
     "ITEM_COUNT_COLUMNS",
@@ -85,6 +84,7 @@ __all__ = [
     "probe_costs",
     "prune_predictable",
     "run_rounds",
+    "demo_size",
     "preset",
     "sized",
     "told_questions",

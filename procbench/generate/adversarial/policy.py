@@ -11,12 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from procbench.errors import BadInput
-from procbench.generate.policy import current
+from procbench.generate.policy import Policy, current
 from procbench.shortcuts import MIN_CV_QUESTIONS
 
 __all__ = [
     "COHERENCE_POLICY",
-    "DEMO_SIZE",
     "DEFAULT_POLICY",
     "FAST_TREES",
     "IMAGE_POLICY",
@@ -25,6 +24,8 @@ __all__ = [
     "TEXTUAL_POLICY",
     "AdversarialPolicy",
     "preset",
+    "demo_size",
+    "size_values",
     "sized",
 ]
 
@@ -35,7 +36,10 @@ def _now(name: str) -> Any:
 
 
 #: The textual filter's cheaper partial-input trees (a third of the audit's cost; benchmarks/adversarial_constants.md).
-FAST_TREES: dict[str, Any] = {"tree_iterations": 60, "tree_bins": 63}
+FAST_TREES: dict[str, Any] = {
+    "tree_iterations": Policy().FAST_TREE_ITERATIONS,
+    "tree_bins": Policy().FAST_TREE_BINS,
+}
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ class AdversarialPolicy:
             (:data:`MAX_FIT_QUESTIONS`; None: all), so a round's fits cost the same on any set size.
         patience: the rounds stop when this many rounds in a row brought no round nearer chance than the best
             (None: run every round; the textual preset: :data:`PATIENCE`).
-        size: ``standard``, or ``demo`` (:data:`DEMO_SIZE`, :func:`sized`).
+        size: ``standard``, or ``demo`` (:func:`demo_size`, :func:`sized`).
     """
 
     rounds: int = _now("ROUNDS")
@@ -120,7 +124,7 @@ class AdversarialPolicy:
         }
         if self.size != "standard":
             out["policy"] = self.size
-            out.update({name: getattr(self, name) for name in POLICY_SIZES[self.size]})
+            out.update({name: getattr(self, name) for name in size_values(self.size)})
         return out
 
 
@@ -140,7 +144,8 @@ def preset(name: str) -> AdversarialPolicy:
         return AdversarialPolicy()
     if name == "textual":
         return AdversarialPolicy(min_yield=p.MIN_YIELD, probe_repeats=1, prune_repeats=1, prune_partitions=1,
-                                 prune_carry=True, patience=p.PATIENCE, **FAST_TREES)  # fmt: skip
+                                 prune_carry=True, patience=p.PATIENCE, tree_iterations=p.FAST_TREE_ITERATIONS,
+                                 tree_bins=p.FAST_TREE_BINS)  # fmt: skip
     if name == "image":
         return AdversarialPolicy(ceiling=p.IMAGE_CEILING, min_yield=p.MIN_YIELD)
     if name == "coherence":
@@ -156,24 +161,35 @@ IMAGE_POLICY = preset("image")
 COHERENCE_POLICY = preset("coherence")
 MIN_YIELD = current().MIN_YIELD
 
+
 #: ``--policy demo``: a demo-sized filter for a small sample in seconds rather than minutes: 4 rounds of one
 #: 3-fold ensemble judged alone, whose partial-input trees have 50 boosting iterations (150 standard); pruning
 #: scores each step with one cross-fitting (one partition of one ensemble) and drops a tenth of the questions per
 #: step. Weaker than the standard policy (the probes are noisier, so sets end further from chance); the card names
 #: the policy. Pruning was most of the demo's filtering time (3 partitions per step, one question dropped per step
 #: on the 45-procedure sample: 7-8 steps per set).
-DEMO_SIZE: dict[str, Any] = {
-    "rounds": 4,
-    "n_folds": 3,
-    "probe_repeats": 1,
-    "judge_rounds": 1,
-    "prune_repeats": 1,
-    "prune_partitions": 1,
-    "prune_step": 0.1,
-    "tree_iterations": 50,
-}
+def demo_size() -> dict[str, Any]:
+    """The demo size's values (``DEMO_*``, :mod:`procbench.generate.policy`), read now."""
+    p = current()
+    return {
+        "rounds": p.DEMO_ROUNDS,
+        "n_folds": p.DEMO_FOLDS,
+        "probe_repeats": 1,
+        "judge_rounds": 1,
+        "prune_repeats": 1,
+        "prune_partitions": 1,
+        "prune_step": p.DEMO_PRUNE_STEP,
+        "tree_iterations": p.DEMO_TREE_ITERATIONS,
+    }
+
+
 #: ``--policy``: the sizes a task's preset comes in.
-POLICY_SIZES = {"standard": {}, "demo": DEMO_SIZE}
+POLICY_SIZES = ("standard", "demo")
+
+
+def size_values(size: str) -> dict[str, Any]:
+    """What ``size`` changes of a preset (``standard``: nothing)."""
+    return demo_size() if size == "demo" else {}
 
 
 def sized(policy: AdversarialPolicy, size: str | None) -> AdversarialPolicy:
@@ -186,4 +202,4 @@ def sized(policy: AdversarialPolicy, size: str | None) -> AdversarialPolicy:
         return policy
     if size not in POLICY_SIZES:
         raise BadInput(f"--policy takes {' or '.join(POLICY_SIZES)}, not {size!r}")
-    return dataclasses.replace(policy, size=size, **POLICY_SIZES[size])
+    return dataclasses.replace(policy, size=size, **size_values(size))

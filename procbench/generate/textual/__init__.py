@@ -33,7 +33,7 @@ the question's own split, so a title of one split is never a choice in another.
 
 The questions of ``recipeqa``, ``default`` and ``debias`` are paired: a procedure's window and placeholder are
 drawn from a generator seeded by (seed, procedure id), so those settings differ only in their negatives.
-``adversarial`` chooses each procedure's question among its first :data:`ADVERSARIAL_DRAFTS` drafts: one whose
+``adversarial`` chooses each procedure's question among its first ``ADVERSARIAL_DRAFTS`` (policy) drafts: one whose
 answer title no other step shares (a generic title's count in the set gives it away), and of those the one
 whose answer has the most titles of other procedures nearer the question (:func:`~.candidates.pick_windows`), since an
 answer nearer its question than anything else gives itself away whatever the negatives; its negatives are
@@ -58,18 +58,10 @@ from __future__ import annotations
 
 from procbench.formats.recipeqa import PLACEHOLDER
 from procbench.generate.textual.build import SWEEP, build
-from procbench.generate.textual.candidates import ADVERSARIAL_DRAFTS, ADVERSARIAL_NEARER
-from procbench.generate.textual.context import KNN_K
-from procbench.generate.textual.pool import MAX_STEPS, MIN_STEPS, MIN_STEPS_DEBIAS, N_QUESTION, normalise_title
+from procbench.generate.textual.pool import N_QUESTION, normalise_title
 from procbench.generate.textual.samplers import SAMPLERS, Sampler
 
 __all__ = [
-    "ADVERSARIAL_DRAFTS",
-    "ADVERSARIAL_NEARER",
-    "KNN_K",
-    "MAX_STEPS",
-    "MIN_STEPS",
-    "MIN_STEPS_DEBIAS",
     "N_QUESTION",
     "PLACEHOLDER",
     "SAMPLERS",

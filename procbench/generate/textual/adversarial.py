@@ -25,9 +25,6 @@ from procbench.generate.textual.arena import (
     question_closeness,
 )
 from procbench.generate.textual.candidates import (
-    ADVERSARIAL_CANDIDATES,
-    ADVERSARIAL_DRAFTS,
-    ADVERSARIAL_NEARER,
     fits_worse,
     near_candidates,
     pick_windows,
@@ -43,7 +40,7 @@ __all__ = ["Adversarial"]
 class Adversarial(Sampler):
     """Adversarially filtered negatives (:mod:`procbench.generate.adversarial`) from :meth:`candidates`.
 
-    Each procedure's question is chosen among its first :data:`ADVERSARIAL_DRAFTS` drafts
+    Each procedure's question is chosen among its first ``ADVERSARIAL_DRAFTS`` (policy) drafts
     (:func:`~.candidates.pick_windows`). Candidates are titles near the answer, the question mean, each
     question item and sharing the question's words; with step-text embeddings, none nearer the answer's own
     step text than the answer (:func:`~.candidates.fits_worse`). Answer ranks are balanced per split, the
@@ -53,10 +50,15 @@ class Adversarial(Sampler):
     style = "adversarial"
     reports_yield = True
     #: the candidate sources' sizes (:func:`~.candidates.near_candidates`)
-    sources: ClassVar[dict[str, int]] = ADVERSARIAL_CANDIDATES
+    source_names: ClassVar[tuple[str, ...]] = ("answer", "question", "items", "words")
+
+    @property
+    def sources(self) -> dict[str, int]:
+        """Each candidate source's size (``TEXT_CANDIDATES``, :mod:`procbench.generate.policy`)."""
+        return dict.fromkeys(self.source_names, policy.current().TEXT_CANDIDATES)
 
     def plan(self) -> DraftPlan:
-        return DraftPlan(max(ADVERSARIAL_DRAFTS, self.context.questions_per_procedure))
+        return DraftPlan(max(policy.current().ADVERSARIAL_DRAFTS, self.context.questions_per_procedure))
 
     def choose(self, drafts: list[Draft]) -> list[Draft]:
         return pick_windows(self.context.index, drafts, self.context.pool, self.context.questions_per_procedure)
@@ -71,9 +73,10 @@ class Adversarial(Sampler):
 
     def rules(self) -> list[str]:
         """The card's account of how the candidates were chosen."""
+        p = policy.current()
         rules = [
-            f"each procedure's question is the one of its first {ADVERSARIAL_DRAFTS} drafts whose answer has the "
-            f"most of the {ADVERSARIAL_NEARER} nearest titles of other procedures nearer the question than itself, "
+            f"each procedure's question is the one of its first {p.ADVERSARIAL_DRAFTS} drafts whose answer has the "
+            f"most of the {p.ADVERSARIAL_NEARER} nearest titles of other procedures nearer the question than itself, "
             "answers whose title other steps share last",
             "candidates: the titles nearest the answer, the question mean and each question item, and those "
             "sharing the most words with the question items",

@@ -11,13 +11,14 @@ from typing import Any
 
 from procbench.card.setting_report import SettingReport
 from procbench.errors import BadInput
+from procbench.generate import policy
 from procbench.generate.adversarial import preset
 from procbench.generate.answers import balance_answer_positions
 from procbench.generate.options import NextActionOptions, TextualClozeOptions
 from procbench.generate.search import Searcher
 from procbench.generate.settings import Setting
 from procbench.generate.textual.context import TextualContext
-from procbench.generate.textual.pool import MAX_STEPS, MIN_STEPS, item_embeddings, make_pool, read_items
+from procbench.generate.textual.pool import item_embeddings, make_pool, read_items
 from procbench.generate.textual.samplers import SAMPLERS, Sampler
 from procbench.progress import SILENT, Progress
 from procbench.qsets.questions import Question
@@ -79,13 +80,14 @@ def build(
     steps, title_source = read_items(store, items)
     embeddings = item_embeddings(store, items)
     pool = make_pool(embeddings, steps, splits)
+    p = policy.current()
     context = TextualContext(
         store=store,
         items=items,
         pool=pool,
         embeddings=embeddings,
         steps=steps,
-        in_range={pid: rows for pid, rows in steps.items() if MIN_STEPS <= len(rows) <= MAX_STEPS},
+        in_range={pid: rows for pid, rows in steps.items() if p.MIN_STEPS <= len(rows) <= p.MAX_STEPS},
         seed=options.seed,
         progress=progress,
         questions_per_procedure=options.questions_per_procedure,

@@ -16,17 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from procbench.generate import policy
 from procbench.generate.search import knn, search_until_k
-from procbench.generate.textual.pool import MAX_STEPS, Draft, Pool, question_vectors
+from procbench.generate.textual.pool import Draft, Pool, question_vectors
 from procbench.progress import Progress
 
 if TYPE_CHECKING:
     from procbench.embed import Embeddings, NeighborIndex
 
 __all__ = [
-    "ADVERSARIAL_CANDIDATES",
-    "ADVERSARIAL_DRAFTS",
-    "ADVERSARIAL_NEARER",
     "fits_worse",
     "near_candidates",
     "nearest_titles",
@@ -104,18 +102,13 @@ def _search_until_k(
         out[key] = (hit[found], d[found].astype(np.float64))
 
 
-#: Adversarial negatives: candidates per question from each source (:func:`near_candidates`).
-ADVERSARIAL_CANDIDATES = {"answer": 48, "question": 48, "items": 48, "words": 48}
 #: Questions whose word candidates are scored together (one sparse ``(WORD_BLOCK, rows)`` score block).
 WORD_BLOCK = 256
-#: A content word in more rows of a split than this is too common to draw negatives by (RecipeQA's most common
-#: title word, "ingredients", is in 390 of 4,043 titles): matching it would compare a question with a fixed share
-#: of the split, quadratic in the set.
-WORD_POSTINGS = 1000
 
 
 #: On an approximate (IVF) store index, a split of at most this many rows is searched over an exact index of its own
 #: rows: below it an exact search costs less per query than a filtered IVF one (benchmarks/adversarial_constants.md).
+#: The same rows either way on the stores measured, so it is a block size. block-size
 SPLIT_EXACT_ROWS = 65_536
 
 
@@ -156,14 +149,6 @@ class SplitSearch:
         return search_until_k(self.index, vectors, k, exclude=procedures, keep=keep, fetch=fetch, limit=self.total)
 
 
-#: Adversarial setting: a procedure's question is chosen among this many of its drafts (distinct answers) ...
-ADVERSARIAL_DRAFTS = 6
-
-
-#: ... preferring one whose answer has this many titles of other procedures of its split nearer the question.
-ADVERSARIAL_NEARER = 16
-
-
 def _shared_answer(draft: Draft, pool: Pool) -> bool:
     """Whether the draft's answer shows a (normalised) title that other steps of the pool show too."""
     row = pool.positions.get(draft.answer_key, -1)
@@ -176,7 +161,7 @@ def pick_windows(index: NeighborIndex, options: list[Draft], pool: Pool, per_pro
 
     An answer nearer its question's mean than every title of the other procedures gives itself away whatever
     its negatives are (no candidate can sit beside it). Each option's answer is scored by how many of the
-    :data:`ADVERSARIAL_NEARER` titles of other procedures of its split nearest the question mean are nearer
+    ``ADVERSARIAL_NEARER`` (policy) titles of other procedures of its split nearest the question mean are nearer
     than it; a procedure keeps its best-scored options, earlier drafts first on ties (the first draft is the
     other settings' question). Options are in procedure order, as :func:`make_drafts` lists them.
 
@@ -204,7 +189,9 @@ def pick_windows(index: NeighborIndex, options: list[Draft], pool: Pool, per_pro
             if not allowed.any():
                 continue
             procedures = [chosen[i].procedure_id for i in members.tolist()]
-            distance, hit = SplitSearch(index, pool, allowed)(means[members], procedures, ADVERSARIAL_NEARER)
+            distance, hit = SplitSearch(index, pool, allowed)(
+                means[members], procedures, policy.current().ADVERSARIAL_NEARER
+            )
             nearer = (hit >= 0) & (distance < radius[members][:, None])
             score[np.array(embedded)[members]] = nearer.sum(axis=1)
     picked: list[Draft] = []
@@ -294,7 +281,7 @@ def near_candidates(index: NeighborIndex, drafts: list[Draft], pool: Pool, sizes
 
         def nearest(queries: np.ndarray, k: int, search: SplitSearch = search) -> np.ndarray:
             """``(B, k + MAX_STEPS)`` rows nearest ``queries (B, D)``: room for the own procedure's, dropped below."""
-            return search(queries, [None] * len(queries), k + MAX_STEPS)[1]
+            return search(queries, [None] * len(queries), k + policy.current().MAX_STEPS)[1]
 
         for source, k in sizes.items():
             if k <= 0:
@@ -307,13 +294,13 @@ def near_candidates(index: NeighborIndex, drafts: list[Draft], pool: Pool, sizes
                 items = shown[members]
                 per_item = -(-k // max(1, items.shape[1]))
                 shown_items = items >= 0  # items is padded to the longest question: only shown items are searched
-                found = np.full((*items.shape, per_item + MAX_STEPS), -1, dtype=np.int64)
+                found = np.full((*items.shape, per_item + policy.current().MAX_STEPS), -1, dtype=np.int64)
                 found[shown_items] = nearest(np.asarray(vectors[items[shown_items]], dtype=np.float32), per_item)
                 hits = found.transpose(0, 2, 1).reshape(len(members), -1)  # interleaved: each item's nearest first
             elif source == "words":
                 if words is None:
                     continue
-                hits = _word_neighbours(words, shown[members], rows, k + MAX_STEPS)
+                hits = _word_neighbours(words, shown[members], rows, k + policy.current().MAX_STEPS)
             else:
                 raise ValueError(f"unknown candidate source {source!r}")
             for j, i in enumerate(members.tolist()):
@@ -335,12 +322,12 @@ def _word_neighbours(words: Any, shown: np.ndarray, rows: np.ndarray, k: int) ->
 
     The scores stay sparse: a question is compared only with the rows sharing one of its words (an inverted
     index's work), not with every row of the split, whose dense ``(B, rows)`` block made this quadratic. A word
-    in more than :data:`WORD_POSTINGS` rows counts as a stop word here, so a question's work is bounded and the
+    in more than ``WORD_POSTINGS`` (policy) rows counts as a stop word here, so a question's work is bounded and the
     whole is linear in the split."""
     import scipy.sparse as sp
 
     pool_words = sp.csr_matrix(words[rows])
-    common = pool_words.getnnz(axis=0) > WORD_POSTINGS
+    common = pool_words.getnnz(axis=0) > policy.current().WORD_POSTINGS
     if common.any():
         pool_words = sp.csr_matrix(pool_words @ sp.diags((~common).astype(np.float32)))
         pool_words.eliminate_zeros()

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from procbench.errors import BadInput
+from procbench.generate import policy
 from procbench.generate.adversarial import TEXTUAL_POLICY, AdversarialPolicy
 from procbench.generate.debias import Clustering, cluster_titles, default_n_clusters
 from procbench.generate.search import Searcher, median_pair_distance
@@ -23,10 +24,7 @@ from procbench.store import Store
 if TYPE_CHECKING:
     from procbench.embed import Embeddings, NeighborIndex
 
-__all__ = ["KNN_K", "DraftPlan", "TextualContext"]
-
-#: The default sampler's k nearest titles (paper 004).
-KNN_K = 100
+__all__ = ["DraftPlan", "TextualContext"]
 
 _SETTINGS = stream("textual.settings")
 _PAIRS = stream("textual.recipeqa.min-distance")
@@ -65,7 +63,7 @@ class TextualContext:
     seed: int
     progress: Progress
     questions_per_procedure: int = 1
-    knn_k: int = KNN_K
+    knn_k: int = field(default_factory=lambda: policy.current().KNN_K)
     clusters: int | None = None
     min_distance: float | None = None
     adversarial: AdversarialPolicy = TEXTUAL_POLICY

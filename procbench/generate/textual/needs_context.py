@@ -8,8 +8,8 @@ question shows beside the blank, so this setting removes them by construction:
 - **The question is the blank alone**; its context is the text of the blank's step.
 - **The choices are four steps of one procedure, drawn as an unordered set**, uniformly among the sets that
   :func:`readable_sets` keeps, and the answer is drawn uniformly among the four. The rule treats the four alike:
-  no two titles the same after normalising or paraphrases of each other (cosine :data:`PARAPHRASE` or more),
-  and no step's text more than :data:`TEXT_SLACK` nearer (cosine) another choice's title than its own.
+  no two titles the same after normalising or paraphrases of each other (cosine ``PARAPHRASE`` or more, policy),
+  and no step's text more than ``TEXT_SLACK`` nearer (cosine) another choice's title than its own.
 
 Neither the draw nor the rule looks at which step is the answer, so, given what a reader without the context sees
 (four titles of one procedure), each is the answer with probability 1/4: a context-free reader, person, probe or
@@ -18,7 +18,7 @@ point for SWAG's negatives drawn from the answer's own distribution). No adversa
 negatives by what the answer is would break that symmetry. With the context the reader matches the step's text to
 its title among its procedure's other titles.
 
-:data:`TEXT_SLACK` trades yield for how plainly the text tells (measured in ``benchmarks/reader_checks.md``, v9).
+``TEXT_SLACK`` trades yield for how plainly the text tells (measured in ``benchmarks/reader_checks.md``, v9).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from procbench.generate import policy
 from procbench.generate.exchangeable import SIZE as CHOICES
 from procbench.generate.exchangeable import draw, symmetric_sets
 from procbench.generate.textual.pool import N_NEGATIVES, Draft
@@ -35,12 +36,8 @@ from procbench.generate.textual.samplers import Drawn, Sampler, make_question
 from procbench.qsets.questions import Question
 from procbench.rng import stream
 
-__all__ = ["NeedsContext", "PARAPHRASE", "RULES", "TEXT_SLACK", "readable_sets"]
+__all__ = ["NeedsContext", "readable_sets", "rules"]
 
-#: Cosine at or above which two titles may say the same: no two choices that close.
-PARAPHRASE = 0.75
-#: No choice's step text is more than this nearer (cosine) another choice's title than its own title.
-TEXT_SLACK = 0.12
 #: Each procedure's set and answer.
 _SETS = stream("textual.needs-context.sets")
 
@@ -53,12 +50,13 @@ def readable_sets(titles: np.ndarray, texts: np.ndarray, norms: np.ndarray) -> n
         titles: ``(n, D)`` unit title vectors; texts: ``(n, D)`` unit step-text vectors, same order;
         norms: ``(n,)`` normalised-title codes.
 
-    A set is kept when its titles are pairwise distinct after normalising and below :data:`PARAPHRASE` in
-    cosine, and no step's text is more than :data:`TEXT_SLACK` nearer another of the three titles than its own.
+    A set is kept when its titles are pairwise distinct after normalising and below ``PARAPHRASE`` in
+    cosine, and no step's text is more than ``TEXT_SLACK`` nearer another of the three titles than its own.
     """
     alike = np.asarray(titles @ titles.T, dtype=np.float64)
     alike[norms[:, None] == norms[None, :]] = np.inf
-    return symmetric_sets(len(titles), apart=[(alike, PARAPHRASE)], fit=texts @ titles.T, slack=TEXT_SLACK)
+    p = policy.current()
+    return symmetric_sets(len(titles), apart=[(alike, p.PARAPHRASE)], fit=texts @ titles.T, slack=p.TEXT_SLACK)
 
 
 class NeedsContext(Sampler):
@@ -107,7 +105,7 @@ class NeedsContext(Sampler):
                 continue
             chosen, answer = [steps[j] for j in drawn[0]], drawn[1]
             made[i] = self._question(draft, chosen[answer], [s for j, s in enumerate(chosen) if j != answer])
-        self.notes["rules"] = RULES
+        self.notes["rules"] = rules()
         return made
 
     def _question(self, draft: Draft, answer: tuple[int, int, int], negatives: list[tuple[int, int, int]]) -> Question:
@@ -133,11 +131,13 @@ class NeedsContext(Sampler):
 
 
 #: The card's account of the setting's rules.
-RULES = [
-    "the question is the blank alone; its context is the text of the blank's step",
-    "the choices are four steps of the same procedure drawn as an unordered set, the answer uniform among them, "
-    "so a reader without the context reads chance",
-    "no choice is a paraphrase of another, and no choice's step text is more than "
-    f"{TEXT_SLACK} (cosine) nearer another choice's title than its own",
-    "no adversarial filter: choosing negatives by the answer would break the choices' symmetry",
-]
+def rules() -> list[str]:
+    """The card's account of the setting's rules (with the policy's values now)."""
+    return [
+        "the question is the blank alone; its context is the text of the blank's step",
+        "the choices are four steps of the same procedure drawn as an unordered set, the answer uniform among them, "
+        "so a reader without the context reads chance",
+        "no choice is a paraphrase of another, and no choice's step text is more than "
+        f"{policy.current().TEXT_SLACK} (cosine) nearer another choice's title than its own",
+        "no adversarial filter: choosing negatives by the answer would break the choices' symmetry",
+    ]

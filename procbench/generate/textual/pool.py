@@ -29,9 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ITEM_FIELDS",
-    "MAX_STEPS",
-    "MIN_STEPS",
-    "MIN_STEPS_DEBIAS",
     "N_NEGATIVES",
     "N_QUESTION",
     "DRAFTS",
@@ -50,9 +47,6 @@ __all__ = [
 
 N_QUESTION = 4
 N_NEGATIVES = 3
-MIN_STEPS = 3
-MAX_STEPS = 25
-MIN_STEPS_DEBIAS = 6
 #: A procedure's drafts (its questions' windows).
 DRAFTS = stream("textual.drafts")
 _PUNCT = re.compile(r"[^\w\s]+")

@@ -31,12 +31,11 @@ import numpy as np
 
 from procbench.errors import BadInput
 from procbench.formats.recipeqa import PLACEHOLDER
+from procbench.generate import policy
 from procbench.generate.debias import ClusterBudget, Clustering, draw_negatives
 from procbench.generate.settings import Setting
 from procbench.generate.textual.context import DraftPlan, TextualContext
 from procbench.generate.textual.pool import (
-    MIN_STEPS,
-    MIN_STEPS_DEBIAS,
     N_NEGATIVES,
     Draft,
     Pool,
@@ -58,13 +57,8 @@ __all__ = [
     "make_question",
 ]
 
+#: RecipeQA style: random candidate titles drawn per try. block-size
 _RANDOM_BATCH = 64
-_RANDOM_TRIES = 16
-#: ``--budget auto``: the budget starts at the even share ``ceil(3 Q / C)`` and grows by this factor until
-#: at least :data:`AUTO_YIELD` of the questions are kept (at most :data:`AUTO_STEPS` tries).
-AUTO_GROWTH = 1.25
-AUTO_YIELD = 0.98
-AUTO_STEPS = 12
 
 
 #: Each setting's negatives and answer positions; the random title pairs of the RecipeQA style's distance.
@@ -136,7 +130,7 @@ class Sampler(ABC):
 
     def min_steps(self) -> int:
         """Procedures with fewer steps are skipped (``step_count``)."""
-        return MIN_STEPS
+        return policy.current().MIN_STEPS
 
     def plan(self) -> DraftPlan:
         """The drafts this sampler reads."""
@@ -213,7 +207,7 @@ class RecipeQA(PerDraft):
         seen = set(draft.norms)
         rows: list[int] = []
         distances: list[float] = []
-        for _ in range(_RANDOM_TRIES):
+        for _ in range(policy.current().RANDOM_TRIES):
             batch = candidates[rng.integers(0, len(candidates), _RANDOM_BATCH)]
             batch = batch[pool.procedures[batch] != own]
             gaps = np.linalg.norm(np.asarray(vectors[batch], dtype=np.float64) - query, axis=1)
@@ -270,7 +264,7 @@ class Budget(FarKnn):
 
     Drafts are visited in a seeded random order; one whose negatives cannot be completed is skipped
     (``budget_exhausted``) and spends nothing. ``--budget auto`` takes the smallest budget, from the even share
-    ``ceil(3 Q / C)`` growing by :data:`AUTO_GROWTH`, that keeps :data:`AUTO_YIELD` of the drafts. Paper 004
+    ``ceil(3 Q / C)`` growing by ``AUTO_GROWTH``, that keeps ``AUTO_YIELD`` of the drafts (policy). Paper 004
     drops procedures under 6 steps when debiasing; ``auto`` aims at full yield and keeps them.
     """
 
@@ -284,7 +278,8 @@ class Budget(FarKnn):
             raise BadInput("--debias needs --budget B with B >= 1, or --budget auto")
 
     def min_steps(self) -> int:
-        return MIN_STEPS if self.setting.budget == "auto" else MIN_STEPS_DEBIAS
+        p = policy.current()
+        return p.MIN_STEPS if self.setting.budget == "auto" else p.MIN_STEPS_DEBIAS
 
     def order(self, n: int, rng: np.random.Generator) -> np.ndarray:
         return rng.permutation(n)
@@ -301,13 +296,14 @@ class Budget(FarKnn):
         need = max(1, len(drafts))
         budget = max(1, math.ceil(N_NEGATIVES * need / self.context.clustering.n_clusters))
         tried = []
-        for _ in range(AUTO_STEPS):
+        p = policy.current()
+        for _ in range(p.AUTO_STEPS):
             made = self._with_budget(drafts, self.context.rng(self.setting), budget)
             kept = len(made) / need
             tried.append({"budget": budget, "yield": round(kept, 4)})
-            if kept >= AUTO_YIELD or not self.skipped.get("budget_exhausted", 0):
+            if kept >= p.AUTO_YIELD or not self.skipped.get("budget_exhausted", 0):
                 break
-            budget = max(budget + 1, math.ceil(budget * AUTO_GROWTH))
+            budget = max(budget + 1, math.ceil(budget * p.AUTO_GROWTH))
         self.notes["auto_budget"] = {"chosen": budget, "even_share": tried[0]["budget"], "tried": tried}
         return made
 

@@ -1,7 +1,7 @@
 """K2, bands: the negatives' distance band from the correct choice's nearest images of other procedures.
 
 The K_C nearest images of other procedures (FAISS) give m and s of their distances; negatives come from
-the band (0, m−s) at K2=0 or (m−s, m+s) at K2=1, never closer than :data:`DUPLICATE_DISTANCE` (such an
+the band (0, m−s) at K2=0 or (m−s, m+s) at K2=1, never closer than policy's ``DUPLICATE_DISTANCE`` (such an
 image is the same picture as the correct choice, e.g. a re-encoded copy, and would make two choices
 right). When the band holds too few candidates it is widened step by step (:data:`LEVELS`: by s/2, by s,
 then the whole kNN set) and the widening is recorded.
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from procbench.generate import policy
+
 __all__ = [
     "ADVERSARIAL",
-    "DEFAULT_KC",
-    "DUPLICATE_DISTANCE",
     "LEVELS",
     "QUESTION_KNN",
     "RANDOM",
@@ -27,16 +27,12 @@ __all__ = [
     "fmt_band",
 ]
 
-DEFAULT_KC = 100
-#: Images closer than this to the correct choice count as copies of it and are never negatives.
-DUPLICATE_DISTANCE = 1e-3
 #: Band levels, narrowest first: the K2 band, widened by s/2 and by s on both sides, the whole kNN set.
 LEVELS = ("band", "band±s/2", "band±s", "knn")
 #: Where a negative came from: a band level, a neighbour of the question point (K3), the image nearest it,
 #: a random image (RecipeQA style), or adversarial filtering's replacement.
 SOURCES = (*LEVELS, "question-knn", "relaxed", "random", "adversarial")
 QUESTION_KNN, RELAXED, RANDOM, ADVERSARIAL = 4, 5, 6, 7
-_WIDEN = np.array([0.0, 0.5, 1.0])
 
 
 @dataclass
@@ -94,12 +90,13 @@ class Candidates:
 def band_bounds(m: np.ndarray, s: np.ndarray, k2: int) -> tuple[np.ndarray, np.ndarray]:
     """``(lo, hi)``, each ``(B, len(LEVELS))``: the K2 band and its widenings (the last level is ``(0, inf)``)."""
     m2, s2 = m[:, None], s[:, None]
+    widen = np.asarray(policy.current().BAND_WIDENING)
     if k2 == 0:
-        hi = m2 - s2 + _WIDEN * s2
+        hi = m2 - s2 + widen * s2
         lo = np.zeros_like(hi)
     else:
-        lo = np.maximum(0.0, m2 - s2 - _WIDEN * s2)
-        hi = m2 + s2 + _WIDEN * s2
+        lo = np.maximum(0.0, m2 - s2 - widen * s2)
+        hi = m2 + s2 + widen * s2
     lo = np.concatenate([lo, np.zeros((len(m), 1))], axis=1)
     hi = np.concatenate([hi, np.full((len(m), 1), np.inf)], axis=1)
     return lo, hi

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from procbench.generate.visual.bands import DUPLICATE_DISTANCE, Candidates
+from procbench.generate import policy
+from procbench.generate.visual.bands import Candidates
 from procbench.generate.visual.sequences import VisualData, distances_to, member
 
 __all__ = ["Closeness"]
@@ -62,7 +63,7 @@ class Closeness:
         c_codes = np.where(c_valid, b + cands.rows, -1)
         q_codes = np.where(q_close, b + q_rows, -2)
         ok = c_valid & member(c_codes, q_codes[q_close])
-        copies = c_valid & (cands.dist <= DUPLICATE_DISTANCE)
+        copies = c_valid & (cands.dist <= policy.current().DUPLICATE_DISTANCE)
         q_usable = (q_rows >= 0) & ~member(np.where(q_rows >= 0, b + q_rows, -2), c_codes[copies])
         q_new = q_usable & ~member(np.where(q_rows >= 0, b + q_rows, -2), c_codes[c_valid])
         q_extra = q_close & q_new

@@ -4,8 +4,8 @@ Readers who never saw the step texts answered 89-100% of visual cloze and 76-96%
 photos (``benchmarks/reader_checks.md``): a procedure's own photos share its device, desk and light, and the
 paper's negatives and intruders come from other procedures. This setting draws as textual cloze's
 ``needs-context`` does (:mod:`procbench.generate.exchangeable`): four photos of the procedure's image sequence,
-drawn uniformly among the sets whose photos are no near-copies of each other (cosine below :data:`IMAGE_ALIKE`,
-the visual filter's ceiling) and whose steps' texts say different things (cosine below :data:`TEXT_ALIKE`), the
+drawn uniformly among the sets whose photos are no near-copies of each other (cosine below ``IMAGE_ALIKE``,
+the visual filter's ceiling) and whose steps' texts say different things (cosine below ``TEXT_ALIKE``; policy), the
 answer one of the four. What the context is depends on the task (:data:`SHAPES`):
 
 - visual cloze: the question is the blank alone, its context the answer's step (title and text): the reader
@@ -35,6 +35,7 @@ import numpy as np
 from procbench.card.setting_report import SettingReport
 from procbench.errors import BadInput
 from procbench.formats.recipeqa import PLACEHOLDER
+from procbench.generate import policy
 from procbench.generate.answers import balance_answer_positions
 from procbench.generate.exchangeable import SIZE, draw, symmetric_sets
 from procbench.generate.search import Searcher
@@ -48,10 +49,8 @@ from procbench.rng import Stream, stream
 from procbench.store import Store
 
 __all__ = [
-    "IMAGE_ALIKE",
     "SHAPES",
     "STYLE",
-    "TEXT_ALIKE",
     "Shape",
     "build_needs_context",
     "centroid_ranks",
@@ -59,15 +58,16 @@ __all__ = [
 ]
 
 STYLE = "needs-context"
-#: Cosine at or above which two photos are near-copies (the visual adversarial filter's ceiling): never both choices.
-IMAGE_ALIKE = 0.95
-#: Cosine at or above which two steps' texts may say the same: their photos are never both choices.
-TEXT_ALIKE = 0.75
 
-_CHOICE_RULES = [
-    f"no two photos near-copies (cosine below {IMAGE_ALIKE}), no two of their steps' texts alike (cosine below "
-    f"{TEXT_ALIKE}); steps without a text are never choices",
-]
+
+def _choice_rules() -> str:
+    """The card's account of the choices' rules, with the policy's values now."""
+    p = policy.current()
+    return (
+        f"no two photos near-copies (cosine below {p.IMAGE_ALIKE}), no two of their steps' texts alike (cosine "
+        f"below {p.TEXT_ALIKE}); steps without a text are never choices"
+    )
+
 
 _DEALT = (
     "the answer's rank among the four by distance to their centroid is dealt evenly over the set (a target drawn "
@@ -113,7 +113,6 @@ SHAPES: dict[str, Shape] = {
             "the choices are four photos of the procedure's image sequence drawn as an unordered set, the answer "
             "uniform among them, so a reader without the context reads chance",
             _DEALT,
-            *_CHOICE_RULES,
         ],
     ),
     "visual-coherence": Shape(
@@ -127,7 +126,6 @@ SHAPES: dict[str, Shape] = {
             "the answer, the photo of a step the context does not show, is uniform among the four, so a reader "
             "without the context reads chance",
             _DEALT,
-            *_CHOICE_RULES,
         ],
     ),
 }
@@ -211,6 +209,7 @@ def build_needs_context(
     data = VisualData(store, with_index=False)
     seqs, image_ids = data.seqs, data.embeddings.keys.cast("string").to_pylist()
     tally = {"few_photos": 0, "no_readable_set": 0}
+    alike = (policy.current().IMAGE_ALIKE, policy.current().TEXT_ALIKE)
     drafts: list[tuple[str, int, list[tuple[int, int, int]], np.ndarray]] = []  # name, steps, chosen, ranks (4,)
     progress.start(f"{task}/{setting.name}", total=len(seqs.names))
     for p, name in enumerate(seqs.names):
@@ -227,7 +226,7 @@ def build_needs_context(
         photos = np.asarray(data.gather(np.array([row for _, row, _ in items], dtype=np.int64)), dtype=np.float64)
         photos /= np.maximum(np.linalg.norm(photos, axis=1, keepdims=True), 1e-12)
         said = text_vectors[[t for _, _, t in items]]
-        sets = symmetric_sets(len(items), apart=[(photos @ photos.T, IMAGE_ALIKE), (said @ said.T, TEXT_ALIKE)])
+        sets = symmetric_sets(len(items), apart=[(photos @ photos.T, alike[0]), (said @ said.T, alike[1])])
         drawn = draw(sets, shape.sets.rng(seed, zlib.crc32(name.encode("utf-8"))))
         if drawn is None:
             tally["no_readable_set"] += 1
@@ -246,7 +245,7 @@ def build_needs_context(
     counts: dict[str, Any] = {
         "questions": len(questions),
         **{k: v for k, v in tally.items() if v},
-        "rules": shape.rules,
+        "rules": [*shape.rules, _choice_rules()],
     }
     if not questions:
         counts["empty"] = "no procedure has four photos whose steps have texts, no two alike"

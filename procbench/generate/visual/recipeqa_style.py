@@ -10,8 +10,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from procbench.generate import policy
 from procbench.generate.search import median_pair_distance
-from procbench.generate.visual.bands import DUPLICATE_DISTANCE
 from procbench.generate.visual.plans import Plan
 from procbench.generate.visual.sequences import GATHER_BATCH, VisualData
 from procbench.generate.visual.settings import PlanKey
@@ -96,7 +96,7 @@ def random_far_images(
         usable &= ~dup & ~(draw[:, :, None] == chosen[todo][:, None, :]).any(axis=2)
         hist_rows[todo, r * per_round : (r + 1) * per_round] = np.where(usable, draw, -1)
         hist_d[todo, r * per_round : (r + 1) * per_round] = np.where(usable, dist, -np.inf)
-        usable &= dist > DUPLICATE_DISTANCE
+        usable &= dist > policy.current().DUPLICATE_DISTANCE
         far = usable & (dist > min_distance)
         rank = np.cumsum(far, axis=1) + n_chosen[todo][:, None]
         accept = far & (rank <= need)

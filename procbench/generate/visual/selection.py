@@ -10,7 +10,8 @@ from typing import Literal
 
 import numpy as np
 
-from procbench.generate.visual.bands import DUPLICATE_DISTANCE, LEVELS, QUESTION_KNN, RELAXED, Candidates, band_bounds
+from procbench.generate import policy
+from procbench.generate.visual.bands import LEVELS, QUESTION_KNN, RELAXED, Candidates, band_bounds
 from procbench.generate.visual.closeness import Closeness
 
 __all__ = ["Selection", "select"]
@@ -56,7 +57,7 @@ def _row_search(keys: np.ndarray, width: int, targets: np.ndarray, side: Literal
 
 
 def _band_ranges(cands: Candidates, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(start, end)``, each ``(B, L)``: the candidate columns with ``max(lo, DUPLICATE_DISTANCE) < d < hi``.
+    """``(start, end)``, each ``(B, L)``: the candidate columns with ``max(lo, DUPLICATE_DISTANCE) < d < hi`` (policy).
 
     Candidate distances ascend along a row, so each band is a run of columns, found by binary search on
     the exact float32 distances (thresholds are rounded to the float32 that keeps the strict comparison).
@@ -64,7 +65,7 @@ def _band_ranges(cands: Candidates, lo: np.ndarray, hi: np.ndarray) -> tuple[np.
     n_q, k = cands.dist.shape
     bits = np.abs(cands.dist).astype(np.float32).view(np.int32).astype(np.int64)
     keys = ((np.arange(n_q, dtype=np.int64)[:, None] << 32) | bits).ravel()
-    low = np.maximum(np.where(np.isnan(lo), np.inf, lo), DUPLICATE_DISTANCE)  # nan: no band
+    low = np.maximum(np.where(np.isnan(lo), np.inf, lo), policy.current().DUPLICATE_DISTANCE)  # nan: no band
     high = np.where(np.isnan(hi), 0.0, hi)
     below = low.astype(np.float32)  # d > low  <=>  d > the largest float32 <= low
     below = np.where(below > low, np.nextafter(below, np.float32(-np.inf)), below)
