@@ -392,17 +392,31 @@ def test_generate_on_a_store_holding_an_odd_split_is_one_line(store: Path) -> No
         "x = " + "{a = " * 5000 + "}" * 5000,
         ".".join(["a"] * 5000) + " = 1",
         "x = [1, 2\n[generate",
-        "[generate.textual-cloze]\nknn_k = 1000000000000\n",
-        "[generate.visual-cloze]\nkc = 1000000000000\n",
     ],
 )
 def test_a_hostile_manifest_is_one_line(tmp_path: Path, text: str) -> None:
     manifest = tmp_path / "m.toml"
     manifest.write_text(text)
     start = time.monotonic()
-    _one_line_error(_run("generate", "--manifest", manifest, "--store", tmp_path / "store"))
+    _one_line_error(_run("generate", "--manifest", manifest, "--store", tmp_path / "store"), str(manifest))
     assert time.monotonic() - start < 5
     assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "flag"),
+    [
+        ("[generate.textual-cloze]\nknn_k = 1000000000000\n", "--knn-k"),
+        ("[generate.visual-cloze]\nkc = 1000000000000\n", "--kc"),
+        ("[generate.pair-order]\npairs_per_procedure = 1000000000000\n", "--pairs-per-procedure"),
+    ],
+)
+def test_a_huge_count_option_is_one_line(store: Path, tmp_path: Path, text: str, flag: str) -> None:
+    manifest = tmp_path / "m.toml"
+    manifest.write_text(text)
+    before = sorted(p.relative_to(store) for p in (store / "questions").rglob("*"))
+    _one_line_error(_run("generate", "--manifest", manifest, "--store", store), flag, "at most")
+    assert sorted(p.relative_to(store) for p in (store / "questions").rglob("*")) == before
 
 
 def test_a_string_full_of_brackets_is_not_nesting(tmp_path: Path) -> None:

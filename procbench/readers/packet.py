@@ -600,6 +600,12 @@ def check_out(out: Path, kind: ExportFormat = PACKET_OUTPUT, *, overwrite: bool)
             raise BadInput(
                 f"{out} holds a {kind.label} already; pass --overwrite to replace it, or choose another folder"
             )
+        # an earlier output's folders hold real files only: a link there is someone's trap (issue 34), refused
+        entries = list(out.iterdir())
+        entries += [c for sub in ("images", "assets") if (out / sub).is_dir() for c in (out / sub).iterdir()]
+        linked = [entry for entry in entries if entry.is_symlink()]
+        if linked:
+            raise BadInput(f"{linked[0]} is a symbolic link; a packet is written only as real files and folders")
 
 
 def planned_files(packet: Packet) -> list[str]:
