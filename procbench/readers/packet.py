@@ -467,7 +467,7 @@ def build_packet(
             "order": order,
             "fingerprint": fingerprints[qset.name].get(qid),
         }
-    key = {
+    key: dict[str, Any] = {
         "format": KEY_FORMAT,
         "store": str(resolved.store.root.resolve()),
         "context": context,
