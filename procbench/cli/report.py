@@ -106,8 +106,13 @@ def _answer_mode(
     if json:
         print_json(result.to_dict())
         return
-    console.print(
-        f"[bold green]answer sheet[/]: {result.questions} questions, context {result.context} -> {result.main} "
-        f"(key: {result.out / 'key.json'}, keep it from readers)",
+    from rich.text import Text
+
+    console.print(  # paths printed as plain text, never as markup
+        Text("answer sheet", style="bold green")
+        + Text(
+            f": packet {result.packet_id}, {result.questions} questions, context {result.context} -> {result.main} "
+            f"(key: {result.out / 'key.json'}, keep it from readers)"
+        ),
         highlight=False,
     )
