@@ -35,7 +35,7 @@ import numpy as np
 from procbench.card.setting_report import SettingReport
 from procbench.errors import BadInput
 from procbench.formats.recipeqa import PLACEHOLDER
-from procbench.generate import policy
+from procbench.generate import policy, recipes
 from procbench.generate.answers import balance_answer_positions
 from procbench.generate.exchangeable import SIZE, draw, symmetric_sets
 from procbench.generate.search import Searcher
@@ -47,14 +47,15 @@ from procbench.progress import SILENT, Progress
 from procbench.qsets.questions import Question
 from procbench.rng import Stream, stream
 from procbench.store import Store
+from procbench.tells import TELLS, ChoiceView
 
 __all__ = [
     "SHAPES",
     "STYLE",
     "Shape",
     "build_needs_context",
-    "centroid_ranks",
     "run_with_needs_context",
+    "tell_ranks",
 ]
 
 STYLE = "needs-context"
@@ -131,11 +132,12 @@ SHAPES: dict[str, Shape] = {
 }
 
 
-def centroid_ranks(photos: np.ndarray) -> np.ndarray:
-    """``(k,)`` each of ``photos (k, d)``'s rank by its distance to their centroid (0 = nearest; ties in order): the
-    rank of its distance to the mean of the others, which is ``k / (k - 1)`` times it."""
-    dist = np.linalg.norm(photos - photos.mean(axis=0), axis=1)
-    return np.argsort(np.argsort(dist, kind="stable"), kind="stable")
+def tell_ranks(task: str, photos: np.ndarray) -> np.ndarray:
+    """``(k,)`` each of ``photos (k, d)``'s rank (0: smallest; ties in order) on the first tell of ``task``'s
+    ``needs-context`` recipe (``odd_one_out``: the distance to the mean of the other photos), the rank dealt."""
+    tell = TELLS[recipes.get(task, STYLE).tells[0]]
+    values = tell.values(ChoiceView(photos[None], np.zeros((1, 0, photos.shape[1])), np.zeros((1, 0), dtype=bool)))[0]
+    return np.argsort(np.argsort(values, kind="stable"), kind="stable")
 
 
 def run_with_needs_context(
@@ -231,7 +233,7 @@ def build_needs_context(
         if drawn is None:
             tally["no_readable_set"] += 1
             continue
-        drafts.append((name, hi - lo, [items[j] for j in drawn[0]], centroid_ranks(photos[drawn[0]])))
+        drafts.append((name, hi - lo, [items[j] for j in drawn[0]], tell_ranks(task, photos[drawn[0]])))
     targets = shape.ranks.rng(seed).permutation(np.resize(np.arange(SIZE), len(drafts)))
     questions: list[Question] = []
     for (name, n_steps, chosen, ranks), target in zip(drafts, targets.tolist(), strict=True):
