@@ -362,7 +362,7 @@ def test_ingest_refuses_split_names_the_store_does_not_know(tmp_path: Path) -> N
     records = [make_record(f"odd-{i}", split="validation") for i in range(10)] + [make_record("fine", split="test")]
     source = write_jsonl(tmp_path / "in.jsonl", records)
     result = _run("ingest", source, "--store", tmp_path / "store", "--json")
-    assert result.exit_code in (0, 1), result.output
+    assert result.exit_code == 0, result.output  # the other records are ingested; each odd one is reported
     report = json.loads(result.output)
     messages = [p["message"] for p in report["problems"]]
     assert len(messages) == 10 and all("'split' must be one of train, val, test" in m for m in messages)
