@@ -79,7 +79,8 @@ IMAGE_PLACEHOLDER = "<image>"
 #: What the visual tasks report: ``exact_match`` of the answer's letter after the ``letter`` filter.
 VISUAL_METRIC = "exact_match,letter"
 
-#: Most tokens a visual answer may take (a letter, maybe with a few words around it).
+#: Most tokens a visual answer may take (untuned: room for a letter with a few words around it, e.g. "The answer is
+#: B.", while a model that rambles stops early).
 MAX_ANSWER_TOKENS = 16
 
 #: The blank of a cloze question, as the prompt shows it.
@@ -100,7 +101,8 @@ MAX_LETTERS = 26
 _DROPPED = f"a choice without words, two alike, or a sequence of over {MAX_SEQUENCE} steps"
 _DROPPED_VISUAL = "an image missing from the store or unreadable"
 
-#: Rows per Parquet row group of a visual task (rows carry their images).
+#: Rows per Parquet row group of a visual task (untuned: rows carry about seven images each, so a group stays a
+#: few megabytes in memory).
 ROW_GROUP = 64
 
 _ITEM = "{% if item.title %}{{ item.title }}{% if item.text %} {% endif %}{% endif %}{{ item.text }}"
