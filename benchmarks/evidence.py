@@ -264,17 +264,14 @@ def run(args: argparse.Namespace) -> None:
         audit = real_photos._audit(folder)
         audit_wall = time.monotonic() - start
         nulls = [real_photos._audit(folder, shuffle=j) for j in range(args.nulls)]
-        record = {
-            "audit": audit,
-            "nulls": nulls,
-            "wall": {"generate": gen, "audit": audit_wall, "nulls": time.monotonic() - start - audit_wall},
-        }
+        wall = {"generate": gen, "audit": audit_wall, "nulls": time.monotonic() - start - audit_wall}
+        record = {"audit": audit, "nulls": nulls, "wall": wall}
         data["seeds"][str(seed)] = record
         _write(args.out, data)
         worst = max((_value(audit, p) for p in PROBES if np.isfinite(_value(audit, p))), default=float("nan"))
         print(
             f"seed {seed}: n={audit['n']} worst probe {worst:.3f}; generate {gen:.0f} s, audit {audit_wall:.0f} s, "
-            f"{args.nulls} nulls {record['wall']['nulls']:.0f} s",
+            f"{args.nulls} nulls {wall['nulls']:.0f} s",
             file=sys.stderr,
             flush=True,
         )
