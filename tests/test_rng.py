@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 import procbench
+from procbench.corpus.synthetic import write_synthetic_store
 from procbench.errors import BadInput
-from procbench.generate import generate
-from procbench.qsets.files import DRAW_VERSION, options_fingerprint
+from procbench.generate import Setting, generate, recipes
+from procbench.qsets.files import options_fingerprint
 from procbench.rng import RNG_VERSION, declared, stream
 
 ROOT = Path(procbench.__file__).parent
@@ -67,20 +68,23 @@ def test_every_set_records_the_seed_trees_version(ingested_sample: Path, tmp_pat
     result = generate(store, "pair-order", seed=1)
     options = json.loads((result.paths["default"] / "options.json").read_text())
     assert options["options"]["rng_version"] == RNG_VERSION == 2
-    assert options["options"]["draw_version"] == DRAW_VERSION == 8
+    assert "draw_version" not in options["options"] and "recipe_version" not in options["options"]  # no recipe
+    synthetic = write_synthetic_store(tmp_path / "synthetic", n_procedures=12, dim=8, seed=1)
+    visual = generate(synthetic, "visual-ordering", Setting("knobs", (0, 1, 2)), seed=1)
+    record = json.loads((visual.paths["knobs-012"] / "options.json").read_text())["options"]
+    assert record["recipe_version"] == recipes.get("visual-ordering", "rank-uniform").version == 2
 
 
-def test_a_set_made_by_earlier_generators_is_not_taken_for_one_made_now(ingested_sample: Path, tmp_path: Path) -> None:
-    """A set whose ``options.json`` predates ``draw_version`` (the same options otherwise) has another fingerprint:
-    generating over it is refused, naming the version, until ``--overwrite``."""
-    from procbench.store import Store
-
-    store = Store.open(shutil.copytree(ingested_sample, tmp_path / "store"))
-    path = generate(store, "pair-order", seed=1).paths["default"] / "options.json"
+def test_a_set_made_by_another_recipe_version_is_not_taken_for_one_made_now(tmp_path: Path) -> None:
+    """A set whose ``options.json`` records another recipe version (the same options otherwise) has another
+    fingerprint: generating over it is refused, naming the version, until ``--overwrite``."""
+    store = write_synthetic_store(tmp_path / "synthetic", n_procedures=12, dim=8, seed=1)
+    setting = Setting("knobs", (0, 1, 2))
+    path = generate(store, "visual-ordering", setting, seed=1).paths["knobs-012"] / "options.json"
     record = json.loads(path.read_text())
-    older = {k: v for k, v in record["options"].items() if k != "draw_version"}
+    older = {**record["options"], "recipe_version": 1}
     path.write_text(json.dumps({"fingerprint": options_fingerprint(older), "options": older}))
-    with pytest.raises(BadInput, match=f"draw_version null -> {DRAW_VERSION}"):
-        generate(store, "pair-order", seed=1)
-    generate(store, "pair-order", seed=1, overwrite=True)
+    with pytest.raises(BadInput, match="recipe_version 1 -> 2"):
+        generate(store, "visual-ordering", setting, seed=1)
+    generate(store, "visual-ordering", setting, seed=1, overwrite=True)
     assert json.loads(path.read_text()) == record

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from procbench.card.setting_report import SettingReport
 from procbench.engine import LOCAL, Engine
 from procbench.errors import BadInput
+from procbench.generate import recipes
 from procbench.generate.answers import balance_answer_positions
 from procbench.generate.options import MAX_SEED, GenerateOptions
 from procbench.generate.options import task_options as task_options_of
@@ -136,6 +137,8 @@ def generate(
     settings = spec.sweep() if sweep else [setting or Setting("default")]
     chosen.check(settings)
     args = {"settings": [s.name for s in settings], **chosen.record()}
+    if versions := recipes.versions(task, settings):  # each setting's recipe version (a visual task's)
+        args["recipe_versions"] = versions
     if not overwrite:
         check_overwrite(store, task, [s.name for s in settings], seed=chosen.seed, args=args)
     splits: dict[str, str] | None = None

@@ -27,7 +27,8 @@ def _c(value: Any, evidence: str, doc: str) -> Any:
     return field(default=value, metadata={"evidence": evidence, "doc": doc})
 
 
-_NOISE = "untuned: no measurement over 10 or more seeds exists; the default was set by hand"
+_NOISE = "untuned: no measurement over 10 or more seeds exists; the default stands until one does"
+_FEW = "untuned: measured on 1-3 seeds (benchmarks/adversarial_constants.md), under the 10 the evidence rule asks"
 
 
 @dataclass(frozen=True)
@@ -60,16 +61,16 @@ class Policy:
     ROUNDS: int = _c(15, "untuned: the rounds stop at chance first on every measured set", "at most this many rounds")
     Z: float = _c(0.5, _NOISE, "stop when every probe is at most chance + Z binomial standard errors")
     N_FOLDS: int = _c(5, "untuned: the usual cross-fitting fold count", "procedure-grouped folds of the probes")
-    JUDGE_ROUNDS: int = _c(3, _NOISE, "a replacement must fool the ensembles of this many rounds (fictitious play)")
-    PROBE_REPEATS: int = _c(2, _NOISE, "cross-fitted ensembles averaged per round")
-    PRUNE_PARTITIONS: int = _c(3, _NOISE, "AFLite: fresh procedure partitions per pruning step")
+    JUDGE_ROUNDS: int = _c(3, _FEW, "a replacement must fool the ensembles of this many rounds (fictitious play)")
+    PROBE_REPEATS: int = _c(2, _FEW, "cross-fitted ensembles averaged per round")
+    PRUNE_PARTITIONS: int = _c(3, _FEW, "AFLite: fresh procedure partitions per pruning step")
     PRUNE_STEP: float = _c(0.03, _NOISE, "AFLite: share of the questions one pruning step drops")
     TREE_ITERATIONS: int = _c(
         150, "untuned: the audit's partial-input probe, so filter and audit read alike", "boosting iterations"
     )
     TREE_BINS: int = _c(255, "untuned: scikit-learn's default, the audit's", "histogram bins of those trees")
-    FAST_TREE_ITERATIONS: int = _c(60, _NOISE, "textual filter: cheaper partial-input trees' iterations")
-    FAST_TREE_BINS: int = _c(63, _NOISE, "textual filter: cheaper partial-input trees' bins")
+    FAST_TREE_ITERATIONS: int = _c(60, _FEW, "textual filter: cheaper partial-input trees' iterations")
+    FAST_TREE_BINS: int = _c(63, _FEW, "textual filter: cheaper partial-input trees' bins")
     MAX_FIT_QUESTIONS: int = _c(
         2000, "untuned: a cost bound (a round costs the same on any larger set)", "questions fitting one fold's probes"
     )
@@ -78,8 +79,8 @@ class Policy:
     )
     MIN_YIELD: float = _c(0.85, _NOISE, "pruning drops the questions the probes still solve while this share stays")
     PATIENCE: int = _c(4, _NOISE, "textual filter: stop after this many rounds without a new best")
-    ADVERSARIAL_CLUSTERS: int = _c(16, _NOISE, "KMeans clusters of the probes' cluster-frequency feature")
-    LATTICE_SPACING: float = _c(0.3, _NOISE, "the filter's start: choices' distances spaced this many SDs apart")
+    ADVERSARIAL_CLUSTERS: int = _c(16, _FEW, "KMeans clusters of the probes' cluster-frequency feature")
+    LATTICE_SPACING: float = _c(0.3, _FEW, "the filter's start: choices' distances spaced this many SDs apart")
     TEXT_CEILING: float = _c(0.8, _NOISE, "a textual replacement's cosine to the answer and question items, below it")
     DEMO_ROUNDS: int = _c(4, "untuned: a cost preset (--policy demo), named on the card", "demo filter: rounds")
     DEMO_FOLDS: int = _c(3, "untuned: a cost preset (--policy demo), named on the card", "demo filter: folds")
@@ -87,8 +88,8 @@ class Policy:
     DEMO_TREE_ITERATIONS: int = _c(50, "untuned: a cost preset (--policy demo)", "demo filter: boosting iterations")
     # -- the textual filter's candidates --------------------------------------------------------------------------
     TEXT_CANDIDATES: int = _c(48, _NOISE, "textual filter: candidates per source (answer, question, items, words)")
-    ADVERSARIAL_DRAFTS: int = _c(6, _NOISE, "textual adversarial: a procedure's question among its first drafts")
-    ADVERSARIAL_NEARER: int = _c(16, _NOISE, "textual adversarial: nearest titles a draft's answer is judged among")
+    ADVERSARIAL_DRAFTS: int = _c(6, _FEW, "textual adversarial: a procedure's question among its first drafts")
+    ADVERSARIAL_NEARER: int = _c(16, _FEW, "textual adversarial: nearest titles a draft's answer is judged among")
     WORD_POSTINGS: int = _c(1000, "untuned: a cost bound (a word in more rows is a stop word here)", "word cap")
     RANDOM_TRIES: int = _c(16, "untuned: a retry bound", "RecipeQA style: random batches tried per question")
     AUTO_GROWTH: float = _c(1.25, _NOISE, "--budget auto: the budget grows by this factor per try")
@@ -100,7 +101,7 @@ class Policy:
         "untuned: photos of one dish are close; only near-copies are excluded",
         "a visual candidate's cosine to the answer and the question's photos stays below it",
     )
-    COHERENCE_REPLACE_SHARE: float = _c(0.5, _NOISE, "coherence: share of the told questions a round changes")
+    COHERENCE_REPLACE_SHARE: float = _c(0.5, _FEW, "coherence: share of the told questions a round changes")
     ORDER_DIMS: int = _c(16, _NOISE, "ordering: principal components per position of an order's vector")
     # -- needs-context -----------------------------------------------------------------------------------------------
     IMAGE_ALIKE: float = _c(

@@ -22,7 +22,7 @@ from typing import Any
 from procbench.errors import BadInput
 from procbench.generate.settings import Setting
 
-__all__ = ["KINDS", "RECIPES", "Recipe", "get", "kind_of", "overridden", "recipes_table"]
+__all__ = ["KINDS", "RECIPES", "Recipe", "get", "kind_of", "overridden", "recipes_table", "versions"]
 
 #: Setting kinds: paper 001's knobs with K3 0/1, K3=2 (rank-uniform), the filter, needs-context, RecipeQA style.
 KINDS = ("knobs", "rank-uniform", "adversarial", "needs-context", "recipeqa")
@@ -117,6 +117,12 @@ def get(task: str, kind: str) -> Recipe:
     if key not in RECIPES:
         raise BadInput(f"no recipe for {task} {kind}; recipes: {', '.join(f'{t} {k}' for t, k in RECIPES)}")
     return RECIPES[key]
+
+
+def versions(task: str, settings: list[Setting]) -> dict[str, int]:
+    """``{setting name: its recipe's version}`` for the settings of ``task`` that have a recipe (now)."""
+    found = {s.name: (task, kind_of(s)) for s in settings}
+    return {name: get(*key).version for name, key in found.items() if key in RECIPES}
 
 
 @contextmanager

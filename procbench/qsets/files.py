@@ -40,7 +40,6 @@ from procbench.store.views import kept_procedures, kept_steps
 from procbench.tasks import TASKS, items_of
 
 __all__ = [
-    "DRAW_VERSION",
     "OPTIONS_FILE",
     "QuestionSet",
     "check_overwrite",
@@ -53,10 +52,6 @@ __all__ = [
 
 #: File in a set's folder recording every option that changes its questions, and their fingerprint.
 OPTIONS_FILE = "options.json"
-#: The generators' version (``options.json``'s ``draw_version``): raised when the same store, options and seed
-#: draw other questions than before (README, "Question sets", lists what each version changed), so that a set
-#: made before has another fingerprint and is not taken for one made now.
-DRAW_VERSION = 8
 #: Generation arguments that do not change a setting's questions (a sweep lists its settings).
 _NOT_QUESTION_OPTIONS = ("settings",)
 
@@ -102,13 +97,13 @@ class QuestionSet:
 
 def set_options(task: str, setting: str, *, seed: int, args: dict[str, Any]) -> dict[str, Any]:
     """The options that decide the questions of ``task``/``setting``: the seed (and the seed tree's version,
-    :data:`procbench.rng.RNG_VERSION`), the generators' version (:data:`DRAW_VERSION`), the split and the task's
-    own."""
+    :data:`procbench.rng.RNG_VERSION`), the setting's recipe version (``args["recipe_versions"][setting]``, where
+    the task has recipes: :mod:`procbench.generate.recipes`; raised when a recipe draws other questions than before,
+    so a set made before has another fingerprint), the split and the task's own."""
     kept = {k: v for k, v in args.items() if k not in _NOT_QUESTION_OPTIONS}
-    chosen = {
-        "task": task, "setting": setting, "seed": seed, "rng_version": RNG_VERSION, "draw_version": DRAW_VERSION,
-        **kept,
-    }  # fmt: skip
+    versions = kept.pop("recipe_versions", None) or {}
+    recipe = {"recipe_version": versions[setting]} if setting in versions else {}
+    chosen = {"task": task, "setting": setting, "seed": seed, "rng_version": RNG_VERSION, **recipe, **kept}
     return json.loads(json.dumps(chosen, sort_keys=True, default=str))
 
 
