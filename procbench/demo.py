@@ -147,7 +147,7 @@ class RecommendedSet:
         task: the task.
         setting: its recommended setting (:attr:`procbench.tasks.TaskSpec.recommended`).
         questions: questions in the set (every split); 0 when it was not built.
-        verdict: the audit's verdict in a few words: ``no shortcut: N probes at chance`` or the flagged probes.
+        verdict: the audit's verdict in a few words: ``nothing flagged: N probes at chance`` or the flagged probes.
         flagged: the shortcut probes whose interval excludes chance.
         report: the set's report page, relative to the store.
         packet: the reader packet's answer sheet relative to the store (None: the task has no choices, or the set
@@ -178,7 +178,7 @@ def _verdict(audit: Any) -> tuple[str, tuple[str, ...]]:
     flagged = tuple(name for name, result in audit.probes.items() if result.flagged)
     at_chance = sum(r.verdict == "chance" and not r.reference for r in audit.probes.values())
     if not flagged:
-        return f"no shortcut: {at_chance} probes at chance", ()
+        return "nothing flagged" + (f": {at_chance} probe{'s' * (at_chance != 1)} at chance" if at_chance else ""), ()
     return f"flagged: {', '.join(flagged)}", flagged
 
 
