@@ -25,14 +25,22 @@ class ChoiceView:
     """What a tell reads of ``Q`` questions.
 
     Attributes:
-        choices: ``(Q, C, D)`` the choices' vectors.
+        choices: ``(Q, C, D)`` the choices' vectors; a choice of several items (an order of photos): ``(Q, C, S, D)``.
         question: ``(Q, L, D)`` the vectors of what the question shows (``L`` may be 0).
         question_mask: ``(Q, L)`` True where the question shows an item.
+        valid: ``(Q, C)`` True where a choice exists (its vector a zero row elsewhere); None: every one.
+        item_mask: ``(Q, C, S)`` True where an item of a several-item choice exists; None: every one.
     """
 
     choices: np.ndarray
     question: np.ndarray
     question_mask: np.ndarray
+    valid: np.ndarray | None = None
+    item_mask: np.ndarray | None = None
+
+    def counted(self) -> np.ndarray:
+        """``(Q, C)`` :attr:`valid`, or every choice."""
+        return self.valid if self.valid is not None else np.ones(self.choices.shape[:2], dtype=bool)
 
 
 class Tell(Protocol):
@@ -54,25 +62,30 @@ class QuestionDistance:
     separable: bool = True
 
     def values(self, view: ChoiceView) -> np.ndarray:
-        """``(Q, C)``."""
-        mask = view.question_mask[:, :, None]
-        point = (view.question * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)
+        """``(Q, C)`` (a question that shows nothing: distances to the zero vector)."""
+        mask = view.question_mask
+        total = np.einsum("nl,nld->nd", mask.astype(view.question.dtype), view.question)
+        point = total / np.maximum(mask.sum(axis=1), 1)[:, None].astype(view.question.dtype)
         return np.asarray(np.linalg.norm(view.choices - point[:, None, :], axis=2))
 
 
 @dataclass(frozen=True)
 class OddOneOut:
-    """Each choice's distance to the mean of the other choices (the odd one out; coherence's K3): ``C / (C - 1)``
-    times its distance to the choices' centroid, so the centroid's distance ranks alike."""
+    """Each choice's distance to the mean of the other (valid) choices: the odd one out, coherence's K3 (``C / (C -
+    1)`` times its distance to the choices' centroid, so the centroid's distance ranks alike)."""
 
     name: str = "odd_one_out"
     separable: bool = False
 
     def values(self, view: ChoiceView) -> np.ndarray:
         """``(Q, C)``."""
-        n = view.choices.shape[1]
-        centroid = view.choices.mean(axis=1, keepdims=True)
-        return np.asarray(np.linalg.norm(view.choices - centroid, axis=2) * n / max(n - 1, 1))
+        vectors, valid = view.choices, view.counted()
+        total = vectors.sum(axis=1)  # invalid choices are zero rows
+        others = np.maximum(valid.sum(axis=1) - 1, 1).astype(vectors.dtype)
+        out = np.empty(valid.shape)
+        for j in range(valid.shape[1]):
+            out[:, j] = np.linalg.norm(vectors[:, j] - (total - vectors[:, j]) / others[:, None], axis=1)
+        return out
 
 
 def answer_ranks(values: np.ndarray, answer: np.ndarray) -> np.ndarray:
@@ -89,19 +102,27 @@ TELLS.add("odd_one_out", OddOneOut())
 
 @dataclass(frozen=True)
 class PathLength:
-    """Each order's path length: its choice vector is ``steps`` image vectors in the order shown, concatenated, and
-    the value is the sum of consecutive images' distances (ordering: the authored order of real procedures is the
-    smoothest)."""
+    """Each order's path length: the sum of consecutive images' distances of its items in the order shown (ordering:
+    the authored order of real procedures is the smoothest); a choice is ``(S, D)`` items, or ``steps`` of them
+    concatenated."""
 
     name: str = "path_length"
     separable: bool = True
     steps: int = 4
 
     def values(self, view: ChoiceView) -> np.ndarray:
-        """``(Q, C)``."""
-        q, c, width = view.choices.shape
-        images = view.choices.reshape(q, c, self.steps, width // self.steps)
-        return np.asarray(np.linalg.norm(np.diff(images, axis=2), axis=3).sum(axis=2))
+        """``(Q, C)``: consecutive pairs of existing items only (``item_mask``)."""
+        images = view.choices
+        if images.ndim == 3:  # the items concatenated
+            q, c, width = images.shape
+            images = images.reshape(q, c, self.steps, width // self.steps)
+        present = view.item_mask if view.item_mask is not None else np.ones(images.shape[:3], dtype=bool)
+        both = present[:, :, 1:] & present[:, :, :-1]
+        out = np.zeros(images.shape[:2])
+        for t in range(images.shape[2] - 1):
+            step = np.linalg.norm(images[:, :, t + 1] - images[:, :, t], axis=2)
+            out += np.where(both[:, :, t], step, 0.0)
+        return out
 
 
 TELLS.add("path_length", PathLength())

@@ -37,6 +37,7 @@ from procbench.audit.probes.common import choices_with_vectors, require_multiple
 from procbench.audit.registry import register
 from procbench.audit.report import ProbeResult
 from procbench.audit.stats import cv_rule_hits, mc_hits
+from procbench.tells import ChoiceView, OddOneOut, PathLength, QuestionDistance
 
 __all__ = [
     "answer_distance_ranks",
@@ -55,29 +56,20 @@ def choice_distances(aset: AuditSet, matrix: np.ndarray, found: np.ndarray) -> t
     valid = index.valid
     choice = index.choice
     padded = np.vstack([matrix, np.zeros((1, matrix.shape[1]), dtype=matrix.dtype)])  # id -1 -> a zero row
-    if choice.shape[2] > 1:
-        both = (choice[:, :, 1:] >= 0) & (choice[:, :, :-1] >= 0)
-        dist: np.ndarray = np.zeros(valid.shape)
-        for t in range(choice.shape[2] - 1):
-            step = np.linalg.norm(padded[choice[:, :, t + 1]] - padded[choice[:, :, t]], axis=2)
-            dist += np.where(both[:, :, t], step, 0.0)
-        dist = np.where(valid, dist, np.nan)
+    none = np.zeros((len(valid), 0, matrix.shape[1]), dtype=matrix.dtype)
+    if choice.shape[2] > 1:  # orders: the path_length tell, the generators' own
+        view = ChoiceView(padded[choice], none, np.zeros((len(valid), 0), dtype=bool), valid, choice >= 0)
+        dist = np.where(valid, PathLength(steps=choice.shape[2]).values(view), np.nan)
         # numpy types ndarray.any(axis=...) as `bool | array`: of a 2-d array it is an array
         return dist, cast(np.ndarray, valid.any(axis=1)), "path length (sum of consecutive distances)"
     c_vec = padded[choice[:, :, 0]]  # (n, k, D)
     q = index.question
     q_found = (q >= 0) & found[np.maximum(q, 0)]
     q_n = q_found.sum(axis=1)
-    q_sum = np.einsum("nl,nld->nd", q_found.astype(matrix.dtype), padded[q])
     no_items = ~cast(np.ndarray, (q >= 0).any(axis=1))  # the question shows no items: compare with the other choices
-    c_sum = c_vec.sum(axis=1)  # invalid choices are zero rows
-    others = np.maximum(valid.sum(axis=1) - 1, 1).astype(matrix.dtype)
-    ref = np.where(no_items[:, None], 0.0, q_sum / np.maximum(q_n, 1)[:, None].astype(matrix.dtype))
-    dist = np.empty(valid.shape)
-    for j in range(valid.shape[1]):
-        loo = (c_sum - c_vec[:, j]) / others[:, None]
-        target = np.where(no_items[:, None], loo, ref)
-        dist[:, j] = np.linalg.norm(c_vec[:, j] - target, axis=1)
+    # the tells the generators deal (procbench.tells): distance to the question mean, or the odd one out
+    view = ChoiceView(c_vec, padded[q], q_found, valid)
+    dist = np.where(no_items[:, None], OddOneOut().values(view), QuestionDistance().values(view))
     ok = (q_n > 0) | no_items
     dist = np.where(valid & ok[:, None], dist, np.nan)
     if not no_items.any():
