@@ -44,10 +44,17 @@ class ChoiceView:
 
 
 class Tell(Protocol):
-    """A statistic per choice: ``values(view) -> (Q, C)``."""
+    """A statistic per choice: ``values(view) -> (Q, C)``; ``separable``: a choice's value ignores the others."""
 
-    name: str
-    separable: bool
+    @property
+    def name(self) -> str:
+        """The tell's name (:data:`TELLS`)."""
+        ...
+
+    @property
+    def separable(self) -> bool:
+        """Whether a choice's value does not depend on the other choices."""
+        ...
 
     def values(self, view: ChoiceView) -> np.ndarray:
         """``(Q, C)`` the statistic of each choice."""
