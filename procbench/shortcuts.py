@@ -696,7 +696,7 @@ class ShortcutEnsemble:
     seed: int = 0
     models: tuple[str, ...] = MODELS
     #: boosting iterations of the partial-input trees (adversarial filtering's demo policy fits fewer:
-    #: :data:`procbench.generate.adversarial.policy.DEMO_SIZE`)
+    #: :func:`procbench.generate.adversarial.policy.demo_size`)
     tree_iterations: int = 150
     #: histogram bins per feature of the partial-input trees (scikit-learn's default, 255, for the audit)
     tree_bins: int = 255
