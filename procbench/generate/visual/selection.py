@@ -29,10 +29,8 @@ class Selection:
         base_count: ``(B,)`` how many K2 candidates the unwidened band held.
         lo, hi: ``(B, len(LEVELS))`` the band bounds.
         ok: ``(B,)`` False when too few images of other procedures exist (the question is skipped).
-        rank: ``(B,)`` K3=2: the answer's distance rank the picks give it (:mod:`.ranks`); None otherwise.
-        pick_class: ``(B, need)`` K3=2: each pick's class (cloze: 1 = closer to the question than the answer).
-        spread_target, spread_reached: ``(B,)`` K3=2 cloze's knob settings: the target rank of the answer's mean
-            distance to the other choices and whether it was met (:func:`.ranks.exchange_draw`); None otherwise.
+        rank: ``(B,)`` K3=2: the answer's dealt rank on its recipe's first tell (:mod:`.dealer`); None otherwise.
+        pick_class: ``(B, need)`` K3=2: each pick's joint class on the recipe's tells (:func:`.dealer.tell_classes`).
     """
 
     rows: np.ndarray
@@ -45,8 +43,6 @@ class Selection:
     ok: np.ndarray
     rank: np.ndarray | None = None
     pick_class: np.ndarray | None = None
-    spread_target: np.ndarray | None = None
-    spread_reached: np.ndarray | None = None
 
 
 def _row_search(keys: np.ndarray, width: int, targets: np.ndarray, side: Literal["left", "right"]) -> np.ndarray:
