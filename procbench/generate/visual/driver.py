@@ -112,8 +112,8 @@ def run(
 
     ``options`` (:mod:`procbench.generate.options`): the seed, K_C (the neighbours of each anchor that define the
     K2 band, and of the K3 point) and the RecipeQA style's fixed distance (None: the median distance of random
-    image pairs) for the tasks that search neighbours, and the ``adversarial`` setting's filter over
-    :data:`.adversarial.IMAGE_POLICY`, and K3=2's pruning (``rank_yield``). ``counts["per_setting"]`` holds a
+    image pairs) for the tasks that search neighbours, and the ``adversarial`` setting's filter over its recipe's
+    preset (:func:`procbench.generate.adversarial.preset`). ``counts["per_setting"]`` holds a
     :class:`~procbench.card.setting_report.SettingReport` per setting.
     """
     seed = options.seed

@@ -13,13 +13,9 @@ images (paper 001's metric). Ordering has no K3 in the paper (its 4 settings are
 authored order smoother than most (real procedures) both K2 rules leave it the shortest or second-shortest
 of the four orders often, so "pick the order of path-length rank r" beats chance. K3=2 is the rank-uniform
 variant, as for cloze and coherence: each question gets a target rank ``r`` of the authored order's path
-length among the four orders (balanced over the set among the ranks its orders allow, :func:`.ranks.balanced_ranks`),
-and its wrong orders are ``r`` strictly shorter ones and ``3 - r`` not shorter, each side drawn by the K2 rule
-(uniformly, or ∝ score without replacement) within that side; every question is drawn at every rank it allows
-and the ranks are then dealt so that the four path lengths are shaped alike at every rank
-(:func:`.ranks.layout_ranks`, as cloze and coherence deal theirs). At each rank, the K3=2 knob settings take the
-wrong orders from the first of :data:`FIT_DRAWS` such draws that puts the authored order's position fit
-(:func:`position_fits`) at a target rank among the four orders', dealt evenly (else from one nearest it).
+length among the four orders (its recipe's ``path_length`` tell, balanced over the set among the ranks its orders
+allow, :func:`procbench.generate.ranks.balanced_ranks`), and its wrong orders are ``r`` strictly shorter ones and
+``3 - r`` not shorter, each side drawn by the K2 rule (uniformly, or ∝ score without replacement) within that side.
 ``--sweep`` writes the paper's 4, the 4 K3=2 settings and ``adversarial``. ``--style recipeqa``: free resampling
 and uniform wrong orders. ``default`` = knobs (0,1,0).
 
