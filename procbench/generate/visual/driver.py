@@ -54,7 +54,7 @@ from procbench.qsets.questions import paused_gc
 from procbench.store import Store
 from procbench.tells import TELLS
 
-__all__ = ["CHUNK_PROCEDURES", "VisualOptions", "chunks", "pipelined", "run"]
+__all__ = ["CHUNK_PROCEDURES", "VisualOptions", "chunks", "pipelined", "recipe_account", "run"]
 
 T = TypeVar("T")
 #: A visual task's options; :data:`_NEIGHBOURS` those of the tasks that search neighbour images.
@@ -206,6 +206,7 @@ def run(
     for name, summary in filtered.items():
         reports[name].adversarial = summary
     for s in resolved:  # a setting without questions says why (never a silent empty set)
+        reports[s.name].details["recipe"] = recipe_account(recipes.get(task.name, recipes.kind_of(s.setting)))
         if not out[s.name].num_rows:
             reports[s.name].empty = _empty_reason(s, plans[s.plan_key].eligible, tally[s.name])
     counts["per_setting"] = reports
@@ -233,6 +234,13 @@ def _filter(
         for s in resolved
         if s.setting.style == "adversarial" and len(columns[s.name])
     }
+
+
+def recipe_account(recipe: recipes.Recipe) -> dict[str, Any]:
+    """What a setting's report states of its recipe: its version, the tells dealt and how its probes are read
+    (judged against their nulls, or reported by construction: the knob settings, DESIGN section 6)."""
+    probes = "judged against their nulls" if recipe.judged else "reported by construction (not judged)"
+    return {"version": recipe.version, "tells_dealt": list(recipe.tells), "probes": probes}
 
 
 def _report(entry: dict[str, Any]) -> SettingReport:

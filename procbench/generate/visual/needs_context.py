@@ -40,7 +40,7 @@ from procbench.generate.answers import balance_answer_positions
 from procbench.generate.exchangeable import SIZE, draw, symmetric_sets
 from procbench.generate.search import Searcher
 from procbench.generate.settings import Setting
-from procbench.generate.visual.driver import VisualOptions, run
+from procbench.generate.visual.driver import VisualOptions, recipe_account, run
 from procbench.generate.visual.sequences import VisualData
 from procbench.generate.visual.task import VisualTask
 from procbench.progress import SILENT, Progress
@@ -163,7 +163,8 @@ def run_with_needs_context(
         questions, entry = build_needs_context(
             store, task.name, setting, seed=options.seed, progress=progress, alone=not rest
         )
-        counts["per_setting"][setting.name] = _report(entry)
+        counts["per_setting"][setting.name] = report = _report(entry)
+        report.details["recipe"] = recipe_account(recipes.get(task.name, STYLE))
         if questions is not None:
             sets[setting.name] = questions
     return sets, counts
