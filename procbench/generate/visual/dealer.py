@@ -88,15 +88,17 @@ def tell_classes(
             views = [ChoiceView(gather(rows), q_vec, mask)]
         else:  # one view per candidate: it, then the fixed choices
             rows = np.concatenate([cand[:, :, None], np.repeat(fixed[part][:, None, :], k, axis=1)], axis=2)
-            vectors = gather(rows)  # (b, K, 1 + F, D)
-            views = [ChoiceView(vectors[:, m], q_vec, mask) for m in range(k)]
+            vectors = gather(rows)  # (b, K, 1 + F, D): one view of b * K questions
+            flat = vectors.reshape(-1, *vectors.shape[2:])
+            views = [ChoiceView(flat, np.repeat(q_vec, k, axis=0), np.repeat(mask, k, axis=0))]
         joint = np.zeros(cand.shape, dtype=np.int64)
         for t, tell in enumerate(tells):
             if answer is not None:
                 values = tell.values(views[0])
                 klass = values[:, 1 + fixed.shape[1] :] < values[:, :1]
             else:
-                klass = np.stack([(v := tell.values(view))[:, 1:] < v[:, :1] for view in views], axis=1).sum(axis=2)
+                values = tell.values(views[0]).reshape(len(cand), k, -1)
+                klass = (values[:, :, 1:] < values[:, :, :1]).sum(axis=2)
             joint = joint * radix[t] + klass.astype(np.int64)
         out[part] = joint
     return np.where(candidates >= 0, out, -1), radix
