@@ -14,11 +14,14 @@ from hypothesis import strategies as st
 
 from procbench.formats.recipeqa import RecipeQAWriter, json_strings
 from procbench.generate.answers import answer_orders, place_answers
-from procbench.generate.visual.bands import DUPLICATE_DISTANCE, LEVELS, Candidates, band_bounds
+from procbench.generate.policy import current
+from procbench.generate.visual.bands import LEVELS, Candidates, band_bounds
 from procbench.generate.visual.selection import _band_ranges, _distinct, _random_true, _running_count
 from procbench.qsets import Question, procedure_ids
 from procbench.qsets.columns import dictionary, fixed_lists, questions_table, ranges
 from procbench.qsets.files import _table
+
+DUPLICATE_DISTANCE = current().DUPLICATE_DISTANCE
 
 TRICKY = [
     "plain",
