@@ -82,6 +82,7 @@ RECIPES: dict[tuple[str, str], Recipe] = {
     ),  # fmt: skip
     ("visual-coherence", "recipeqa"): Recipe(1, sources=(("random-beyond-min-distance", 1),)),
     ("visual-ordering", "knobs"): Recipe(1, sources=(("permutations", 23),)),
+    ("visual-ordering", "recipeqa"): Recipe(1, sources=(("permutations", 23),)),
     ("visual-ordering", "rank-uniform"): Recipe(2, tells=("path_length",), sources=(("permutations", 23),)),
     ("visual-ordering", "adversarial"): Recipe(
         2,
