@@ -413,7 +413,7 @@ def ledger_record(before: dict[str, Any], after: dict[str, Any], args: argparse.
         kind: name,
         "value_before": args.value_before,
         "value_after": args.value_after,
-        "corpus": Path(before["store"]).name,
+        "corpus": args.corpus or Path(before["store"]).name,
         "task": before["task"],
         "setting": before["setting"],
         "probe": probe,
@@ -470,6 +470,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     c.add_argument("--probe", default=None)
     c.add_argument("--verdict", choices=("kept", "removed", "untuned"), default=None)
     c.add_argument("--reason", default="")
+    c.add_argument("--corpus", default=None, help="the corpus's name in the record (default: the store's folder)")
     args = parser.parse_args(argv)
     if args.command == "run":
         run(args)
