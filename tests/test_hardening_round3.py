@@ -448,6 +448,16 @@ def test_readers_json_linked_out_of_the_store_is_not_read(store: Path, tmp_path:
     assert json.loads(outside.read_text()) == {"results": [foreign]}  # the outside file is untouched
 
 
+def test_a_manifest_that_yields_no_questions_warns_and_strict_refuses(store: Path, tmp_path: Path) -> None:
+    manifest = tmp_path / "m.toml"
+    manifest.write_text("[generate.sequencing]\nmin_steps = 1000\n")
+    made = _run("generate", "--manifest", manifest, "--store", store)
+    assert made.exit_code == 0, made.output
+    assert "warning: sequencing/default: no questions (procedures skipped: step_count" in " ".join(made.output.split())
+    refused = _run("generate", "--manifest", manifest, "--store", store, "--strict", "--overwrite")
+    _one_line_error(refused, "no questions", "--strict: nothing written")
+
+
 # -- issue 57 item 4: defaults that fit the store ----------------------------------------------------------------
 
 

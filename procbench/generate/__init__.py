@@ -171,7 +171,7 @@ def generate(
         splits = _splits(store, used, chosen)
     sizes = {name: _split_sizes(questions, splits) for name, questions in sets.items()}
     warnings = _empty_split_warnings(task, sizes, split_by=chosen.split_by, ratios=chosen.split_ratios)
-    warnings += [f"{task}/{name}: no questions: {r.empty}" for name, r in reports.items() if r.empty]
+    warnings += _no_question_warnings(task, sizes, reports)
     if strict and warnings:
         raise BadInput(f"{warnings[0]} (--strict: nothing written)")
     paths = write_question_sets(store, task, sets, splits=splits, seed=chosen.seed, args=args, counts=counts)
@@ -218,6 +218,19 @@ def _split_sizes(questions: Any, splits: dict[str, str]) -> dict[str, int]:
     for pid, n in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True):
         out[splits[pid]] += int(n)
     return out
+
+
+def _no_question_warnings(task: str, sizes: dict[str, dict[str, int]], reports: dict[str, SettingReport]) -> list[str]:
+    """A line per set left without a question: the setting's own reason, else the procedures it skipped."""
+    warnings = [f"{task}/{name}: no questions: {r.empty}" for name, r in reports.items() if r.empty]
+    for name, per_split in sizes.items():
+        report = reports.get(name)
+        if sum(per_split.values()) or (report is not None and report.empty):
+            continue
+        skipped = report.skipped_procedures if report is not None else {}
+        why = ", ".join(f"{reason} {n}" for reason, n in skipped.items()) or "no procedure gave one"
+        warnings.append(f"{task}/{name}: no questions (procedures skipped: {why})")
+    return warnings
 
 
 def _empty_split_warnings(
