@@ -17,7 +17,7 @@ compares signatures. Constants live here, in one place.
 
 The two image probes (:data:`IMAGE_PROBES`: ``colour_layout`` and ``near_duplicate``) are defined here once, for
 the audit (:mod:`procbench.audit.probes.image`) and the visual adversarial filter
-(:mod:`procbench.generate.visual.adversarial`) alike: each choice's :data:`RELATIONS` to its reference images
+(:mod:`procbench.generate.visual.probes`) alike: each choice's :data:`RELATIONS` to its reference images
 (:func:`choice_relations`), the probe's per-choice features of them (:func:`probe_features`) and its model
 (:func:`probe_model`, a linear SVM; the highest-scoring choice is the probe's answer).
 """

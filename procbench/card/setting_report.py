@@ -54,8 +54,9 @@ class SettingReport:
         budget: debiasing's budget use (per cluster, spent, exhausted clusters).
         auto_budget: ``--budget auto``: the budget chosen and the budgets tried with their yield.
         aflite: ``procbench filter --aflite``: what AFLite kept of which set.
-        pruning: K3=2 knob settings: AFLite on the drawn set (questions the context-free probes still solved
-            dropped, answer ranks kept uniform; :mod:`procbench.generate.visual.pruning`).
+        pruning: K3=2 knob settings generated before issue 54 (recipe version 1): AFLite on the drawn set
+            (questions the context-free probes still solved dropped, answer ranks kept uniform); read so that the
+            card of such a set still says it. Newer K3=2 sets are not pruned.
         details: the task's own counts (kNN k, the fixed RecipeQA distance, band and fallback tallies, ...).
     """
 
