@@ -1,0 +1,152 @@
+"""Which rule could give textual ``needs-context`` difficulty levels (issue 55)? Candidate rules measured against the
+zero-shot context readers before any of them goes into the generator.
+
+Run by hand on a store with ``step_title`` and ``step_text`` embeddings (e.g. the RecipeQA development slice):
+
+    procbench ingest /work/shared/data/recipeqa-recipes/procedures.jsonl --store S
+    procbench clean --store S
+    procbench embed --store S -t minilm-offline --fields step_title,step_text,procedure_title
+    python benchmarks/closeness_levels.py --store S [--seeds 0-9]
+
+For every procedure the generator's own readable sets are enumerated
+(:func:`procbench.generate.textual.needs_context.readable_sets`: four steps, no paraphrased titles, every text
+within the slack of its own title). A level keeps a subset of them by a rule that looks at the set only, never at
+which step is the answer, so the four stay exchangeable and a context-free reader still reads chance. Per seed,
+one set per procedure is drawn uniformly among the level's sets and the answer uniformly among its four, as the
+generator draws; the question is the blank, its context the answer's step text. Rules:
+
+- ``alike-q``: the issue's proposal: sets whose mean pairwise title cosine is at or above the procedure's
+  q-quantile of its readable sets (q = 0: every set, today's draw; ``alike-max``: the most alike set);
+- ``margin-m``: sets in which every step's text fits its own title by at most m (cosine, the embedding) more
+  than its best rival title in the set: four close calls, not one.
+
+Each level reports its questions (yield against level 0) and the accuracy of the two zero-shot context readers
+(:mod:`procbench.models.context_readers`: TF-IDF fitted on the store's titles and texts, and the store's
+embedding), as mean over seeds with the SE over seeds. The embedding reader reads the same vectors the margin
+rule does, so TF-IDF is the independent check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections import defaultdict
+
+import numpy as np
+
+from procbench.features import ItemVectors, step_key
+from procbench.generate.textual.needs_context import readable_sets
+from procbench.models.context_readers import context_scores
+from procbench.store import Store
+from procbench.store.views import kept_steps
+
+#: Procedures with more kept steps than this are left out (their readable sets are too many to enumerate).
+MAX_STEPS = 25
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
+
+
+def _procedures(store: Store) -> list[dict[str, object]]:
+    """Per procedure with four or more titled steps: its readable sets and both readers' text-title similarities."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    steps = kept_steps(store, ["procedure_id", "index", "title_clean", "text_clean"]).to_pylist()
+    by: dict[str, list[dict[str, object]]] = defaultdict(list)
+    for s in steps:
+        if s["title_clean"] and s["text_clean"]:
+            by[str(s["procedure_id"])].append(s)
+    titles, texts = ItemVectors(store, "step_title"), ItemVectors(store, "step_text")
+    words = [str(s[f]) for ss in by.values() for s in ss for f in ("title_clean", "text_clean")]
+    tfidf = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit(words)
+    out = []
+    for pid, ss in sorted(by.items()):
+        if not 4 <= len(ss) <= MAX_STEPS:
+            continue
+        keys = [step_key(pid, int(s["index"])) for s in ss]  # type: ignore[call-overload]
+        t, x = _unit(titles.get(keys)), _unit(texts.get(keys))
+        normalised = [re.sub(r"\W+", " ", str(s["title_clean"]).lower()).strip() for s in ss]
+        sets = readable_sets(t, x, np.unique(normalised, return_inverse=True)[1])
+        if not len(sets):
+            continue
+        tt = tfidf.transform([str(s["title_clean"]) for s in ss])
+        xt = tfidf.transform([str(s["text_clean"]) for s in ss])
+        out.append({"sets": sets, "title_sim": t @ t.T, "embedding": x @ t.T, "tfidf": (xt @ tt.T).toarray()})
+    return out
+
+
+def _levels(p: dict[str, object]) -> dict[str, np.ndarray]:
+    """Level name -> the readable sets ``(k, 4)`` it keeps for one procedure (every rule symmetric in the four)."""
+    sets = np.asarray(p["sets"])
+    sim = np.asarray(p["title_sim"])
+    upper = np.triu_indices(4, 1)
+    alike = np.array([sim[np.ix_(s, s)][upper].mean() for s in sets])
+    fit = np.asarray(p["embedding"])[sets[:, :, None], sets[:, None, :]]
+    own = fit[:, np.arange(4), np.arange(4)]
+    rival = np.where(~np.eye(4, dtype=bool), fit, -np.inf).max(axis=2)
+    widest = (own - rival).max(axis=1)  # the set's clearest step: every step is a close call when this is small
+    return {
+        "alike-0 (today)": sets,
+        "alike-0.5": sets[alike >= np.quantile(alike, 0.5)],
+        "alike-0.9": sets[alike >= np.quantile(alike, 0.9)],
+        "alike-max": sets[[int(np.argmax(alike))]],
+        "margin-0.15": sets[widest <= 0.15],
+        "margin-0.10": sets[widest <= 0.10],
+        "margin-0.05": sets[widest <= 0.05],
+    }
+
+
+def run(store: Store, seeds: list[int]) -> dict[str, dict[str, list[float]]]:
+    """Level -> {"questions": per seed, "tfidf": accuracy per seed, "embedding": accuracy per seed}."""
+    procedures = _procedures(store)
+    levels = [_levels(p) for p in procedures]
+    results: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        hits: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+        for p, kept in zip(procedures, levels, strict=True):
+            for name, sets in kept.items():
+                if not len(sets):
+                    continue
+                chosen = sets[int(rng.integers(len(sets)))]
+                answer = int(rng.integers(4))
+                for reader in ("tfidf", "embedding"):
+                    sim = np.asarray(p[reader])[chosen[answer], chosen]  # the context (answer's text) vs each title
+                    hits[name][reader].append(int(np.argmax(context_scores(sim[:, None], None)) == answer))
+        for name, by_reader in hits.items():
+            results[name]["questions"].append(len(by_reader["tfidf"]))
+            for reader, h in by_reader.items():
+                results[name][reader].append(float(np.mean(h)))
+    return results
+
+
+def _seeds(text: str) -> list[int]:
+    if "-" in text:
+        lo, hi = text.split("-")
+        return list(range(int(lo), int(hi) + 1))
+    return [int(s) for s in text.split(",")]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--store", required=True)
+    parser.add_argument("--seeds", default="0-9")
+    args = parser.parse_args()
+    seeds = _seeds(args.seeds)
+    results = run(Store.open(args.store), seeds)
+    base = np.mean(results["alike-0 (today)"]["questions"])
+    print(f"{len(seeds)} seeds; mean over seeds (SE over seeds)")
+    print("| level | questions | yield | context-tfidf | context-embedding |")
+    print("|---|---|---|---|---|")
+    for name, r in results.items():
+        n = np.mean(r["questions"])
+        cells = []
+        for reader in ("tfidf", "embedding"):
+            v = np.asarray(r[reader])
+            cells.append(f"{v.mean():.3f} ({v.std(ddof=1) / np.sqrt(len(v)):.3f})")
+        print(f"| {name} | {n:.0f} | {n / base:.0%} | {cells[0]} | {cells[1]} |")
+
+
+if __name__ == "__main__":
+    main()
