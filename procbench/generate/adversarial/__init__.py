@@ -1,22 +1,9 @@
 """Adversarial negatives (SWAG/HellaSwag-style adversarial filtering) for multiple-choice question sets.
 
-A set is solvable without its context when its negatives differ from its answers in ways a model can see
-in the choices alone. Adversarial filtering removes those differences with the context-free probes that
-find them (:mod:`procbench.shortcuts`): each round fits the probe ensemble with procedure-grouped
-cross-fitting, and for every question it solves, replaces the negative it rejects most easily with the
-candidate from the question's pool that leaves it least sure, until the held-out accuracy of every probe
-is within noise of chance or the round limit is reached. A fresh ensemble is fitted every round, so the
-final accuracy is that of probes trained on the final set.
-
-Constraints every replacement keeps: a candidate is never a paraphrase of the answer or of a question
-item (cosine similarity below ``ceiling``), never repeats an item already in the question (by identity
-code, e.g. the normalised title), and is used as a negative at most ``max_uses`` times in the whole set
-(items reused across questions give themselves away). Candidates come from the task's own pool
-(other procedures of the same split), so its split and overlap rules hold by construction.
-
-Modules: :mod:`.policy` (every constant, a preset per task), :mod:`.arena` (questions, candidates, the start),
-:mod:`.rounds` (the one round loop and the probes), :mod:`.filter` (the negatives' game), :mod:`.prune`
-(AFLite-style pruning). docs/adversarial.md is the specification.
+Each round fits the context-free probes (:mod:`procbench.shortcuts`) with procedure-grouped cross-fitting and
+replaces what they tell until every probe is at chance; docs/adversarial.md is the specification. Modules:
+:mod:`.policy` (a preset per task), :mod:`.arena` (questions, candidates, the start), :mod:`.rounds` (the round loop
+and the probes), :mod:`.filter` (the replacement game), :mod:`.prune` (AFLite-style pruning).
 
 >>> arena = Arena(vectors, identity, answers, question_items, negatives, candidates, groups)  # doctest: +SKIP
 >>> result = filter_negatives(arena, AdversarialPolicy(rounds=8), seed=0)                       # doctest: +SKIP

@@ -1,19 +1,8 @@
-"""Adversarial negatives for a visual task whose questions show images and whose answer is one image.
+"""The ``adversarial`` setting of visual cloze and coherence: adversarial filtering of the K3=2 draw.
 
-The setting ``adversarial`` starts from the task's K3=2 draw (K1, K2 of the default: the answer's rank on the
-recipe's tells dealt by :mod:`.dealer`) and runs adversarial filtering (:mod:`procbench.generate.adversarial`) on
-it: the context-free probes are fitted with procedure-grouped cross-fitting, and what they tell from the answer is
-replaced by images of other procedures from the recipe's candidate sources (:mod:`procbench.generate.recipes`:
-the nearest neighbours of the answer, the question mean and the drawn negatives' mean; coherence: of the coherent
-images' mean and of each coherent image). A replacement keeps its slot's class on the dealt tell (the side of the
-answer's distance to the question mean; coherence: the intruder's odd-one-out rank), so the dealt rank stays. An
-image is never a near-copy of the answer or of a question image (cosine ceiling) and is a choice in at most about
-as many questions as its share of the pool allows.
-
-Beside the filter's own probes, each task plays against the audit's probes that read what its choices show
-(:class:`.probes.SvmProbes`): the image probes ``hubness``, ``colour_layout`` and ``near_duplicate``
-(:func:`.probes.image_probes`); ordering's filter is :mod:`.orders`. The rounds stop, and pruning ends, only
-when these are at chance too.
+docs/adversarial.md specifies it ("The algorithm", "Per task", "Image statistics"): candidates from the recipe's
+sources, a replacement keeps its slot's class on the dealt tell, the audit's image probes play too
+(:class:`.probes.SvmProbes`); ordering's filter is :mod:`.orders`.
 """
 
 from __future__ import annotations
@@ -239,17 +228,10 @@ def filter_intruders(
     seed: int = 0,
     progress: Progress = SILENT,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-    """Adversarially filtered incoherent images for ``Q`` visual-coherence questions.
-
-    In coherence the probes look for the answer (the image that does not belong), so the answer is what is
-    replaced: the one :class:`~procbench.generate.adversarial.ReplacementGame` on an arena whose ``replaced`` slot is
-    the answer, under the ``coherence`` preset (one cross-fitted ensemble per round; a share of the told questions
-    changed per round). Candidates come from the recipe's sources (the coherent images' mean's and each coherent
-    image's nearest images of other procedures); a candidate is usable when its rank on the recipe's tell is the
-    question's (``ranks``: the dealt rank stays) and its cosine similarity to every image of the question's procedure
-    is below ``options.ceiling``; an image is the intruder of at most about as many questions as its share of the
-    pool allows. A drawn intruder above the ceiling is replaced by a random usable candidate before the first round
-    (``ceiling_replaced``; the ones without one stay, ``ceiling_unmet``).
+    """Adversarially filtered incoherent images for ``Q`` visual-coherence questions: the intruder (the answer) is
+    replaced, keeping its rank on the recipe's tell (``ranks``), below ``options.ceiling`` to every image of its
+    procedure; a near-copy drawn intruder is replaced before the rounds (``ceiling_replaced``, ``ceiling_unmet``).
+    docs/adversarial.md ("Per task") specifies it.
 
     Args:
         proc: ``(Q,)`` procedure code of each question.
@@ -259,10 +241,8 @@ def filter_intruders(
 
     Returns:
         ``(intruders (Q,), replacements (Q,), kept (Q,), summary)``; on too few procedures or questions no round
-        runs (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`), and only the near-copies are
-        replaced.
-        When the rounds leave the probes above chance, the questions they still solve are dropped, most
-        confident first, while ``options.min_yield`` stay (``kept``).
+        runs (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`; only near-copies are
+        replaced); ``kept`` is False for the questions pruning dropped (``options.min_yield``).
     """
     options = options or preset("coherence")
     n_q = len(intruders)

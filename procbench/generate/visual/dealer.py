@@ -1,20 +1,7 @@
 """The one dealer: the answer's rank on each tell a recipe declares, dealt evenly over a set.
 
-A tell (:mod:`procbench.tells`) is a statistic per choice; a reader who ignores the context can pick the choice
-at some rank of it. The dealer gives each question target ranks and draws negatives that meet them, so that every
-rank holds as many answers as the next:
-
-1. :func:`tell_classes`: each candidate's class per tell. A candidate that fills a *negative* slot moves the
-   answer up one rank where its value is below the answer's (bit 1; the tell must be separable); a candidate that
-   *is* the answer (coherence's intruder, the one slot) has the class of the rank it takes among the fixed
-   choices. Joint classes are the tells' classes in mixed radix.
-2. :func:`options`: every multiset of ``need`` joint classes and the rank per tell it gives the answer.
-3. :func:`deal_ranks`: the first tell's ranks, equally many of each, go in random order to the questions whose
-   candidates allow every rank (a question that could take only some ranks would give its rank away by the
-   spacing of its choices, so it is skipped and counted); each further tell's rank is the one dealt least so far
-   that the question's candidates allow beside it (jointly where they can; :class:`Dealt` counts where not).
-4. :func:`draw`: per question, the narrowest K2 band level holding enough candidates of every class its option
-   needs (else the whole kNN set with the extras), and the negatives uniformly at random within each class.
+Steps: :func:`tell_classes` (each candidate's class per tell), :func:`options` (the class multisets and the ranks
+they give), :func:`deal_ranks`, :func:`draw`; docs/adversarial.md ("Tells, the dealer and recipes") specifies them.
 """
 
 from __future__ import annotations

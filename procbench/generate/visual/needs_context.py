@@ -15,13 +15,10 @@ answer one of the four. What the context is depends on the task (:data:`SHAPES`)
 
 Four photos of one procedure, the answer uniform among them: a reader without the context reads chance.
 
-**The answer's rank is dealt.** Which of the four is the answer is not drawn independently per question: each
-question gets a target rank from an exactly balanced sequence (shuffled), and the answer is the photo at that rank
-by its distance to the four photos' centroid (the odd-one-out distance the audit's ``question_distance`` ranks).
-The target is drawn without looking at the photos, so given its four photos the answer is still each of them with
-probability 1/4; but over the set each rank holds a quarter of the answers exactly, as K3 = 2 deals them. Drawn
-independently, a small set puts more answers at one rank than another by chance, and the audit's rank-aware probes
-read that sample's skew as a shortcut (measured: ``benchmarks/real_photos.md``, session 19).
+**The answer's rank is dealt**: each question's target rank (by the distance to the four photos' centroid) comes
+from an exactly balanced shuffled sequence drawn without looking at the photos, so each photo is the answer with
+probability 1/4 and each rank holds a quarter of the answers (an independent draw's skew is a shortcut the audit's
+rank-aware probes read: ``benchmarks/real_photos.md``, session 19).
 """
 
 from __future__ import annotations

@@ -168,16 +168,10 @@ def filter_orders(
     seed: int = 0,
     progress: Progress = SILENT,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-    """Adversarially filtered wrong orders for ``Q`` visual-ordering questions.
-
-    The candidates of a question are the 23 wrong orders of its own four images, so what a context-free probe
-    can exploit is which orders are offered: their path length (the authored order of real procedures is
-    smoother), what images tend to come first or last (choice-only, on the orders' vectors) and how the
-    orders shown agree with each other (the authored one must not be their consensus). The arena's items are
-    the orders (:func:`order_vectors`, :func:`order_features`); a replacement keeps its side of the
-    authored order's path length (shorter or not), so a rank-uniform start stays rank-uniform, and an order
-    is a candidate only when it can be told from the authored one: some image it moves differs from the one it
-    displaces (cosine below ``options.ceiling``, :func:`order_ceiling`).
+    """Adversarially filtered wrong orders for ``Q`` visual-ordering questions: candidates are the 23 wrong orders
+    of a question's own images (:func:`order_vectors`, :func:`order_features`), a replacement keeps its side of the
+    authored order's path length, and an order must move some image past one it is below ``options.ceiling`` to
+    (:func:`order_ceiling`). docs/adversarial.md ("Per task") specifies it.
 
     Args:
         rows: ``(Q, 4)`` image rows in authored order.
