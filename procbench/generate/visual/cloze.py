@@ -5,12 +5,9 @@ order, drawn in increasing order from the K1 pool (so not necessarily adjacent s
 by ``@placeholder``. ``choices`` are the missing image and three images of other procedures; ``answer``
 indexes it. ``context`` lists every step index of the procedure (the textual context).
 
-Settings: ``--knobs K1,K2,K3`` (the sweep writes all 12; K3=2 is the rank-uniform variant: the answer's rank on
-its recipe's tells dealt evenly by :mod:`.dealer`), ``--style recipeqa``
-(free resampling, negatives drawn at random from other procedures beyond a fixed distance, by default the median
-distance between random images of different procedures; ``--min-distance`` sets it), and ``default`` = knobs
-(0,1,1), the set paper 001 reports as hardest. ``--style needs-context`` (:mod:`.needs_context`): the blank
-alone, four photos of the procedure's own sequence as choices, the answer uniform among them.
+Settings (docs/concepts/question-sets.md): ``--knobs K1,K2,K3`` (the sweep writes all 12; K3=2 deals the
+answer's rank on its recipe's tells, :mod:`.dealer`), ``--style recipeqa``, ``default`` = knobs (0,1,1), the set paper
+001 reports as hardest, ``adversarial`` and ``--style needs-context`` (:mod:`.needs_context`).
 
 ``meta`` of a knob question: ``setting``, ``k1 k2 k3 k_c``, ``k_found`` (neighbours found), ``m`` and ``s``,
 ``band`` (the K2 band), ``band_level`` and ``band_used`` (after widening), ``n_steps``, ``budget``,

@@ -6,13 +6,10 @@ procedure inserted at a balanced position; ``answer`` indexes the incoherent ima
 (the choices are the sequence, as in RecipeQA's coherence task); ``context`` lists every step index of
 the procedure.
 
-Knobs (DESIGN §6, paper 001 App. B.1): K1 as for cloze, the anchor removed from the pool being a random
-coherent step. K2: the candidates are the union of the K_C-nearest images of other procedures of the
-three coherent images, each with its smallest distance to a coherent image whose kNN it is in; m and s
-are taken over the union and the incoherent image is drawn from its band. K3: the incoherent image's
-distance to the mean of the coherent images must be below their smallest pairwise distance.
-``--style recipeqa``: free resampling, the incoherent image random among other procedures' images whose
-distance to every coherent image exceeds a fixed distance. ``default`` = knobs (0,1,1).
+Settings (DESIGN §6, paper 001 App. B.1; docs/concepts/question-sets.md): the knobs as for cloze (K2: the band
+of the union of the coherent images' K_C-nearest images of other procedures; K3: the intruder nearer the coherent
+mean than their smallest pairwise distance), ``--style recipeqa``, ``default`` = knobs (0,1,1), ``adversarial``
+and ``--style needs-context``.
 
 ``meta``: ``setting``, ``k1 k2 k3 k_c``, ``k_found`` (union size), ``m``, ``s``, ``band``,
 ``band_level`` (where the incoherent image came from: a band level, ``question-knn`` or ``relaxed``),

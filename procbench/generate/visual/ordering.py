@@ -6,18 +6,11 @@ three of the 23 other permutations; ``answer`` indexes the authored order. ``que
 images are in the choices, as in RecipeQA's ordering task); ``context`` lists every step index of the
 procedure.
 
-Knobs (DESIGN §6, paper 001 App. B.2): K1 as for cloze, the anchor removed from the pool being a random
-question step. K2=0: the three wrong orders are drawn uniformly from the 23; K2=1: drawn without
-replacement with probability proportional to their score, the sum of the distances between consecutive
-images (paper 001's metric). Ordering has no K3 in the paper (its 4 settings are K1, K2 with K3=0). With the
-authored order smoother than most (real procedures) both K2 rules leave it the shortest or second-shortest
-of the four orders often, so "pick the order of path-length rank r" beats chance. K3=2 is the rank-uniform
-variant, as for cloze and coherence: each question gets a target rank ``r`` of the authored order's path
-length among the four orders (its recipe's ``path_length`` tell, balanced over the set among the ranks its orders
-allow, :func:`procbench.generate.ranks.balanced_ranks`), and its wrong orders are ``r`` strictly shorter ones and
-``3 - r`` not shorter, each side drawn by the K2 rule (uniformly, or ∝ score without replacement) within that side.
-``--sweep`` writes the paper's 4, the 4 K3=2 settings and ``adversarial``. ``--style recipeqa``: free resampling
-and uniform wrong orders. ``default`` = knobs (0,1,0).
+Knobs (DESIGN §6, paper 001 App. B.2; docs/concepts/question-sets.md): K1 as for cloze; K2=0: wrong orders
+uniform among the 23, K2=1: without replacement ∝ their score (the sum of consecutive-image distances). No K3 in
+the paper; K3=2 deals the authored order's path-length rank (:func:`procbench.generate.ranks.balanced_ranks`), each
+side drawn by the K2 rule. ``--sweep`` writes the paper's 4, the 4 K3=2 settings and ``adversarial``;
+``--style recipeqa``: free resampling, uniform wrong orders; ``default`` = knobs (0,1,0).
 
 ``meta``: ``setting``, ``k1 k2 k3`` (not for RecipeQA style), ``n_steps``, ``budget``,
 ``question_number``, ``pool_size``, ``removed_steps`` (knob settings), ``question_steps``,
