@@ -88,20 +88,10 @@ def filter_negatives(
     drafted: int | None = None,
     progress: Progress = SILENT,
 ) -> AdversarialResult:
-    """Replace the negatives the context-free probes tell from the answer until the probes are at chance.
-
-    Each round fits fresh cross-fitted ensembles (``policy.probe_repeats``, averaged). For a probe above chance,
-    the questions it solves get their weakest negative replaced; for a probe *below* chance (it has learnt what
-    answers are not), the questions where it rates the answer lowest get their strongest negative replaced.
-    Either way the replacement is the usable candidate that brings every probe's probability of the answer
-    nearest ``1 / #choices`` (:func:`probe_costs`: not the most answer-like one, which would plant the opposite
-    tell, and never one probe pushed past chance to offset another); the probes of the last
-    ``policy.judge_rounds`` rounds score a candidate, with the item and cluster counts of the whole set after the
-    swap. The negatives of the round whose worst probe was nearest chance are returned. ``arena.negatives`` is
-    not modified; every question keeps its answer and question items. If the probes are still above chance and
-    ``options.min_yield`` < 1, :func:`prune_predictable` then drops the questions they solve, keeping at least
-    ``min_yield`` of ``drafted`` questions (default: the arena's); ``result.kept`` says which stay.
-    Deterministic for a given ``seed``.
+    """Replace the negatives the context-free probes tell from the answer until the probes are at chance, then
+    (probes still off chance, ``options.min_yield`` < 1) :func:`prune_predictable` down to ``min_yield`` of
+    ``drafted`` (default: the arena's) questions; ``result.kept`` says which stay. ``arena.negatives`` is not
+    modified. docs/adversarial.md ("The algorithm") specifies the rounds. Deterministic for a given ``seed``.
     """
     game = ReplacementGame(arena, options, seed)
     n_q = len(arena.answers)

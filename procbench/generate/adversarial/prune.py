@@ -43,18 +43,12 @@ def prune_predictable(
     seed: int = 0,
     progress: Progress = SILENT,
 ) -> tuple[np.ndarray, list[dict[str, Any]], int]:
-    """Drop the questions context-free probes still solve, most predictable first (AFLite-style).
+    """Drop the questions context-free probes still solve, most predictable first (AFLite-style; docs/adversarial.md
+    specifies the steps: ``options.prune_partitions``, ``prune_carry``, ``prune_step``), until every probe is within
+    ``options.z`` standard errors of chance or ``floor`` questions are left.
 
-    Each step fits ``options.prune_partitions`` (``PRUNE_PARTITIONS``) fresh cross-fitted ensembles on the
-    questions left; a question's predictability is how often their probes above chance solve it, and their probes
-    below chance rate its answer lowest (ties: the probabilities of its answer; the ensemble's when no probe is off
-    chance). With ``options.prune_carry``, a question's predictability adds up over the steps so far (AFLite's
-    share over every partition that held it out; the earlier ones fitted on a superset of the questions left), so
-    one fresh partition per step is enough to rank by. The ``options.prune_step`` share (``PRUNE_STEP``) of
-    most predictable questions is dropped, until every probe's mean accuracy is within ``options.z`` standard errors
-    of chance or ``floor`` questions are left. Returns ``(kept (Q,), log, best)``: the questions of step
-    ``best``, the one whose worst probe was nearest chance, and one log entry per step. ``progress`` counts the
-    steps (at most enough to reach ``floor``).
+    Returns ``(kept (Q,), log, best)``: the questions of step ``best``, the one whose worst probe was nearest
+    chance, and one log entry per step. ``progress`` counts the steps (at most enough to reach ``floor``).
     """
     n_q, n_neg = arena.negatives.shape
     chance = 1.0 / (n_neg + 1)

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from procbench.errors import BadInput
 from procbench.generate import policy
 from procbench.generate.adversarial import TEXTUAL_POLICY, AdversarialPolicy
 from procbench.generate.debias import Clustering, cluster_titles, default_n_clusters
@@ -148,14 +147,3 @@ class TextualContext:
     def step_texts(self) -> Embeddings | None:
         """The step-text embeddings in the items' space when the context shows each answer's step text."""
         return step_text_embeddings(self.store, self.items, self.embeddings)
-
-    @cached_property
-    def procedure_titles(self) -> Embeddings | None:
-        """The procedure-title embeddings in the items' space, None when the store has none."""
-        from procbench.embed import load_embeddings
-
-        try:
-            titles = load_embeddings(self.store, "procedure_title")
-        except BadInput:
-            return None
-        return titles if titles.encoder == self.embeddings.encoder else None
