@@ -137,7 +137,7 @@ def cloze_arena(
     candidates: np.ndarray | None = None,
     **extra: Any,
 ) -> Arena:
-    """The probes' view of visual-cloze questions, as the filter plays on it and K3=2's pruning scores it:
+    """The probes' view of visual-cloze questions, as the filter plays on it:
     ``answers (Q,)``, ``shown (Q, L)`` (-1: the placeholder) and ``negatives (Q, K)`` image rows, the choices'
     image relations to the question's photos; ``candidates (Q, M)`` and ``extra`` (copies, classes: the filter's
     replacements) as :class:`~procbench.generate.adversarial.Arena` takes them."""
@@ -189,7 +189,7 @@ def coherence_arena(
     relations: ImageRelations,
     clusters: np.ndarray,
 ) -> Arena:
-    """The probes' view of visual-coherence questions, as the filter prunes and K3=2's pruning scores them: the
+    """The probes' view of visual-coherence questions, as the filter plays on them: the
     intruder ``intruders (Q,)`` is the answer, the ``coherent (Q, 3)`` images its negatives, each choice's image
     relations to the other choices as features (``clusters``: :func:`image_clusters`)."""
     n_q = len(intruders)

@@ -136,7 +136,7 @@ def order_arena(
     candidates: np.ndarray | None = None,
     **extra: Any,
 ) -> Arena:
-    """The probes' view of visual-ordering questions, as the filter plays on it and K3=2's pruning scores it: the
+    """The probes' view of visual-ordering questions, as the filter plays on it: the
     items are the orders of each question's images ``rows (Q, 4)`` (item ``question * 24 + order``, the authored
     one the answer), ``picked (Q, 3)`` the wrong orders shown (indices 1-23 into :data:`ORDERS`), ``scores (Q, 24)``
     their path lengths (:func:`path_lengths`); ``candidates (Q, M)`` item ids and ``extra`` (classes: the filter's
