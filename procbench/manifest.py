@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 from procbench.clean.options import CleanOptions
 from procbench.errors import BadInput, InputFileNotFound
+from procbench.nesting import nesting_depth
 from procbench.scrape.filters import Filters
 
 if TYPE_CHECKING:
@@ -429,19 +430,6 @@ def _nesting(text: str) -> int:
     return deepest
 
 
-def _depth(data: Any) -> int:
-    """How deeply parsed ``data`` nests tables and arrays, counted without recursion."""
-    deepest, stack = 0, [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, (dict, list)):
-            deepest = max(deepest, depth)
-            if depth > MAX_NESTING:
-                break
-            stack += [(v, depth + 1) for v in (value.values() if isinstance(value, dict) else value)]
-    return deepest
-
-
 def load_manifest(path: str | Path) -> Manifest:
     """Read and check a manifest (every section, every type) without making any request.
 
@@ -465,7 +453,7 @@ def load_manifest(path: str | Path) -> Manifest:
         raise BadInput(f"{path} nests arrays or tables too deeply: not a manifest") from None
     except OSError as exc:
         raise BadInput(f"cannot read manifest {path}: {exc.strerror or exc}") from exc
-    if _depth(data) > MAX_NESTING:  # dotted keys (a.b.c...) nest without brackets
+    if nesting_depth(data, cap=MAX_NESTING) > MAX_NESTING:  # dotted keys (a.b.c...) nest without brackets
         raise BadInput(f"{path} nests keys more than {MAX_NESTING} levels deep: not a manifest")
     read = _Reader(path)
     version = read.value(data, "version", int, "the top level") if "version" in data else MANIFEST_VERSION

@@ -26,6 +26,7 @@ import numpy as np
 from procbench.errors import BadInput
 from procbench.models.metrics import bootstrap_ci
 from procbench.models.registry import task_family
+from procbench.nesting import nesting_depth
 from procbench.safetext import plain
 
 __all__ = ["LM_EVAL_METRICS", "Z95", "LmEvalRead", "LmEvalScore", "model_label", "read_lm_eval"]
@@ -92,18 +93,6 @@ def _results_files(path: Path) -> list[Path]:
     raise BadInput(f"no lm-eval results at {plain(str(path))}")
 
 
-def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether ``value`` nests lists and dicts deeper than ``limit`` (walked without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            if depth > limit:
-                return True
-            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
-    return False
-
-
 def _load_json(text: str, where: str) -> Any:
     """``text`` parsed as JSON, refusing deep nesting and non-finite numbers with one line."""
     try:
@@ -112,7 +101,7 @@ def _load_json(text: str, where: str) -> Any:
         raise BadInput(f"{where}: JSON nested too deeply (at most {MAX_DEPTH} levels)") from None
     except ValueError as exc:
         raise BadInput(f"{where}: not valid JSON ({plain(str(exc))[:200]})") from None
-    if _too_deep(data):
+    if nesting_depth(data, cap=MAX_DEPTH) > MAX_DEPTH:
         raise BadInput(f"{where}: JSON nested too deeply (at most {MAX_DEPTH} levels)")
     return data
 

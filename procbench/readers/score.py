@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from procbench.errors import BadInput, InputFileNotFound
+from procbench.nesting import nesting_depth
 from procbench.qsets.files import QuestionSet
 from procbench.readers.packet import KEY_FILE, KEY_FORMAT, LETTERS, question_fingerprints
 from procbench.readers.views import READERS_FILE, read_limited, read_records
@@ -60,19 +61,6 @@ MAX_NAME = 200
 SHOW_IDS = 10
 
 
-def _depth(data: Any) -> int:
-    """How deeply ``data`` (parsed JSON) nests arrays and objects, counted without recursion."""
-    deepest, stack = 0, [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, (dict, list)):
-            deepest = max(deepest, depth)
-            if depth > MAX_DEPTH:
-                return depth
-            stack += [(v, depth + 1) for v in (value.values() if isinstance(value, dict) else value)]
-    return deepest
-
-
 def _load_json(path: Path, max_bytes: int, what: str) -> Any:
     """``path`` parsed as JSON: a regular file of at most ``max_bytes``, nested at most
     :data:`MAX_DEPTH` deep.
@@ -94,7 +82,7 @@ def _load_json(path: Path, max_bytes: int, what: str) -> Any:
         raise BadInput(f"{path}: the {what} is nested more than {MAX_DEPTH} levels deep") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadInput(f"{path}: the {what} is not JSON ({str(exc)[:120]})") from None
-    if _depth(data) > MAX_DEPTH:
+    if nesting_depth(data, cap=MAX_DEPTH) > MAX_DEPTH:
         raise BadInput(f"{path}: the {what} is nested more than {MAX_DEPTH} levels deep")
     return data
 
