@@ -199,10 +199,9 @@ def _choice_text(item: dict[str, Any]) -> str:
     return f"{title} {text}".strip() if title and text else (title or text)
 
 
-def _document(record: dict[str, Any]) -> dict[str, Any] | None:
-    """One lm-eval document of an inlined record (None: a question lm-eval cannot ask, e.g. a choice without
-    words)."""
-    doc: dict[str, Any] = {
+def _document_head(record: dict[str, Any]) -> dict[str, Any]:
+    """The fields every lm-eval document starts with: ids, procedure title, instruction and the context steps."""
+    return {
         "qid": record["qid"],
         "procedure_id": record["procedure_id"],
         "procedure_title": record["procedure_title"] or "",
@@ -210,8 +209,13 @@ def _document(record: dict[str, Any]) -> dict[str, Any] | None:
         "context": [
             {"number": c["index"] + 1, "title": c["title"] or "", "text": c["text"] or ""} for c in record["context"]
         ],
-        "question": [_words(i) for i in record["question"]],
     }
+
+
+def _document(record: dict[str, Any]) -> dict[str, Any] | None:
+    """One lm-eval document of an inlined record (None: a question lm-eval cannot ask, e.g. a choice without
+    words)."""
+    doc = {**_document_head(record), "question": [_words(i) for i in record["question"]]}
     if record["choice_orders"]:  # sequencing: every order is a choice, the acceptable ones are the targets
         n = len(record["question"])
         if not 2 <= n <= MAX_SEQUENCE:
@@ -236,15 +240,7 @@ def _letter(index: int) -> str:
 def _visual_document(record: dict[str, Any], images: _Images) -> dict[str, Any] | None:
     """One lm-eval document of an inlined visual record, its images as JPEG bytes in :data:`IMAGE_ORDER`
     (None: an image is missing or unreadable, or there are too many choices to letter)."""
-    doc: dict[str, Any] = {
-        "qid": record["qid"],
-        "procedure_id": record["procedure_id"],
-        "procedure_title": record["procedure_title"] or "",
-        "instruction": record["instruction"],
-        "context": [
-            {"number": c["index"] + 1, "title": c["title"] or "", "text": c["text"] or ""} for c in record["context"]
-        ],
-    }
+    doc = _document_head(record)
     ids: list[str | None] = []
     question = []
     for item in record["question"]:
