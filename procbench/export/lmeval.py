@@ -297,6 +297,34 @@ def _chance(doc: dict[str, Any]) -> float:
     return (len(answers) if isinstance(answers, list) else 1) / len(doc["choices"])
 
 
+def _config_head(
+    name: str, files: dict[str, Path], *, context: bool, dataset: str, output: str, fewshot: bool
+) -> dict[str, Any]:
+    """The fields every task config starts with: name, tags, the exported files and the splits they hold
+    (``fewshot``: few-shot examples come from the train split)."""
+    config: dict[str, Any] = {
+        "task": name,
+        "tag": ["procbench_context" if context else "procbench_nocontext"],
+        "dataset_path": dataset,
+        "dataset_kwargs": {"data_files": {split: str(path.resolve()) for split, path in files.items()}},
+        "output_type": output,
+        "test_split": "test",
+    }
+    if "train" in files:
+        config["training_split"] = "train"
+        if fewshot:
+            config["fewshot_split"] = "train"
+    if "validation" in files:
+        config["validation_split"] = "validation"
+    return config
+
+
+def _metadata(qset: QuestionSet, *, context: bool, **extra: Any) -> dict[str, Any]:
+    """A task's ``metadata``: the prompt version and where its questions come from (what ``evaluate`` reads)."""
+    source = {"task": qset.task, "setting": qset.setting, "context": context, "qset": str(qset.path.resolve())}
+    return {"version": PROMPT_VERSION, "procbench": {**source, **extra}}
+
+
 def _task_config(
     name: str,
     qset: QuestionSet,
@@ -306,19 +334,7 @@ def _task_config(
     sequencing: bool,
 ) -> dict[str, Any]:
     body = SEQUENCE_TEMPLATE if sequencing else QUESTION_TEMPLATE
-    config: dict[str, Any] = {
-        "task": name,
-        "tag": ["procbench_context" if context else "procbench_nocontext"],
-        "dataset_path": "json",
-        "dataset_kwargs": {"data_files": {split: str(path.resolve()) for split, path in files.items()}},
-        "output_type": "multiple_choice",
-        "test_split": "test",
-    }
-    if "train" in files:
-        config["training_split"] = "train"
-        config["fewshot_split"] = "train"
-    if "validation" in files:
-        config["validation_split"] = "validation"
+    config = _config_head(name, files, context=context, dataset="json", output="multiple_choice", fewshot=True)
     config.update(
         {
             "doc_to_text": (CONTEXT_TEMPLATE if context else "") + body,
@@ -329,15 +345,7 @@ def _task_config(
                 {"metric": "acc", "aggregation": "mean", "higher_is_better": True},
                 {"metric": "acc_norm", "aggregation": "mean", "higher_is_better": True},
             ],
-            "metadata": {
-                "version": PROMPT_VERSION,
-                "procbench": {
-                    "task": qset.task,
-                    "setting": qset.setting,
-                    "context": context,
-                    "qset": str(qset.path.resolve()),
-                },
-            },
+            "metadata": _metadata(qset, context=context),
         }
     )
     return config
@@ -346,18 +354,8 @@ def _task_config(
 def _visual_config(
     name: str, qset: QuestionSet, files: dict[str, Path], *, context: bool, letters: int
 ) -> dict[str, Any]:
-    config: dict[str, Any] = {
-        "task": name,
-        "tag": ["procbench_context" if context else "procbench_nocontext", "procbench_visual"],
-        "dataset_path": "parquet",
-        "dataset_kwargs": {"data_files": {split: str(path.resolve()) for split, path in files.items()}},
-        "output_type": "generate_until",
-        "test_split": "test",
-    }
-    if "train" in files:
-        config["training_split"] = "train"
-    if "validation" in files:
-        config["validation_split"] = "validation"
+    config = _config_head(name, files, context=context, dataset="parquet", output="generate_until", fewshot=False)
+    config["tag"].append("procbench_visual")
     config.update(
         {
             "doc_to_image": "images",
@@ -375,17 +373,7 @@ def _visual_config(
                 }
             ],
             "metric_list": [{"metric": "exact_match", "aggregation": "mean", "higher_is_better": True}],
-            "metadata": {
-                "version": PROMPT_VERSION,
-                "procbench": {
-                    "task": qset.task,
-                    "setting": qset.setting,
-                    "context": context,
-                    "qset": str(qset.path.resolve()),
-                    "metric": VISUAL_METRIC,
-                    "images": IMAGE_ORDER,
-                },
-            },
+            "metadata": _metadata(qset, context=context, metric=VISUAL_METRIC, images=IMAGE_ORDER),
         }
     )
     return config
