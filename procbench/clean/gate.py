@@ -44,7 +44,7 @@ from collections.abc import Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from procbench.clean.vocab import Vocabulary, word_tokens
+from procbench.clean.vocab import TWO_LETTER_PARTS, Vocabulary, word_tokens
 
 __all__ = [
     "AFFIX_PREFIXES",
@@ -86,33 +86,9 @@ DOMAIN_LEXICON = frozenset(
         "thingiverse",
     ]
 )
-#: Parts shorter than 3 letters a split may have (closed list of function words).
-FUNCTION_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "as",
-        "at",
-        "be",
-        "by",
-        "do",
-        "if",
-        "in",
-        "is",
-        "it",
-        "me",
-        "my",
-        "no",
-        "of",
-        "on",
-        "or",
-        "so",
-        "to",
-        "up",
-        "us",
-        "we",
-    ]
-)
+#: Parts shorter than 3 letters a split may have (closed list of function words): "a" and the segmenter's
+#: two-letter parts but its interjections and the parts that are as often names or abbreviations.
+FUNCTION_WORDS = frozenset({"a"}) | (TWO_LETTER_PARTS - {"am", "go", "he", "oh", "ok"})
 #: Endings that are also dictionary words: split off a stem they are a suffix, not a second word.
 AFFIX_SUFFIXES = frozenset(
     [
