@@ -18,8 +18,13 @@ process on the code under ``--audit-code`` (default ``--code``; give one judge t
 finished seed is written to ``--out`` at once (atomic replace), so a run resumes where it stopped.
 
 ``summary``: per probe, the mean over seeds and its standard error (SE = sample SD / sqrt(seeds)); the null's
-shuffle j averaged over the seeds as the real value is, giving K seed-averaged null values, their mean and 95th
-percentile; verdict ``ok`` when the real mean is at or under that percentile (the issue's bar), ``ABOVE`` otherwise.
+shuffle j averaged over the seeds as the real value is, giving K seed-averaged null values, their mean and 5th and
+95th percentiles; verdict ``ok`` inside [p5, p95], ``ABOVE`` over p95 (the issue's acceptance bar, unchanged) and
+``BELOW`` under p5: a probe reading far under its null is an inverted tell (the answer sits where the probe's
+pick is not, which a reader can use as well), held to the mirror of the upper bar. Two one-sided 5% bars rather
+than [p2.5, p97.5]: the upper one is the issue's acceptance and must not move; a null set is flagged on one probe
+with probability about 10% (5% each side), and a p5 or p95 of K = 10 nulls is the interpolation between the two
+extreme values, itself uncertain.
 
 ``compare``: per probe, the paired difference AFTER - BEFORE over the seeds both runs hold, its SE (SD of the
 differences / sqrt(pairs)) and whether |effect| >= 2 SE (the issue's bar for keeping a rule or constant).
@@ -52,6 +57,8 @@ PROBES = (*real_photos.PROBES, "rank_rule")
 BAR = 2.0
 #: The null percentile a probe's seed-averaged value must stay at or under (issue 54's acceptance).
 NULL_PERCENTILE = 95.0
+#: The null percentile a probe's seed-averaged value must stay at or over (the inverted tell's mirror bar).
+NULL_LOW_PERCENTILE = 100.0 - NULL_PERCENTILE
 
 
 # --- statistics -------------------------------------------------------------------------------------------------
@@ -81,18 +88,32 @@ def significant(effect: float, se: float, bar: float = BAR) -> bool:
     return abs(effect) >= bar * se and (se > 0 or effect != 0)
 
 
-def null_summary(null: np.ndarray, percentile: float = NULL_PERCENTILE) -> tuple[float, float, int]:
-    """``null`` (S, K): seed s's value under shuffle k, nan where the probe did not apply. Shuffle k is averaged over
-    the seeds as a real reading is; returns the mean and ``percentile`` of the K seed-averaged values and K used."""
+def null_values(null: np.ndarray) -> np.ndarray:
+    """``null`` (S, K): seed s's value under shuffle k, nan where the probe did not apply. Returns the ``(K',)``
+    seed-averaged values of the shuffles that applied anywhere (shuffle k averaged over the seeds as a real reading
+    is)."""
     arr = np.asarray(null, dtype=float)
     if arr.ndim != 2 or arr.size == 0:
-        return float("nan"), float("nan"), 0
+        return np.zeros(0)
     with np.errstate(invalid="ignore"):
         per_shuffle = np.array([np.nanmean(col) if np.isfinite(col).any() else np.nan for col in arr.T])
-    per_shuffle = per_shuffle[np.isfinite(per_shuffle)]
+    return per_shuffle[np.isfinite(per_shuffle)]
+
+
+def null_summary(null: np.ndarray, percentile: float = NULL_PERCENTILE) -> tuple[float, float, int]:
+    """The mean and ``percentile`` of :func:`null_values` of ``null (S, K)``, and K used."""
+    per_shuffle = null_values(null)
     if per_shuffle.size == 0:
         return float("nan"), float("nan"), 0
     return float(per_shuffle.mean()), float(np.percentile(per_shuffle, percentile)), int(per_shuffle.size)
+
+
+def verdict(mean: float, p_low: float, p_high: float) -> str:
+    """``ok`` inside ``[p_low, p_high]``, ``ABOVE`` over ``p_high`` (the acceptance bar), ``BELOW`` under ``p_low``
+    (an inverted tell); ``no null`` when the band is undefined."""
+    if not (np.isfinite(p_low) and np.isfinite(p_high)):
+        return "no null"
+    return "ABOVE" if mean > p_high else ("BELOW" if mean < p_low else "ok")
 
 
 def _value(audit: dict[str, Any], probe: str) -> float:
@@ -283,7 +304,8 @@ def run(args: argparse.Namespace) -> None:
 
 
 def summarise(data: dict[str, Any]) -> dict[str, dict[str, float | str | int]]:
-    """Per probe: ``mean``, ``se`` over seeds, ``null_mean``, ``null_p95``, nulls used and the ``verdict``."""
+    """Per probe: ``mean``, ``se`` over seeds, ``null_mean``, ``null_p5``, ``null_p95``, nulls used and the
+    two-sided ``verdict`` (:func:`verdict`)."""
     seeds = sorted(data["seeds"], key=int)
     out: dict[str, dict[str, float | str | int]] = {}
     for probe in PROBES:
@@ -293,16 +315,21 @@ def summarise(data: dict[str, Any]) -> dict[str, dict[str, float | str | int]]:
         mean, se = seed_mean_se(vals)
         k = min((len(data["seeds"][s]["nulls"]) for s in seeds), default=0)
         null = np.array([[_value(data["seeds"][s]["nulls"][j], probe) for j in range(k)] for s in seeds])
-        null_mean, p95, used = null_summary(null) if k else (float("nan"), float("nan"), 0)
-        verdict = "no null" if not used else ("ok" if mean <= p95 else "ABOVE")
+        shuffles = null_values(null) if k else np.zeros(0)
+        used = int(shuffles.size)
+        band = (NULL_LOW_PERCENTILE, NULL_PERCENTILE)
+        null_mean, p5, p95 = (
+            (float(shuffles.mean()), *(float(np.percentile(shuffles, q)) for q in band)) if used else (np.nan,) * 3
+        )
         out[probe] = {
             "mean": mean,
             "se": se,
             "seeds": len(vals),
             "null_mean": null_mean,
+            "null_p5": p5,
             "null_p95": p95,
             "nulls": used,
-            "verdict": verdict,
+            "verdict": verdict(mean, p5, p95),
         }
     return out
 
@@ -324,13 +351,13 @@ def summary_table(data: dict[str, Any]) -> list[str]:
         f"{questions(data):.1f} questions per set, {data['nulls']} nulls per set; wall: generate {gen:.0f} s, "
         f"audit {aud:.0f} s, nulls {nul:.0f} s",
         "",
-        "| probe | mean | SE | null mean | null p95 | verdict |",
-        "|---|---|---|---|---|---|",
+        "| probe | mean | SE | null mean | null p5 | null p95 | verdict |",
+        "|---|---|---|---|---|---|---|",
     ]
     for probe, row in summarise(data).items():
         lines.append(
-            f"| {probe} | {row['mean']:.3f} | {row['se']:.3f} | {row['null_mean']:.3f} | {row['null_p95']:.3f} "
-            f"| {row['verdict']} |"
+            f"| {probe} | {row['mean']:.3f} | {row['se']:.3f} | {row['null_mean']:.3f} | {row['null_p5']:.3f} "
+            f"| {row['null_p95']:.3f} | {row['verdict']} |"
         )
     return lines
 

@@ -73,6 +73,11 @@ def test_summary_and_compare_on_runs(evidence: ModuleType) -> None:
     assert set(rows) == {"choice_only"}
     assert rows["choice_only"]["verdict"] == "ABOVE"
     assert evidence.summarise(new)["choice_only"]["verdict"] == "ok"  # 0.305 <= p95 of 0.300..0.309
+    inverted = run([0.20, 0.22, 0.18, 0.21], null=0.30)  # far under every null shuffle: an inverted tell
+    low = evidence.summarise(inverted)["choice_only"]
+    assert low["verdict"] == "BELOW"
+    assert low["null_p5"] == pytest.approx(np.percentile(0.30 + np.arange(10) / 1000, 5))
+    assert low["null_p5"] < low["null_mean"] < low["null_p95"]
     effect = evidence.compare(old, new)["choice_only"]
     assert effect["effect"] == pytest.approx(-0.0975)
     assert effect["pairs"] == 4 and effect["significant"]
@@ -83,3 +88,27 @@ def test_parsers(evidence: ModuleType) -> None:
     assert evidence.parse_overrides(["A=0.5", "B=[1,2]", "C=csls"]) == {"A": 0.5, "B": [1, 2], "C": "csls"}
     assert evidence.setting_args("knobs-0-1-2") == ["--knobs", "0,1,2"]
     assert evidence.setting_args("needs-context") == ["--style", "needs-context"]
+
+
+def test_the_two_sided_verdict(evidence: ModuleType) -> None:
+    assert evidence.verdict(0.30, 0.20, 0.30) == "ok"  # at the upper bar: the "at or under"
+    assert evidence.verdict(0.20, 0.20, 0.30) == "ok"
+    assert evidence.verdict(0.301, 0.20, 0.30) == "ABOVE"
+    assert evidence.verdict(0.199, 0.20, 0.30) == "BELOW"
+    assert evidence.verdict(0.25, float("nan"), float("nan")) == "no null"
+
+
+def test_the_summary_table_shows_both_percentiles(evidence: ModuleType) -> None:
+    seeds = {
+        str(s): {
+            "audit": {"n": 30, "choice_only": {"value": 0.1}},
+            "nulls": [{"choice_only": {"value": 0.25 + j / 100}} for j in range(10)],
+            "wall": {"generate": 1.0, "audit": 1.0, "nulls": 1.0},
+        }
+        for s in range(3)
+    }
+    data = {"seeds": seeds, "task": "t", "setting": "s", "store": "/x/bg1", "commit": "abcdef0", "audit_commit": "a",
+            "overrides": {}, "nulls": 10}  # fmt: skip
+    lines = evidence.summary_table(data)
+    assert "| null p5 | null p95 |" in lines[2]
+    assert lines[-1].startswith("| choice_only | 0.100 |") and lines[-1].endswith("| BELOW |")
