@@ -36,7 +36,7 @@ import numpy as np
 
 from procbench.features import ItemVectors, step_key
 from procbench.generate.textual.needs_context import readable_sets
-from procbench.models.context_readers import context_scores
+from procbench.models.context_readers import CONTEXT_READERS, context_scores
 from procbench.store import Store
 from procbench.store.views import kept_steps
 
@@ -76,16 +76,24 @@ def _procedures(store: Store) -> list[dict[str, object]]:
     return out
 
 
+def _margins(similarity: np.ndarray, sets: np.ndarray) -> np.ndarray:
+    """``(K, 4)`` each step's own-title fit minus its best rival title's in the set (``similarity[text, title]``)."""
+    fit = similarity[sets[:, :, None], sets[:, None, :]]
+    own = fit[:, np.arange(4), np.arange(4)]
+    return own - np.where(~np.eye(4, dtype=bool), fit, -np.inf).max(axis=2)
+
+
 def _levels(p: dict[str, object]) -> dict[str, np.ndarray]:
     """Level name -> the readable sets ``(k, 4)`` it keeps for one procedure (every rule symmetric in the four)."""
     sets = np.asarray(p["sets"])
     sim = np.asarray(p["title_sim"])
     upper = np.triu_indices(4, 1)
     alike = np.array([sim[np.ix_(s, s)][upper].mean() for s in sets])
-    fit = np.asarray(p["embedding"])[sets[:, :, None], sets[:, None, :]]
-    own = fit[:, np.arange(4), np.arange(4)]
-    rival = np.where(~np.eye(4, dtype=bool), fit, -np.inf).max(axis=2)
-    widest = (own - rival).max(axis=1)  # the set's clearest step: every step is a close call when this is small
+    margins = _margins(np.asarray(p["embedding"]), sets)
+    both = (margins + _margins(np.asarray(p["tfidf"]), sets)) / 2
+    bmean = both.mean(axis=1)
+    widest = margins.max(axis=1)  # the set's clearest step: every step is a close call when this is small
+    mean = margins.mean(axis=1)  # the set's expected margin: the answer is uniform among the four
     return {
         "alike-0 (today)": sets,
         "alike-0.5": sets[alike >= np.quantile(alike, 0.5)],
@@ -94,6 +102,21 @@ def _levels(p: dict[str, object]) -> dict[str, np.ndarray]:
         "margin-0.15": sets[widest <= 0.15],
         "margin-0.10": sets[widest <= 0.10],
         "margin-0.05": sets[widest <= 0.05],
+        "mean-0.10": sets[mean <= 0.10],
+        "mean-0.07": sets[mean <= 0.07],
+        "mean-0.05": sets[mean <= 0.05],
+        "hardest-q0.25": sets[mean <= np.quantile(mean, 0.25)],
+        "hardest-q0.1": sets[mean <= np.quantile(mean, 0.1)],
+        "hardest-min": sets[[int(np.argmin(mean))]],
+        "hardest-widest-min": sets[[int(np.argmin(widest))]],
+        "both-mean-0.08": sets[bmean <= 0.08],
+        "both-mean-0.06": sets[bmean <= 0.06],
+        "both-mean-0.05": sets[bmean <= 0.05],
+        "both-mean-0.04": sets[bmean <= 0.04],
+        "both-mean-0.03": sets[bmean <= 0.03],
+        "both-mean-0.02": sets[bmean <= 0.02],
+        "both-q0.25": sets[bmean <= np.quantile(bmean, 0.25)],
+        "both-min": sets[[int(np.argmin(bmean))]],
     }
 
 
@@ -121,6 +144,33 @@ def run(store: Store, seeds: list[int]) -> dict[str, dict[str, list[float]]]:
     return results
 
 
+def end_to_end(store_path: str, seeds: list[int]) -> dict[int, dict[str, list[float]]]:
+    """Level -> per seed: questions and both context readers' accuracy over every split, from the shipped
+    generator (``generate --style needs-context --closeness L``) and ``evaluate`` (writes into the store)."""
+    from procbench.generate import Setting, generate
+    from procbench.generate.textual.closeness import levels
+    from procbench.models.evaluation import evaluate
+
+    store = Store.open(store_path)
+    out: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for seed in seeds:
+        for level in range(levels() + 1):
+            setting = Setting("needs-context", closeness=level)
+            generate(store, "textual-cloze", setting, seed=seed, overwrite=True)
+            report = evaluate(
+                qsets=[f"{store_path}/questions/textual-cloze/{setting.name}"],
+                models=list(CONTEXT_READERS),
+                splits=("train", "val", "test"),
+                bootstrap=0,
+            )
+            for model in CONTEXT_READERS:
+                rows = [r for r in report.results if r.model == model]
+                n = sum(r.n for r in rows)
+                out[level][model].append(sum(r.value * r.n for r in rows) / n)
+            out[level]["questions"].append(float(n))
+    return out
+
+
 def _seeds(text: str) -> list[int]:
     if "-" in text:
         lo, hi = text.split("-")
@@ -132,8 +182,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", required=True)
     parser.add_argument("--seeds", default="0-9")
+    parser.add_argument(
+        "--end-to-end", action="store_true", help="run the shipped levels through generate and evaluate instead"
+    )
     args = parser.parse_args()
     seeds = _seeds(args.seeds)
+    if args.end_to_end:
+        by_level = end_to_end(args.store, seeds)
+        base = np.mean(by_level[0]["questions"])
+        print(f"{len(seeds)} seeds, every split; mean over seeds (SE over seeds)")
+        print("| closeness | questions | yield | " + " | ".join(CONTEXT_READERS) + " |")
+        print("|---|---|---|" + "---|" * len(CONTEXT_READERS))
+        for level, r in sorted(by_level.items()):
+            n = np.mean(r["questions"])
+            cells = [f"{np.mean(r[m]):.3f} ({np.std(r[m], ddof=1) / np.sqrt(len(r[m])):.3f})" for m in CONTEXT_READERS]
+            print(f"| {level} | {n:.0f} | {n / base:.0%} | " + " | ".join(cells) + " |")
+        return
     results = run(Store.open(args.store), seeds)
     base = np.mean(results["alike-0 (today)"]["questions"])
     print(f"{len(seeds)} seeds; mean over seeds (SE over seeds)")

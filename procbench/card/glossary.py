@@ -107,6 +107,17 @@ GLOSSARY: list[Term] = [
         "textual cloze, visual cloze, visual coherence",
         _NEEDS_CONTEXT,
     ),
+    Term(
+        "needs-context-cL",
+        r"needs-context-c\d+",
+        "textual cloze",
+        "needs-context at closeness level L (`--closeness L`): of the sets of four titles needs-context draws "
+        "from, only those whose step texts fit rival titles nearly as well as their own (closeness level L: the "
+        "set's mean fit margin, over its four steps and over TF-IDF and embedding cosine, at most 0.08 at level 1 "
+        "and 0.03 at level 2). Harder with the context; without it still chance by construction, since the rule "
+        "reads the set, never which step is the answer. On the RecipeQA development slice the zero-shot context "
+        "readers fall by about 20 points from level 0 to level 2 (benchmarks/closeness_levels.md).",
+    ),
 ]
 
 #: Suffixes appended to a setting by ``procbench filter``: (regex of the suffix, meaning).

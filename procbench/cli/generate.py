@@ -59,6 +59,17 @@ def command(
             "only reading the context answers).",
         ),
     ] = None,
+    closeness: Annotated[
+        int | None,
+        typer.Option(
+            "--closeness",
+            help="--style needs-context, textual-cloze: difficulty level. 0 = any readable set of four titles; 1 and "
+            "2 keep sets whose step texts fit rival titles nearly as well as their own (harder with the context, "
+            "still chance without it). Level L writes the setting needs-context-cL [0].",
+            min=0,
+            show_default=False,
+        ),
+    ] = None,
     debias: Annotated[bool, typer.Option("--debias", help="Budgeted debiasing (Algorithm 1 of paper 004).")] = False,
     budget: Annotated[
         str | None,
@@ -188,7 +199,8 @@ def command(
     textual-cloze: --style recipeqa (the biased original), the default paper-004 sampler (far kNN negatives),
     --debias --budget B|auto [--clusters C] (Algorithm 1), or --adversarial [--rounds R] [--ceiling S]
     [--min-yield Y] (negatives the context-free probes cannot tell from the answer), or --style needs-context
-    (recommended: four titles of one procedure, the answer uniform among them; its step text is the context);
+    (recommended: four titles of one procedure, the answer uniform among them; its step text is the context;
+    --closeness 1 or 2 for harder levels, written as needs-context-c1, needs-context-c2);
     --sweep writes recipeqa, default, debias-auto, adversarial and needs-context. Corpora without step
     headlines: --items text or --items first-sentence (no needs-context there).
 
@@ -215,7 +227,7 @@ def command(
     from procbench.qsets.splits import parse_ratios
     from procbench.store import Store
 
-    chosen = _chosen_setting(knobs, style, debias, budget, adversarial, sweep)
+    chosen = _chosen_setting(knobs, style, debias, budget, adversarial, sweep, closeness)
     if manifest is not None:
         sections = load_manifest(manifest).generate_sections(task)
     elif task is None:
@@ -271,7 +283,13 @@ def command(
 
 
 def _chosen_setting(
-    knobs: str | None, style: str | None, debias: bool, budget: str | None, adversarial: bool, sweep: bool
+    knobs: str | None,
+    style: str | None,
+    debias: bool,
+    budget: str | None,
+    adversarial: bool,
+    sweep: bool,
+    closeness: int | None = None,
 ) -> tuple[Setting | None, bool] | None:
     """The setting the options choose and whether to sweep (None: none chosen here)."""
     from procbench.errors import BadInput
@@ -293,6 +311,8 @@ def _chosen_setting(
         raise BadInput(f"choose one of {', '.join(chosen)}")
     if budget is not None and not debias:
         raise BadInput("--budget applies only with --debias")
+    if closeness is not None and style != "needs-context":
+        raise BadInput("--closeness applies only with --style needs-context")
     if style not in (None, "recipeqa", "default", "needs-context"):
         raise BadInput(f"--style takes 'recipeqa', 'default' or 'needs-context', not {style!r}")
     if not chosen:
@@ -305,7 +325,7 @@ def _chosen_setting(
         return Setting("debias", budget=parse_budget(budget or "auto")), False
     if adversarial:
         return Setting("adversarial"), False
-    return Setting(style or "default"), False
+    return Setting(style or "default", closeness=closeness or 0), False
 
 
 def _default_options(task: str) -> GenerateOptions:

@@ -164,7 +164,10 @@ class GenerateOptions:
         return out
 
     def check(self, settings: Sequence[Setting]) -> None:
-        """Raise :class:`BadInput` when an option is set that none of ``settings`` uses."""
+        """Raise :class:`BadInput` when an option is set that none of ``settings`` uses, or a setting the task does
+        not have."""
+        if self.task != "textual-cloze" and any(s.closeness for s in settings):
+            raise BadInput(f"--closeness levels apply to textual-cloze's needs-context, not to {self.task}")
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,11 @@ class Policy:
         0.12, "untuned: measured on readers (v9, benchmarks/reader_checks.md), fewer than 10 seeds",
         "textual needs-context: a text no more than this nearer another choice's title than its own",
     )  # fmt: skip
+    CLOSENESS_MARGINS: tuple[float, ...] = _c(
+        (0.08, 0.03),
+        "ledger:CLOSENESS_MARGINS",
+        "textual needs-context levels 1, 2: a set's mean fit margin (own title over best rival) at most this",
+    )
 
     @staticmethod
     def names() -> list[str]:

@@ -13,13 +13,28 @@ __all__ = ["Setting", "parse_budget", "parse_knobs", "parse_setting"]
 class Setting:
     """One way of sampling a question set; ``name`` is its folder under ``questions/TASK/``."""
 
-    style: str  # "recipeqa" | "default" | "knobs" | "debias" | "adversarial"
+    style: str  # "recipeqa" | "default" | "knobs" | "debias" | "adversarial" | "needs-context"
     knobs: tuple[int, int, int] | None = None
     budget: int | str | None = None  # debias: a per-cluster budget, or "auto"
+    closeness: int = 0  # needs-context: the difficulty level (procbench.generate.textual.closeness)
+
+    def __post_init__(self) -> None:
+        from procbench.generate.policy import current
+
+        levels = len(current().CLOSENESS_MARGINS)
+        if isinstance(self.closeness, bool) or not isinstance(self.closeness, int):
+            raise BadInput(f"--closeness takes a level from 0 to {levels}, not {self.closeness!r}")
+        if self.closeness and self.style != "needs-context":
+            raise BadInput("--closeness applies only with --style needs-context")
+        if not 0 <= self.closeness <= levels:
+            raise BadInput(f"--closeness takes a level from 0 to {levels}, not {self.closeness!r}")
 
     @property
     def name(self) -> str:
-        """``recipeqa``, ``default``, ``adversarial``, ``knobs-011`` (K1 K2 K3), ``debias-b10`` or ``debias-auto``."""
+        """``recipeqa``, ``default``, ``adversarial``, ``needs-context`` (``needs-context-c2`` at closeness 2),
+        ``knobs-011`` (K1 K2 K3), ``debias-b10`` or ``debias-auto``."""
+        if self.closeness:
+            return f"needs-context-c{self.closeness}"
         if self.style == "knobs" and self.knobs is not None:
             return "knobs-" + "".join(map(str, self.knobs))
         if self.style == "debias":
@@ -66,8 +81,11 @@ _PLAIN = ("recipeqa", "default", "adversarial", "needs-context")
 
 def parse_setting(name: str) -> Setting:
     """A setting from its folder name (:attr:`Setting.name`): ``recipeqa``, ``default``, ``adversarial``,
-    ``needs-context``, ``knobs-011`` (K1 K2 K3), ``debias-b10``, ``debias-auto`` (``debias``: ``debias-auto``)."""
+    ``needs-context``, ``needs-context-c1`` (closeness 1), ``knobs-011`` (K1 K2 K3), ``debias-b10``,
+    ``debias-auto`` (``debias``: ``debias-auto``)."""
     text = str(name).strip().lower()
+    if text.startswith("needs-context-c") and text.removeprefix("needs-context-c").isdigit():
+        return Setting("needs-context", closeness=int(text.removeprefix("needs-context-c")))
     if text in _PLAIN:
         return Setting(text)
     if text == "debias":
@@ -78,6 +96,6 @@ def parse_setting(name: str) -> Setting:
         budget = text.removeprefix("debias-")
         return Setting("debias", budget=parse_budget(budget if budget == "auto" else budget.removeprefix("b")))
     raise BadInput(
-        f"unknown setting {name!r}: give recipeqa, default, adversarial, needs-context, knobs-K1K2K3 "
+        f"unknown setting {name!r}: give recipeqa, default, adversarial, needs-context[-cLEVEL], knobs-K1K2K3 "
         "(e.g. knobs-011), debias-bB (e.g. debias-b10) or debias-auto"
     )

@@ -31,6 +31,7 @@ import numpy as np
 from procbench.generate import policy
 from procbench.generate.exchangeable import SIZE as CHOICES
 from procbench.generate.exchangeable import draw, symmetric_sets
+from procbench.generate.textual.closeness import LexicalFit, close_sets
 from procbench.generate.textual.pool import N_NEGATIVES, Draft
 from procbench.generate.textual.samplers import Drawn, Sampler, make_question
 from procbench.qsets.questions import Question
@@ -81,6 +82,8 @@ class NeedsContext(Sampler):
         titles = np.asarray(pool.embeddings.vectors, dtype=np.float32)
         text_vectors = np.asarray(texts.vectors, dtype=np.float32)
         valid = pool.norm_codes >= 0
+        level = self.setting.closeness
+        lexical = LexicalFit(context.store) if level else None
         made: dict[int, Question] = {}
         context.progress.start(f"textual-cloze/{self.setting.name}", total=len(drafts))
         for i, draft in enumerate(drafts):
@@ -97,15 +100,21 @@ class NeedsContext(Sampler):
                 continue
             draws = _SETS.rng(context.seed, zlib.crc32(draft.procedure_id.encode("utf-8")), draft.number)
             rows = [s[1] for s in steps]
-            drawn = draw(
-                readable_sets(titles[rows], text_vectors[[s[2] for s in steps]], pool.norm_codes[rows]), draws
-            )
+            step_titles, step_texts = titles[rows], text_vectors[[s[2] for s in steps]]
+            sets = readable_sets(step_titles, step_texts, pool.norm_codes[rows])
+            if len(sets) and lexical is not None:
+                keys = [pool.keys[r] for r in rows]
+                sets = close_sets(sets, [step_texts @ step_titles.T, lexical.fit(keys)], level)
+                if not len(sets):
+                    self.skip("no_close_set")
+                    continue
+            drawn = draw(sets, draws)
             if drawn is None:
                 self.skip("no_readable_set")
                 continue
             chosen, answer = [steps[j] for j in drawn[0]], drawn[1]
             made[i] = self._question(draft, chosen[answer], [s for j, s in enumerate(chosen) if j != answer])
-        self.notes["rules"] = rules()
+        self.notes["rules"] = rules(level)
         return made
 
     def _question(self, draft: Draft, answer: tuple[int, int, int], negatives: list[tuple[int, int, int]]) -> Question:
@@ -130,14 +139,22 @@ class NeedsContext(Sampler):
         return {}
 
 
-#: The card's account of the setting's rules.
-def rules() -> list[str]:
-    """The card's account of the setting's rules (with the policy's values now)."""
-    return [
+def rules(level: int = 0) -> list[str]:
+    """The card's account of the setting's rules at closeness ``level`` (with the policy's values now)."""
+    p = policy.current()
+    said = [
         "the question is the blank alone; its context is the text of the blank's step",
         "the choices are four steps of the same procedure drawn as an unordered set, the answer uniform among them, "
         "so a reader without the context reads chance",
         "no choice is a paraphrase of another, and no choice's step text is more than "
-        f"{policy.current().TEXT_SLACK} (cosine) nearer another choice's title than its own",
+        f"{p.TEXT_SLACK} (cosine) nearer another choice's title than its own",
         "no adversarial filter: choosing negatives by the answer would break the choices' symmetry",
     ]
+    if level:
+        said.append(
+            f"closeness level {level}: only sets whose mean fit margin (each step text's similarity to its own "
+            "title minus its best rival title's in the set, averaged over the four steps and over TF-IDF and "
+            f"embedding cosine) is at most {p.CLOSENESS_MARGINS[level - 1]}, so the rival titles come close; the "
+            "rule reads the set, never the answer, so a reader without the context still reads chance"
+        )
+    return said
