@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 
@@ -171,6 +172,43 @@ def end_to_end(store_path: str, seeds: list[int]) -> dict[int, dict[str, list[fl
     return out
 
 
+#: The context-free probes held to their nulls at every level (the textual ones that read something here).
+PROBES = ("choice_only", "question_distance", "hubness", "partial_input", "answer_position", "length")
+
+
+def probes_against_nulls(store_path: str, seeds: list[int], nulls: int) -> dict[int, dict[str, Any]]:
+    """Level -> per probe: the value per seed and, per null copy j, its value per seed. A null copy is the same
+    set with every answer relabelled uniformly at random among its question's choices (issue 54's null)."""
+    import dataclasses
+
+    from procbench.audit import audit_set
+    from procbench.audit.loaders import load_question_set
+    from procbench.generate import Setting, generate
+    from procbench.generate.textual.closeness import levels
+
+    store = Store.open(store_path)
+    out: dict[int, dict[str, Any]] = defaultdict(lambda: defaultdict(lambda: {"set": [], "nulls": defaultdict(list)}))
+    for seed in seeds:
+        for level in range(levels() + 1):
+            setting = Setting("needs-context", closeness=level)
+            generate(store, "textual-cloze", setting, seed=seed, overwrite=True)
+            aset = load_question_set(f"{store_path}/questions/textual-cloze/{setting.name}")
+            copies = [(None, aset)]
+            for j in range(nulls):
+                choices = aset.index().valid.sum(axis=1)
+                relabelled = np.random.default_rng([j, seed, 0x55]).integers(0, choices)
+                copies.append((j, dataclasses.replace(aset, answers=relabelled)))
+            for j, copy in copies:
+                audit = audit_set(copy, seed=0, n_boot=0, probes=",".join(PROBES))
+                for name in PROBES:
+                    value = audit.probes[name].value
+                    if j is None:
+                        out[level][name]["set"].append(value)
+                    else:
+                        out[level][name]["nulls"][j].append(value)
+    return out
+
+
 def _seeds(text: str) -> list[int]:
     if "-" in text:
         lo, hi = text.split("-")
@@ -185,8 +223,23 @@ def main() -> None:
     parser.add_argument(
         "--end-to-end", action="store_true", help="run the shipped levels through generate and evaluate instead"
     )
+    parser.add_argument("--nulls", type=int, default=0, help="hold the context-free probes to this many null copies")
     args = parser.parse_args()
     seeds = _seeds(args.seeds)
+    if args.nulls:
+        print(f"{len(seeds)} seeds, {args.nulls} null copies; mean over seeds (SE); null: seed-averaged copies")
+        print("| closeness | probe | mean | SE | null mean | null p5 | null p95 | verdict |")
+        print("|---|---|---|---|---|---|---|---|")
+        for level, by_probe in sorted(probes_against_nulls(args.store, seeds, args.nulls).items()):
+            for name, r in by_probe.items():
+                v = np.asarray(r["set"], dtype=float)
+                null = np.array([np.mean(x) for x in r["nulls"].values()])
+                lo, hi = np.quantile(null, [0.05, 0.95])
+                verdict = "ok" if v.mean() <= hi else "ABOVE"
+                se = v.std(ddof=1) / np.sqrt(len(v))
+                cells = [v.mean(), se, null.mean(), lo, hi]
+                print(f"| {level} | {name} | " + " | ".join(f"{c:.3f}" for c in cells) + f" | {verdict} |")
+        return
     if args.end_to_end:
         by_level = end_to_end(args.store, seeds)
         base = np.mean(by_level[0]["questions"])

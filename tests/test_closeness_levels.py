@@ -20,6 +20,7 @@ from procbench.generate.settings import parse_setting
 from procbench.generate.textual.closeness import close_sets, fit_margins, levels
 from procbench.ingest import ingest_file
 from procbench.qsets import read_question_set
+from procbench.readers.views import headroom, headroom_card_lines, headroom_html
 from procbench.store import Store
 
 from helpers import write_jsonl
@@ -120,3 +121,23 @@ def test_closeness_is_refused_where_it_has_no_meaning(titled_store: Path) -> Non
         result = runner.invoke(app, ["generate", "--store", str(titled_store), *args])
         assert result.exit_code == 2, result.output
         assert said in result.output.replace("\n", " ")
+
+
+def test_headroom_is_readers_with_the_context_minus_the_best_model() -> None:
+    readers = [
+        {"context": "with", "n": 40, "correct": 39, "accuracy": 0.975},
+        {"context": "with", "n": 40, "correct": 36, "accuracy": 0.9},
+        {"context": "without", "n": 40, "correct": 11, "accuracy": 0.275},  # not the context's side
+    ]
+    models = {
+        "context-tfidf": {"accuracy": {"value": 0.44}},
+        "context-embedding": {"accuracy": {"value": 0.48}},
+        "chance": {"accuracy": {"value": 0.25}},
+    }
+    h = headroom("textual-cloze/needs-context-c2", readers, models)
+    assert h is not None and h.answers == 80 and h.model == "context-embedding"
+    assert h.readers == pytest.approx(75 / 80) and h.points == pytest.approx(100 * (75 / 80 - 0.48))
+    lines = "\n".join(headroom_card_lines([h, None]))
+    assert "## Headroom" in lines and "93.8% (80 answers)" in lines and "+45.8 points" in lines
+    assert headroom("x", readers[2:], models) is None and headroom("x", readers, {}) is None
+    assert "+45.8" in headroom_html([h]) and headroom_html([None]) == ""

@@ -26,7 +26,7 @@ from procbench.card.glossary import glossary_for
 from procbench.card.licenses import hub_license, spdx_license
 from procbench.card.models import models_section
 from procbench.card.setting_report import SettingReport
-from procbench.readers.views import readers_card_lines
+from procbench.readers.views import headroom, headroom_card_lines, readers_card_lines
 from procbench.tasks import TASKS as ALL_TASKS
 from procbench.tasks import TEXTUAL_ITEMS
 
@@ -684,6 +684,7 @@ def dataset_card(card: DatasetCard) -> str:
     lines += _audit_section(card)
     lines += readers_card_lines((f"{s.config_name or s.setting}", s.readers) for s in card.sets)
     lines += models_section(card.sets)
+    lines += headroom_card_lines(headroom(s.config_name or s.setting, s.readers, s.models or {}) for s in card.sets)
     lines += _licenses_section(card)
     lines += ["## Limitations", ""]
     lines += [f"- {text}" for text in [*card.limitations, *_LIMITATIONS]]

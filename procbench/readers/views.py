@@ -12,11 +12,23 @@ import json
 import os
 import stat
 from collections.abc import Iterable
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
 
-__all__ = ["READERS_FILE", "read_limited", "read_records", "readers_card_lines", "readers_html", "recorded_readers"]
+__all__ = [
+    "READERS_FILE",
+    "Headroom",
+    "headroom",
+    "headroom_card_lines",
+    "headroom_html",
+    "read_limited",
+    "read_records",
+    "readers_card_lines",
+    "readers_html",
+    "recorded_readers",
+]
 
 #: The file beside a set's parquet files that records the packets scored on it.
 READERS_FILE = "readers.json"
@@ -144,3 +156,78 @@ def readers_html(results: Iterable[tuple[str, list[dict[str, Any]]]]) -> str:
         )
     out.append("</table>")
     return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """What people with the context score on a set minus the best model scored on it (issue 55)."""
+
+    name: str
+    readers: float  # pooled accuracy of every packet read with the context
+    answers: int  # the answers pooled
+    model: str
+    model_accuracy: float
+
+    @property
+    def points(self) -> float:
+        return 100.0 * (self.readers - self.model_accuracy)
+
+
+def headroom(name: str, readers: list[dict[str, Any]], models: dict[str, dict[str, Any]]) -> Headroom | None:
+    """The set's headroom from its recorded readers and model rows (``models.json``: label -> metric -> entry;
+    accuracy); None unless both packets read with the context and an accuracy of some model are recorded."""
+    read = [r for r in readers if r.get("context") == "with" and r.get("n")]
+    scored = {
+        label: float(m["accuracy"]["value"])
+        for label, m in models.items()
+        if isinstance(m.get("accuracy"), dict) and m["accuracy"].get("value") is not None
+    }
+    if not read or not scored:
+        return None
+    answers = sum(int(r["n"]) for r in read)
+    correct = sum(float(r.get("correct", float(r.get("accuracy", 0.0)) * int(r["n"]))) for r in read)
+    best = max(scored, key=lambda label: (scored[label], label))
+    return Headroom(name, correct / answers, answers, best, scored[best])
+
+
+def headroom_card_lines(rows: Iterable[Headroom | None]) -> list[str]:
+    """The card's "Headroom" section: readers with the context, the best model scored, the difference."""
+    from procbench.card.escape import md_code, md_text  # here: procbench.card imports this module
+
+    kept = [h for h in rows if h is not None]
+    if not kept:
+        return []
+    lines = ["## Headroom", "", _HEADROOM, "", "| set | readers with the context | best model | headroom |"]
+    lines.append("|---|---|---|---|")
+    for h in kept:
+        lines.append(
+            f"| `{md_code(h.name)}` | {100 * h.readers:.1f}% ({h.answers} answers) | {md_text(h.model)} "
+            f"{100 * h.model_accuracy:.1f}% | {h.points:+.1f} points |"
+        )
+    return [*lines, ""]
+
+
+def headroom_html(rows: Iterable[Headroom | None]) -> str:
+    """The report's headroom table (empty when no set has both rows)."""
+    kept = [h for h in rows if h is not None]
+    if not kept:
+        return ""
+    out = [
+        "<h2>Headroom: people with the context minus the best model</h2>",
+        f'<p class="muted">{escape(_HEADROOM)}</p>',
+        "<table><tr><th>set</th><th>readers with the context</th><th>best model</th><th>headroom</th></tr>",
+    ]
+    for h in kept:
+        out.append(
+            f'<tr><td>{escape(h.name)}</td><td class="num">{100 * h.readers:.1f}% ({h.answers})</td>'
+            f'<td>{escape(h.model)} {100 * h.model_accuracy:.1f}%</td><td class="num">{h.points:+.1f}</td></tr>'
+        )
+    out.append("</table>")
+    return "\n".join(out)
+
+
+_HEADROOM = (
+    "Blinded readers' accuracy with the context (every packet pooled) minus the best model `procbench evaluate` "
+    "recorded on the test split (e.g. `--model context-tfidf`, `--model context-embedding`, trained runs): how "
+    "much the set still measures above the models scored so far."
+)

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from procbench.card.models import read_model_rows
 from procbench.errors import BadInput, ProcbenchError
 from procbench.export.inline import Inliner
 from procbench.export.sets import find_audit, shortcut_scores
@@ -77,6 +78,8 @@ class SetView:
     images: set[str] = field(default_factory=set)
     #: Scored reader packets recorded with the set (``procbench score-packet``).
     readers: list[dict[str, Any]] = field(default_factory=list)
+    #: Model rows ``procbench evaluate`` recorded for the set (:func:`procbench.card.models.read_model_rows`).
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Some images shown are drawn by procbench (:data:`SYNTHETIC_SOURCES`), not photographs.
     synthetic_images: bool = False
     #: What the set's generation said (:func:`generation_notes`): why it is empty, what it skipped.
@@ -170,6 +173,7 @@ def set_view(qset: QuestionSet, inliner: Inliner, *, limit: int) -> SetView:
         has_scores=scores is not None,
         images=images,
         readers=recorded_readers(qset.path),
+        models=read_model_rows(qset.path),
         synthetic_images=synthetic,
     )
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from procbench import __version__
 from procbench.card.glossary import explain, glossary_for, knob_values
-from procbench.readers.views import readers_html
+from procbench.readers.views import headroom, headroom_html, readers_html
 from procbench.report.data import SetView
 from procbench.tasks import TASKS
 
@@ -331,6 +331,7 @@ def index_page(views: list[SetView], tables: list[dict[str, Any]], *, title: str
             '<h2 id="audit">Audit: shortcut probes side by side</h2>',
             _audit_tables(views),
             readers_html((v.name, v.readers) for v in views),
+            headroom_html(headroom(v.name, v.readers, v.models) for v in views),
             '<h2 id="distances">Distances of choices to the question</h2>',
             _histograms(views),
             '<h2 id="baselines">Baselines (evaluate\'s sweep table, accuracy %)</h2>',
