@@ -193,7 +193,7 @@ def probes_against_nulls(store_path: str, seeds: list[int], nulls: int) -> dict[
             setting = Setting("needs-context", closeness=level)
             generate(store, "textual-cloze", setting, seed=seed, overwrite=True)
             aset = load_question_set(f"{store_path}/questions/textual-cloze/{setting.name}")
-            copies = [(None, aset)]
+            copies: list[tuple[int | None, Any]] = [(None, aset)]
             for j in range(nulls):
                 choices = aset.index().valid.sum(axis=1)
                 relabelled = np.random.default_rng([j, seed, 0x55]).integers(0, choices)
