@@ -194,10 +194,10 @@ def probes_against_nulls(store_path: str, seeds: list[int], nulls: int) -> dict[
             generate(store, "textual-cloze", setting, seed=seed, overwrite=True)
             aset = load_question_set(f"{store_path}/questions/textual-cloze/{setting.name}")
             copies: list[tuple[int | None, Any]] = [(None, aset)]
-            for j in range(nulls):
-                choices = aset.index().valid.sum(axis=1)
-                relabelled = np.random.default_rng([j, seed, 0x55]).integers(0, choices)
-                copies.append((j, dataclasses.replace(aset, answers=relabelled)))
+            choices = aset.index().valid.sum(axis=1)
+            for copy_number in range(nulls):
+                relabelled = np.random.default_rng([copy_number, seed, 0x55]).integers(0, choices)
+                copies.append((copy_number, dataclasses.replace(aset, answers=relabelled)))
             for j, copy in copies:
                 audit = audit_set(copy, seed=0, n_boot=0, probes=",".join(PROBES))
                 for name in PROBES:
