@@ -30,7 +30,8 @@ languages = ["en"]
 
 [generate.textual-cloze]                # one table per task: any option of its class in procbench.generate.options
 setting = "adversarial"                 # a setting folder name (default, recipeqa, adversarial, needs-context,
-                                        # knobs-011, debias-b10, debias-auto), or knobs = "0,1,1", or sweep = true
+                                        # needs-context-c2, knobs-011, debias-b10, debias-auto), or
+                                        # knobs = "0,1,1", or sweep = true
 seed = 3
 split_by = "procedure"
 min_yield = 0.9
