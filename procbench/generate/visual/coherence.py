@@ -46,7 +46,7 @@ from procbench.generate.visual.bands import (
 )
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, band_columns
-from procbench.generate.visual.dealer import Classed, rank_notes, tell_classes
+from procbench.generate.visual.dealer import Classed, even_subset, rank_notes, tell_classes
 from procbench.generate.visual.needs_context import STYLE, run_with_needs_context
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
@@ -157,7 +157,8 @@ def _adversarial(
 ) -> dict[str, Any]:
     """The ``adversarial`` setting: filter the drawn incoherent images (:func:`.adversarial.filter_intruders`,
     which keeps each one's K3=2 rank); a replaced one gets ``band_level`` ``adversarial`` and its distances are
-    recomputed; questions pruning drops are removed."""
+    recomputed; questions pruning drops are removed, and as many more of the fuller dealt ranks as keep every rank
+    even (:func:`.dealer.even_subset`; counted in ``pruned``)."""
     coherent, start = cols.get("coherent_rows"), cols.get("pick")
     picks, replacements, kept, summary = filter_intruders(
         data,
@@ -179,7 +180,15 @@ def _adversarial(
     cols.set("answer_rank", _intruder_ranks(data, coherent, picks))
     cols.set("band_level", np.where(picks != start, ADVERSARIAL, cols.get("band_level")))
     cols.set("replacements", replacements)
-    cols.keep(kept)
+    even = even_subset(kept, cols.get("answer_rank"), seed)
+    if (even != kept).any():
+        summary["pruned"] = int((~even).sum())
+        summary["rules"] = [
+            *summary.get("rules", []),
+            f"{int((even != kept).sum())} more questions dropped at random from the fuller answer ranks, so every "
+            "rank the dealer dealt keeps as many questions",
+        ]
+    cols.keep(even)
     return summary
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from procbench.generate.visual.bands import LEVELS, QUESTION_KNN, Candidates, band_bounds, fmt_band
 from procbench.generate.visual.selection import Selection, _band_ranges
+from procbench.rng import stream
 from procbench.tells import ChoiceView, Tell
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "Dealt",
     "balanced_targets",
     "deal_ranks",
+    "even_subset",
     "draw",
     "options",
     "rank_notes",
@@ -31,6 +33,8 @@ __all__ = [
 
 #: Questions classified at a time (their candidates' vectors are gathered at once). block-size
 CLASS_BLOCK = 64
+#: Which of a fuller rank's questions :func:`even_subset` drops.
+_EVEN = stream("visual.dealer.even-subset")
 
 
 @dataclass
@@ -200,6 +204,20 @@ def _augment(can: np.ndarray, target: np.ndarray, counts: np.ndarray, m: int, rn
                     following.append(b)
         frontier = following
     raise AssertionError("no augmenting path although Hall's condition holds")  # unreachable: max flow = R * m
+
+
+def even_subset(kept: np.ndarray, ranks: np.ndarray, seed: int) -> np.ndarray:
+    """``(Q,)`` ``kept (Q,)`` with questions of the fuller dealt ``ranks (Q,)`` dropped at random so that every rank
+    keeps as many as the scarcest (a filter that drops questions unevenly over the ranks, as pruning the ones the
+    probes still solve does, would leave a rank rule above chance)."""
+    out = np.asarray(kept, dtype=bool).copy()
+    values = np.unique(ranks)
+    per_rank = [np.flatnonzero(out & (ranks == r)) for r in values]
+    least = min((len(rows) for rows in per_rank), default=0)
+    rng = _EVEN.rng(seed)
+    for rows in per_rank:
+        out[rng.permutation(rows)[least:]] = False
+    return out
 
 
 def draw(
