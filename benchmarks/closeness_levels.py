@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from procbench.features import ItemVectors, step_key
+from procbench.generate.textual.closeness import fit_margins
 from procbench.generate.textual.needs_context import readable_sets
 from procbench.models.context_readers import CONTEXT_READERS, context_scores
 from procbench.store import Store
@@ -77,21 +78,14 @@ def _procedures(store: Store) -> list[dict[str, object]]:
     return out
 
 
-def _margins(similarity: np.ndarray, sets: np.ndarray) -> np.ndarray:
-    """``(K, 4)`` each step's own-title fit minus its best rival title's in the set (``similarity[text, title]``)."""
-    fit = similarity[sets[:, :, None], sets[:, None, :]]
-    own = fit[:, np.arange(4), np.arange(4)]
-    return own - np.where(~np.eye(4, dtype=bool), fit, -np.inf).max(axis=2)
-
-
 def _levels(p: dict[str, object]) -> dict[str, np.ndarray]:
     """Level name -> the readable sets ``(k, 4)`` it keeps for one procedure (every rule symmetric in the four)."""
     sets = np.asarray(p["sets"])
     sim = np.asarray(p["title_sim"])
     upper = np.triu_indices(4, 1)
     alike = np.array([sim[np.ix_(s, s)][upper].mean() for s in sets])
-    margins = _margins(np.asarray(p["embedding"]), sets)
-    both = (margins + _margins(np.asarray(p["tfidf"]), sets)) / 2
+    margins = fit_margins(np.asarray(p["embedding"]), sets)
+    both = (margins + fit_margins(np.asarray(p["tfidf"]), sets)) / 2
     bmean = both.mean(axis=1)
     widest = margins.max(axis=1)  # the set's clearest step: every step is a close call when this is small
     mean = margins.mean(axis=1)  # the set's expected margin: the answer is uniform among the four
