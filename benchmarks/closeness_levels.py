@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from procbench.features import ItemVectors, step_key
-from procbench.generate.textual.closeness import fit_margins
+from procbench.generate.exchangeable import fit_margins
 from procbench.generate.textual.needs_context import readable_sets
 from procbench.models.context_readers import CONTEXT_READERS, context_scores
 from procbench.store import Store

@@ -16,8 +16,9 @@ from procbench.corpus import load_sample
 from procbench.embed import embed_store
 from procbench.errors import BadInput
 from procbench.generate import Setting, generate, policy
+from procbench.generate.exchangeable import fit_margins
 from procbench.generate.settings import parse_setting
-from procbench.generate.textual.closeness import close_sets, fit_margins, levels
+from procbench.generate.textual.closeness import close_sets, levels
 from procbench.ingest import ingest_file
 from procbench.qsets import read_question_set
 from procbench.readers.views import headroom, headroom_card_lines, headroom_html

@@ -14,7 +14,7 @@ from itertools import combinations
 
 import numpy as np
 
-__all__ = ["SIZE", "draw", "symmetric_sets"]
+__all__ = ["SIZE", "draw", "fit_margins", "symmetric_sets"]
 
 #: Items per question (the answer and three negatives).
 SIZE = 4
@@ -45,11 +45,21 @@ def symmetric_sets(
         pairs = np.asarray(similarity, dtype=np.float64)[sets[:, :, None], sets[:, None, :]][:, off]
         keep &= (pairs < bound).all(axis=1)
     if fit is not None:
-        within = np.asarray(fit, dtype=np.float64)[sets[:, :, None], sets[:, None, :]]
-        own = within[:, np.arange(size), np.arange(size)]
-        rival = np.where(off, within, -np.inf).max(axis=2)
-        keep &= (rival - own <= slack).all(axis=1)
+        keep &= (-fit_margins(fit, sets) <= slack).all(axis=1)
     return sets[keep]
+
+
+def fit_margins(fit: np.ndarray, sets: np.ndarray) -> np.ndarray:
+    """``(K, size)`` how much better each item of a set fits its own context than the best other item of the set.
+
+    Args:
+        fit: ``(n, n)``: ``fit[i, j]`` how well item ``j`` answers item ``i``'s context.
+        sets: ``(K, size)`` item positions.
+    """
+    size = sets.shape[1]
+    within = np.asarray(fit, dtype=np.float64)[sets[:, :, None], sets[:, None, :]]
+    own = within[:, np.arange(size), np.arange(size)]
+    return own - np.where(~np.eye(size, dtype=bool), within, -np.inf).max(axis=2)
 
 
 def draw(sets: np.ndarray, stream: np.random.Generator) -> tuple[list[int], int] | None:

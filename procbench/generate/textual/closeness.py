@@ -20,9 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from procbench.generate import policy
+from procbench.generate.exchangeable import fit_margins
 from procbench.store import Store
 
-__all__ = ["LexicalFit", "close_sets", "fit_margins", "levels"]
+__all__ = ["LexicalFit", "close_sets", "levels"]
 
 
 def levels() -> int:
@@ -30,22 +31,10 @@ def levels() -> int:
     return len(policy.current().CLOSENESS_MARGINS)
 
 
-def fit_margins(fit: np.ndarray, sets: np.ndarray) -> np.ndarray:
-    """``(K, s)`` each step's own-title fit minus its best rival title's within its set.
-
-    Args:
-        fit: ``(n, n)``: ``fit[i, j]`` the similarity of step ``i``'s text and step ``j``'s title.
-        sets: ``(K, s)`` step positions.
-    """
-    size = sets.shape[1]
-    within = np.asarray(fit, dtype=np.float64)[sets[:, :, None], sets[:, None, :]]
-    own = within[:, np.arange(size), np.arange(size)]
-    return own - np.where(~np.eye(size, dtype=bool), within, -np.inf).max(axis=2)
-
-
 def close_sets(sets: np.ndarray, fits: list[np.ndarray], level: int) -> np.ndarray:
     """``(K', s)`` the sets of ``level`` (all of them at level 0): mean margin over steps and ``fits`` within the
-    level's bound."""
+    level's bound (``fits``: ``(n, n)`` text-by-title similarities; margins as
+    :func:`~procbench.generate.exchangeable.fit_margins`)."""
     if level == 0 or not len(sets):
         return sets
     margin = np.mean([fit_margins(fit, sets).mean(axis=1) for fit in fits], axis=0)
