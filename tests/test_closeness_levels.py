@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from procbench.card.models import record_model_rows
 from procbench.cli import app
 from procbench.corpus import load_sample
 from procbench.embed import embed_store
@@ -142,3 +143,19 @@ def test_headroom_is_readers_with_the_context_minus_the_best_model() -> None:
     assert "## Headroom" in lines and "93.8% (80 answers)" in lines and "+45.8 points" in lines
     assert headroom("x", readers[2:], models) is None and headroom("x", readers, {}) is None
     assert "+45.8" in headroom_html([h]) and headroom_html([None]) == ""
+
+
+def test_the_report_shows_a_sets_headroom(titled_store: Path, tmp_path: Path) -> None:
+    """A set with readers and model rows recorded: the HTML report states readers minus the best model."""
+    store = Store.open(titled_store)
+    generate(store, "textual-cloze", Setting("needs-context"), seed=2, overwrite=True)
+    folder = titled_store / "questions" / "textual-cloze" / "needs-context"
+    record_model_rows(folder, {"context-tfidf": {"accuracy": {"value": 0.6, "ci": None, "n": 10}}})
+    readers = {"results": [{"reader": "r1", "context": "with", "n": 20, "correct": 19, "accuracy": 0.95}]}
+    (folder / "readers.json").write_text(json.dumps(readers))
+    result = CliRunner().invoke(
+        app, ["report", "--store", str(titled_store), "textual-cloze/needs-context", "--out", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "Headroom" in page and "context-tfidf 60.0%" in page and "+35.0" in page
