@@ -1,5 +1,5 @@
-"""The dealer's rank balance where the candidates allow only some ranks (visual coherence: an intruder more central
-than every coherent photo often does not exist), and the even ranks of coherence's ``adversarial`` after pruning."""
+"""The dealer where the candidates allow only some ranks (visual coherence: an intruder more central than every
+coherent photo often does not exist), and the even ranks of coherence's ``adversarial`` after pruning."""
 
 from __future__ import annotations
 
@@ -13,23 +13,17 @@ from hypothesis import strategies as st
 
 from procbench.corpus.synthetic import write_synthetic_store
 from procbench.generate import Setting, generate
-from procbench.generate.visual.dealer import balanced_targets, even_subset
+from procbench.generate.visual.dealer import deal_ranks, even_subset
 
 
-def test_questions_that_cannot_take_every_rank_are_dealt_the_ranks_they_can() -> None:
-    # coherence on build guides: rank 3 (the odd one out) always possible, rank 0 (most central) for about half
+def test_questions_whose_candidates_allow_only_some_ranks_are_skipped() -> None:
+    # coherence on build guides: rank 3 (the odd one out) always possible, rank 0 (most central) for about half.
+    # Dealing those questions the ranks they allow doubled the yield but gave their ranks away (evidence.md).
     can = np.array([[1, 1, 1, 1]] * 49 + [[0, 0, 1, 1]] * 19 + [[0, 1, 1, 1]] * 16 + [[0, 0, 0, 1]] * 8, dtype=bool)
-    target = balanced_targets(can, np.random.default_rng(0))
-    kept = target >= 0
-    assert np.bincount(target[kept], minlength=4).tolist() == [23, 23, 23, 23]  # 92 of 92; the old rule dealt 48
-    assert can[np.flatnonzero(kept), target[kept]].all()
-    assert (target[49 + 19 + 16 :] == 3).all()  # a question that can take one rank only takes it
-
-
-def test_no_rank_can_be_dealt_when_one_rank_is_possible_nowhere() -> None:
-    can = np.ones((12, 4), dtype=bool)
-    can[:, 0] = False
-    assert (balanced_targets(can, np.random.default_rng(1)) == -1).all()
+    dealt = deal_ranks(can, np.arange(4)[:, None], np.random.default_rng(0))
+    kept = dealt.option >= 0
+    assert kept.sum() == 48 and not kept[49:].any()
+    assert np.bincount(dealt.option[kept], minlength=4).tolist() == [12, 12, 12, 12]
 
 
 @settings(max_examples=60, deadline=None)
