@@ -1,11 +1,7 @@
 """``procbench generate``: question sets from the store (DESIGN §5-6).
 
-Each task is a :class:`~procbench.tasks.TaskSpec` in :data:`procbench.tasks.TASKS` naming a module with
-``SWEEP`` (its settings) and ``build(store, settings, options, *, progress[, splits]) -> ({setting name:
-questions}, counts)``: ``options`` is the task's frozen options object (:mod:`procbench.generate.options`), the
-questions are :class:`~procbench.qsets.Question` objects or a question table (:mod:`procbench.qsets.columns`),
-and ``counts["per_setting"]`` holds a :class:`~procbench.card.setting_report.SettingReport` per setting. This
-package splits the procedures and has :mod:`procbench.qsets` write the files and record provenance.
+Each task's module (:data:`procbench.tasks.TASKS`) has ``SWEEP`` and ``build`` (DEVELOPERS.md); this package
+splits the procedures and has :mod:`procbench.qsets` write the files and record provenance.
 """
 
 from __future__ import annotations
@@ -62,8 +58,7 @@ class GenerateResult:
     counts: dict[str, Any] = field(default_factory=dict)
     #: Questions per split of each setting.
     split_sizes: dict[str, dict[str, int]] = field(default_factory=dict)
-    #: Things the user must know about: an empty split (``strict`` turns it into an error), a filtered set whose
-    #: context-free probes still read well above chance (:meth:`SettingReport.probe_warning`; never an error).
+    #: Things the user must know: an empty split, a filtered set whose probes still read above chance.
     warnings: list[str] = field(default_factory=list)
     #: The options the sets were made with.
     options: GenerateOptions | None = None
@@ -117,15 +112,9 @@ def generate(
 ) -> GenerateResult:
     """Generate one setting of ``task`` (or every setting with ``sweep``) and write it to the store.
 
-    ``options`` are the task's (:mod:`procbench.generate.options`, e.g. a manifest's ``[generate.TASK]``; None:
-    the defaults); ``seed``, ``split_by``, ``split_ratios`` and ``task_options`` (e.g. ``pairs_per_procedure``
-    for pair order) that are not None change them; an option the task does not take is a :class:`BadInput`.
-    A setting's folder records the options that made it (``options.json``, :meth:`GenerateOptions.record`);
-    writing over a set made with other options is refused unless ``overwrite``. A split left empty although
-    its ratio is not 0 is a warning in the result, an error with ``strict`` (nothing is written then); a filtered
-    set whose probes still read far above chance is a warning only (:meth:`SettingReport.probe_warning`). With a
-    Ray ``engine`` the neighbour searches run as Ray tasks over query shards against one shared index
-    (:mod:`procbench.engine.raysearch`); the question files are the same bytes as a local run's.
+    ``options``: the task's (None: the defaults), changed by ``seed``, ``split_by``, ``split_ratios`` and
+    ``task_options`` that are not None. A set made with other options is not overwritten without ``overwrite``;
+    an empty split is a warning (an error with ``strict``: nothing written). A Ray ``engine`` writes the same bytes.
 
     Raises:
         BadInput: an option the task does not take or a bad value, a set made with other options in the way,

@@ -12,12 +12,8 @@ N_CHOICES = 4
 
 
 def answer_orders(n: int, k: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Where ``n`` questions of ``k`` choices put their correct choice, and how they shuffle the wrong ones.
-
-    Returns:
-        ``positions (n,)``: an exactly balanced sequence (counts differ by at most one), shuffled;
-        ``wrong (n, k-1)``: a uniform random permutation of the wrong choices per question.
-    """
+    """``positions (n,)`` of the answers of ``n`` questions of ``k`` choices (balanced to within one, shuffled) and
+    ``wrong (n, k-1)`` a random permutation of each question's wrong choices."""
     positions = rng.permutation(np.resize(np.arange(k), n))
     wrong = np.argsort(rng.random((n, k - 1)), axis=1, kind="stable")
     return positions, wrong
@@ -36,13 +32,8 @@ def place_answers(correct: np.ndarray, wrong: np.ndarray, positions: np.ndarray)
 def balance_answer_positions(
     questions: list[Question], rng: np.random.Generator, *, per_choice: tuple[str, ...] = ()
 ) -> None:
-    """Move each correct choice to a position so that positions are uniform (counts differ by at most one).
-
-    Generators build questions with the correct choice first; this shuffles the wrong choices and places
-    the correct one as :func:`answer_orders` draws. ``meta["negatives"]`` (one entry per wrong choice)
-    follows the wrong choices; the ``meta`` lists named in ``per_choice`` (one entry per choice; None is
-    left alone) follow the choices.
-    """
+    """Move each correct choice (first, as generators build them) to a balanced position (:func:`answer_orders`);
+    ``meta["negatives"]`` follows the wrong choices, the ``meta`` lists named in ``per_choice`` the choices."""
     if not questions:
         return
     n_choices = {len(q.choices) for q in questions}

@@ -1,15 +1,8 @@
 """Algorithm 1 of paper 004 (budgeted debiasing): KMeans over all step titles, a budget per cluster, and
 negatives drawn only from clusters with budget left.
 
-The paper's loop (``while budget[cluster id] <= 0: go to line 17``) never ends once every candidate
-cluster is spent. Here a draw that cannot be completed returns ``None`` and spends nothing, so the caller
-skips the question and counts it; budgets never go negative, and what was spent per cluster equals the
-negatives actually emitted from it.
-
->>> clustering = cluster_titles(vectors, n_clusters=100, seed=0)   # doctest: +SKIP
->>> budget = ClusterBudget(clustering.n_clusters, 10)              # doctest: +SKIP
->>> picked, reason = draw_negatives(rows, clustering.labels[rows], texts, rng, budget=budget)  # doctest: +SKIP
->>> if picked is not None: budget.spend(clustering.labels[picked])  # doctest: +SKIP
+The paper's loop never ends once every candidate cluster is spent; here a draw that cannot be completed returns
+``None`` and spends nothing (the caller skips and counts the question), so budgets never go negative.
 """
 
 from __future__ import annotations
@@ -24,14 +17,7 @@ import numpy as np
 from procbench.errors import BadInput
 from procbench.generate import policy
 
-__all__ = [
-    "ClusterBudget",
-    "Clustering",
-    "cluster_titles",
-    "default_n_clusters",
-    "draw_negatives",
-    "row_hashes",
-]
+__all__ = ["ClusterBudget", "Clustering", "cluster_titles", "default_n_clusters", "draw_negatives", "row_hashes"]
 
 
 def default_n_clusters(n_distinct: int) -> int:
@@ -43,19 +29,12 @@ def default_n_clusters(n_distinct: int) -> int:
 
 @dataclass(frozen=True)
 class Clustering:
-    """KMeans over title embeddings.
+    """KMeans over title embeddings."""
 
-    Attributes:
-        labels: ``(N,)`` int32 cluster of every embedding row.
-        n_clusters: number of clusters.
-        inertia: sum of squared distances of the distinct titles to their centres.
-        n_iter: Lloyd iterations run.
-    """
-
-    labels: np.ndarray
+    labels: np.ndarray  # (N,) int32 cluster of every embedding row
     n_clusters: int
-    inertia: float
-    n_iter: int
+    inertia: float  # of the distinct titles
+    n_iter: int  # Lloyd iterations run
 
     def sizes(self) -> np.ndarray:
         """``(n_clusters,)`` rows per cluster."""
@@ -69,20 +48,10 @@ def row_hashes(vectors: np.ndarray) -> np.ndarray:
 
 
 def cluster_titles(
-    vectors: np.ndarray,
-    *,
-    n_clusters: int,
-    seed: int = 0,
-    max_iter: int = 100,
-    hashes: np.ndarray | None = None,
+    vectors: np.ndarray, *, n_clusters: int, seed: int = 0, max_iter: int = 100, hashes: np.ndarray | None = None
 ) -> Clustering:
-    """Cluster ``(N, D)`` float32 title vectors with scikit-learn's KMeans (k-means++, one seeded run).
-
-    Identical titles count once, as in Algorithm 1 (its title embeddings are a set): KMeans is fitted on
-    the distinct rows (by ``hashes``, ``(N,)`` content hashes, or else by the vectors' bytes) and every row
-    gets the cluster of its title. The fit runs on one thread: with more, scikit-learn's sums (and, at
-    200,000 titles, some labels) change with the number of cores, and the same seed must give the same
-    question set on every machine.
+    """Cluster ``(N, D)`` float32 title vectors with KMeans (k-means++, one seeded run, one thread so every machine
+    gets the same labels), fitted on the distinct titles (``hashes (N,)``, else the vectors' bytes).
 
     Raises:
         BadInput: ``n_clusters`` is below 1 or above the number of distinct titles.
@@ -119,11 +88,7 @@ class ClusterBudget:
         return self.budget - self.left
 
     def spend(self, clusters: Sequence[int] | np.ndarray) -> None:
-        """Spend one unit per entry of ``clusters`` (all or nothing).
-
-        Raises:
-            ValueError: a cluster would go below zero (a caller bug: draws check the budget first).
-        """
+        """Spend one unit per entry of ``clusters``, all or nothing (ValueError below zero: a caller bug)."""
         need = np.bincount(np.asarray(clusters, dtype=np.int64), minlength=len(self.left))
         if np.any(need > self.left):
             raise ValueError("cluster budget would go negative")
@@ -152,22 +117,9 @@ def draw_negatives(
     budget: ClusterBudget | None = None,
     forbidden: Collection[str] = (),
 ) -> tuple[list[int] | None, str | None]:
-    """Draw ``n`` candidates uniformly at random, one after another, without two equal texts.
-
-    Each draw is uniform over the candidates still eligible: text not ``None``, not in ``forbidden`` (e.g. the
-    correct title and the question's titles) and not already drawn, and, with a ``budget``, a cluster with
-    budget left after the draws before it. Nothing is spent here: the caller spends the clusters of the
-    returned rows once it keeps the question.
-
-    Args:
-        rows: ``(M,)`` candidate rows (e.g. far kNN neighbours).
-        clusters: ``(M,)`` cluster of each candidate (needed with ``budget``).
-        texts: ``(M,)`` normalised text of each candidate (``None`` = unusable).
-
-    Returns:
-        ``(picked rows, None)``, or ``(None, reason)`` with reason ``few_candidates`` (fewer than ``n``
-        distinct usable texts at all) or ``budget_exhausted`` (there would be enough without budgets).
-    """
+    """Draw ``n`` of ``rows (M,)`` uniformly one after another, no two equal ``texts (M,)`` (None: unusable), none in
+    ``forbidden``, and with a ``budget`` only from ``clusters (M,)`` with budget left (nothing is spent here).
+    Returns ``(picked, None)`` or ``(None, "few_candidates" | "budget_exhausted")``."""
     if budget is not None and clusters is None:
         raise ValueError("a budget needs the candidates' clusters")
     left = budget.left.copy() if budget is not None else None

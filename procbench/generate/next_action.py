@@ -1,18 +1,8 @@
 """Next action (paper 002's tuples as a question task): pick the action that comes after step k.
 
-A question shows the action tuples of up to 3 consecutive steps of a procedure (rendered as text, e.g.
-``fry bacon with heated skillet``) followed by ``@placeholder``; ``context`` lists the steps up to and
-including the last one shown (models read their texts), never the answer's step or a later one. The 4
-``choices`` are the action of the next step and 3 actions of steps of other procedures of the same split.
-A step's action is its first in-lexicon tuple from ``procbench extract`` (``actions.parquet``); embedded
-as the ``action`` field by ``procbench embed --fields action``.
-
-The negatives come from the textual-cloze machinery (:func:`procbench.generate.textual.build`
-with ``items="action"``, ``last=True``), so the settings are the same: ``recipeqa`` (random actions beyond
-a fixed distance), ``default`` (paper 004: far kNN candidates of the answer's action), ``debias`` (Algorithm
-1's budgeted clusters, ``--budget B|auto``) and ``adversarial`` (adversarial filtering against the
-cross-fitted shortcut ensemble). ``meta`` is textual cloze's plus ``choice_tuples`` (``[verb, arg, ...]``
-per choice, in choice order).
+A question shows the action tuples of up to 3 consecutive steps (e.g. ``fry bacon with heated skillet``), then
+``@placeholder``; the choices are the next step's action and 3 of other procedures of its split. The settings and
+negatives are textual cloze's (its build with ``items="action"``, ``last=True``); ``meta`` adds ``choice_tuples``.
 """
 
 from __future__ import annotations
@@ -42,10 +32,7 @@ def build(
     progress: Progress = SILENT,
     splits: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
-    """Next-action questions for each setting (``recipeqa``, ``default``, ``debias``, ``adversarial``).
-
-    The options are textual cloze's but the items (:class:`~procbench.generate.options.NextActionOptions`), and
-    so is the driver (:func:`procbench.generate.textual.build`).
+    """Next-action questions for each setting, through textual cloze's driver.
 
     Raises:
         BadInput: no ``action`` embeddings (run ``procbench extract``, then ``procbench embed --fields action``).

@@ -32,11 +32,7 @@ _PAIRS = stream("pair-order")
 
 
 def build(
-    store: Store,
-    settings: list[Setting],
-    options: PairOrderOptions | None = None,
-    *,
-    progress: Progress = SILENT,
+    store: Store, settings: list[Setting], options: PairOrderOptions | None = None, *, progress: Progress = SILENT
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
     """Up to ``options.pairs_per_procedure`` distinct step pairs per procedure (consecutive steps if
     ``options.adjacent``)."""

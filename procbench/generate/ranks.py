@@ -1,9 +1,6 @@
 """What textual and visual cloze share about the answer's distance rank among the choices.
 
-Each question gets a target rank ``r`` of its answer by distance to the question point: ``r`` negatives closer
-than the answer, ``3 - r`` farther (:data:`CLOZE_WANTS`); :func:`balanced_ranks` deals the ranks so that each
-holds as many questions as the next, so no "pick the choice at rank r" rule beats chance
-(:mod:`procbench.generate.visual.dealer` deals the visual tasks' ranks).
+A target rank ``r``: ``r`` negatives closer to the question than the answer, ``3 - r`` farther (:data:`CLOZE_WANTS`).
 """
 
 from __future__ import annotations
@@ -18,12 +15,8 @@ CLOZE_WANTS = np.array([[3 - r, r] for r in range(4)], dtype=np.int64)
 
 
 def balanced_ranks(feasible: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """``(B,)`` a target rank per question, each among its ``feasible (B, R)`` ranks, -1 where none.
-
-    Questions with the fewest options choose first; each takes its least-used feasible rank (ties at
-    random). When some rank is still fuller than every other (many questions could take only it), its
-    excess is dropped (-1: the question is skipped), so every rank holds at most as many as the next.
-    """
+    """``(B,)`` a target rank per question among its ``feasible (B, R)`` ranks (-1: skipped): the fewest options
+    first, each its least-used rank (ties at random), a rank's excess over every other dropped."""
     n_q, n_ranks = feasible.shape
     n_options = feasible.sum(axis=1)
     order = np.lexsort((rng.random(n_q), n_options))

@@ -1,13 +1,7 @@
 """Recipes: what each (task, setting kind) of the visual tasks deals, draws from and is judged by, as data.
 
-A :class:`Recipe` holds the tells whose answer rank its dealer deals (:mod:`procbench.tells`,
-:mod:`.visual.dealer`), its candidate sources as ``(source, n)`` pairs, the probes its card reports and whether
-they are judged (held to their nulls: ``needs-context`` and ``adversarial``) or by construction (the knob
-settings, DESIGN section 6), and the filter preset. Its ``version`` goes into the set's ``options.json``, so a
-change to one recipe moves only that recipe's fingerprints; CHANGELOG.md says why for each version.
-
-Generators read :func:`get` when they run; :func:`overridden` swaps a recipe for a block (a benchmark runs one
-setting with a tell or a source removed that way).
+Its ``version`` goes into the set's ``options.json``, so a change to one recipe moves only its fingerprints.
+Generators read :func:`get` when they run; :func:`overridden` swaps a recipe for a block (benchmarks).
 """
 
 from __future__ import annotations
@@ -30,23 +24,14 @@ KINDS = ("knobs", "rank-uniform", "adversarial", "needs-context", "recipeqa")
 
 @dataclass(frozen=True)
 class Recipe:
-    """One (task, kind)'s recipe (see the module docstring).
+    """One (task, kind)'s recipe."""
 
-    Attributes:
-        version: bumped whenever the recipe's output bytes change.
-        tells: names of the tells the dealer deals, the first strictly (:func:`.visual.dealer.deal_ranks`).
-        sources: ``(source, n)``: where the candidates come from and how many per question.
-        probes: the audit probes the card reports for the setting.
-        judged: its probes are held to their nulls (else reported "by construction").
-        preset: the adversarial filter's preset (``image``, ``coherence``), or ``""``.
-    """
-
-    version: int
-    tells: tuple[str, ...] = ()
-    sources: tuple[tuple[str, int], ...] = ()
-    probes: tuple[str, ...] = ("choice_only", "question_distance", "hubness")
-    judged: bool = False
-    preset: str = ""
+    version: int  # bumped whenever the recipe's output bytes change
+    tells: tuple[str, ...] = ()  # the tells the dealer deals, the first strictly
+    sources: tuple[tuple[str, int], ...] = ()  # (source, candidates per question)
+    probes: tuple[str, ...] = ("choice_only", "question_distance", "hubness")  # what the card reports
+    judged: bool = False  # probes held to their nulls (else "by construction")
+    preset: str = ""  # the adversarial filter's preset
 
 
 _KNN = (("k2-band", 100),)
@@ -106,11 +91,7 @@ def kind_of(setting: Setting) -> str:
 
 
 def get(task: str, kind: str) -> Recipe:
-    """The recipe of ``task``'s ``kind`` now (the default, or :func:`overridden`'s).
-
-    Raises:
-        BadInput: no such recipe.
-    """
+    """The recipe of ``task``'s ``kind`` now (the default, or :func:`overridden`'s); BadInput: no such recipe."""
     key = (task, kind)
     for at, recipe in reversed(_OVERRIDES):
         if at == key:

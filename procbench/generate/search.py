@@ -1,10 +1,7 @@
 """Neighbour searches and distances in an embedding, as every generator uses them.
 
-Every FAISS neighbour search of the generators goes through :func:`knn`, so that a different engine (a
-pool of workers, a cluster) has one place to go. :func:`search_until_k` adds what generators need on top:
-neighbours a generator cannot use (its own procedure's images, copies of the answer, titles of another
-split) are dropped, and the search is widened until ``k`` usable ones remain. :func:`median_pair_distance`
-is the RecipeQA style's fixed distance: the median distance between random items of different procedures.
+Every FAISS search of the generators goes through :func:`knn` (one place for another engine);
+:func:`search_until_k` widens it until ``k`` usable neighbours remain.
 """
 
 from __future__ import annotations
@@ -34,13 +31,8 @@ def knn(
     exclude: Sequence[str | None] | None = None,
     nprobe: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` nearest rows of ``index`` to each of ``queries (B, D)``, none of procedure ``exclude[b]``
-    (``nprobe``: an IVF index scans that many lists; None: its own), searched where the index is served
-    (:meth:`~procbench.embed.index.NeighborIndex.served_by`: e.g. Ray tasks under ``--engine ray``).
-
-    Returns:
-        ``(distances (B, k) float32 ascending, inf where none; ids (B, k) int64 rows, -1 where none)``.
-    """
+    """The ``k`` nearest rows of ``index`` to ``queries (B, D)``, none of procedure ``exclude[b]``, where the index is
+    served: distances ``(B, k)`` float32 ascending (inf: none), ids ``(B, k)`` int64 (-1: none)."""
     vectors = np.ascontiguousarray(queries, dtype=np.float32)
     found = index.search(vectors, k, exclude=exclude, nprobe=nprobe)
     return found.distances, found.indices
@@ -56,23 +48,10 @@ def search_until_k(
     fetch: int,
     limit: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per query, the first ``k`` of its neighbours that ``keep`` keeps, in distance order.
-
-    ``fetch`` neighbours are searched (:func:`knn`); the queries left with fewer than ``k`` kept ones are
-    searched again with twice as many, up to ``limit`` (the whole index, or a ``fetch`` known to suffice). A query
-    whose search came back short is not: an exact index has no more rows, and an IVF index returns only the rows
-    of the lists it scans, however many are asked (asking it for the whole store held 18 GB at 100k procedures);
-    on an IVF index such a query is searched again scanning twice as many lists, up to all of them. Queries are
-    searched :data:`SEARCH_BLOCK` at a time (the result does not depend on the batching).
-
-    Args:
-        exclude: the procedure of each query (its rows are never neighbours).
-        keep: ``keep(queries_idx (b,), ids (b, F)) -> (b, F) bool``: which neighbours of the queries
-            ``queries_idx`` (indices into ``queries``) are usable; ids < 0 are never kept.
-
-    Returns:
-        ``(distances (B, k) float32, inf where none; ids (B, k) int64, -1 where none)``.
-    """
+    """Per query, the first ``k`` neighbours ``keep(queries_idx (b,), ids (b, F)) -> (b, F)`` keeps, none of
+    procedure ``exclude[b]``: ``fetch`` searched, doubled up to ``limit`` for the queries left short (an IVF index
+    comes back short: it is searched again scanning twice as many lists). Distances ``(B, k)`` (inf: none) and ids
+    ``(B, k)`` (-1: none)."""
     n = len(queries)
     out_d = np.full((n, k), np.inf, dtype=np.float32)
     out_i = np.full((n, k), -1, dtype=np.int64)
@@ -125,16 +104,8 @@ def median_pair_distance(
     *,
     pairs: int | None = None,
 ) -> float:
-    """The median of ``distance(i, j)`` over ``pairs`` random pairs of rows of different ``groups`` (None: the
-    policy's ``MIN_DISTANCE_PAIRS``).
-
-    Args:
-        groups: ``(N,)`` int64 the procedure of each row (rows of one procedure are never paired).
-        distance: the distances between rows ``i`` and ``j`` (each ``(P,)``), in the embedding's own precision.
-
-    Returns:
-        0.0 when fewer than two rows or no pair of different groups exist.
-    """
+    """The median ``distance(i, j) -> (P,)`` over ``pairs`` (None: the policy's) random pairs of rows of different
+    ``groups (N,)``; 0.0 when there is no such pair."""
     n = len(groups)
     if n < 2:
         return 0.0

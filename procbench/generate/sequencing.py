@@ -53,11 +53,7 @@ def read_references(path: str | Path) -> dict[str, list[list[int]]]:
 
 
 def build(
-    store: Store,
-    settings: list[Setting],
-    options: SequencingOptions | None = None,
-    *,
-    progress: Progress = SILENT,
+    store: Store, settings: list[Setting], options: SequencingOptions | None = None, *, progress: Progress = SILENT
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
     """One sequencing question per procedure with at least ``options.min_steps`` steps (a window of up to 5),
     the ``options.references`` orders as further acceptable choices."""

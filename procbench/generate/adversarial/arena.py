@@ -42,56 +42,28 @@ _SLOT_START = stream("adversarial.slot-start")
 
 @dataclass
 class Arena:
-    """Q questions over a pool of N items (rows of ``vectors``), with K negatives and M candidates each.
+    """Q questions over a pool of N items (rows of ``vectors``), with K negatives and M candidates each."""
 
-    Attributes:
-        vectors: ``(N, D)`` float32 L2-normalised item vectors.
-        identity: ``(N,)`` int64 item identity (rows with the same code show the same item; -1: unusable).
-        answers: ``(Q,)`` row of each correct choice.
-        question_items: ``(Q, L)`` rows of the items the question shows (-1: placeholder or none).
-        negatives: ``(Q, K)`` rows of the current negatives (the starting point; replaced in place).
-        candidates: ``(Q, M)`` rows a negative may be replaced by (-1: padding), best first.
-        groups: ``(Q,)`` procedure of each question (cross-fitting never splits one).
-        texts: ``(N,)`` item texts (text items: length and word-overlap features), or None.
-        clusters: ``(N,)`` cluster of each item (cluster-frequency feature), or None.
-        copies: ``(n_identities,)`` how many pool rows show each identity; an identity may be a negative
-            ``max_uses`` times per copy (so a title that many procedures share is drawn about as often as a
-            negative as it is correct). None: one copy each.
-        candidate_class, negative_class: ``(Q, M)`` and ``(Q, K)``: a candidate may only replace a negative of
-            its own class (e.g. closer to the question than the answer or not, so the answer's distance rank
-            stays what it was). None: any candidate may replace any negative.
-        placeholder: ``(Q,)`` slot of the placeholder among ``question_items`` (-1: none), or None.
-        features: ``features(batch) -> (Q, C, F)`` the probes' per-choice features of a :class:`ChoiceBatch` of
-            this arena (its ``choice_ids`` are the rows' identities), for items :func:`choice_features` does not
-            describe (e.g. orders of images). None: :func:`choice_features`.
-        probes: the task's own probes beside the filter's (:class:`~.rounds.ExtraProbes`, e.g. the audit's image
-            probes), fitted on :attr:`features`; None: the filter's only.
-        strata: ``(Q,)`` the answer's distance rank as the task deals it (it stays through replacements): the
-            probes' folds keep it in proportion, as the audit's do. None: plain procedure folds.
-        replaced: which slots the candidates replace: ``negatives`` (cloze, ordering), or ``answer`` (coherence: the
-            intruder is what the probes find; ``negative_class`` is then ``(Q, 1)``, the answer's class).
-        allowed: ``(Q, M)`` the usable candidates, when the task's own rule decides them (coherence: no near-copy of
-            any image of the procedure); None: :func:`usable_candidates`.
-    """
-
-    vectors: np.ndarray
-    identity: np.ndarray
-    answers: np.ndarray
-    question_items: np.ndarray
-    negatives: np.ndarray
-    candidates: np.ndarray
-    groups: np.ndarray
-    texts: Sequence[str | None] | None = None
-    clusters: np.ndarray | None = None
-    copies: np.ndarray | None = None
-    candidate_class: np.ndarray | None = None
-    negative_class: np.ndarray | None = None
-    placeholder: np.ndarray | None = None
-    features: Callable[[ChoiceBatch], np.ndarray] | None = None
-    probes: ExtraProbes | None = None
-    strata: np.ndarray | None = None
-    replaced: str = "negatives"
-    allowed: np.ndarray | None = None
+    vectors: np.ndarray  # (N, D) float32, L2-normalised
+    identity: np.ndarray  # (N,) rows of one code show the same item (-1: unusable)
+    answers: np.ndarray  # (Q,) rows
+    question_items: np.ndarray  # (Q, L) rows the question shows (-1: placeholder or none)
+    negatives: np.ndarray  # (Q, K) the current negatives
+    candidates: np.ndarray  # (Q, M) rows a negative may be replaced by (-1: padding), best first
+    groups: np.ndarray  # (Q,) procedures (cross-fitting never splits one)
+    texts: Sequence[str | None] | None = None  # (N,) item texts (text items' features)
+    clusters: np.ndarray | None = None  # (N,) cluster of each item
+    copies: np.ndarray | None = None  # (n_identities,) pool rows per identity; max_uses per copy
+    candidate_class: np.ndarray | None = None  # (Q, M): a candidate replaces only a negative of its class
+    negative_class: np.ndarray | None = None  # (Q, K)
+    placeholder: np.ndarray | None = None  # (Q,) placeholder's slot among question_items (-1: none)
+    features: Callable[[ChoiceBatch], np.ndarray] | None = (
+        None  # (Q, C, F) the probes' features (None: choice_features)
+    )
+    probes: ExtraProbes | None = None  # the task's own probes, fitted on features
+    strata: np.ndarray | None = None  # (Q,) the dealt rank, kept in proportion in the folds
+    replaced: str = "negatives"  # or "answer" (coherence's intruder; negative_class (Q, 1))
+    allowed: np.ndarray | None = None  # (Q, M) usable candidates by the task's rule (None: usable_candidates)
     _word_weights: dict[str, float] | None = field(default=None, repr=False)
     _text_pairs: dict[tuple[str, str], tuple[int, int, float, float]] = field(default_factory=dict, repr=False)
     _text_table: np.ndarray | None = field(default=None, repr=False)
@@ -226,10 +198,7 @@ QUESTION_BLOCK = 512
 
 
 def usable_candidates(arena: Arena, options: AdversarialPolicy) -> np.ndarray:
-    """``(Q, M)`` candidates that are usable at all: not a paraphrase of the answer or of a question item.
-
-    A question's row depends on that question alone, so it is computed once per arena and policy and kept by the
-    arena's :meth:`~Arena.subset` (drawing the start, the ranks and the filter each ask for it)."""
+    """``(Q, M)`` candidates that are no paraphrase of the answer or of a question item (cached per policy)."""
     if arena.allowed is not None:
         return arena.allowed.copy()
     key = (float(options.ceiling), int(options.max_uses))
@@ -269,18 +238,10 @@ def initial_negatives(
     offsets: np.ndarray | None = None,
     targets: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A starting point: K usable candidates per question, uniformly at random, within ``max_uses``.
-
-    ``wants`` ``(Q, C)``: how many negatives of each class of ``arena.candidate_class`` a question takes
-    (they sum to K; e.g. how many closer to the question than the answer, which fixes the answer's rank).
-    Questions are visited in a seeded random order. Returns ``(negatives (Q, K), classes (Q, K), unfilled
-    (Q,))``: rows of the questions that could not get their K distinct usable candidates are -1 there and
-    ``unfilled`` True; ``classes`` is each negative's class (0 without ``wants``). ``preference`` ``(Q, M)``:
-    candidates with lower values are taken first (None: in random order). ``offsets`` ``(Q, M)`` and ``targets``
-    ``(Q, K)`` (together, e.g. from :func:`lattice_targets`): slot k takes, among the candidates of its class, the
-    one whose offset is nearest ``targets[:, k]`` on the same side of 0 (slots nearest 0 first); the classes must
-    follow the sign of the offsets, and ``wants`` and ``preference`` are not used.
-    """
+    """K usable candidates per question, at random within ``max_uses``: ``(negatives (Q, K), classes (Q, K),
+    unfilled (Q,))`` (-1 rows where a question got too few). ``wants (Q, C)``: negatives per candidate class;
+    ``preference (Q, M)``: lower first; ``offsets (Q, M)`` with ``targets (Q, K)``: slot k takes the candidate of
+    its side whose offset is nearest ``targets[:, k]`` (``wants`` and ``preference`` unused)."""
     if targets is not None:
         if offsets is None or arena.candidate_class is None:
             raise ValueError("targets need offsets and arena.candidate_class")
@@ -331,26 +292,16 @@ def initial_negatives(
 
 
 def lattice_targets(closer: np.ndarray, spacing: float, n_negatives: int) -> np.ndarray:
-    """``(Q, K)`` target offsets (a negative's distance to the question minus the answer's) that space the choices
-    evenly, ``spacing`` apart, with the answer at its rank: ``closer (Q,)`` of them at ``-s, -2s, ...``, the others
-    at ``+s, +2s, ...``.
-
-    Negatives drawn nearest the answer's distance, on both sides, leave an answer of a middle rank with a near
-    neighbour on each side while the outer negatives have one: the answer is then the choice nearest another in
-    distance (and near the middle) more often than by chance. On an even spacing every choice looks alike.
-    """
+    """``(Q, K)`` target offsets (a negative's distance to the question minus the answer's) spacing the choices
+    ``spacing`` apart around the answer: ``closer (Q,)`` at ``-s, -2s, ...``, the others at ``+s, +2s, ...`` (so
+    the answer is not the choice nearest another; docs/adversarial.md)."""
     slot = np.arange(n_negatives)[None, :]
     below = np.asarray(closer, dtype=np.int64)[:, None]
     return np.where(slot < below, -(slot + 1), slot - below + 1).astype(np.float64) * spacing
 
 
 def _slot_negatives(
-    arena: Arena,
-    options: AdversarialPolicy,
-    *,
-    rng_seed: int,
-    offsets: np.ndarray,
-    targets: np.ndarray,
+    arena: Arena, options: AdversarialPolicy, *, rng_seed: int, offsets: np.ndarray, targets: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`initial_negatives` with a target offset per slot."""
     rng = _SLOT_START.rng(rng_seed)

@@ -1,9 +1,7 @@
 """The one replacement game: what the context-free probes tell is replaced until they are at chance.
 
-:func:`filter_negatives` plays :func:`~.rounds.run_rounds` on an :class:`~.arena.Arena`: for every question a
-probe above chance solves, its weakest negative is replaced; for one a probe below chance rates the answer
-lowest, its strongest; by the usable candidate that brings every probe's probability of the answer nearest
-chance (:func:`~.rounds.probe_costs`). Then, if the probes are still above chance, :func:`~.prune.prune_predictable`.
+:func:`filter_negatives` plays :func:`~.rounds.run_rounds` on an :class:`~.arena.Arena`, then, if the probes are
+still above chance, :func:`~.prune.prune_predictable` (docs/adversarial.md, "The algorithm").
 """
 
 from __future__ import annotations
@@ -88,11 +86,8 @@ def filter_negatives(
     drafted: int | None = None,
     progress: Progress = SILENT,
 ) -> AdversarialResult:
-    """Replace the negatives the context-free probes tell from the answer until the probes are at chance, then
-    (probes still off chance, ``options.min_yield`` < 1) :func:`prune_predictable` down to ``min_yield`` of
-    ``drafted`` (default: the arena's) questions; ``result.kept`` says which stay. ``arena.negatives`` is not
-    modified. docs/adversarial.md ("The algorithm") specifies the rounds. Deterministic for a given ``seed``.
-    """
+    """Replace what the probes tell until they are at chance, then prune down to ``min_yield`` of ``drafted``
+    (default: the arena's) questions; ``result.kept`` says which stay (``arena.negatives`` is not modified)."""
     game = ReplacementGame(arena, options, seed)
     n_q = len(arena.answers)
     result = AdversarialResult(*game.snapshot(), options=options, kept=np.ones(n_q, dtype=bool))
@@ -134,10 +129,8 @@ def _variant_features(
     new: np.ndarray,
     set_counts: tuple[np.ndarray, np.ndarray | None],
 ) -> np.ndarray:
-    """The probes' features of variant questions (one negative of a question of the set swapped for a candidate):
-    with :func:`choice_features`, the item and cluster counts are those of the whole set after the swap
-    (``set_counts``: :func:`_set_counts` of ``work``; a variant batch repeats each question once per candidate, so
-    counting within it would be wrong)."""
+    """The probes' features of variant questions (one slot swapped for a candidate), item and cluster counts taken
+    over the whole set after the swap (``set_counts``), not within the variant batch."""
     features = work.choice_features(variant)
     if work.features is not None:  # the task's own features (they do not count items)
         return features
@@ -174,14 +167,8 @@ def _replace(
     game: ReplacementGame,
     lagging: Sequence[str] = (),
 ) -> np.ndarray:
-    """Swap one slot of each target question for its best usable candidate; the questions changed.
-
-    Negatives: ``above`` questions lose their weakest negative, ``below`` questions their strongest (by the
-    ensemble); the answer (``work.replaced == "answer"``) is its own one slot. The candidate chosen brings the
-    probes' probabilities of the answer nearest ``game.chance`` (:func:`probe_costs`; ``lagging``: the probes below
-    chance over the set) and must bring them nearer than they were. Past ``policy.judge_variants`` usable
-    (question, candidate) variants, each question's are a draw of an equal share.
-    """
+    """Swap one slot of each target question (``above``: its weakest negative, ``below``: its strongest, or the
+    answer) for the candidate that brings the probes nearest chance (:func:`probe_costs`); the questions changed."""
     targets = np.flatnonzero(above | below)
     if not len(targets):
         return targets

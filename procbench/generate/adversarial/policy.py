@@ -36,71 +36,36 @@ def _now(name: str) -> Any:
 
 
 #: The textual filter's cheaper partial-input trees (a third of the audit's cost; benchmarks/adversarial_constants.md).
-FAST_TREES: dict[str, Any] = {
-    "tree_iterations": Policy().FAST_TREE_ITERATIONS,
-    "tree_bins": Policy().FAST_TREE_BINS,
-}
+FAST_TREES: dict[str, Any] = {"tree_iterations": Policy().FAST_TREE_ITERATIONS, "tree_bins": Policy().FAST_TREE_BINS}
 
 
 @dataclass(frozen=True)
 class AdversarialPolicy:
-    """How adversarial filtering runs.
+    """How adversarial filtering runs (docs/adversarial.md says what each field is for)."""
 
-    Attributes:
-        rounds: at most this many fit-and-replace rounds.
-        ceiling: a candidate's cosine similarity to the answer and to every question item must stay below it
-            (no paraphrases of the answer; no near-copies of what the question shows).
-        max_uses: how many questions may use one item as a negative.
-        n_folds: procedure-grouped folds of the cross-fitting.
-        z: the stop rule: every probe's (and their mean's) accuracy at most chance + ``z`` binomial standard errors.
-        min_yield: when replacing negatives leaves the probes above that bound, the questions they still solve
-            are dropped, most confidently solved first, while this share of the drafted questions stays
-            (AFLite-style pruning); 1: never drop a question.
-        probe_repeats: cross-fitted ensembles averaged per round (:data:`PROBE_REPEATS`).
-        judge_rounds: rounds whose ensembles judge a replacement (:data:`JUDGE_ROUNDS`).
-        judge_variants: a round's judge scores at most about this many candidate variants, each told question's
-            usable candidates subsampled to an equal share past it (:data:`JUDGE_VARIANTS`; None: every one).
-        replace_share: share of the questions the probes tell that a round changes (drawn at random).
-        prune_repeats: cross-fitted ensembles averaged per partition of the pruning.
-        prune_partitions: partitions (fresh procedure folds) per pruning step (:data:`PRUNE_PARTITIONS`).
-        prune_step: share of the questions one pruning step drops (:data:`PRUNE_STEP`).
-        prune_carry: a question's predictability adds up over the pruning steps so far (False: each step's own
-            partitions only).
-        tree_iterations: boosting iterations of the partial-input probe's trees (:data:`TREE_ITERATIONS`).
-        tree_bins: histogram bins per feature of those trees (:data:`TREE_BINS`).
-        max_fit_questions: subsampled cross-fitting: at most this many questions fit a fold's probes
-            (:data:`MAX_FIT_QUESTIONS`; None: all), so a round's fits cost the same on any set size.
-        patience: the rounds stop when this many rounds in a row brought no round nearer chance than the best
-            (None: run every round; the textual preset: :data:`PATIENCE`).
-        size: ``standard``, or ``demo`` (:func:`demo_size`, :func:`sized`).
-    """
-
-    rounds: int = _now("ROUNDS")
-    ceiling: float = _now("TEXT_CEILING")
-    max_uses: int = 1
+    rounds: int = _now("ROUNDS")  # fit-and-replace rounds at most
+    ceiling: float = _now("TEXT_CEILING")  # a candidate's cosine to the answer and question items stays below
+    max_uses: int = 1  # questions that may use one item as a negative
     n_folds: int = _now("N_FOLDS")
-    z: float = _now("Z")
-    min_yield: float = 1.0
+    z: float = _now("Z")  # stop: every probe within chance + z binomial SEs
+    min_yield: float = 1.0  # pruning keeps this share of the drafted questions (1: none dropped)
     probe_repeats: int = _now("PROBE_REPEATS")
     judge_rounds: int = _now("JUDGE_ROUNDS")
-    judge_variants: int | None = _now("JUDGE_VARIANTS")
-    replace_share: float = 1.0
+    judge_variants: int | None = _now("JUDGE_VARIANTS")  # variants a round's judge scores (None: all)
+    replace_share: float = 1.0  # share of the told questions a round changes
     prune_repeats: int = _now("PROBE_REPEATS")
     prune_partitions: int = _now("PRUNE_PARTITIONS")
     prune_step: float = _now("PRUNE_STEP")
-    prune_carry: bool = False
+    prune_carry: bool = False  # predictability adds up over the pruning steps
     tree_iterations: int = _now("TREE_ITERATIONS")
     tree_bins: int = _now("TREE_BINS")
-    max_fit_questions: int | None = _now("MAX_FIT_QUESTIONS")
-    patience: int | None = None
+    max_fit_questions: int | None = _now("MAX_FIT_QUESTIONS")  # questions fitting a fold's probes (None: all)
+    patience: int | None = None  # stop after this many rounds without progress (None: never)
     size: str = "standard"
 
     def not_filtered(self, n_procedures: int, n_questions: int) -> str | None:
-        """Why ``n_questions`` questions from ``n_procedures`` procedures are not filtered (None: they are). The
-        probes are cross-fitted on ``n_folds`` procedure folds: on fewer procedures, or fewer questions than the
-        audit fits a probe on (:data:`~procbench.shortcuts.MIN_CV_QUESTIONS`), each fold holds out a large share of
-        a tiny set, and a probe's held-out accuracy there cannot be told from chance, so its rounds would chase
-        noise."""
+        """Why ``n_questions`` questions of ``n_procedures`` procedures are not filtered (None: they are): fewer
+        procedures than folds or questions than :data:`~procbench.shortcuts.MIN_CV_QUESTIONS` are too few to judge."""
         if n_procedures < self.n_folds:
             return f"{n_procedures} procedures, fewer than the probes' {self.n_folds} procedure folds"
         if n_questions < MIN_CV_QUESTIONS:
@@ -129,12 +94,8 @@ class AdversarialPolicy:
 
 
 def preset(name: str) -> AdversarialPolicy:
-    """A recipe's filter preset, made from :func:`~procbench.generate.policy.current` now: ``default`` (library use);
-    ``textual`` (textual cloze and next-action: pruning down to ``MIN_YIELD``, one cross-fitting per round, one
-    partition per pruning step whose scores add up, the cheaper trees, a stop after ``PATIENCE`` rounds without
-    progress); ``image`` (visual cloze and
-    ordering: only near-copies excluded, ``IMAGE_CEILING``); ``coherence`` (the intruder replaced; one ensemble per
-    round, ``COHERENCE_REPLACE_SHARE`` of the told questions changed per round).
+    """A recipe's filter preset from the current policy: ``default``, ``textual`` (textual cloze, next-action),
+    ``image`` (visual cloze, ordering) or ``coherence`` (docs/adversarial.md).
 
     Raises:
         BadInput: an unknown preset.

@@ -1,8 +1,4 @@
-"""AFLite-style pruning (Le Bras et al. 2020): drop the questions the context-free probes still solve.
-
-The fallback of adversarial filtering when replacing negatives leaves the probes above chance, bounded by the
-policy's minimum yield (docs/adversarial.md).
-"""
+"""AFLite-style pruning (Le Bras et al. 2020): drop the questions the probes still solve, down to the minimum yield."""
 
 from __future__ import annotations
 
@@ -36,20 +32,10 @@ _PRUNE = stream("adversarial.prune")
 
 
 def prune_predictable(
-    arena: Arena,
-    options: AdversarialPolicy,
-    floor: int,
-    *,
-    seed: int = 0,
-    progress: Progress = SILENT,
+    arena: Arena, options: AdversarialPolicy, floor: int, *, seed: int = 0, progress: Progress = SILENT
 ) -> tuple[np.ndarray, list[dict[str, Any]], int]:
-    """Drop the questions context-free probes still solve, most predictable first (AFLite-style; docs/adversarial.md
-    specifies the steps: ``options.prune_partitions``, ``prune_carry``, ``prune_step``), until every probe is within
-    ``options.z`` standard errors of chance or ``floor`` questions are left.
-
-    Returns ``(kept (Q,), log, best)``: the questions of step ``best``, the one whose worst probe was nearest
-    chance, and one log entry per step. ``progress`` counts the steps (at most enough to reach ``floor``).
-    """
+    """Drop the most predictable questions step by step until every probe is within ``options.z`` SEs of chance or
+    ``floor`` are left: ``(kept (Q,), log, best)``, ``best`` the step whose worst probe was nearest chance."""
     n_q, n_neg = arena.negatives.shape
     chance = 1.0 / (n_neg + 1)
     step = max(1, round(options.prune_step * n_q))

@@ -1,9 +1,7 @@
 """The one round loop of adversarial filtering (SWAG/HellaSwag adversarial filtering; docs/adversarial.md).
 
-Every task plays the same loop (:func:`run_rounds`): fit fresh cross-fitted context-free probes on the current
-set, stop when every probe is within noise of chance, else let the task replace what the probes tell in the
-questions they solve (:class:`Game`), judged by the probes of the last rounds. The round whose worst probe was
-nearest chance is kept.
+Each round fits fresh cross-fitted probes, stops when every probe is within noise of chance, else lets the
+:class:`Game` replace what they tell; the round whose worst probe was nearest chance is kept.
 """
 
 from __future__ import annotations
@@ -59,11 +57,8 @@ class FittedProbes(Protocol):
 
 
 class ExtraProbes(Protocol):
-    """Probes a task adds to the filter's own (e.g. the audit's image probes, which read the task's features): fitted
-    on the procedure folds of each of a round's ensembles and scored held out as they are; the stop rule, the told
-    questions, the replacements' costs and pruning read them as they read :data:`FILTER_MODELS`. ``ensemble``
-    stays the mean of the ensemble's own probes. The last ``reserved`` columns of the features are theirs alone:
-    the ensemble's probes do not see them (0: they see every column)."""
+    """Probes a task adds to the filter's own, fitted and read as :data:`FILTER_MODELS` are (``ensemble`` stays
+    their mean); the features' last ``reserved`` columns are theirs alone."""
 
     names: tuple[str, ...]
     reserved: int
@@ -225,11 +220,8 @@ def _lowest(probs: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 
 def probe_costs(probs: dict[str, np.ndarray], chance: float, lagging: Sequence[str] = ()) -> np.ndarray:
-    """``(Q,)`` how far the probes' (:func:`probe_names`) probabilities of the answer (column 0) are from ``chance``,
-    summed over the probes; for a probe ``lagging`` (below chance over the set: it has learnt what answers are
-    not) only an answer probability *below* chance counts. Every probe judges a replacement, so one probe is
-    not brought to chance by pushing another past it, and a probe below chance is pulled back: that is how a
-    set would end with a probe far below chance, which a shortcut hunter inverts."""
+    """``(Q,)`` the summed distance of every probe's answer probability (column 0) from ``chance``; for a probe
+    ``lagging`` below chance only an answer probability below chance counts (docs/adversarial.md)."""
     costs = []
     for name in probe_names(probs):
         if name in probs:

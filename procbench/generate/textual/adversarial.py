@@ -11,12 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from procbench.generate import policy
-from procbench.generate.adversarial import (
-    Arena,
-    filter_negatives,
-    initial_negatives,
-    lattice_targets,
-)
+from procbench.generate.adversarial import Arena, filter_negatives, initial_negatives, lattice_targets
 from procbench.generate.textual.arena import (
     answer_ranks,
     distinct_steps,
@@ -24,11 +19,7 @@ from procbench.generate.textual.arena import (
     negative_capacity,
     question_closeness,
 )
-from procbench.generate.textual.candidates import (
-    fits_worse,
-    near_candidates,
-    pick_windows,
-)
+from procbench.generate.textual.candidates import fits_worse, near_candidates, pick_windows
 from procbench.generate.textual.context import DraftPlan
 from procbench.generate.textual.pool import N_NEGATIVES, Draft
 from procbench.generate.textual.samplers import Drawn, Sampler, make_question
@@ -38,14 +29,8 @@ __all__ = ["Adversarial"]
 
 
 class Adversarial(Sampler):
-    """Adversarially filtered negatives (:mod:`procbench.generate.adversarial`) from :meth:`candidates`.
-
-    Each procedure's question is chosen among its first ``ADVERSARIAL_DRAFTS`` (policy) drafts
-    (:func:`~.candidates.pick_windows`). Candidates are titles near the answer, the question mean, each
-    question item and sharing the question's words; with step-text embeddings, none nearer the answer's own
-    step text than the answer (:func:`~.candidates.fits_worse`). Answer ranks are balanced per split, the
-    negatives start on the distance lattice and the filter replaces those the probes reject.
-    """
+    """Adversarially filtered negatives from :meth:`candidates` (near the answer, the question mean, each item and
+    sharing its words) for windows picked among ``ADVERSARIAL_DRAFTS`` drafts; answer ranks balanced per split."""
 
     style = "adversarial"
     reports_yield = True

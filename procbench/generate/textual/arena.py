@@ -1,8 +1,5 @@
-"""The adversarial setting's arena over textual items: negative capacities, clusters, answer ranks, steps.
-
-These turn a textual pool and its drafts into what :mod:`procbench.generate.adversarial` filters (an
-:class:`~procbench.generate.adversarial.Arena`), and map the filtered titles back to distinct steps.
-"""
+"""The adversarial setting's arena over textual items (capacities, clusters, answer ranks), and the filtered titles
+mapped back to distinct steps."""
 
 from __future__ import annotations
 
@@ -31,13 +28,8 @@ _ITEM_CLUSTERS = stream("textual.item-clusters")
 
 
 def negative_capacity(pool: Pool, answers: np.ndarray) -> np.ndarray:
-    """``(n_titles,)`` how many questions may show each normalised title as a negative.
-
-    A title that ``n`` steps share is correct in about ``n * Q / N`` of the ``Q`` questions (``N`` step rows),
-    so it may be a negative ``N_NEGATIVES`` times as often (at least once): negatives then follow the same
-    distribution of titles as answers, and no generic title ("Enjoy!") is a typical wrong choice. Rows that
-    are answers are never negatives themselves.
-    """
+    """``(n_titles,)`` questions that may show each title as a negative: ``N_NEGATIVES`` times as often as it is
+    correct (at least once), so negatives follow the answers' distribution of titles."""
     rows = pool.norm_codes >= 0
     share = len(answers) / max(1, int(rows.sum()))
     copies = np.bincount(pool.norm_codes[rows], minlength=len(pool.norm_counts))
@@ -64,14 +56,8 @@ def question_means(arena: Arena) -> np.ndarray:
 
 
 def distinct_steps(negatives: np.ndarray, arena: Arena, ceiling: float, pool: Pool) -> np.ndarray:
-    """``(Q, K)`` the negatives, each use of a title moved to a step of it not yet shown as a choice.
-
-    Filtering picks titles (one row stands for all steps that show it, so a title may be a negative as often
-    as it is correct); were every use the same step, a step key that is a choice several times would mark
-    a negative (answers are choices once). A use moves to another step with the same normalised title in the
-    same split, of another procedure than the question's, that keeps the negative's side of the answer's
-    distance to the question and the similarity ceiling; when none is left it stays.
-    """
+    """``(Q, K)`` the negatives, each use of a title moved to a step of it (same split, another procedure, same side
+    of the answer's distance, under the ceiling) not yet shown as a choice, so no step key repeats."""
     codes, groups = pool.norm_codes, pool.groups
     wanted = np.isin(codes, np.unique(codes[negatives[negatives >= 0]])) & (codes >= 0)
     wanted[arena.answers] = False
@@ -121,12 +107,8 @@ def question_closeness(arena: Arena) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 
 def answer_ranks(arena: Arena, options: AdversarialPolicy, splits: np.ndarray, *, seed: int) -> np.ndarray:
-    """``(Q,)`` a target distance rank of the answer among the choices (-1: the question is dropped).
-
-    Ranks are balanced within each split (:func:`balanced_ranks`) among those a question's usable
-    candidates can give, so "pick the choice nearest the question" (or any fixed rank) is at chance in
-    every split, also for a model fitted on train and scored on test.
-    """
+    """``(Q,)`` the answer's target distance rank (-1: dropped), balanced within each split among the ranks a
+    question's candidates allow."""
     rng = _ITEM_CLUSTERS.rng(seed)
     usable = usable_candidates(arena, options)
     classes = np.asarray(arena.candidate_class)

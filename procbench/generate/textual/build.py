@@ -46,25 +46,9 @@ def build(
     splits: Mapping[str, str] | None = None,
     searcher: Searcher | None = None,
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
-    """Textual-cloze questions for each setting (``recipeqa``, ``default``, ``debias``, ``adversarial``,
-    ``needs-context``); next-action's with :class:`~procbench.generate.options.NextActionOptions`.
-
-    Args:
-        options: the task's options (:class:`~procbench.generate.options.TextualClozeOptions`: seed, clusters,
-            questions per procedure, kNN k, RecipeQA style's distance, items, the adversarial filter's); None:
-            textual cloze's defaults. Next-action's (items ``action``, the placeholder always the window's
-            last item and the context the steps before it) run through here too.
-        splits: procedure id -> split (the runner passes the split it writes). Negatives are then drawn
-            only from procedures of the question's own split, so no title of one split is a choice in
-            another; without it (library use) they come from any other procedure, as in Algorithm 1.
-        searcher: where the neighbour searches run (e.g. Ray tasks; None: in this process).
-
-    Returns:
-        ``({setting name: questions}, counts)``; ``counts["per_setting"]`` holds a
-        :class:`~procbench.card.setting_report.SettingReport` per setting (questions, procedures, skipped
-        procedures and questions by reason, yield, budget use and for ``--budget auto`` the budgets tried, the
-        adversarial filtering account); the other counts are the run's (items, encoder, for debiasing the
-        clustering).
+    """Textual-cloze (or, with ``NextActionOptions``, next-action) questions per setting, and the counts (a
+    ``SettingReport`` per setting). With ``splits`` (procedure id -> split) negatives come only from the question's
+    own split; ``searcher``: where the neighbour searches run.
 
     Raises:
         BadInput: a setting or option that does not apply; no embeddings of the items (run ``procbench embed``).

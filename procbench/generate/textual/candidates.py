@@ -1,12 +1,5 @@
-"""Where textual negatives come from: the nearest titles of an answer, and the adversarial candidate pool.
-
-- :func:`nearest_titles`: the ``k`` nearest distinct titles of other procedures of the answer's split,
-  through the store's persisted index (paper 004's kNN candidates; the default and debiased settings).
-- :func:`near_candidates`: per draft, titles near its answer, its question mean, each question item and
-  sharing its words (the adversarial setting's pool; :func:`fits_worse` drops those a reader of the context
-  would take for the answer).
-- :func:`pick_windows`: which of a procedure's drafts the adversarial setting asks (its answer is not
-  nearer the question than every title of the other procedures).
+"""Where textual negatives come from: the ``k`` nearest titles of an answer (:func:`nearest_titles`: paper 004's
+kNN candidates), and the adversarial setting's windows (:func:`pick_windows`) and candidates (:func:`near_candidates`).
 """
 
 from __future__ import annotations
@@ -24,13 +17,7 @@ from procbench.progress import Progress
 if TYPE_CHECKING:
     from procbench.embed import Embeddings, NeighborIndex
 
-__all__ = [
-    "fits_worse",
-    "near_candidates",
-    "nearest_titles",
-    "pick_windows",
-    "SplitSearch",
-]
+__all__ = ["fits_worse", "near_candidates", "nearest_titles", "pick_windows", "SplitSearch"]
 
 _KNN_BATCH = 2048
 
@@ -38,14 +25,8 @@ _KNN_BATCH = 2048
 def nearest_titles(
     index: NeighborIndex, pool: Pool, keys: list[str], k: int, progress: Progress
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The ``k`` nearest distinct titles of other procedures of the same split: ``{key: (rows, distances)}``.
-
-    Titles are distinct by normalised text, each represented by its nearest row (Algorithm 1 embeds the
-    set of titles); copies of the key's own title (they would be correct too) and rows without a usable
-    title are not neighbours. The persisted index is asked for more rows than ``k`` (by the split's share of
-    rows, plus the copies), doubled until ``k`` distinct titles remain or the whole index was returned, so
-    the result is the exact top ``k`` whenever the index is exact.
-    """
+    """The ``k`` nearest distinct titles (by normalised text; none a copy of the key's own) of other procedures of the
+    same split: ``{key: (rows, distances)}``, the exact top ``k`` whenever the index is exact."""
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     total = len(pool.keys)
     progress.start(f"textual-cloze: {k} nearest titles", total=len(keys))
@@ -113,19 +94,10 @@ SPLIT_EXACT_ROWS = 65_536
 
 
 class SplitSearch:
-    """Searches of the rows ``allowed`` (a ``(N,)`` mask of pool rows, e.g. one split's usable titles), made once
-    per split: ``search(queries (B, D), procedures, k)`` gives the ``k`` allowed rows nearest each query, none of
-    its procedure (``procedures``; None: any), as ``(distances (B, k), rows (B, k))`` ascending, inf / -1 where
-    none.
-
-    Through :func:`~procbench.generate.search.knn` (the one search path, so ``--engine ray`` serves it). With an
-    exact persisted index, or an approximate one and at most :data:`SPLIT_EXACT_ROWS` ``allowed`` rows, over an
-    exact index of them alone (:meth:`NeighborIndex.subset`: a split's share of the store, where filtering the
-    whole index made a 10% split search ten times as many rows per query, and on an approximate index widened
-    its searches again and again: a small split's rows are sparse in the lists a search scans); else over the
-    persisted approximate (IVF) index, rows outside ``allowed`` dropped and the search widened until ``k``
-    remain (:func:`~procbench.generate.search.search_until_k`).
-    """
+    """Searches of the rows ``allowed (N,)`` (e.g. one split's usable titles): ``search(queries (B, D), procedures,
+    k)`` gives ``(distances (B, k), rows (B, k))`` ascending (inf / -1: none), none of the query's procedure. Over
+    an exact index of the allowed rows alone (up to :data:`SPLIT_EXACT_ROWS` on an IVF index), else the IVF index
+    widened until ``k`` remain."""
 
     def __init__(self, index: NeighborIndex, pool: Pool, allowed: np.ndarray) -> None:
         self.index, self.allowed, self.total = index, allowed, len(pool.keys)
@@ -157,19 +129,9 @@ def _shared_answer(draft: Draft, pool: Pool) -> bool:
 
 
 def pick_windows(index: NeighborIndex, options: list[Draft], pool: Pool, per_procedure: int) -> list[Draft]:
-    """Each procedure's ``per_procedure`` drafts among ``options`` whose answers context-free probes tell least.
-
-    An answer nearer its question's mean than every title of the other procedures gives itself away whatever
-    its negatives are (no candidate can sit beside it). Each option's answer is scored by how many of the
-    ``ADVERSARIAL_NEARER`` (policy) titles of other procedures of its split nearest the question mean are nearer
-    than it; a procedure keeps its best-scored options, earlier drafts first on ties (the first draft is the
-    other settings' question). Options are in procedure order, as :func:`make_drafts` lists them.
-
-    Before the score, an answer whose title no other step shares is preferred: a generic title ("Ingredients",
-    "Enjoy!") is the answer of many questions but rarely a near enough negative, so how often a choice occurs in
-    the set would tell answers (one in four choices) from negatives. Only the options whose score can change the
-    pick are searched (:func:`_contested`).
-    """
+    """Each procedure's ``per_procedure`` drafts among ``options`` (in procedure order) whose answers the probes tell
+    least: an answer no other step shares first, then the most of the ``ADVERSARIAL_NEARER`` titles nearest the
+    question mean nearer than the answer, earlier drafts on ties."""
 
     vectors = pool.embeddings.vectors
     shared = [_shared_answer(d, pool) for d in options]
@@ -215,10 +177,8 @@ def _procedure_spans(options: list[Draft]) -> list[tuple[int, int]]:
 
 
 def _contested(shared: list[bool], spans: list[tuple[int, int]], per_procedure: int) -> np.ndarray:
-    """``(len(shared),)`` the options whose score can change which are picked: those of the class (unshared answers
-    first, then shared ones) that a procedure's ``per_procedure`` picks fill only in part. The other options are
-    picked, or not, by their class alone, so their searches are skipped (a procedure whose unshared drafts are
-    fewer than its picks needs none)."""
+    """``(len(shared),)`` the options whose score can change the pick (of the class a procedure's picks fill only in
+    part); the others need no search."""
     contested = np.zeros(len(shared), dtype=bool)
     for start, end in spans:
         left = per_procedure
@@ -245,16 +205,8 @@ def _word_vectors(pool: Pool) -> Any:
 
 
 def near_candidates(index: NeighborIndex, drafts: list[Draft], pool: Pool, sizes: Mapping[str, int]) -> np.ndarray:
-    """``(Q, M)`` candidate rows per draft, from each source of ``sizes`` in turn (-1: padding).
-
-    Sources: the titles nearest its answer (``answer``), nearest its question's mean (``question``), nearest
-    each of its question items (``items``, shared among them) and sharing the most content words with them
-    (``words``, TF-IDF): the probes tell an answer by its distance to the question, to the nearest question
-    item and by the words it shares with the question, so the pool holds negatives that match it on each.
-    Candidates are titles of other procedures of the question's split, one row per normalised title. How
-    often a title may be a negative is bounded by how many of its step rows are not answers (see
-    :func:`negative_capacity`), so negatives are drawn from the same population as answers: random steps.
-    """
+    """``(Q, M)`` candidate titles per draft (-1: padding) of other procedures of its split, from each source of
+    ``sizes`` in turn: nearest its answer, its question mean, each question item, and sharing its words (TF-IDF)."""
 
     vectors = pool.embeddings.vectors
     answer_rows = np.array([pool.positions[d.answer_key] for d in drafts], dtype=np.int64)
@@ -317,13 +269,8 @@ def near_candidates(index: NeighborIndex, drafts: list[Draft], pool: Pool, sizes
 
 
 def _word_neighbours(words: Any, shown: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
-    """``(B, k)`` of ``rows``, those whose content words best match the union of each question's shown items'
-    (most shared TF-IDF weight first, ties by row; -1: fewer rows share a word).
-
-    The scores stay sparse: a question is compared only with the rows sharing one of its words (an inverted
-    index's work), not with every row of the split, whose dense ``(B, rows)`` block made this quadratic. A word
-    in more than ``WORD_POSTINGS`` (policy) rows counts as a stop word here, so a question's work is bounded and the
-    whole is linear in the split."""
+    """``(B, k)`` of ``rows``, those sharing the most TF-IDF weight with each question's shown items (ties by row; -1:
+    none), compared sparsely (a word in over ``WORD_POSTINGS`` rows is a stop word)."""
     import scipy.sparse as sp
 
     pool_words = sp.csr_matrix(words[rows])
@@ -358,11 +305,8 @@ def _word_neighbours(words: Any, shown: np.ndarray, rows: np.ndarray, k: int) ->
 def fits_worse(
     candidates: np.ndarray, answers: np.ndarray, drafts: list[Draft], pool: Pool, step_texts: Embeddings
 ) -> np.ndarray:
-    """``candidates`` with those nearer the answer's own step text than the answer is set to -1 (and packed left).
-
-    The context shows that text: a negative that fits it better than the answer would make the question
-    ambiguous for a reader, not hard. Drafts whose answer step has no text embedding keep every candidate.
-    """
+    """``candidates`` without those nearer the answer's own step text than the answer (-1, packed left): the context
+    shows that text, and such a negative would make the question ambiguous."""
     row_of = {k: i for i, k in enumerate(step_texts.keys.to_pylist())}
     texts = np.asarray(step_texts.vectors)
     vectors = pool.embeddings.vectors

@@ -39,37 +39,25 @@ class DraftPlan:
 
 @dataclass
 class TextualContext:
-    """Everything a textual sampler reads; shared resources are computed once, when first asked for.
-
-    Attributes:
-        store, items, pool, embeddings: the store, the item kind, the pool of item rows and their embeddings.
-        steps: per procedure, its steps as ``(index, item, normalised item)`` (every step, in order).
-        in_range: the procedures with an allowed step count (those drafts are made of).
-        seed, progress: the run's seed and progress.
-        questions_per_procedure, knn_k, clusters, min_distance: the options (``clusters``, ``min_distance``:
-            None = the default, computed here).
-        adversarial: the adversarial filter's options.
-        hide_window, last: how drafts are made (:func:`~.pool.make_drafts`).
-        searcher: where the neighbour searches of :attr:`index` run (None: in this process).
-    """
+    """Everything a textual sampler reads; shared resources are computed once, when first asked for."""
 
     store: Store
     items: str
     pool: Pool
     embeddings: Embeddings
-    steps: dict[str, StepRows]
-    in_range: dict[str, StepRows]
+    steps: dict[str, StepRows]  # per procedure: (index, item, normalised item) of every step
+    in_range: dict[str, StepRows]  # the procedures with an allowed step count
     seed: int
     progress: Progress
     questions_per_procedure: int = 1
     knn_k: int = field(default_factory=lambda: policy.current().KNN_K)
     clusters: int | None = None
-    min_distance: float | None = None
+    min_distance: float | None = None  # None (and clusters None): the default, computed here
     adversarial: AdversarialPolicy = TEXTUAL_POLICY
     notes: dict[str, Any] = field(default_factory=dict)  # shared resources' account (the clustering)
-    hide_window: bool = False
+    hide_window: bool = False  # how drafts are made (make_drafts)
     last: bool = False
-    searcher: Searcher | None = None
+    searcher: Searcher | None = None  # where the index's searches run (None: here)
     _drafts: dict[DraftPlan, dict[str, list[Draft]]] = field(default_factory=dict)
 
     def drafts(self, plan: DraftPlan) -> dict[str, list[Draft]]:

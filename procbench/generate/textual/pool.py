@@ -1,9 +1,7 @@
 """Textual items, the pool of item rows and the drafts (where a question sits in its procedure).
 
-Every textual setting reads the same :class:`Pool` (one row per embedded step item: its text, normalised
-text, procedure, split) and the same :class:`Draft` s (a window of consecutive titled steps and its
-placeholder, drawn per procedure from a generator seeded by (seed, procedure id), so settings that take
-the same drafts differ only in their negatives).
+Every setting reads the same :class:`Pool` (one row per embedded step item) and :class:`Draft` s (windows and
+placeholders seeded by (seed, procedure id), so settings differ only in their negatives).
 """
 
 from __future__ import annotations
@@ -120,13 +118,8 @@ ITEM_FIELDS = {name: choice.field for name, choice in TEXTUAL_ITEMS.items()}
 
 
 def read_items(store: Store, items: str = "title") -> tuple[dict[str, StepRows], str]:
-    """Per procedure, its steps as ``(index, display item, normalised item)``, and where items came from.
-
-    ``items`` is ``title`` (step headlines, step indicators stripped), ``text`` (the step texts, for
-    corpora without headlines), ``first-sentence`` (the first sentence of each step text,
-    :func:`procbench.sentences.first_sentence`, as the ``step_first_sentence`` embedding field holds it) or
-    ``action`` (each step's action tuple as text, from ``procbench extract``; steps without one have no item).
-    """
+    """Per procedure, its steps as ``(index, display item, normalised item)`` for ``items`` ``title``, ``text``,
+    ``first-sentence`` or ``action``, and where items came from."""
     if items == "action":
         from procbench.extract.pipeline import step_actions
 
@@ -162,11 +155,7 @@ def read_items(store: Store, items: str = "title") -> tuple[dict[str, StepRows],
     return steps, source
 
 
-def make_pool(
-    embeddings: Embeddings,
-    steps: dict[str, StepRows],
-    splits: Mapping[str, str] | None,
-) -> Pool:
+def make_pool(embeddings: Embeddings, steps: dict[str, StepRows], splits: Mapping[str, str] | None) -> Pool:
     shown = {f"{pid}#{index}": (title, norm) for pid, rows in steps.items() for index, title, norm in rows}
     keys = embeddings.keys.to_pylist()
     texts: list[str | None] = []
@@ -218,13 +207,8 @@ def make_drafts(
     hide_window: bool = False,
     last: bool = False,
 ) -> list[Draft]:
-    """Questions of one procedure: windows of consecutive titled steps whose answer title is not shown too.
-
-    The first draw is the same with and without ``replace``, so single-question settings are paired.
-    With ``hide_window`` the context leaves out the question's own steps (text items: their texts would
-    give the answer away). With ``last`` (next-action) the placeholder is the window's last item and the
-    context is the steps before it.
-    """
+    """Windows of consecutive titled steps of one procedure whose answer title is not shown too (the first draw the
+    same with or without ``replace``); ``hide_window``: the context leaves out the window; ``last``: next-action."""
     n = len(rows)
     length = min(N_QUESTION, n)
     by_answer: dict[int, list[tuple[int, int]]] = {}

@@ -1,22 +1,8 @@
 """Textual negative samplers: one class per setting, one job each, found by style in :data:`SAMPLERS`.
 
-A sampler reads the drafts of its setting (window, placeholder, answer step; :class:`~.pool.Draft`) and
-the :class:`TextualContext` (the pool of item rows with their texts, embeddings, procedures, positions and
-splits; the step-text and procedure-title embeddings when the store has them in the items' space; the
-shared kNN lists and clustering, computed once when a sampler first asks) and returns questions, counting
-every skipped draft under a reason (:meth:`Sampler.skip`, as datatrove counts drop reasons).
-
-- :class:`RecipeQA` (``recipeqa``): random titles of other procedures beyond a fixed distance.
-- :class:`FarKnn` (``default``, paper 004): 3 of the k nearest titles farther than their mean distance.
-- :class:`Budget` (``debias``, Algorithm 1): FarKnn within a per-cluster budget, ``B`` or ``auto``.
-- :class:`Adversarial` (``adversarial``): candidates near the question (:meth:`Adversarial.candidates`)
-  filtered against the context-free probes (:mod:`procbench.generate.adversarial`). The filter runs on any
-  candidate source: a subclass that overrides :meth:`~Adversarial.candidates` is a new adversarial setting.
-- :class:`~.needs_context.NeedsContext` (``needs-context``): four steps of the answer's own procedure, exchangeable
-  without the context (the blank's step text), so only reading answers.
-
-A new setting is one class (a :class:`PerDraft` sampler that draws one question's negatives, or a
-:class:`Sampler` that fills the whole set at once) and one ``SAMPLERS.add(style, Class)``.
+A sampler reads its drafts and the :class:`TextualContext` and returns questions, counting every skipped draft
+under a reason. :class:`RecipeQA`, :class:`FarKnn` (``default``, paper 004), :class:`Budget` (``debias``,
+Algorithm 1), :class:`Adversarial` and ``NeedsContext``; a new setting is one class and one ``SAMPLERS.add``.
 """
 
 from __future__ import annotations
@@ -25,7 +11,7 @@ import math
 from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -35,33 +21,16 @@ from procbench.generate import policy
 from procbench.generate.debias import ClusterBudget, Clustering, draw_negatives
 from procbench.generate.settings import Setting
 from procbench.generate.textual.context import DraftPlan, TextualContext
-from procbench.generate.textual.pool import (
-    N_NEGATIVES,
-    Draft,
-    Pool,
-)
+from procbench.generate.textual.pool import N_NEGATIVES, Draft, Pool
 from procbench.qsets.questions import Question
 from procbench.registry import Registry
 
-if TYPE_CHECKING:
-    pass
-
-__all__ = [
-    "SAMPLERS",
-    "Budget",
-    "Drawn",
-    "FarKnn",
-    "PerDraft",
-    "RecipeQA",
-    "Sampler",
-    "make_question",
-]
+__all__ = ["SAMPLERS", "Budget", "Drawn", "FarKnn", "PerDraft", "RecipeQA", "Sampler", "make_question"]
 
 #: RecipeQA style: random candidate titles drawn per try. block-size
 _RANDOM_BATCH = 64
 
 
-#: Each setting's negatives and answer positions; the random title pairs of the RecipeQA style's distance.
 @dataclass
 class Drawn:
     """Negatives of one question and what decided them."""
@@ -104,12 +73,7 @@ def make_question(draft: Draft, setting: Setting, pool: Pool, drawn: Drawn, clus
 
 
 class Sampler(ABC):
-    """One setting's negatives for its drafts.
-
-    A subclass sets :attr:`style` and implements :meth:`sample`; it may change :meth:`plan` (which drafts),
-    :meth:`choose` (which of them it asks), :meth:`min_steps`, :meth:`check` (its options) and
-    :meth:`report` (its counts). Skips are counted with :meth:`skip`; :attr:`notes` go to the counts first.
-    """
+    """One setting's negatives for its drafts: a subclass sets :attr:`style` and implements :meth:`sample`."""
 
     style: ClassVar[str] = ""
     #: whether the counts report ``drafted`` and ``yield`` (settings that may skip many drafts)
@@ -186,10 +150,7 @@ class PerDraft(Sampler):
 
 
 class RecipeQA(PerDraft):
-    """RecipeQA style: uniform over other procedures' titles farther than a fixed distance from the answer.
-
-    Its drafts are drawn with replacement (several questions of a procedure may repeat an answer).
-    """
+    """RecipeQA style: other procedures' titles beyond a fixed distance from the answer (drafts with replacement)."""
 
     style = "recipeqa"
 
@@ -260,13 +221,8 @@ class FarKnn(PerDraft):
 
 
 class Budget(FarKnn):
-    """Algorithm 1 (:mod:`procbench.generate.debias`): FarKnn's candidates from KMeans clusters with budget left.
-
-    Drafts are visited in a seeded random order; one whose negatives cannot be completed is skipped
-    (``budget_exhausted``) and spends nothing. ``--budget auto`` takes the smallest budget, from the even share
-    ``ceil(3 Q / C)`` growing by ``AUTO_GROWTH``, that keeps ``AUTO_YIELD`` of the drafts (policy). Paper 004
-    drops procedures under 6 steps when debiasing; ``auto`` aims at full yield and keeps them.
-    """
+    """Algorithm 1: FarKnn's candidates from clusters with budget left, drafts in a seeded order; ``auto`` takes the
+    smallest budget from ``ceil(3 Q / C)`` up by ``AUTO_GROWTH`` that keeps ``AUTO_YIELD`` of the drafts."""
 
     style = "debias"
     reports_yield = True

@@ -36,7 +36,7 @@ from procbench.progress import SILENT, Progress
 from procbench.rng import stream
 from procbench.tells import TELLS
 
-__all__ = ["cloze_arena", "coherence_arena", "filter_image_negatives", "filter_intruders"]
+__all__ = ["filter_image_negatives", "filter_intruders"]
 
 #: Coherence's filter: the order near-copy intruders are replaced in before the rounds.
 _INTRUDERS = stream("visual.coherence.intruders")
@@ -53,19 +53,8 @@ def filter_image_negatives(
     seed: int = 0,
     progress: Progress = SILENT,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-    """Adversarially filtered negatives for ``Q`` questions.
-
-    Args:
-        proc: ``(Q,)`` procedure code of each question.
-        answers: ``(Q,)`` image row of each answer.
-        shown: ``(Q, L)`` image rows the question shows (-1: the placeholder).
-        negatives: ``(Q, K)`` the starting negatives (image rows).
-
-    Returns:
-        ``(negatives (Q, K), replacements (Q,), kept (Q,), summary)``; on too few procedures or questions nothing is
-        filtered (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`). ``kept`` is False for
-        the questions pruning dropped (``options.min_yield``).
-    """
+    """Filtered negatives of ``Q`` cloze questions (``proc``, ``answers (Q,)``, ``shown (Q, L)`` -1: placeholder,
+    ``negatives (Q, K)``): ``(negatives (Q, K), replacements (Q,), kept (Q,), summary)``."""
     options = options or preset("image")
     n_q = len(answers)
     n_rows = data.n_rows
@@ -94,9 +83,15 @@ def filter_image_negatives(
     # the probes also see how each choice's photo relates to the question's photos (same desk, same light, re-crop)
     relations = ImageRelations(data, np.concatenate([answers[:, None], shown, negatives, candidates], axis=1))
     candidate_class, negative_class = closer.astype(np.int64), slot_closer.astype(np.int64)
-    arena = cloze_arena(
-        data, proc, answers, shown, negatives, relations, seed=seed, candidates=candidates, copies=copies,
-        candidate_class=candidate_class, negative_class=negative_class,
+    vectors = np.asarray(data.vectors, dtype=np.float32)
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    arena = Arena(
+        unit, np.arange(n_rows, dtype=np.int64), answers, shown, negatives, candidates, proc,
+        clusters=image_clusters(vectors, seed),
+        placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),  # the only slot without an image
+        features=cloze_probe_features(unit, relations) if relations.any else None,
+        probes=image_probes(relations.any), copies=copies, candidate_class=candidate_class,
+        negative_class=negative_class,
     )  # fmt: skip
     # the start: on each side of the answer's distance to the question mean as many negatives as were drawn (the
     # rank stays), the usable candidates nearest an even spacing of the choices' distances around the answer's
@@ -111,10 +106,7 @@ def filter_image_negatives(
     redrawn = (start != negatives).sum(axis=1)
     result = filter_negatives(arena, options, seed=seed, progress=progress)
     result.replacements = result.replacements + redrawn  # a redrawn start counts as replaced
-    summary = {
-        **result.summary(),
-        "start": "evenly spaced distances to the question mean around the answer's",
-    }
+    summary = {**result.summary(), "start": "evenly spaced distances to the question mean around the answer's"}
     return result.negatives, result.replacements, result.kept_questions(), summary
 
 
@@ -125,47 +117,11 @@ def _knn(data: VisualData, points: np.ndarray, proc: np.ndarray, k: int) -> np.n
     return data.search(np.asarray(points, dtype=np.float32), proc, k, kind="adversarial")[1]
 
 
-def cloze_arena(
-    data: VisualData,
-    proc: np.ndarray,
-    answers: np.ndarray,
-    shown: np.ndarray,
-    negatives: np.ndarray,
-    relations: ImageRelations,
-    *,
-    seed: int,
-    candidates: np.ndarray | None = None,
-    **extra: Any,
-) -> Arena:
-    """The probes' view of visual-cloze questions, as the filter plays on it:
-    ``answers (Q,)``, ``shown (Q, L)`` (-1: the placeholder) and ``negatives (Q, K)`` image rows, the choices'
-    image relations to the question's photos; ``candidates (Q, M)`` and ``extra`` (copies, classes: the filter's
-    replacements) as :class:`~procbench.generate.adversarial.Arena` takes them."""
-    vectors = np.asarray(data.vectors, dtype=np.float32)
-    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    mask = shown >= 0
-    return Arena(
-        vectors=unit,
-        identity=np.arange(data.n_rows, dtype=np.int64),
-        answers=answers,
-        question_items=shown,
-        negatives=negatives,
-        candidates=no_items(len(answers)) if candidates is None else candidates,
-        groups=proc,
-        clusters=image_clusters(vectors, seed),
-        placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),  # the only slot without an image
-        features=cloze_probe_features(unit, relations) if relations.any else None,
-        probes=image_probes(relations.any),
-        **extra,
-    )
-
-
 # -- visual coherence: the intruder is what the probes find, so the intruder is replaced ---------------------------
 
 
 def _cosine_below(data: VisualData, candidates: np.ndarray, others: np.ndarray, ceiling: float) -> np.ndarray:
-    """``(Q, M)`` True where candidate ``[q, m]``'s cosine similarity to every image ``others[q]`` (-1: none) is
-    below ``ceiling`` (from FAISS's distances, so no ``(Q, M, D)`` copy is made)."""
+    """``(Q, M)`` True where candidate ``[q, m]``'s cosine to every image ``others[q]`` (-1: none) is < ``ceiling``."""
     norms = np.linalg.norm(np.asarray(data.vectors, dtype=np.float32), axis=1)
     n_cand = norms[np.maximum(candidates, 0)]
     ok = np.ones(candidates.shape, dtype=bool)
@@ -179,32 +135,6 @@ def _cosine_below(data: VisualData, candidates: np.ndarray, others: np.ndarray, 
         cos = (n_cand**2 + n_other**2 - d**2) / np.maximum(2 * n_cand * n_other, 1e-12)
         ok &= ~present[:, None] | (cos < ceiling)
     return ok
-
-
-def coherence_arena(
-    data: VisualData,
-    proc: np.ndarray,
-    coherent: np.ndarray,
-    intruders: np.ndarray,
-    relations: ImageRelations,
-    clusters: np.ndarray,
-) -> Arena:
-    """The probes' view of visual-coherence questions, as the filter plays on them: the
-    intruder ``intruders (Q,)`` is the answer, the ``coherent (Q, 3)`` images its negatives, each choice's image
-    relations to the other choices as features (``clusters``: :func:`image_clusters`)."""
-    n_q = len(intruders)
-    return Arena(
-        vectors=unit_vectors(data, np.arange(data.n_rows)),
-        identity=np.arange(data.n_rows, dtype=np.int64),
-        answers=intruders,
-        question_items=no_items(n_q),
-        negatives=coherent,
-        candidates=no_items(n_q),
-        groups=proc,
-        clusters=clusters,
-        features=coherence_probe_features(relations) if relations.any else None,
-        probes=image_probes(relations.any),
-    )
 
 
 def _procedure_images(data: VisualData, proc: np.ndarray) -> np.ndarray:
@@ -228,22 +158,9 @@ def filter_intruders(
     seed: int = 0,
     progress: Progress = SILENT,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-    """Adversarially filtered incoherent images for ``Q`` visual-coherence questions: the intruder (the answer) is
-    replaced, keeping its rank on the recipe's tell (``ranks``), below ``options.ceiling`` to every image of its
-    procedure; a near-copy drawn intruder is replaced before the rounds (``ceiling_replaced``, ``ceiling_unmet``).
-    docs/adversarial.md ("Per task") specifies it.
-
-    Args:
-        proc: ``(Q,)`` procedure code of each question.
-        coherent: ``(Q, 3)`` image rows of the coherent images.
-        intruders: ``(Q,)`` image row of each starting incoherent image (the answer).
-        ranks: ``(Q,)`` the intruder's rank (0: closest) among the choices by distance to the other three's mean.
-
-    Returns:
-        ``(intruders (Q,), replacements (Q,), kept (Q,), summary)``; on too few procedures or questions no round
-        runs (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`; only near-copies are
-        replaced); ``kept`` is False for the questions pruning dropped (``options.min_yield``).
-    """
+    """Filtered intruders (the answers, ``(Q,)``) of coherence questions with ``coherent (Q, 3)`` images, each
+    keeping its dealt ``ranks (Q,)``; near-copy intruders are replaced first (docs/adversarial.md, "Per task").
+    Returns ``(intruders (Q,), replacements (Q,), kept (Q,), summary)``."""
     options = options or preset("coherence")
     n_q = len(intruders)
     if not n_q:
@@ -293,12 +210,16 @@ def filter_intruders(
         options, probe_repeats=coherence.probe_repeats, replace_share=coherence.replace_share
     )
     relations = ImageRelations(data, np.concatenate([coherent, current[:, None], candidates], axis=1))
-    arena = coherence_arena(
-        data, proc, coherent, current, relations, image_clusters(np.asarray(data.vectors, dtype=np.float32), seed)
-    )
-    arena.candidates, arena.allowed, arena.replaced = candidates, allowed, "answer"
-    arena.candidate_class, arena.negative_class, arena.strata = classes, ranks[:, None], ranks
-    arena.copies = np.full(n_rows, capacity, dtype=np.int64)  # an image is the intruder of at most this many
+    # the intruders are the answers, the coherent images the negatives; the probes read each choice's relations to
+    # the other choices; an image is the intruder of at most ``capacity`` questions
+    clusters = image_clusters(np.asarray(data.vectors, dtype=np.float32), seed)
+    arena = Arena(
+        unit_vectors(data, np.arange(n_rows)), np.arange(n_rows, dtype=np.int64), current, no_items(n_q), coherent,
+        candidates, proc, clusters=clusters, probes=image_probes(relations.any),
+        features=coherence_probe_features(relations) if relations.any else None, allowed=allowed, replaced="answer",
+        candidate_class=classes, negative_class=ranks[:, None], strata=ranks,
+        copies=np.full(n_rows, capacity, dtype=np.int64),
+    )  # fmt: skip
     result = filter_negatives(arena, policy_, seed=seed, progress=progress)
     summary = {**result.summary(), **ceiling}
     return result.negatives[:, 0], result.replacements + replacements, result.kept_questions(), summary

@@ -1,10 +1,8 @@
 """K2, bands: the negatives' distance band from the correct choice's nearest images of other procedures.
 
-The K_C nearest images of other procedures (FAISS) give m and s of their distances; negatives come from
-the band (0, m−s) at K2=0 or (m−s, m+s) at K2=1, never closer than policy's ``DUPLICATE_DISTANCE`` (such an
-image is the same picture as the correct choice, e.g. a re-encoded copy, and would make two choices
-right). When the band holds too few candidates it is widened step by step (:data:`LEVELS`: by s/2, by s,
-then the whole kNN set) and the widening is recorded.
+The K_C nearest images of other procedures give m and s of their distances; negatives come from the band
+(0, m−s) at K2=0 or (m−s, m+s) at K2=1, never closer than ``DUPLICATE_DISTANCE`` (a copy of the answer); a band
+too small is widened (:data:`LEVELS`) and the widening recorded.
 """
 
 from __future__ import annotations
@@ -37,21 +35,13 @@ QUESTION_KNN, RELAXED, RANDOM, ADVERSARIAL = 4, 5, 6, 7
 
 @dataclass
 class Candidates:
-    """A question's K2 candidates: kNN rows of other procedures and the distances bands apply to.
+    """A question's K2 candidates: kNN rows of other procedures and the distances bands apply to."""
 
-    Attributes:
-        rows: ``(B, K)`` int64 image rows, -1 where none.
-        dist: ``(B, K)`` float32 distances (to the correct choice), ascending along each row as kNN results
-            come, inf where none (last).
-        m, s: ``(B,)`` mean and (population) standard deviation of the valid distances; nan when none.
-        found: ``(B,)`` number of valid candidates.
-    """
-
-    rows: np.ndarray
-    dist: np.ndarray
-    m: np.ndarray
+    rows: np.ndarray  # (B, K) image rows, -1: none
+    dist: np.ndarray  # (B, K) float32 distances to the answer, ascending, inf: none
+    m: np.ndarray  # (B,) mean and population std of the valid distances (nan: none)
     s: np.ndarray
-    found: np.ndarray
+    found: np.ndarray  # (B,) valid candidates
 
     @classmethod
     def from_rows(cls, dist: np.ndarray, rows: np.ndarray) -> Candidates:

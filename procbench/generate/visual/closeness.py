@@ -1,11 +1,8 @@
 """K3, closeness: one negative must be closer to the question's point than the question's radius.
 
-The point and radius are the task's (cloze: the mean of the question images, and the answer's distance
-to it; coherence: the mean of the coherent images, and their smallest pairwise distance). Candidates are
-looked up in the kNN of the point itself, so no candidate vectors need to be gathered; the ladder
-(:func:`procbench.generate.visual.selection.select`) is: the band levels, then a neighbour of the point
-outside the candidates (``question-knn``), then, when no image of another procedure is closer than the
-radius, the image nearest the point (``relaxed``).
+The point and radius are the task's (cloze: the question mean and the answer's distance to it; coherence: the
+coherent images' mean and their smallest pairwise distance). The ladder (:func:`.selection.select`): the band
+levels, a neighbour of the point (``question-knn``), else the image nearest the point (``relaxed``).
 """
 
 from __future__ import annotations
@@ -23,24 +20,15 @@ __all__ = ["Closeness"]
 
 @dataclass
 class Closeness:
-    """Which candidates satisfy the K3 rule: closer to ``points`` than ``radius``.
+    """Which candidates satisfy the K3 rule: closer to ``points`` than ``radius``."""
 
-    Attributes:
-        radius: ``(B,)`` the distance to beat.
-        ok: ``(B, K)`` candidate (column of :class:`Candidates`) closer than ``radius``.
-        q_rows, q_dist: ``(B, Kq)`` the nearest images of other procedures to the point.
-        q_new: ``(B, Kq)`` usable neighbours of the point that are not among the candidates.
-        q_extra: ``(B, Kq)`` those of them closer than ``radius``.
-        q_usable: ``(B, Kq)`` neighbours of the point that are not copies of the correct choice.
-    """
-
-    radius: np.ndarray
-    ok: np.ndarray
-    q_rows: np.ndarray
+    radius: np.ndarray  # (B,) the distance to beat
+    ok: np.ndarray  # (B, K) candidates closer than radius
+    q_rows: np.ndarray  # (B, Kq) the point's nearest images of other procedures
     q_dist: np.ndarray
-    q_new: np.ndarray
-    q_extra: np.ndarray
-    q_usable: np.ndarray
+    q_new: np.ndarray  # (B, Kq) usable ones not among the candidates
+    q_extra: np.ndarray  # (B, Kq) those of them closer than radius
+    q_usable: np.ndarray  # (B, Kq) not copies of the answer
 
     @classmethod
     def mark(
@@ -52,11 +40,8 @@ class Closeness:
         q_dist: np.ndarray,
         q_rows: np.ndarray,
     ) -> Closeness:
-        """Mark the candidates within ``radius`` of ``points``, given the points' neighbours ``q_dist, q_rows``.
-
-        When a point's neighbours are all within the radius, candidates beyond them may be too: their
-        distances are then computed directly.
-        """
+        """Mark the candidates within ``radius`` of ``points``, given the points' neighbours ``q_dist, q_rows`` (all
+        within it: the candidates' distances are computed directly)."""
         b = np.arange(len(points), dtype=np.int64)[:, None] * data.n_rows
         q_close = (q_rows >= 0) & (q_dist < radius[:, None])
         c_valid = cands.rows >= 0

@@ -1,27 +1,11 @@
 """Visual cloze (paper 001, RecipeQA): which image fills the ``@placeholder`` in a sequence of four?
 
-A question holds four images of one procedure's image sequence (see :mod:`.sequences`) in authored
-order, drawn in increasing order from the K1 pool (so not necessarily adjacent steps), with one replaced
-by ``@placeholder``. ``choices`` are the missing image and three images of other procedures; ``answer``
-indexes it. ``context`` lists every step index of the procedure (the textual context).
+A question shows four images of one procedure in authored order, one replaced by ``@placeholder``; the choices
+are the missing image and three images of other procedures. Settings: docs/concepts/question-sets.md.
 
-Settings (docs/concepts/question-sets.md): ``--knobs K1,K2,K3`` (the sweep writes all 12; K3=2 deals the
-answer's rank on its recipe's tells, :mod:`.dealer`), ``--style recipeqa``, ``default`` = knobs (0,1,1), the set paper
-001 reports as hardest, ``adversarial`` and ``--style needs-context`` (:mod:`.needs_context`).
-
-``meta`` of a knob question: ``setting``, ``k1 k2 k3 k_c``, ``k_found`` (neighbours found), ``m`` and ``s``,
-``band`` (the K2 band), ``band_level`` and ``band_used`` (after widening), ``n_steps``, ``budget``,
-``question_number``, ``pool_size``, ``removed_steps``, ``question_steps``, ``answer_step``,
-``d_answer_question`` (the answer's distance to the question mean: the mean vector of the three question
-images), ``answer_rank`` (how many negatives are closer to the question mean than the answer),
-``negatives`` (one per wrong choice, in choice order: ``image``, ``source`` (a band level,
-``question-knn``, ``relaxed``), ``k3`` (the K3 pick), ``d_answer``, ``d_question``) and ``fallbacks``
-(what was widened, in words). RecipeQA-style questions have ``min_distance`` instead of the knob
-and band fields (and no pool fields).
-
-Questions are built as Arrow columns, a chunk of procedures at a time, never as Python objects: image
-ids are indices into one array of ids shared by every setting, so a sweep of millions of questions costs
-a few hundred bytes per question.
+``meta`` (knob settings): the head of :func:`.columns.meta_head`, ``question_steps``, ``answer_step``,
+``d_answer_question`` (answer to question mean), ``answer_rank`` (negatives closer to the question mean),
+``negatives`` (per wrong choice: ``image``, ``source``, ``k3``, ``d_answer``, ``d_question``) and ``fallbacks``.
 """
 
 from __future__ import annotations
@@ -39,15 +23,7 @@ from procbench.generate.recipes import Recipe
 from procbench.generate.search import Searcher
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import filter_image_negatives
-from procbench.generate.visual.bands import (
-    ADVERSARIAL,
-    LEVELS,
-    QUESTION_KNN,
-    RANDOM,
-    SOURCES,
-    Candidates,
-    fmt_band,
-)
+from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, RANDOM, SOURCES, Candidates, fmt_band
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, band_columns
 from procbench.generate.visual.dealer import Classed, rank_notes, tell_classes
@@ -70,8 +46,7 @@ _SIZE = 4
 
 @dataclass(kw_only=True)
 class _Window(Window):
-    """Cloze questions: ``anchors`` are the answers, ``point`` the mean of the three question images and
-    ``radius`` the answer's distance to it."""
+    """Cloze questions: ``anchors`` the answers, ``point`` the question mean, ``radius`` the answer's distance."""
 
     point: np.ndarray
     radius: np.ndarray
@@ -114,10 +89,8 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
 def _negative_distances(
     data: VisualData, rows: np.ndarray, w: _Window, cands: Candidates | None = None, cols: np.ndarray | None = None
 ) -> dict[str, np.ndarray]:
-    """Each negative's distance to the answer and to the question mean, ``(B, 3)`` each.
-
-    A negative drawn from the answer's candidates (``cols`` >= 0) keeps the distance its band was judged by.
-    """
+    """Each negative's distance to the answer and the question mean, ``(B, 3)`` each (a candidate's, ``cols`` >= 0,
+    is the one its band was judged by)."""
     if cands is None or cols is None:
         both = distances_to(data, rows, w.answer_vec, w.point)
         return {"d_answer": both[0], "d_question": both[1]}
@@ -204,9 +177,8 @@ def _fallbacks(
 def _rank_rule(
     w: _Window, cands: Candidates, close: Closeness, data: VisualData, tells: list[Tell], recipe: Recipe
 ) -> Classed:
-    """K3=2 and ``adversarial``'s start: the K2 candidates classed by the recipe's tells (on ``question_distance``, a
-    candidate closer to the question mean than the answer moves the answer up a rank); with the recipe's
-    ``question-knn`` source, that many of the question mean's own neighbours join the last pool."""
+    """The K2 candidates classed by the recipe's tells; its ``question-knn`` source adds the question mean's own
+    neighbours to the last pool."""
     shown = np.where(w.columns["items"] >= data.n_rows, -1, w.columns["items"])
     answer, fixed = w.columns["answer_row"], np.zeros((len(w), 0), dtype=np.int64)
     classes, radix = tell_classes(tells, data.gather, cands.rows, fixed=fixed, question=shown, answer=answer)
@@ -223,9 +195,7 @@ def _adversarial(
     progress: Progress = SILENT,
     options: AdversarialPolicy | None = None,
 ) -> dict[str, Any]:
-    """The ``adversarial`` setting: filter the drawn negatives (:mod:`.adversarial`); the replaced ones get
-    source ``adversarial`` and every negative's distances and K3 flag (closer than the answer) are recomputed;
-    questions pruning drops are removed."""
+    """Filter the drawn negatives in place (:mod:`.adversarial`), recomputing their distances and K3 flags."""
     answers, items, start = cols.get("answer_row"), cols.get("items"), cols.get("neg_rows")
     shown = np.where(items >= data.n_rows, -1, items)
     negatives, replacements, kept, summary = filter_image_negatives(
@@ -264,7 +234,7 @@ def _add_recipeqa(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
 
 
 def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) -> TableParts:
-    """The setting's question table: answers placed at balanced positions, ``meta`` as the module says."""
+    """The setting's question table: answers at balanced positions, ``meta`` as the module says."""
     n = len(cols)
     images = data.image_dictionary
     positions, wrong = answer_orders(n, _SIZE, rng)
@@ -317,9 +287,7 @@ def build(
     progress: Progress = SILENT,
     searcher: Searcher | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Visual cloze's sets and counts: the knob, RecipeQA-style and adversarial settings through the visual driver
-    (:func:`~.driver.run`; ``searcher``: where its neighbour searches run), ``needs-context`` through
-    :mod:`.needs_context`."""
+    """Visual cloze's sets and counts (:func:`~.driver.run`; ``needs-context``: :mod:`.needs_context`)."""
     return run_with_needs_context(
         CLOZE, store, settings, options or VisualClozeOptions(), progress=progress, searcher=searcher
     )

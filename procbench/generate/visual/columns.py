@@ -1,14 +1,5 @@
-"""Visual questions as columns: how the visual tasks gather their questions and turn them into tables.
-
-A task adds each chunk's questions to a :class:`QuestionColumns` per setting as numpy columns (one value
-or row per question of the chunk's window, and the indices of the questions kept); at the end
-:func:`meta_head` and :func:`question_table` assemble the question table (:mod:`procbench.qsets.columns`)
-with the ``meta`` fields every visual task shares, in the same order for every task: ``setting``, then
-``k1 k2 k3`` and (tasks with neighbours) ``k_c k_found m s band band_level band_used`` for knob
-settings, or ``min_distance`` (RecipeQA style with a fixed distance), then ``n_steps budget
-question_number`` and, for knob settings, ``pool_size removed_steps``. No Python object is made per
-question.
-"""
+"""Visual questions as numpy columns (:class:`QuestionColumns`, gathered a chunk at a time), turned into a question
+table whose ``meta`` opens with the fields every visual task shares (:func:`meta_head`)."""
 
 from __future__ import annotations
 
@@ -51,13 +42,8 @@ class QuestionColumns:
         ragged: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
         notes: dict[int, list[str]] | None = None,
     ) -> None:
-        """Add the questions ``keep`` (ascending indices into a window of ``B`` questions).
-
-        Args:
-            columns: ``(B, ...)`` arrays, one value or row per question of the window.
-            ragged: ``name: (lengths (B,), values)`` for columns of varying length (read with :meth:`lists`).
-            notes: the fallback notes of some questions of the window, by index.
-        """
+        """Add the questions ``keep`` (ascending) of a window's ``(B, ...)`` ``columns``; ``ragged``: ``name:
+        (lengths (B,), values)``; ``notes``: fallback notes by question index."""
         for name, value in columns.items():
             self.parts.setdefault(name, []).append(value[keep])
         for name, (lengths, values) in (ragged or {}).items():
@@ -84,8 +70,7 @@ class QuestionColumns:
         self.parts[name] = [value]
 
     def keep(self, mask: np.ndarray) -> None:
-        """Keep only the questions where ``mask`` (one bool per question, in order) is True: every column, ragged
-        column and fallback note."""
+        """Keep only the questions where ``mask (Q,)`` is True (every column, ragged column and note)."""
         mask = np.asarray(mask, dtype=bool)
         ragged = {name[: -len(".lengths")] for name in self.parts if name.endswith(".lengths")}
         for name in ragged:
@@ -151,11 +136,9 @@ def meta_head(
     min_distance: float | None = None,
     bands: bool = True,
 ) -> dict[str, Any]:
-    """The ``meta`` fields every visual task starts with (see the module docstring), as Arrow-ready columns.
-
-    ``bands``: whether knob settings record K_C and the band (not for ordering, which has no neighbours);
-    ``min_distance`` (the RecipeQA style's fixed distance) is recorded when it is not None.
-    """
+    """The ``meta`` head: ``setting``; knob settings ``k1 k2 k3`` (``bands``: ``k_c k_found m s band band_level
+    band_used``), RecipeQA style its ``min_distance``; ``n_steps budget question_number``; knob settings
+    ``pool_size removed_steps``."""
     n = len(cols)
     head: dict[str, Any] = {"setting": dictionary(np.zeros(n, dtype=np.int32), pa.array([setting.name]))}
     if setting.knobs is None:
@@ -226,8 +209,6 @@ def build_counts(
     questions, unused budget and every tally, and the RecipeQA style's fixed distance."""
     counts: dict[str, Any] = {} if kc is None else {"k_c": kc}
     counts["procedures"] = procedures
-    # every plan's eligible procedures (a K3=2 plan of its own is labelled ``ranked``, adversarial's ``short``): an
-    # empty dict would hide that a knob setting had no procedure to draw from
     counts["eligible"] = {_plan_label(k): p.eligible for k, p in plans.items()}
     if queries is not None:
         counts["queries"] = dict(queries)

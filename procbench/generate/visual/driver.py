@@ -1,24 +1,9 @@
 """The one driver of the visual tasks: settings, chunks, neighbour searches, draws and tables.
 
-A task (:class:`VisualTask`) supplies only its hooks: :meth:`~VisualTask.window` (what its questions are
-made of, from the steps K1 planning chose), :meth:`~VisualTask.add` (a setting's questions of a window,
-given their negatives) and :meth:`~VisualTask.table` (the setting's question table). The driver does the
-rest, the same way for every task:
-
-1. resolve the settings (:class:`VisualSetting`), load the image data, plan the questions of each K1
-   value (:mod:`.plans`) and, for the RecipeQA style, fix its ``min_distance`` (:mod:`.recipeqa_style`);
-2. per chunk of procedures, search the K_C nearest images of other procedures of each window's
-   ``anchors`` (one search per distinct procedure and image across every plan) and, for K3, of each
-   window's ``point`` (:func:`pipelined`: the next chunk is searched while this one is drawn);
-3. per setting, draw the negatives (:func:`.selection.select` over the K2 candidates, or
-   :func:`.recipeqa_style.random_far_images`) and hand them to the task's ``add``;
-4. build every setting's table (answers at balanced positions; ``meta`` opens with
-   :func:`.columns.meta_head`) and the counts.
-
-Every random draw comes from ``np.random.default_rng`` seeded by the seed, the task and the setting, and
-procedures are processed in fixed chunks, so a setting's questions do not depend on which other settings
-are generated with it. A task without neighbours (``need = 0``: ordering) skips steps 2-3's searches and
-draws its own negatives in ``add``.
+It plans each K1 value's questions, then per chunk of procedures searches the neighbours of each window's
+anchors and K3 point (the next chunk searched while this one is drawn), draws each setting's negatives for the
+task's ``add`` hook, and builds every setting's table. Draws are seeded per setting and chunks are fixed, so a
+setting's questions do not depend on the other settings generated with it.
 """
 
 from __future__ import annotations
@@ -76,14 +61,10 @@ def chunks(n: int, size: int = CHUNK_PROCEDURES) -> Iterator[tuple[int, int]]:
 
 
 def pipelined(
-    n_procedures: int,
-    search: Callable[[int, int], T],
-    draw: Callable[[T], None],
-    progress: Progress,
+    n_procedures: int, search: Callable[[int, int], T], draw: Callable[[T], None], progress: Progress
 ) -> None:
-    """For each chunk of procedures, ``search(start, stop)`` on this thread, then ``draw`` its result on another
-    thread while the next chunk is searched (FAISS releases the GIL, so the two overlap). ``draw`` sees the
-    chunks one at a time and in order, so its random streams are those of a plain loop."""
+    """Per chunk, ``search(start, stop)`` here, then ``draw`` its result on another thread (in order) while the next
+    chunk is searched."""
     with ThreadPoolExecutor(max_workers=1) as drawer:
         drawing: Future[None] | None = None
         for start, stop in chunks(n_procedures):
@@ -107,21 +88,16 @@ def run(
     progress: Progress = SILENT,
     searcher: Searcher | None = None,
 ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
-    """``task``'s question table per setting and its counts; neighbour searches are shared by all settings (and
-    run through ``searcher``: e.g. Ray tasks; None: in this process).
-
-    ``options`` (:mod:`procbench.generate.options`): the seed, K_C (the neighbours of each anchor that define the
-    K2 band, and of the K3 point) and the RecipeQA style's fixed distance (None: the median distance of random
-    image pairs) for the tasks that search neighbours, and the ``adversarial`` setting's filter over its recipe's
-    preset (:func:`procbench.generate.adversarial.preset`). ``counts["per_setting"]`` holds a
-    :class:`~procbench.card.setting_report.SettingReport` per setting.
-    """
+    """``task``'s question table per setting and its counts (a ``SettingReport`` per setting); every setting shares
+    the neighbour searches (run through ``searcher``; None: here)."""
     seed = options.seed
     kc, min_distance = (
         (options.kc, options.min_distance) if isinstance(options, _NEIGHBOURS) else (policy.current().KC, None)
     )
     searches = task.need > 0
-    resolved = _resolve(task, settings)
+    resolved = resolve_settings(
+        settings, task=task.name, with_k3=task.with_k3, default=task.default_knobs, adversarial=bool(task.adversarial)
+    )
     options.check(settings)
     data = VisualData(store, with_index=searches and any(s.knobs is not None for s in resolved), searcher=searcher)
     # more neighbours than images is all of them: searching for K_C = 10^8 must not allocate (B, 10^8) arrays
@@ -176,7 +152,15 @@ def run(
             task.add(columns[s.name], w, drawn)
 
     pipelined(len(seqs.names), search, draw, progress)
-    filtered = _filter(task, resolved, columns, data, options, seed=seed, progress=progress)
+    filtered = {}
+    if task.adversarial is not None:  # the adversarial setting's negatives filtered in place
+        filtering = options.adversarial_policy(preset(recipes.get(task.name, "adversarial").preset))
+        for s in resolved:
+            if s.setting.style == "adversarial" and len(columns[s.name]):
+                label = Labelled(progress, s.name)
+                filtered[s.name] = task.adversarial(
+                    columns[s.name], data, seed=seed, progress=label, options=filtering
+                )
 
     def table(s: VisualSetting) -> pa.Table:
         cols = columns[s.name]
@@ -213,32 +197,8 @@ def run(
     return out, counts
 
 
-def _filter(
-    task: VisualTask[Any],
-    resolved: list[VisualSetting],
-    columns: dict[str, QuestionColumns],
-    data: VisualData,
-    options: VisualOptions,
-    *,
-    seed: int,
-    progress: Progress,
-) -> dict[str, dict[str, Any]]:
-    """The ``adversarial`` setting's negatives filtered in place (its recipe's preset); its account, by setting."""
-    if task.adversarial is None:
-        return {}
-    filtering = options.adversarial_policy(preset(recipes.get(task.name, "adversarial").preset))
-    return {
-        s.name: task.adversarial(
-            columns[s.name], data, seed=seed, progress=Labelled(progress, s.name), options=filtering
-        )
-        for s in resolved
-        if s.setting.style == "adversarial" and len(columns[s.name])
-    }
-
-
 def recipe_account(recipe: recipes.Recipe) -> dict[str, Any]:
-    """What a setting's report states of its recipe: its version, the tells dealt and how its probes are read
-    (judged against their nulls, or reported by construction: the knob settings, DESIGN section 6)."""
+    """What a setting's report states of its recipe: version, tells dealt, how its probes are read."""
     probes = "judged against their nulls" if recipe.judged else "reported by construction (not judged)"
     return {"version": recipe.version, "tells_dealt": list(recipe.tells), "probes": probes}
 
@@ -266,17 +226,6 @@ def _empty_reason(s: VisualSetting, eligible: int, tally: Counter[str]) -> str:
     )
 
 
-def _resolve(task: VisualTask[Any], settings: list[Setting]) -> list[VisualSetting]:
-    """``settings`` resolved for ``task`` (its plans, the default knobs, whether it has an adversarial setting)."""
-    return resolve_settings(
-        settings,
-        task=task.name,
-        with_k3=task.with_k3,
-        default=task.default_knobs,
-        adversarial=task.adversarial is not None,
-    )
-
-
 def _knob_selection(
     task: VisualTask[Any],
     s: VisualSetting,
@@ -287,9 +236,8 @@ def _knob_selection(
     data: VisualData,
     rng: np.random.Generator,
 ) -> tuple[Selection, Dealt | None]:
-    """A knob setting's negatives for one chunk of windows: K3=2 (and ``adversarial``'s start) dealt on its recipe's
-    tells (:mod:`.dealer`; the candidates classed once per plan, recipe and chunk in ``rules``), else the K2 band
-    draw (K3=1: with ``close``)."""
+    """A knob setting's negatives for a chunk: K3=2 dealt on its recipe's tells (classed once per plan, recipe and
+    chunk in ``rules``), else the K2 band draw."""
     key, (_, k2, k3) = s.plan_key, s.knobs or (0, 0, 0)
     if k3 == 2 and task.rank_rule is not None:
         recipe = recipes.get(task.name, recipes.kind_of(s.setting))
@@ -305,8 +253,7 @@ def _knob_selection(
 
 
 def _anchor_neighbours(data: VisualData, windows: dict[PlanKey, Window], kc: int) -> dict[PlanKey, Neighbours]:
-    """``(dist, rows)``, each ``(B, r, K_C)``, per K1 plan: one kNN search per distinct (procedure, anchor
-    image) across the windows of every plan."""
+    """``(dist, rows)``, each ``(B, r, K_C)``, per plan: one search per distinct (procedure, anchor image)."""
     if not windows:
         return {}
     n = data.n_rows

@@ -1,24 +1,13 @@
 """Visual ordering (paper 001, RecipeQA): which of four orders of a procedure's images is the authored one?
 
-Four images of one procedure's image sequence (see :mod:`.sequences`) are drawn in increasing order
-from the K1 pool. ``choices`` are four orders of them, each a list of image ids: the authored order and
-three of the 23 other permutations; ``answer`` indexes the authored order. ``question`` is empty (the
-images are in the choices, as in RecipeQA's ordering task); ``context`` lists every step index of the
-procedure.
+The choices are the authored order of four of a procedure's images and three of the 23 other permutations;
+``question`` is empty. K2=0 draws wrong orders uniformly, K2=1 ∝ their score (path length, the sum of
+consecutive-image distances); K3=2 deals the authored order's path-length rank, each side by the K2 rule.
+Settings: docs/concepts/question-sets.md.
 
-Knobs (DESIGN §6, paper 001 App. B.2; docs/concepts/question-sets.md): K1 as for cloze; K2=0: wrong orders
-uniform among the 23, K2=1: without replacement ∝ their score (the sum of consecutive-image distances). No K3 in
-the paper; K3=2 deals the authored order's path-length rank (:func:`procbench.generate.ranks.balanced_ranks`), each
-side drawn by the K2 rule. ``--sweep`` writes the paper's 4, the 4 K3=2 settings and ``adversarial``;
-``--style recipeqa``: free resampling, uniform wrong orders; ``default`` = knobs (0,1,0).
-
-``meta``: ``setting``, ``k1 k2 k3`` (not for RecipeQA style), ``n_steps``, ``budget``,
-``question_number``, ``pool_size``, ``removed_steps`` (knob settings), ``question_steps``,
-``answer_score`` (the authored order's score), ``negatives`` (one per wrong order, in choice order:
-``order`` (positions 0-3 of the authored order), ``score``, ``probability``: its chance on a single
-draw; K3=2: on a single draw from its side of the authored order's path length; ``adversarial``: NaN) and
-``fallbacks``; K3=2 and ``adversarial``: ``answer_rank``
-(how many wrong orders shown are shorter; the reversed authored order, of the same path length, is not).
+``meta``: the head of :func:`.columns.meta_head`, ``question_steps``, ``answer_score``, ``negatives`` (per wrong
+order: ``order``, ``score``, ``probability`` on one draw, NaN for ``adversarial``), ``fallbacks``; K3=2 and
+``adversarial``: ``answer_rank`` (wrong orders shown that are shorter).
 """
 
 from __future__ import annotations
@@ -58,11 +47,7 @@ _WRONG = PERMUTATIONS[1:]
 
 
 def order_scores(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Scores of the 24 orders of ``vectors (B, 4, D)``: sums of consecutive Euclidean distances.
-
-    Returns:
-        ``(authored (B,), wrong (B, 23))``.
-    """
+    """Path lengths of the 24 orders of ``vectors (B, 4, D)``: ``authored (B,)``, ``wrong (B, 23)``."""
     diff = vectors[:, :, None, :] - vectors[:, None, :, :]
     pair = np.sqrt(np.einsum("bijd,bijd->bij", diff, diff))
     scores = pair[:, PERMUTATIONS[:, :-1], PERMUTATIONS[:, 1:]].sum(axis=2)
@@ -70,9 +55,8 @@ def order_scores(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _race_order(u: np.ndarray, weights: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """``(B, K)`` column order of an exponential race (key = Exp(1) / weight, from uniforms ``u (B, K)``): the
-    first n columns are a draw without replacement ∝ ``weights`` among the ``mask``ed positive ones; weight-0
-    columns of ``mask`` follow in the order of ``u``, columns outside ``mask`` come last."""
+    """``(B, K)`` column order of an exponential race (Exp(1) / weight from uniforms ``u``): a draw without
+    replacement ∝ ``weights`` among the ``mask``ed positive columns, then the weight-0 ones, then the rest."""
     positive = mask & (weights > 0)
     with np.errstate(divide="ignore"):
         race = np.where(positive, -np.log1p(-u) / np.where(positive, weights, 1.0), u)
@@ -80,16 +64,8 @@ def _race_order(u: np.ndarray, weights: np.ndarray, mask: np.ndarray) -> np.ndar
 
 
 def _draw_wrong(scores: np.ndarray, k2: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pick 3 of the 23 wrong orders per question: uniformly (K2=0) or ∝ score without replacement (K2=1).
-
-    Weighted draws use exponential races (key = Exp(1) / weight; the 3 smallest keys are a draw without
-    replacement proportional to the weights); orders of score 0 come last, drawn uniformly, and only when
-    fewer than 3 orders have a positive score.
-
-    Returns:
-        ``(picked (B, 3) indices into the wrong orders, probability (B, 23) of each on one draw,
-        positive (B,) how many wrong orders have a positive score)``.
-    """
+    """3 of the 23 wrong orders per question, uniformly (K2=0) or ∝ score without replacement (K2=1): ``picked
+    (B, 3)``, ``probability (B, 23)`` on one draw, ``positive (B,)`` wrong orders of a positive score."""
     n_q, n_wrong = scores.shape
     u = rng.random((n_q, n_wrong))
     if k2 == 0:
@@ -116,9 +92,7 @@ def _window(items: Items, data: VisualData) -> _Window:
 
 
 def _take_weighted(mask: np.ndarray, weights: np.ndarray, count: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """``(B, 3)`` columns of ``mask (B, K)``: ``count[b]`` of its True columns drawn without replacement with
-    probability ∝ ``weights`` (exponential races, as :func:`_draw_wrong`; weight-0 columns last, uniformly),
-    then -1."""
+    """``(B, 3)``: ``count[b]`` True columns of ``mask (B, K)`` drawn ∝ ``weights`` without replacement, then -1."""
     order = _race_order(rng.random(mask.shape), weights, mask)[:, :3]
     return np.where(np.arange(3)[None, :] < count[:, None], order, -1)
 
@@ -132,15 +106,9 @@ def _take(mask: np.ndarray, count: np.ndarray, width: int, rng: np.random.Genera
 def _rank_balanced(
     w: _Window, usable: np.ndarray, k2: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Wrong orders that put the authored order at a dealt rank ``r`` on the ``path_length`` tell: ``r`` of them
-    strictly shorter, ``3 - r`` not, among the ``usable (B, 23)`` wrong orders, each side drawn by the K2 rule (0:
-    uniformly; 1: ∝ score without replacement). The ranks are dealt by :func:`procbench.generate.ranks.balanced_ranks`
-    (each question its least-dealt feasible rank; a rank's excess over the next is skipped).
-
-    Returns:
-        ``(picked (B, 3) indices into the wrong orders, -1 where a question is skipped; rank (B,); probability
-        (B, 3) of each pick on a single draw from its side)``.
-    """
+    """Wrong orders among ``usable (B, 23)`` that put the authored order at a dealt path-length rank ``r`` (``r``
+    shorter, ``3 - r`` not; :func:`~procbench.generate.ranks.balanced_ranks`), each side by the K2 rule: ``picked
+    (B, 3)`` (-1: skipped), ``rank (B,)``, ``probability (B, 3)`` on one draw from its side."""
     shorter = shorter_orders(w.wrong, w.authored)
     sides = (usable & shorter, usable & ~shorter)
     n_short, n_long = (side.sum(axis=1) for side in sides)
@@ -167,13 +135,11 @@ def _rank_balanced(
 
 
 def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
-    """Draw the wrong orders of a window's questions (K2: uniformly or by score; K3=2 and ``adversarial``: at a
-    balanced path-length rank) and add them."""
+    """Draw a window's wrong orders (K3=2 and ``adversarial``: at a dealt path-length rank) and add them."""
     adversarial = drawn.setting.setting.style == "adversarial"
     knobs = drawn.setting.knobs
     if adversarial or (knobs is not None and knobs[2] == 2):
-        # adversarial: uniformly within the sides, among the orders that can be told from the authored one
-        # (:func:`.adversarial.order_ceiling`); K3=2: every wrong order, by the setting's K2 rule
+        # adversarial: uniformly among the orders under the ceiling; K3=2: every wrong order, by its K2 rule
         if adversarial:
             usable = order_ceiling(drawn.data.gather(w.columns["rows"]), policy.current().IMAGE_CEILING)[:, 1:]
         else:
@@ -219,8 +185,7 @@ def _adversarial(
     progress: Progress = SILENT,
     options: AdversarialPolicy | None = None,
 ) -> dict[str, Any]:
-    """The ``adversarial`` setting: filter the rank-uniform wrong orders (:func:`.adversarial.filter_orders`,
-    which keeps each one's side of the authored path length) and recompute their scores."""
+    """Filter the dealt wrong orders in place (:func:`.orders.filter_orders`) and recompute their scores."""
     rows, start = cols.get("rows"), cols.get("neg_order")
     proc = cols.get("proc")
     picked, replacements, kept, summary = filter_orders(
@@ -280,12 +245,7 @@ ORDERING = VisualTask(
 
 
 def build(
-    store: Store,
-    settings: list[Setting],
-    options: VisualOrderingOptions | None = None,
-    *,
-    progress: Progress = SILENT,
+    store: Store, settings: list[Setting], options: VisualOrderingOptions | None = None, *, progress: Progress = SILENT
 ) -> tuple[dict[str, pa.Table], dict[str, Any]]:
-    """Visual ordering questions (a question table per setting; no neighbour search: only the question's
-    own images); ``options`` holds the seed and the ``adversarial`` setting's filter options."""
+    """Visual ordering's sets and counts (:func:`~.driver.run`; no neighbour search)."""
     return run(ORDERING, store, settings, options or VisualOrderingOptions(), progress=progress)

@@ -1,10 +1,5 @@
-"""Visual ordering's filter: the wrong orders are permutations of the question's own images.
-
-What a context-free probe can exploit is which orders are offered: their path length (the authored order of real
-procedures is the smoothest), what images tend to come first or last (choice-only, on the orders' vectors) and how
-the orders shown agree with each other. The arena's items are the orders (:func:`order_vectors`,
-:func:`order_features`), played by the one :class:`~procbench.generate.adversarial.ReplacementGame`.
-"""
+"""Visual ordering's filter: the arena's items are the orders of a question's own images (:func:`order_vectors`,
+:func:`order_features`: path length, first and last images, agreement between the orders shown)."""
 
 from __future__ import annotations
 
@@ -27,7 +22,6 @@ __all__ = [
     "ORDERS",
     "PATH_TOLERANCE",
     "filter_orders",
-    "order_arena",
     "order_ceiling",
     "order_features",
     "order_vectors",
@@ -76,9 +70,8 @@ def path_lengths(vectors: np.ndarray) -> np.ndarray:
 
 
 def order_ceiling(vectors: np.ndarray, ceiling: float) -> np.ndarray:
-    """``(B, 24)`` True where an order of the images ``vectors (B, 4, D)`` can be told from the authored one: some
-    image it moves has cosine similarity below ``ceiling`` to the image it displaces (an order that only swaps
-    near-copies would look like the authored order and make two choices right)."""
+    """``(B, 24)`` True where an order of ``vectors (B, 4, D)`` moves some image to the place of one it has cosine
+    similarity below ``ceiling`` to (swapping near-copies only would make two choices right)."""
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=2, keepdims=True), 1e-12)
     cos = np.einsum("bid,bjd->bij", unit, unit)
     shown = cos[:, ORDERS, np.arange(4)[None, :]]  # (B, 24, 4): image shown at t vs the authored image at t
@@ -87,11 +80,8 @@ def order_ceiling(vectors: np.ndarray, ceiling: float) -> np.ndarray:
 
 
 def order_features(batch: ChoiceBatch, scores: np.ndarray) -> np.ndarray:
-    """``(Q, 4, F)`` context-free features of order choices whose ``choice_ids`` are ``question * 24 + order``:
-    :func:`choice_features` of the order vectors (their distance to the other orders among them), then the
-    order's path length (``scores``, flat ``(Q' * 24,)``: the sum of consecutive image distances) and its
-    agreement with the other orders shown (mean Kendall distance, mean consecutive pairs shared, and how many
-    share its first and its last image), each :func:`~procbench.shortcuts.within_question`."""
+    """``(Q, 4, F)`` features of order choices (``choice_ids``: ``question * 24 + order``): :func:`choice_features`,
+    then the path length (``scores (Q' * 24,)``) and the agreement with the other orders shown, within question."""
     if batch.choice_ids is None:  # pragma: no cover - a programming error
         raise ValueError("order features need the choices' ids")
     ids = np.maximum(batch.choice_ids, 0)
@@ -126,38 +116,6 @@ def order_vectors(data: VisualData, rows: np.ndarray) -> np.ndarray:
     return (orders / np.maximum(np.linalg.norm(orders, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
 
-def order_arena(
-    data: VisualData,
-    proc: np.ndarray,
-    rows: np.ndarray,
-    picked: np.ndarray,
-    scores: np.ndarray,
-    *,
-    candidates: np.ndarray | None = None,
-    **extra: Any,
-) -> Arena:
-    """The probes' view of visual-ordering questions, as the filter plays on it: the
-    items are the orders of each question's images ``rows (Q, 4)`` (item ``question * 24 + order``, the authored
-    one the answer), ``picked (Q, 3)`` the wrong orders shown (indices 1-23 into :data:`ORDERS`), ``scores (Q, 24)``
-    their path lengths (:func:`path_lengths`); ``candidates (Q, M)`` item ids and ``extra`` (classes: the filter's
-    replacements) as :class:`~procbench.generate.adversarial.Arena` takes them."""
-    n_q = len(rows)
-    base = np.arange(n_q, dtype=np.int64)[:, None] * 24
-    flat_scores = scores.reshape(-1)
-    return Arena(
-        vectors=order_vectors(data, rows),
-        identity=np.arange(n_q * 24, dtype=np.int64),
-        answers=base[:, 0],
-        question_items=no_items(n_q),
-        negatives=base + picked,
-        candidates=no_items(n_q) if candidates is None else candidates,
-        groups=proc,
-        features=lambda batch: order_features(batch, flat_scores),
-        probes=path_probe(),
-        **extra,
-    )
-
-
 def filter_orders(
     data: VisualData,
     proc: np.ndarray,
@@ -168,20 +126,9 @@ def filter_orders(
     seed: int = 0,
     progress: Progress = SILENT,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-    """Adversarially filtered wrong orders for ``Q`` visual-ordering questions: candidates are the 23 wrong orders
-    of a question's own images (:func:`order_vectors`, :func:`order_features`), a replacement keeps its side of the
-    authored order's path length, and an order must move some image past one it is below ``options.ceiling`` to
-    (:func:`order_ceiling`). docs/adversarial.md ("Per task") specifies it.
-
-    Args:
-        rows: ``(Q, 4)`` image rows in authored order.
-        picked: ``(Q, 3)`` the starting wrong orders, indices 1-23 into :data:`ORDERS`.
-
-    Returns:
-        ``(picked (Q, 3), replacements (Q,), kept (Q,), summary)``; on too few procedures or questions nothing is
-        filtered (:meth:`~procbench.generate.adversarial.AdversarialPolicy.not_filtered`).
-        ``kept`` is False for the questions pruning dropped (``options.min_yield``).
-    """
+    """Filtered wrong orders ``picked (Q, 3)`` (1-23 into :data:`ORDERS`) of the images ``rows (Q, 4)``: each keeps
+    its side of the authored path length, under :func:`order_ceiling` (docs/adversarial.md, "Per task").
+    Returns ``(picked (Q, 3), replacements (Q,), kept (Q,), summary)``."""
     options = options or preset("image")
     n_q = len(rows)
     if why := options.not_filtered(len(np.unique(proc)), n_q):
@@ -192,10 +139,14 @@ def filter_orders(
     base = np.arange(n_q, dtype=np.int64)[:, None] * 24
     candidates = np.where(order_ceiling(vectors, options.ceiling)[:, 1:], base + np.arange(1, 24), -1)
     negative_class = np.take_along_axis(shorter, picked - 1, axis=1)
-    arena = order_arena(
-        data, proc, rows, picked, scores, candidates=candidates, candidate_class=shorter, negative_class=negative_class
-    )
-    arena.strata = negative_class.sum(axis=1)  # the authored order's path-length rank: its wrong orders shorter
+    # the items are the orders of each question's images (item question * 24 + order, the authored one the answer);
+    # strata: the authored order's path-length rank (its wrong orders shorter)
+    flat_scores = scores.reshape(-1)
+    arena = Arena(
+        order_vectors(data, rows), np.arange(n_q * 24, dtype=np.int64), base[:, 0], no_items(n_q), base + picked,
+        candidates, proc, features=lambda batch: order_features(batch, flat_scores), probes=path_probe(),
+        candidate_class=shorter, negative_class=negative_class, strata=negative_class.sum(axis=1),
+    )  # fmt: skip
     # the order vectors' own similarity is no paraphrase test: the ceiling is applied to the moved images above
     result = filter_negatives(arena, dataclasses.replace(options, ceiling=2.0), seed=seed, progress=progress)
     summary = {

@@ -1,14 +1,8 @@
 """K1, question plans: which steps of each procedure's image sequence each question uses.
 
-Procedures with at least K1's minimum of sequence steps (the paper's K1; a ``short`` plan, the
-``adversarial`` setting's, also takes the shorter ones that hold a question); at most ⌊n/2⌋ (K1=0) or ⌊n/3⌋
-(K1=1) questions; each question's items are drawn (in increasing order) from a pool of steps, and after each
-question its anchor step (the answer of a cloze question, a random question step for coherence and
-ordering) leaves the pool, plus one random other pool step at K1=1. The RecipeQA style resamples freely
-(⌊n/2⌋ questions, at least one, no pool).
-
-K3=2 plans as K1 does; its dealer skips the questions whose candidates do not allow every rank
-(:mod:`.dealer`).
+Procedures of at least K1's minimum of steps (a ``short`` plan, ``adversarial``'s, also takes shorter ones) get
+⌊n/2⌋ (K1=0) or ⌊n/3⌋ (K1=1) questions drawn from a pool of steps; after each, its anchor step leaves the pool,
+plus one random pool step at K1=1. The RecipeQA style resamples freely (⌊n/2⌋ questions, at least one).
 """
 
 from __future__ import annotations
@@ -27,7 +21,7 @@ from procbench.rng import Stream, stream
 if TYPE_CHECKING:
     from procbench.generate.visual.settings import PlanKey, VisualSetting
 
-__all__ = ["Plan", "min_steps_knobs", "plan_questions", "plans_by_k1", "question_budget"]
+__all__ = ["Plan", "min_steps_knobs", "plan_questions", "plans_by_k1"]
 
 
 def min_steps_knobs() -> int:
@@ -35,32 +29,19 @@ def min_steps_knobs() -> int:
     return policy.current().MIN_STEPS_KNOBS
 
 
-#: K1 plans; a short plan's draws for its procedures under K1's minimum of steps (the longer ones' questions stay
-#: those of the plan without them).
+#: K1 plans; a short plan's draws for its procedures under K1's minimum of steps.
 _PLANS = stream("visual.plans")
 _SHORT_PLANS = stream("visual.short-plans")
 
 
-def question_budget(n_steps: int, k1: int | None) -> int:
-    """Questions allowed for a procedure of ``n_steps`` sequence steps: ⌊n/2⌋ (K1=0, RecipeQA), ⌊n/3⌋ (K1=1)."""
-    if k1 is None:
-        return max(1, n_steps // 2)
-    return n_steps // (2 if k1 == 0 else 3)
-
-
 @dataclass
 class Plan:
-    """Which steps each question uses, for one K1 value (or free resampling): ``Q`` questions, ``size`` slots.
+    """Which steps each of ``Q`` questions uses, for one K1 value (None: free resampling).
 
-    Attributes:
-        proc: ``(Q,)`` procedure of each question (ascending).
-        slots: ``(Q, size)`` positions in the procedure's image sequence, increasing.
-        anchor: ``(Q,)`` the slot of the answer (cloze) or of the question step removed from the pool.
-        budget, number, pool: ``(Q,)`` the procedure's budget, the question's number in it, the pool size
-            before it was drawn (0 for free resampling).
-        removed_offsets, removed_positions: the sequence positions removed from the pool after question
-            ``i`` are ``removed_positions[removed_offsets[i]:removed_offsets[i + 1]]`` (none for free
-            resampling).
+    ``proc (Q,)`` ascending; ``slots (Q, size)`` increasing sequence positions; ``anchor (Q,)`` the answer's slot
+    (or the step removed from the pool); ``budget``, ``number``, ``pool`` ``(Q,)``: the procedure's budget, the
+    question's number in it, the pool size before it; ``removed_positions[removed_offsets[i]:removed_offsets[i+1]]``
+    left the pool after question ``i``.
     """
 
     key: int | None
@@ -90,18 +71,10 @@ class Plan:
 
 
 def plans_by_k1(
-    settings: Sequence[VisualSetting],
-    lengths: np.ndarray,
-    *,
-    seed: int,
-    code: int,
-    size: int,
-    anchored: bool,
+    settings: Sequence[VisualSetting], lengths: np.ndarray, *, seed: int, code: int, size: int, anchored: bool
 ) -> dict[PlanKey, Plan]:
-    """One :func:`plan_questions` per distinct plan key of ``settings``, seeded per K1 value. A short plan is its
-    key's plan without ``short`` plus the questions of the procedures of ``size`` to K1's minimum less one steps,
-    drawn from a stream of its own.
-    """
+    """One :func:`plan_questions` per distinct plan key of ``settings``; a short plan adds the procedures under K1's
+    minimum (from a stream of its own) to its key's plan."""
     lengths = np.asarray(lengths, dtype=np.int64)
     keys = list(dict.fromkeys(s.plan_key for s in settings))
     plans: dict[PlanKey, Plan] = {}
@@ -131,12 +104,8 @@ def plan_questions(
     anchored: bool,
     min_steps: int | None = None,
 ) -> Plan:
-    """Draw every procedure's questions under K1 (``k1`` 0 or 1), from the procedures of at least ``min_steps``
-    steps (None: K1's minimum), or free resampling (``k1`` None, every procedure of at least ``size`` steps).
-
-    ``anchored``: whether the anchor is part of what makes two free-resampled questions different (the
-    placeholder of a cloze question); free resampling never repeats an identical question.
-    """
+    """Every procedure's questions under K1 (``k1`` 0 or 1; ``min_steps`` None: K1's minimum), or free resampling
+    (``k1`` None), which never repeats a question (``anchored``: the anchor tells two apart)."""
     if k1 is not None:
         least = min_steps_knobs() if min_steps is None else min_steps
         return _pooled_plan(lengths, size=size, k1=k1, rng=rng, min_steps=max(least, size))
@@ -150,7 +119,7 @@ def plan_questions(
         if n < size:
             continue
         eligible += 1
-        allowed = question_budget(n, None)
+        allowed = max(1, n // 2)
         drawn = 0
         seen: set[tuple[int, ...]] = set()
         for u in rng.random((4 * allowed, n + 1)).tolist():
@@ -169,36 +138,18 @@ def plan_questions(
             number.append(drawn)
             drawn += 1
         unused += allowed - drawn
-    return Plan(
-        key=None,
-        size=size,
-        proc=np.array(proc, dtype=np.int64),
-        slots=np.array(slots, dtype=np.int64).reshape(-1, size),
-        anchor=np.array(anchor, dtype=np.int64),
-        budget=np.array(budget, dtype=np.int64),
-        number=np.array(number, dtype=np.int64),
-        pool=np.zeros(len(proc), dtype=np.int64),
-        removed_offsets=np.zeros(len(proc) + 1, dtype=np.int64),
-        removed_positions=np.zeros(0, dtype=np.int64),
-        eligible=eligible,
-        budget_unused=unused,
-    )
+    n = len(proc)
+    lists = {"proc": proc, "slots": slots, "anchor": anchor, "budget": budget, "number": number, "pool": [0] * n}
+    columns = {key: np.array(value, dtype=np.int64) for key, value in lists.items()}
+    columns["slots"] = columns["slots"].reshape(-1, size)
+    columns["removed_offsets"], columns["removed_positions"] = np.zeros(n + 1, np.int64), np.zeros(0, np.int64)
+    return Plan(None, size, **columns, eligible=eligible, budget_unused=unused)
 
 
-def _pooled_plan(
-    lengths: np.ndarray,
-    *,
-    size: int,
-    k1: int,
-    rng: np.random.Generator,
-    min_steps: int,
-) -> Plan:
-    """K1 planning, vectorised over the procedures of each sequence length (their pools shrink alike).
-
-    Each eligible procedure, in order, takes ``budget × (n + 2)`` uniform numbers: per question, ``n`` keys
-    whose ``size`` smallest among the pool's positions pick the question's steps, one for the anchor and
-    one for the extra step K1=1 removes.
-    """
+def _pooled_plan(lengths: np.ndarray, *, size: int, k1: int, rng: np.random.Generator, min_steps: int) -> Plan:
+    """K1 planning, vectorised over the procedures of each sequence length (their pools shrink alike): each
+    eligible procedure takes ``budget × (n + 2)`` uniform numbers, per question ``n`` keys whose ``size`` smallest
+    pick its steps, one for the anchor and one for K1=1's extra step."""
     lengths = np.asarray(lengths, dtype=np.int64)
     eligible = np.flatnonzero(lengths >= min_steps)
     n_of = lengths[eligible]
@@ -245,21 +196,11 @@ def _pooled_plan(
                     len(eligible), unused)  # fmt: skip
     col = {key: np.concatenate(value) for key, value in parts.items()}
     order = np.lexsort((col["number"], col["proc"]))
-    removed = col["gone"][order]
-    return Plan(
-        key=k1,
-        size=size,
-        proc=col["proc"][order],
-        slots=col["slots"][order],
-        anchor=col["anchor"][order],
-        budget=col["budget"][order].astype(np.int64),
-        number=col["number"][order].astype(np.int64),
-        pool=col["pool"][order].astype(np.int64),
-        removed_offsets=np.arange(len(removed) + 1, dtype=np.int64) * removed.shape[1],
-        removed_positions=removed.reshape(-1),
-        eligible=len(eligible),
-        budget_unused=int(unused),
-    )
+    removed = col.pop("gone")[order]
+    ordered = {key: value[order].astype(np.int64) for key, value in col.items()}
+    ordered["removed_offsets"] = np.arange(len(removed) + 1, dtype=np.int64) * removed.shape[1]
+    ordered["removed_positions"] = removed.reshape(-1)
+    return Plan(k1, size, **ordered, eligible=len(eligible), budget_unused=int(unused))
 
 
 def _merged(a: Plan, b: Plan) -> Plan:
@@ -268,20 +209,16 @@ def _merged(a: Plan, b: Plan) -> Plan:
     order = np.lexsort((np.concatenate([a.number, b.number]), proc))
     width = max(1, *(len(p.removed_positions) // max(len(p.proc), 1) for p in (a, b)))
     removed = np.concatenate([a.removed_positions.reshape(-1, width), b.removed_positions.reshape(-1, width)])
+    joined = {k: np.concatenate([getattr(a, k), getattr(b, k)])[order] for k in _PER_QUESTION}
+    joined["removed_offsets"] = np.arange(len(order) + 1, dtype=np.int64) * width
+    joined["removed_positions"] = removed[order].reshape(-1)
     return Plan(
-        key=a.key,
-        size=a.size,
-        proc=proc[order],
-        slots=np.concatenate([a.slots, b.slots])[order],
-        anchor=np.concatenate([a.anchor, b.anchor])[order],
-        budget=np.concatenate([a.budget, b.budget])[order],
-        number=np.concatenate([a.number, b.number])[order],
-        pool=np.concatenate([a.pool, b.pool])[order],
-        removed_offsets=np.arange(len(order) + 1, dtype=np.int64) * width,
-        removed_positions=removed[order].reshape(-1),
-        eligible=a.eligible + b.eligible,
-        budget_unused=a.budget_unused + b.budget_unused,
+        a.key, a.size, **joined, eligible=a.eligible + b.eligible, budget_unused=a.budget_unused + b.budget_unused
     )
+
+
+#: A plan's ``(Q, ...)`` columns.
+_PER_QUESTION = ("proc", "slots", "anchor", "budget", "number", "pool")
 
 
 def _without(pool: np.ndarray, column: np.ndarray) -> np.ndarray:

@@ -1,11 +1,7 @@
 """The audit's probes as the visual filters' own, and the probe features of photo choices.
 
-:class:`SvmProbes` wraps the audit's linear SVM probes (:func:`~procbench.image_stats.probe_model`) so the filter's
-rounds fit and judge them as their own: cloze and coherence play against ``hubness``, ``colour_layout`` and
-``near_duplicate`` (:func:`image_probes`), ordering against ``path_length`` (:func:`path_probe`). Their features are
-the audit's: :func:`~procbench.shortcuts.choice_features`, then each choice's image-statistics relations to its
-reference photos (:class:`ImageRelations`, :mod:`procbench.image_stats`). The filter's partial-input trees see only
-the audit's partial-input features; the relations' columns are the image probes' alone.
+Cloze and coherence play against ``hubness``, ``colour_layout`` and ``near_duplicate`` (:func:`image_probes`),
+ordering against ``path_length`` (:func:`path_probe`), each the audit's linear SVM on the audit's features.
 """
 
 from __future__ import annotations
@@ -49,12 +45,8 @@ IMAGE_RELATIONS = RELATIONS
 
 
 class ImageRelations:
-    """Image statistics (:mod:`procbench.image_stats`) of a filter's images, read from their files once, and each
-    choice's :data:`IMAGE_RELATIONS` to its reference images as probe features.
-
-    The colour and layout statistics are standardised over the images read (as the audit standardises over a
-    set's). Images whose file cannot be read have no relations (their features are 0).
-    """
+    """Image statistics of a filter's images (read once, standardised over them) and each choice's
+    :data:`IMAGE_RELATIONS` to its reference images as probe features (0: file not read)."""
 
     def __init__(self, data: VisualData, rows: np.ndarray) -> None:
         stats, self.position = data.image_stats(rows)
@@ -124,16 +116,9 @@ def view_shuffled(view: ProbeView, features: np.ndarray, valid: np.ndarray) -> n
 
 
 class SvmProbes:
-    """Audit probes as the visual filter's own (:class:`~procbench.generate.adversarial.rounds.ExtraProbes`): each a
-    view of the filter's probe features (what the audit's probe reads: :func:`image_probes`, :func:`path_probe`)
-    and the audit's linear SVM (:func:`~procbench.image_stats.probe_model`). Cross-fitted on each round's procedure
-    folds, they judge replacements and decide the stop and the pruning as the filter's probes do; a question's SVM
-    decision values become within-question probabilities by a softmax.
-
-    The audit's features rank a question's choices with ties in choice order. In a set the answer's place is
-    random, so that order is noise; in the filter the answer is always the first choice, and ties (two photos that
-    are each other's nearest copy, an order and its reverse) would rank it first every time, a tell no audited set
-    has. So each view sees every question's choices in a seeded random order (:func:`view_shuffled`)."""
+    """Audit probes as the filter's own (:class:`~procbench.generate.adversarial.rounds.ExtraProbes`): a view of the
+    probe features and the audit's linear SVM per probe, cross-fitted on each round's folds. Each view sees the
+    choices in a seeded random order (:func:`view_shuffled`; docs/adversarial.md says why)."""
 
     def __init__(self, views: dict[str, ProbeView], reserved: int = 0) -> None:
         self.views = views
@@ -189,11 +174,8 @@ HUBNESS_COLUMNS = [FEATURE_NAMES.index(f"{b}_{kind}") for b in ("centrality", "d
 
 
 def image_probes(relations: bool = True) -> SvmProbes:
-    """The audit's probes of what a photo choice shows: ``hubness`` (the most or least central or dense choice: an
-    SVM on the hubness columns of the probe features, :data:`HUBNESS_COLUMNS`), and with ``relations`` the image
-    probes (:data:`~procbench.image_stats.IMAGE_PROBES`: ``colour_layout``, ``near_duplicate``;
-    :func:`~procbench.image_stats.probe_features`) on the choices' relations, read from the last columns of the
-    probe features (:func:`relations_of`; reserved to them)."""
+    """``hubness`` (on :data:`HUBNESS_COLUMNS`) and, with ``relations``, the audit's image probes on the relations
+    in the features' last columns (:func:`relations_of`)."""
 
     def view(name: str) -> ProbeView:
         return lambda features, valid: probe_features(relations_of(features), valid, name)
@@ -210,10 +192,8 @@ PATH_COLUMN = len(FEATURE_NAMES) + WITHIN_KINDS.index("value")
 
 
 def path_probe() -> SvmProbes:
-    """The audit's ``question_distance`` on an ordering set (its distance is the order's path length: the
-    features and SVM of :func:`procbench.audit.probes.distance.distance_features`) as the ordering filter's probe
-    ``path_length``, reading the path length from :func:`order_features` (:data:`PATH_COLUMN`). The filter's own
-    ``question_distance`` reads the order vectors' distance to their mean, not the path length."""
+    """The audit's ``question_distance`` on an ordering set (the path length, :data:`PATH_COLUMN`) as the probe
+    ``path_length``."""
 
     def view(features: np.ndarray, valid: np.ndarray) -> np.ndarray:
         from procbench.audit.probes.distance import distance_features

@@ -1,8 +1,5 @@
-"""The RecipeQA style: negatives drawn at random among other procedures' images beyond a fixed distance.
-
-The fixed distance is ``min_distance``: given, or the median distance between random images of
-different procedures (:func:`estimate_min_distance`).
-"""
+"""The RecipeQA style: random images of other procedures beyond a fixed distance (given, or the median distance
+of random image pairs: :func:`estimate_min_distance`)."""
 
 from __future__ import annotations
 
@@ -58,16 +55,9 @@ def random_far_images(
     *,
     rounds: int = 8,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """RecipeQA-style negatives: images of other procedures drawn uniformly, beyond ``min_distance``.
-
-    The distance of a candidate is its smallest distance to the ``anchors (B, A)`` images. Draws ``8·need``
-    candidates per round for the questions still short, at most ``rounds`` rounds; a question still short
-    then takes the farthest distinct candidates it drew.
-
-    Returns:
-        ``(rows (B, need), distances (B, need), short (B,) bool: the fallback was taken)``; rows -1 only
-        when fewer than ``need`` images of other procedures were drawn at all.
-    """
+    """Images of other procedures drawn uniformly beyond ``min_distance`` of every ``anchors (B, A)`` image (``8·need``
+    a round; still short after ``rounds``: the farthest drawn): ``rows (B, need)`` (-1: none), ``distances (B,
+    need)``, ``short (B,)``."""
     n_q = len(proc)
     per_round = 8 * need
     chosen = np.full((n_q, need), -1, dtype=np.int64)

@@ -19,30 +19,18 @@ __all__ = ["Selection", "select"]
 
 @dataclass
 class Selection:
-    """Chosen images for ``B`` questions.
+    """Chosen images for ``B`` questions."""
 
-    Attributes:
-        rows: ``(B, need)`` int64 image rows (the K3 pick first when K3 is on), -1 where it failed.
-        cols: ``(B, need)`` the column of each pick in :class:`Candidates` (-1 when it is not a candidate).
-        source: ``(B, need)`` index into :data:`SOURCES`.
-        level: ``(B,)`` the band level of the K2 picks (the source of a single K3 pick).
-        base_count: ``(B,)`` how many K2 candidates the unwidened band held.
-        lo, hi: ``(B, len(LEVELS))`` the band bounds.
-        ok: ``(B,)`` False when too few images of other procedures exist (the question is skipped).
-        rank: ``(B,)`` K3=2: the answer's dealt rank on its recipe's first tell (:mod:`.dealer`); None otherwise.
-        pick_class: ``(B, need)`` K3=2: each pick's joint class on the recipe's tells (:func:`.dealer.tell_classes`).
-    """
-
-    rows: np.ndarray
-    cols: np.ndarray
-    source: np.ndarray
-    level: np.ndarray
-    base_count: np.ndarray
-    lo: np.ndarray
+    rows: np.ndarray  # (B, need) image rows (the K3 pick first), -1: failed
+    cols: np.ndarray  # (B, need) each pick's column in Candidates (-1: not a candidate)
+    source: np.ndarray  # (B, need) index into SOURCES
+    level: np.ndarray  # (B,) the K2 picks' band level
+    base_count: np.ndarray  # (B,) K2 candidates of the unwidened band
+    lo: np.ndarray  # (B, len(LEVELS)) band bounds
     hi: np.ndarray
-    ok: np.ndarray
-    rank: np.ndarray | None = None
-    pick_class: np.ndarray | None = None
+    ok: np.ndarray  # (B,) False: too few images of other procedures (skipped)
+    rank: np.ndarray | None = None  # K3=2: (B,) the answer's dealt rank
+    pick_class: np.ndarray | None = None  # K3=2: (B, need) each pick's class on the recipe's tells
 
 
 def _row_search(keys: np.ndarray, width: int, targets: np.ndarray, side: Literal["left", "right"]) -> np.ndarray:
@@ -53,11 +41,8 @@ def _row_search(keys: np.ndarray, width: int, targets: np.ndarray, side: Literal
 
 
 def _band_ranges(cands: Candidates, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(start, end)``, each ``(B, L)``: the candidate columns with ``max(lo, DUPLICATE_DISTANCE) < d < hi`` (policy).
-
-    Candidate distances ascend along a row, so each band is a run of columns, found by binary search on
-    the exact float32 distances (thresholds are rounded to the float32 that keeps the strict comparison).
-    """
+    """``(start, end)``, each ``(B, L)``: the run of candidate columns with ``max(lo, DUPLICATE_DISTANCE) < d < hi``,
+    by binary search on the exact float32 distances."""
     n_q, k = cands.dist.shape
     bits = np.abs(cands.dist).astype(np.float32).view(np.int32).astype(np.int64)
     keys = ((np.arange(n_q, dtype=np.int64)[:, None] << 32) | bits).ravel()
@@ -111,13 +96,8 @@ def _distinct(n: np.ndarray, u: np.ndarray) -> np.ndarray:
 def select(
     cands: Candidates, *, k2: int, need: int, closeness: Closeness | None, rng: np.random.Generator
 ) -> Selection:
-    """Draw ``need`` distinct images per question from the K2 band (widened when short).
-
-    With ``closeness`` (K3 on), the first pick must also satisfy it: it comes from the narrowest band level
-    holding such a candidate, else from the question point's own neighbours, else (``relaxed``) it is the
-    image nearest the point. The other picks come from the narrowest level with enough candidates left.
-    Every draw is uniform; vectorised over questions (bands are runs of the distance-sorted candidates).
-    """
+    """Draw ``need`` distinct images per question uniformly from the narrowest band level holding enough; with
+    ``closeness`` (K3) the first pick satisfies it (:mod:`.closeness`'s ladder)."""
     n_q, k = cands.rows.shape
     n_levels = len(LEVELS)
     lo, hi = band_bounds(cands.m, cands.s, k2)

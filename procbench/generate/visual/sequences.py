@@ -1,9 +1,7 @@
 """Image sequences and the image data of a store, loaded once per build.
 
-A procedure's **image sequence** is one image per step, in authored order: the first image of the step
-that has an image embedding and was not already used by an earlier step of the procedure (steps without
-such an image are left out of the sequence; they stay in the textual context). ``n_steps`` in the knob
-rules is the length of this sequence.
+A procedure's image sequence is, per step in authored order, the step's first embedded image that no earlier
+step used (steps without one stay in the textual context only); the knob rules' ``n_steps`` is its length.
 """
 
 from __future__ import annotations
@@ -26,9 +24,8 @@ from procbench.store.views import kept_steps
 if TYPE_CHECKING:
     from procbench.embed import Embeddings, NeighborIndex
     from procbench.image_stats import ImageStats
-    from procbench.shortcuts import HubnessTable
 
-__all__ = ["GATHER_BATCH", "SEARCH_BATCH", "Sequences", "VisualData", "distances_to", "load_sequences", "member"]
+__all__ = ["GATHER_BATCH", "SEARCH_BATCH", "Sequences", "VisualData", "distances_to", "member"]
 
 #: Queries per neighbour search.
 SEARCH_BATCH = 8192
@@ -38,16 +35,9 @@ GATHER_BATCH = 4096
 
 @dataclass
 class Sequences:
-    """Each procedure's image sequence (see the module docstring), flat with offsets.
-
-    Attributes:
-        names: ``(P,)`` procedure ids (kept procedures with steps), sorted.
-        offsets: ``(P+1,)`` int64; procedure ``p``'s sequence is ``[offsets[p], offsets[p+1])``.
-        steps: ``(M,)`` int64 step index of each sequence item.
-        rows: ``(M,)`` int64 row of its image in the image embedding.
-        context_offsets: ``(P+1,)`` int64 into ``context_steps``.
-        context_steps: every kept step index of each procedure (the textual context).
-    """
+    """Each procedure's image sequence, flat: ``names (P,)`` sorted, ``offsets (P+1,)`` into ``steps (M,)`` (step
+    indices) and ``rows (M,)`` (image embedding rows), ``context_offsets (P+1,)`` into ``context_steps`` (every
+    kept step index: the textual context)."""
 
     names: list[str]
     offsets: np.ndarray
@@ -72,13 +62,8 @@ class Sequences:
         return pa.ListArray.from_arrays(offsets, pa.array(self.context_steps.astype(np.int32)))
 
 
-def load_sequences(store: Store, embeddings: Embeddings) -> Sequences:
-    """Build the image sequence of every kept procedure from ``steps.image_ids`` and the image embedding."""
-    return _load_sequences(store, embeddings)[0]
-
-
 def _load_sequences(store: Store, embeddings: Embeddings) -> tuple[Sequences, np.ndarray, np.ndarray]:
-    """:func:`load_sequences`, and every image its kept steps show: ``(procedure codes (n,), image rows (n,))``."""
+    """Every kept procedure's sequence, and the images its kept steps show: procedure codes ``(n,)``, rows ``(n,)``."""
     steps = kept_steps(store, ["procedure_id", "index", "image_ids"]).combine_chunks()
     encoded = pc.dictionary_encode(steps["procedure_id"]).combine_chunks()
     names = [str(x) for x in encoded.dictionary.to_pylist()]
@@ -107,8 +92,7 @@ def _load_sequences(store: Store, embeddings: Embeddings) -> tuple[Sequences, np
 def _first_unused(
     step_proc: np.ndarray, parents: np.ndarray, rows: np.ndarray, n_rows: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per step (``parents``: the step of each ``rows`` entry, in order), its first image not chosen by an
-    earlier step of the procedure. Vectorised; procedures that use an image twice are resolved in order."""
+    """Per step (``parents``: each ``rows`` entry's step), its first image no earlier step of the procedure chose."""
     codes = step_proc[parents] * n_rows + rows
     uniq, counts = np.unique(codes, return_counts=True)
     repeats = member(step_proc[parents], np.unique(uniq[counts > 1] // n_rows))
@@ -151,8 +135,8 @@ class VisualData:
         self._stats: ImageStats | None = None
 
     def image_stats(self, rows: np.ndarray) -> tuple[ImageStats, np.ndarray]:
-        """The :class:`~procbench.image_stats.ImageStats` of the image files of embedding ``rows`` (any shape; -1
-        ignored), read once per image and kept, and ``(n_rows,)`` each row's position in them (-1: not read)."""
+        """The :class:`~procbench.image_stats.ImageStats` of ``rows`` (any shape; -1 ignored; each read once), and
+        ``(n_rows,)`` each row's position in them (-1: not read)."""
         from procbench.image_stats import ImageStats
 
         wanted = [int(r) for r in np.unique(rows[rows >= 0]).tolist() if int(r) not in self._image_stats]
@@ -179,21 +163,12 @@ class VisualData:
         return self._stats, position
 
     def _shared_images(self, procs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, int]:
-        """Codes ``procedure * N + row`` of the images kept steps show (``procs (n,)``, ``rows (n,)``) that the
-        embedding files under another procedure (a photo two guides share: the images table and the embedding keep
-        one row per image, filed under the first), and the most such images of one procedure."""
+        """Codes ``procedure * N + row`` of the shown images filed under another procedure (a photo two guides
+        share), and the most such images of one procedure."""
         foreign = self.owner[rows] != procs
         codes = np.unique(procs[foreign] * self.n_rows + rows[foreign])
         extra = int(np.bincount(codes // self.n_rows).max()) if len(codes) else 0
         return codes, extra
-
-    @functools.cached_property
-    def hubness(self) -> HubnessTable:
-        """Centrality and density of image rows (:class:`~procbench.shortcuts.HubnessTable`) against the store's
-        images (at most :data:`~procbench.shortcuts.HUBNESS_REFERENCE` of them, evenly spaced)."""
-        from procbench.shortcuts import HubnessTable
-
-        return HubnessTable(self.vectors)  # the image embeddings are L2-normalised
 
     @functools.cached_property
     def image_dictionary(self) -> pa.Array:
@@ -208,11 +183,8 @@ class VisualData:
         return own
 
     def search(self, queries: np.ndarray, proc: np.ndarray, k: int, *, kind: str) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` nearest images of other procedures than ``proc[b]`` for each query.
-
-        Returns:
-            ``(distances (B, k) float32 ascending, inf where none; rows (B, k) int64, -1 where none)``.
-        """
+        """The ``k`` nearest images of other procedures than ``proc[b]``: distances ``(B, k)`` float32 ascending
+        (inf: none) and rows ``(B, k)`` int64 (-1: none)."""
         if self.index is None:  # pragma: no cover - the tasks that search load the index
             raise RuntimeError("VisualData was loaded without its index")
         n = len(queries)
@@ -251,8 +223,7 @@ class VisualData:
         return out.reshape(*rows.shape, self.vectors.shape[1])
 
     def sum_of(self, rows: np.ndarray) -> np.ndarray:
-        """``(B, D)`` float32: the sum of the vectors of each row of ``rows (B, n)`` (a column at a time, so no
-        ``(B, n, D)`` copy is made)."""
+        """``(B, D)`` float32 sums of the vectors of ``rows (B, n)``, a column at a time."""
         total = self.gather(rows[:, 0])
         for j in range(1, rows.shape[1]):
             total += self.gather(rows[:, j])
@@ -260,11 +231,8 @@ class VisualData:
 
 
 def distances_to(data: VisualData, rows: np.ndarray, *points: np.ndarray) -> np.ndarray:
-    """``(P, B, n)`` Euclidean distances from images ``rows (B, n)`` to each of ``points`` (each ``(B, D)``).
-
-    FAISS reads each image's vector in place (no gathered copies); nan where a row is < 0. With one point,
-    ``(B, n)``.
-    """
+    """``(P, B, n)`` distances from images ``rows (B, n)`` to each of ``points (B, D)`` (one point: ``(B, n)``); nan
+    where a row is < 0. FAISS reads the vectors in place."""
     import faiss
 
     rows = np.ascontiguousarray(rows, dtype=np.int64)

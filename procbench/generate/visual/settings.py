@@ -58,19 +58,10 @@ class VisualSetting:
 
 
 def resolve_settings(
-    settings: Sequence[Setting],
-    *,
-    task: str,
-    with_k3: bool,
-    default: tuple[int, int, int],
-    adversarial: bool = False,
+    settings: Sequence[Setting], *, task: str, with_k3: bool, default: tuple[int, int, int], adversarial: bool = False
 ) -> list[VisualSetting]:
-    """Check ``settings`` for a visual task; ``default`` stands for the knobs of ``Setting("default")``, and
-    ``adversarial`` (when the task has it) starts from the default's K1, K2 with K3=2 (ordering: K1, K2=0 and
-    a balanced path-length rank).
-
-    A task without K3 (ordering) takes K3=2 all the same: the rank-uniform variant (its answer's rank by the
-    task's own score balanced over the set).
+    """Check ``settings`` for a visual task (``default``: the knobs of ``Setting("default")``; ``adversarial``
+    starts from its K1, K2 with K3=2; a task without K3 takes K3=2 all the same).
 
     Raises:
         BadInput: ``--debias``, an unknown style, K3=1 for a task without K3, ``--adversarial`` for a task

@@ -30,23 +30,14 @@ W = TypeVar("W", bound="Window")
 
 @dataclass
 class Items:
-    """The questions of one plan that fall in a chunk of procedures, as K1 planning chose them.
+    """The questions of one plan that fall in a chunk of procedures, as K1 planning chose them."""
 
-    Attributes:
-        proc: ``(B,)`` procedure of each question.
-        rows: ``(B, size)`` image rows of the question's sequence steps, in authored order.
-        steps: ``(B, size)`` their step indices.
-        anchor: ``(B,)`` the slot of the anchor (the answer of a cloze question).
-        columns: ``proc`` and the planning columns every setting of the plan shares (:func:`planned_columns`).
-        ragged: ``removed_steps``.
-    """
-
-    proc: np.ndarray
-    rows: np.ndarray
-    steps: np.ndarray
-    anchor: np.ndarray
-    columns: dict[str, np.ndarray]
-    ragged: dict[str, tuple[np.ndarray, np.ndarray]]
+    proc: np.ndarray  # (B,)
+    rows: np.ndarray  # (B, size) image rows of the question's steps, in authored order
+    steps: np.ndarray  # (B, size) their step indices
+    anchor: np.ndarray  # (B,) the anchor's slot (a cloze question's answer)
+    columns: dict[str, np.ndarray]  # proc and the planning columns (:func:`planned_columns`)
+    ragged: dict[str, tuple[np.ndarray, np.ndarray]]  # removed_steps
 
     @classmethod
     def of(cls, plan: Plan, start: int, stop: int, seqs: Sequences) -> Items:
@@ -60,22 +51,13 @@ class Items:
 
 @dataclass(kw_only=True)
 class Window:
-    """A task's questions of one plan in a chunk: what the driver needs, and the columns they all share.
+    """A task's questions of one plan in a chunk: what the driver needs, and the columns they all share."""
 
-    Attributes:
-        proc: ``(B,)`` procedure of each question.
-        columns: ``(B, ...)`` columns every setting of the plan shares (``proc`` among them).
-        ragged: ragged columns as :meth:`QuestionColumns.add` takes them.
-        anchors: ``(B, r)`` image rows whose nearest images of other procedures are the K2 candidates (the
-            union, for ``r > 1``) and from which RecipeQA-style negatives must be far (None without neighbours).
-        point, radius: ``(B, D)`` and ``(B,)``: K3 wants a negative closer to ``point`` than ``radius``.
-    """
-
-    proc: np.ndarray
-    columns: dict[str, np.ndarray]
-    ragged: dict[str, tuple[np.ndarray, np.ndarray]]
-    anchors: np.ndarray | None = None
-    point: np.ndarray | None = None
+    proc: np.ndarray  # (B,)
+    columns: dict[str, np.ndarray]  # (B, ...) shared by every setting of the plan
+    ragged: dict[str, tuple[np.ndarray, np.ndarray]]  # as QuestionColumns.add takes them
+    anchors: np.ndarray | None = None  # (B, r) rows whose neighbours are the K2 candidates
+    point: np.ndarray | None = None  # (B, D): K3 wants a negative closer to it than radius (B,)
     radius: np.ndarray | None = None
 
     def __len__(self) -> int:
@@ -96,29 +78,18 @@ class Window:
 
 @dataclass
 class Draw:
-    """What one setting drew for one window, as the task's ``add`` hook receives it.
-
-    Attributes:
-        setting: the setting; ``rng`` its random stream (for tasks that draw their own negatives) and
-            ``tally`` its counts.
-        rows: ``(B, need)`` the negative images, -1 where none (None for tasks without neighbours).
-        selection, candidates: knob settings: the draw (:func:`select`) and the K2 candidates it drew from.
-        dealt: K3=2: what the dealer did (:class:`.dealer.Dealt`).
-        farthest: RecipeQA style: ``(B,)`` whether too few images lay beyond ``min_distance`` (the farthest
-            drawn were taken).
-        min_distance: the RecipeQA style's fixed distance.
-    """
+    """What one setting drew for one window, as the task's ``add`` hook receives it."""
 
     setting: VisualSetting
     data: VisualData
-    rng: np.random.Generator
-    tally: Counter[str]
-    rows: np.ndarray | None = None
-    selection: Selection | None = None
+    rng: np.random.Generator  # the setting's stream
+    tally: Counter[str]  # its counts
+    rows: np.ndarray | None = None  # (B, need) negative images, -1: none (None: no neighbours)
+    selection: Selection | None = None  # knob settings: the draw and the K2 candidates it drew from
     candidates: Candidates | None = None
-    farthest: np.ndarray | None = None
-    min_distance: float = 0.0
-    dealt: Dealt | None = None
+    farthest: np.ndarray | None = None  # RecipeQA style: (B,) the farthest drawn were taken
+    min_distance: float = 0.0  # RecipeQA style's fixed distance
+    dealt: Dealt | None = None  # K3=2: what the dealer did
 
     def negatives(self) -> np.ndarray:
         """:attr:`rows`, which tasks with neighbours get."""
@@ -139,38 +110,21 @@ class TableParts:
 
 @dataclass(frozen=True)
 class VisualTask(Generic[W]):
-    """A visual task: its constants and hooks (see the module docstring), run by :func:`run`.
-
-    Attributes:
-        name: task name (``procbench generate --task``).
-        code: seed component that keeps the task's random streams apart from other tasks'.
-        size: sequence steps per question (slots of a plan).
-        default_knobs: the knobs of ``Setting("default")``.
-        with_k3: whether the task has K3 (question closeness).
-        anchored: whether the anchor tells two freely resampled questions apart (a cloze placeholder).
-        need: negative images per question (0: the task searches no neighbours and draws its own negatives).
-        window: ``window(items, data)``, the task's window of a plan's questions in a chunk.
-        add: ``add(out, window, draw)``, add the questions of the window that the draw keeps to ``out``.
-        table: ``table(cols, data, rng)``, a setting's (non-empty) question table but for the ``meta`` head.
-        rank_rule: ``rank_rule(window, candidates, closeness, data, tells, recipe)``: the candidates classed by the
-            recipe's tells (:func:`.dealer.tell_classes`), which :func:`.dealer.draw` deals (K3=2 and
-            ``adversarial``'s start); tasks without K3 leave it None.
-        adversarial: ``adversarial(cols, data, seed=, progress=, options=)``, adversarial filtering of a setting's
-            negatives in place (:mod:`.adversarial`), returning its summary; None: no ``adversarial`` setting.
-    """
+    """A visual task: its constants and hooks (DEVELOPERS.md), run by :func:`.driver.run`."""
 
     name: str
-    code: int
-    size: int
+    code: int  # seed component of the task's random streams
+    size: int  # sequence steps per question
     default_knobs: tuple[int, int, int]
     with_k3: bool
-    anchored: bool
-    need: int
-    window: Callable[[Items, VisualData], W]
-    add: Callable[[QuestionColumns, W, Draw], None]
-    table: Callable[[QuestionColumns, VisualData, np.random.Generator], TableParts]
+    anchored: bool  # whether the anchor tells two freely resampled questions apart
+    need: int  # negative images per question (0: no neighbour search; add draws its own)
+    window: Callable[[Items, VisualData], W]  # a plan's questions in a chunk
+    add: Callable[[QuestionColumns, W, Draw], None]  # a setting's kept questions of a window, to out
+    table: Callable[[QuestionColumns, VisualData, np.random.Generator], TableParts]  # but the meta head
+    # K3=2 and adversarial's start: the candidates classed by the recipe's tells, which the dealer deals
     rank_rule: Callable[[W, Candidates, Closeness, VisualData, list[Tell], Recipe], Classed] | None = None
-    adversarial: Callable[..., dict[str, Any]] | None = None
+    adversarial: Callable[..., dict[str, Any]] | None = None  # filter a setting's negatives in place
 
 
 # -- the driver -------------------------------------------------------------------------------------------
