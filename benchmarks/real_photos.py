@@ -83,13 +83,15 @@ def _generate(store: Path, task: str, seed: int, knobs: list[str], adversarial: 
 
 def _yield(folder: Path, n: int) -> dict[str, int]:
     """``{"kept", "drafted", "eligible"}``: the set's questions; the questions drawn at a rank (``drafted``, printed
-    as "drawn": those kept plus those pruning or the filter dropped); and the questions K1 planned (``eligible``,
-    printed as "planned": also those K3=2's rank balance skipped, which the card lists among the skipped
-    questions); from ``generate.json`` (the generate command's counts), else the card."""
+    as "drawn": those kept plus those pruning, the filter or its rank balance dropped); and the questions K1 planned
+    (``eligible``, printed as "planned": also those K3=2's rank balance skipped, which the card lists among the
+    skipped questions); from ``generate.json`` (the generate command's counts), else the card."""
     counts = folder / "generate.json"
     if counts.is_file():
         per = json.loads(counts.read_text())["per_setting"][folder.name]
-        pruned = int(per.get("adversarial", {}).get("pruned", 0)) + int(per.get("pruning", {}).get("pruned", 0))
+        adversarial = per.get("adversarial", {})
+        pruned = int(adversarial.get("pruned", 0)) + int(adversarial.get("rank_balanced", 0))
+        pruned += int(per.get("pruning", {}).get("pruned", 0))
         skipped = int(per.get("skipped_rank_balance", per.get("skipped_questions", {}).get("rank_balance", 0)))
     else:
         card = (folder / "card.md").read_text() if (folder / "card.md").is_file() else ""

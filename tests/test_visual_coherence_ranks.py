@@ -48,3 +48,6 @@ def test_coherence_adversarial_keeps_the_intruder_ranks_even(tmp_path: Path) -> 
     counts = Counter(r["meta"]["answer_rank"] for r in rows)
     assert len(rows) >= 40 and set(counts) == {0, 1, 2, 3}
     assert len(set(counts.values())) == 1, counts
+    account = result.reports["adversarial"].adversarial or {}
+    assert account["rank_balanced"] > 0 and account["pruned"] > 0  # pruning left the ranks uneven here
+    assert any("fuller answer ranks" in rule for rule in account["rules"])

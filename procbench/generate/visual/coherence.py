@@ -158,7 +158,7 @@ def _adversarial(
     """The ``adversarial`` setting: filter the drawn incoherent images (:func:`.adversarial.filter_intruders`,
     which keeps each one's K3=2 rank); a replaced one gets ``band_level`` ``adversarial`` and its distances are
     recomputed; questions pruning drops are removed, and as many more of the fuller dealt ranks as keep every rank
-    even (:func:`.dealer.even_subset`; counted in ``pruned``)."""
+    even (:func:`.dealer.even_subset`; counted in ``rank_balanced``)."""
     coherent, start = cols.get("coherent_rows"), cols.get("pick")
     picks, replacements, kept, summary = filter_intruders(
         data,
@@ -182,11 +182,11 @@ def _adversarial(
     cols.set("replacements", replacements)
     even = even_subset(kept, cols.get("answer_rank"), seed)
     if (even != kept).any():
-        summary["pruned"] = int((~even).sum())
+        summary["rank_balanced"] = int((even != kept).sum())
         summary["rules"] = [
             *summary.get("rules", []),
-            f"{int((even != kept).sum())} more questions dropped at random from the fuller answer ranks, so every "
-            "rank the dealer dealt keeps as many questions",
+            f"after pruning, {summary['rank_balanced']} more questions dropped at random from the fuller answer "
+            "ranks, so every rank the dealer dealt keeps as many questions",
         ]
     cols.keep(even)
     return summary
