@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -116,31 +117,12 @@ class Arena:
 
     def subset(self, keep: np.ndarray, *, negatives: np.ndarray) -> Arena:
         """The questions where ``keep`` (``(Q,)`` bool) is True, with these ``negatives``."""
-        return Arena(
-            vectors=self.vectors,
-            identity=self.identity,
-            answers=self.answers[keep],
-            question_items=self.question_items[keep],
-            negatives=negatives,
-            candidates=self.candidates[keep],
-            groups=self.groups[keep],
-            texts=self.texts,
-            clusters=self.clusters,
-            copies=self.copies,
-            candidate_class=None if self.candidate_class is None else self.candidate_class[keep],
-            negative_class=None if self.negative_class is None else self.negative_class[keep],
-            placeholder=None if self.placeholder is None else self.placeholder[keep],
-            features=self.features,
-            probes=self.probes,
-            strata=None if self.strata is None else self.strata[keep],
-            replaced=self.replaced,
-            allowed=None if self.allowed is None else self.allowed[keep],
-            _word_weights=self._word_weights,
-            _text_pairs=self._text_pairs,
-            _text_table=self._text_table,
-            _hubness=self._hubness,
-            _usable={key: usable[keep] for key, usable in self._usable.items()},
-        )
+        cut: dict[str, Any] = {name: getattr(self, name)[keep] for name in _PER_QUESTION}
+        for name in _OPTIONAL_PER_QUESTION:
+            value = getattr(self, name)
+            cut[name] = None if value is None else value[keep]
+        usable = {key: usable[keep] for key, usable in self._usable.items()}
+        return dataclasses.replace(self, **cut, negatives=negatives, _usable=usable)
 
     def batch(self) -> ChoiceBatch:
         """The probes' view of the current choices (the answer is column 0)."""
@@ -152,6 +134,11 @@ class Arena:
     def choice_features(self, batch: ChoiceBatch) -> np.ndarray:
         """``(Q, C, F)`` the probes' features of ``batch`` (:attr:`features`, else :func:`choice_features`)."""
         return (self.features or choice_features)(batch)
+
+
+#: The arena's per-question fields ``(Q, ...)``, and those that may be None.
+_PER_QUESTION = ("answers", "question_items", "candidates", "groups")
+_OPTIONAL_PER_QUESTION = ("candidate_class", "negative_class", "placeholder", "strata", "allowed")
 
 
 def no_items(n_q: int) -> np.ndarray:

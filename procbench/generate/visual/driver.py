@@ -51,9 +51,6 @@ Neighbours = tuple[np.ndarray, np.ndarray]
 Searched = tuple[dict[PlanKey, Any], dict[PlanKey, Neighbours], dict[PlanKey, Neighbours]]
 
 
-# -- chunks -----------------------------------------------------------------------------------------------
-
-
 def chunks(n: int, size: int = CHUNK_PROCEDURES) -> Iterator[tuple[int, int]]:
     """``(start, stop)`` windows over ``range(n)`` (fixed, so random streams never depend on the data size)."""
     for start in range(0, n, size):
@@ -77,7 +74,6 @@ def pipelined(
             drawing.result()
 
 
-# -- what the hooks see -----------------------------------------------------------------------------------
 @paused_gc()
 def run(
     task: VisualTask[Any],
@@ -142,7 +138,7 @@ def run(
             drawn = Draw(s, data, rngs[s.name], tally[s.name])
             if searches and s.knobs is None:
                 drawn.min_distance = fixed or 0.0
-                drawn.rows, _, drawn.farthest = random_far_images(
+                drawn.rows, drawn.farthest = random_far_images(
                     data, w.proc, w.anchor_rows(), task.need, drawn.min_distance, drawn.rng
                 )
             elif searches and s.knobs is not None:

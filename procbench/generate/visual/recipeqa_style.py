@@ -54,14 +54,12 @@ def random_far_images(
     rng: np.random.Generator,
     *,
     rounds: int = 8,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray]:
     """Images of other procedures drawn uniformly beyond ``min_distance`` of every ``anchors (B, A)`` image (``8·need``
-    a round; still short after ``rounds``: the farthest drawn): ``rows (B, need)`` (-1: none), ``distances (B,
-    need)``, ``short (B,)``."""
+    a round; still short after ``rounds``: the farthest drawn): ``rows (B, need)`` (-1: none), ``short (B,)``."""
     n_q = len(proc)
     per_round = 8 * need
     chosen = np.full((n_q, need), -1, dtype=np.int64)
-    chosen_d = np.full((n_q, need), np.nan, dtype=np.float32)
     n_chosen = np.zeros(n_q, dtype=np.int64)
     hist_rows = np.full((n_q, rounds * per_round), -1, dtype=np.int64)
     hist_d = np.full((n_q, rounds * per_round), -np.inf, dtype=np.float32)
@@ -93,7 +91,6 @@ def random_far_images(
         qi, cj = np.nonzero(accept)
         slot = rank[qi, cj] - 1
         chosen[todo[qi], slot] = draw[qi, cj]
-        chosen_d[todo[qi], slot] = dist[qi, cj]
         n_chosen[todo] = np.minimum(need, n_chosen[todo] + far.sum(axis=1))
     short = n_chosen < need
     for q in np.flatnonzero(short).tolist():  # rare: only questions whose draws all fell near the answer
@@ -107,6 +104,5 @@ def random_far_images(
                 continue
             have.add(row)
             chosen[q, n_chosen[q]] = row
-            chosen_d[q, n_chosen[q]] = hist_d[q, j]
             n_chosen[q] += 1
-    return chosen, chosen_d, short
+    return chosen, short

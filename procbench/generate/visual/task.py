@@ -125,6 +125,3 @@ class VisualTask(Generic[W]):
     # K3=2 and adversarial's start: the candidates classed by the recipe's tells, which the dealer deals
     rank_rule: Callable[[W, Candidates, Closeness, VisualData, list[Tell], Recipe], Classed] | None = None
     adversarial: Callable[..., dict[str, Any]] | None = None  # filter a setting's negatives in place
-
-
-# -- the driver -------------------------------------------------------------------------------------------
