@@ -55,7 +55,7 @@ RECIPES: dict[tuple[str, str], Recipe] = {
     ("visual-coherence", "knobs"): Recipe(1, sources=_KNN),
     ("visual-coherence", "rank-uniform"): Recipe(2, tells=("odd_one_out",), sources=_KNN),
     ("visual-coherence", "adversarial"): Recipe(
-        2,
+        3,
         tells=("odd_one_out",),
         judged=True,
         preset="coherence",
