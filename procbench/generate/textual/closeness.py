@@ -47,10 +47,12 @@ class LexicalFit:
     def __init__(self, store: Store) -> None:
         from sklearn.feature_extraction.text import TfidfVectorizer
 
+        from procbench.features import step_key
         from procbench.store.views import kept_steps
 
         steps = kept_steps(store, ["procedure_id", "index", "title", "text"])
-        keys = [f"{p}#{i}" for p, i in zip(steps["procedure_id"].to_pylist(), steps["index"].to_pylist(), strict=True)]
+        ids, indices = steps["procedure_id"].to_pylist(), steps["index"].to_pylist()
+        keys = [step_key(p, i) for p, i in zip(ids, indices, strict=True)]
         self.titles = dict(zip(keys, (t or "" for t in steps["title"].to_pylist()), strict=True))
         self.texts = dict(zip(keys, (t or "" for t in steps["text"].to_pylist()), strict=True))
         self.vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
