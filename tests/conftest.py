@@ -94,3 +94,20 @@ def sample_visual_sweeps(ingested_sample: Path, tmp_path_factory: pytest.TempPat
         results[task] = generate(store, task, sweep=True, seed=3, policy="demo")
         results[f"{task}/recipeqa"] = generate(store, task, Setting("recipeqa"), seed=3)
     return root, results
+
+
+@pytest.fixture(scope="module")
+def titled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled sample's procedures with hashed ``step_title``, ``step_text`` and ``procedure_title``
+    embeddings (what textual ``needs-context`` reads), once per test module (the module may write into it)."""
+    from procbench.corpus import load_sample
+    from procbench.embed import embed_store
+    from procbench.ingest import ingest_file
+
+    from helpers import write_jsonl
+
+    root = tmp_path_factory.mktemp("titled")
+    store = root / "store"
+    ingest_file(store, write_jsonl(root / "in.jsonl", load_sample()))
+    embed_store(store, text_encoder="hashed", fields="step_title,step_text,procedure_title")
+    return store

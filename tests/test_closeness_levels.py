@@ -13,28 +13,14 @@ from typer.testing import CliRunner
 
 from procbench.card.models import record_model_rows
 from procbench.cli import app
-from procbench.corpus import load_sample
-from procbench.embed import embed_store
 from procbench.errors import BadInput
 from procbench.generate import Setting, generate, policy
 from procbench.generate.exchangeable import fit_margins
 from procbench.generate.settings import parse_setting
 from procbench.generate.textual.closeness import close_sets, levels
-from procbench.ingest import ingest_file
 from procbench.qsets import read_question_set
 from procbench.readers.views import headroom, headroom_card_lines, headroom_html
 from procbench.store import Store
-
-from helpers import write_jsonl
-
-
-@pytest.fixture(scope="module")
-def titled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("closeness")
-    store = root / "store"
-    ingest_file(store, write_jsonl(root / "in.jsonl", load_sample()))
-    embed_store(store, text_encoder="hashed", fields="step_title,step_text,procedure_title")
-    return store
 
 
 def test_fit_margins_are_each_steps_own_fit_over_its_best_rival() -> None:

@@ -26,15 +26,6 @@ from procbench.store import Store
 from helpers import write_jsonl
 
 
-@pytest.fixture(scope="module")
-def titled_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("needs-context")
-    store = root / "store"
-    ingest_file(store, write_jsonl(root / "in.jsonl", load_sample()))
-    embed_store(store, text_encoder="hashed", fields="step_title,step_text,procedure_title")
-    return store
-
-
 def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
