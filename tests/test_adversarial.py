@@ -117,8 +117,9 @@ def test_filtering_is_deterministic_by_seed() -> None:
 def test_a_candidate_only_replaces_a_negative_of_its_class() -> None:
     arena = _arena(120, seed=1)
     arena.candidate_class = np.where(np.arange(arena.candidates.shape[1]) % 2 == 0, 0, 1)[None, :].repeat(120, 0)
-    wants = np.tile([2, 1], (120, 1))
-    start, classes, unfilled = initial_negatives(arena, seed=0, wants=wants)
+    offsets = np.where(arena.candidate_class == 1, -0.5, 0.5)  # class 1 below the answer, class 0 above
+    targets = lattice_targets(np.ones(120, dtype=np.int64), 0.5, 3)  # one slot below, two above
+    start, classes, unfilled = initial_negatives(arena, seed=0, offsets=offsets, targets=targets)
     assert not unfilled.any() and ((classes == 1).sum(axis=1) == 1).all()
     arena = Arena(**{**arena.__dict__, "negatives": start, "negative_class": classes})
     result = filter_negatives(arena, AdversarialPolicy(rounds=2, **SMALL), seed=0)
@@ -128,16 +129,18 @@ def test_a_candidate_only_replaces_a_negative_of_its_class() -> None:
         assert sorted(position[q, r] for r in row) == [0, 0, 1]
 
 
-def test_initial_negatives_follow_preference_and_capacity() -> None:
+def test_initial_negatives_follow_the_targets_and_capacity() -> None:
     arena = _arena(40, seed=2, on_topic=6, off_topic=6)
-    preference = np.tile(np.arange(12, dtype=np.float64), (40, 1))
-    start, _, unfilled = initial_negatives(arena, seed=0, preference=preference)
+    arena.candidate_class = np.zeros(arena.candidates.shape, dtype=np.int64)
+    offsets = np.tile(np.arange(1, 13, dtype=np.float64), (40, 1))
+    targets = lattice_targets(np.zeros(40, dtype=np.int64), 1.0, 3)  # 1, 2, 3: every slot above the answer
+    start, _, unfilled = initial_negatives(arena, seed=0, offsets=offsets, targets=targets)
     usable = usable_candidates(arena, AdversarialPolicy())
     best = [arena.candidates[q][usable[q]][:3].tolist() for q in range(40)]
-    assert not unfilled.any() and start.tolist() == best  # the three most preferred usable ones
+    assert not unfilled.any() and start.tolist() == best  # the three usable ones nearest the targets
     # one shared candidate list, each item a negative once: only 4 questions can be filled
     shared = Arena(**{**arena.__dict__, "candidates": np.tile(arena.candidates[0], (40, 1))})
-    start, _, unfilled = initial_negatives(shared, seed=0)
+    start, _, unfilled = initial_negatives(shared, seed=0, offsets=offsets, targets=targets)
     assert (~unfilled).sum() == 4 and (start[unfilled] == -1).all()
 
 
@@ -170,8 +173,8 @@ def test_slot_targets_take_the_candidate_nearest_each_target_on_its_side() -> No
         assert best in picked
     again = initial_negatives(arena, seed=0, offsets=offsets, targets=targets)[0]
     assert (again == start).all()
-    with pytest.raises(ValueError, match="targets need offsets"):
-        initial_negatives(arena, seed=0, targets=targets)
+    with pytest.raises(ValueError, match="targets need arena.candidate_class"):
+        initial_negatives(Arena(**{**arena.__dict__, "candidate_class": None}), offsets=offsets, targets=targets)
 
 
 def test_a_repeated_ensemble_averages_its_members_fold_by_fold() -> None:

@@ -1,18 +1,9 @@
-"""Options of ``generate``: one frozen class per task, following :class:`procbench.clean.options.CleanOptions`.
+"""Options of ``generate``: one frozen class per task (as :class:`procbench.clean.options.CleanOptions`).
 
-Every field has its default here (the one place), is checked when the object is made (a bad value is a
-:class:`~procbench.errors.BadInput` of one line) and is settable from the command line (``--NAME``) or from a
-manifest's ``[generate.TASK]`` section (:mod:`procbench.manifest`)::
-
-    [generate.textual-cloze]
-    setting = "adversarial"        # or knobs = "0,1,1" (visual tasks), or sweep = true
-    seed = 3
-    split_by = "category:2"
-    min_yield = 0.9
-
-:meth:`GenerateOptions.record` is what a set's ``options.json`` records: the split and every option of the task
-whose value is not its default (an option left at its default changes nothing, so it is not named: the
-fingerprint of a set made without it is the same).
+Every field has its default here and is checked when the object is made (bad value: a one-line
+:class:`~procbench.errors.BadInput`); it is set by ``--NAME`` or a manifest's ``[generate.TASK]`` section
+(:mod:`procbench.manifest`). :meth:`GenerateOptions.record` (a set's ``options.json``) names only the split and
+the options not at their default, so a set's fingerprint does not move when an option is added.
 """
 
 from __future__ import annotations
@@ -46,9 +37,8 @@ __all__ = [
     "task_options",
 ]
 
-#: The textual samplers' neighbours of the correct item (paper 004: k = 100; :mod:`procbench.generate.policy`).
+#: The textual samplers' neighbours of the answer (paper 004: 100) and the visual tasks' K_C (paper 001: 100).
 KNN_K = Policy().KNN_K
-#: The visual tasks' K_C, the neighbours of each anchor that define the K2 band (paper 001: 100).
 KC = Policy().KC
 #: Textual cloze's negatives per question (``knn_k`` must be above it).
 _NEGATIVES = 3
@@ -59,10 +49,9 @@ class _TextualSamplers(AdversarialOptions):
     """The textual samplers' options (textual cloze and next-action).
 
     Attributes:
-        clusters: KMeans clusters for ``--debias`` (None: about the square root of the distinct titles, at most
-            100).
+        clusters: KMeans clusters for ``--debias`` (None: about the square root of the distinct titles, at most 100).
         questions_per_procedure: questions drawn per procedure (distinct answers except in RecipeQA style).
-        knn_k: neighbours of the correct item the default and debiased samplers look at (:data:`KNN_K`).
+        knn_k: neighbours of the answer the default and debiased samplers look at.
         min_distance: RecipeQA style's fixed negative distance (None: the median distance of random item pairs).
     """
 
@@ -87,13 +76,8 @@ class _TextualSamplers(AdversarialOptions):
 
 @dataclass(frozen=True)
 class TextualClozeOptions(_TextualSamplers):
-    """Textual cloze (:mod:`procbench.generate.textual`): its samplers' options and what the items are.
-
-    Attributes:
-        items: ``title`` (step headlines), ``text`` (step texts, for corpora without headlines; the context then
-            leaves out the question's own steps), ``first-sentence`` or ``action``
-            (:data:`procbench.tasks.TEXTUAL_ITEMS`).
-    """
+    """Textual cloze (:mod:`procbench.generate.textual`); ``items``: ``title``, ``text`` (for corpora without
+    headlines; the context then leaves out the question's own steps), ``first-sentence`` or ``action``."""
 
     task: ClassVar[str] = "textual-cloze"
 
@@ -114,8 +98,9 @@ class NextActionOptions(_TextualSamplers):
 
 @dataclass(frozen=True)
 class _Visual(AdversarialOptions):
-    """The visual tasks' options (the ``adversarial`` setting's, with the visual filter's ``min_yield``)."""
+    """The visual tasks' options: the ``adversarial`` setting's, with the visual filter's defaults."""
 
+    ceiling: float = IMAGE_POLICY.ceiling
     min_yield: float = IMAGE_POLICY.min_yield
 
 
@@ -125,19 +110,12 @@ class VisualOrderingOptions(_Visual):
 
     task: ClassVar[str] = "visual-ordering"
 
-    ceiling: float = IMAGE_POLICY.ceiling
-
 
 @dataclass(frozen=True)
 class _VisualNeighbours(_Visual):
-    """The visual tasks that search neighbour images.
+    """The visual tasks that search neighbour images: ``kc`` (K_C, the neighbours of each anchor that define the K2
+    band and the K3 point) and RecipeQA style's ``min_distance`` (None: the median distance of random image pairs)."""
 
-    Attributes:
-        kc: K_C, the neighbours of each anchor that define the K2 band (and of the K3 point; :data:`KC`).
-        min_distance: RecipeQA style's fixed negative distance (None: the median distance of random image pairs).
-    """
-
-    ceiling: float = IMAGE_POLICY.ceiling
     kc: int = KC
     min_distance: float | None = None
 
@@ -163,13 +141,8 @@ class VisualCoherenceOptions(_VisualNeighbours):
 
 @dataclass(frozen=True)
 class SequencingOptions(GenerateOptions):
-    """Sequencing (:mod:`procbench.generate.sequencing`).
-
-    Attributes:
-        min_steps: procedures with fewer steps are left out.
-        references: alternative orders per procedure id (:func:`~procbench.generate.sequencing.read_references`;
-            they become extra acceptable choices; not recorded in ``options.json``).
-    """
+    """Sequencing (:mod:`procbench.generate.sequencing`): procedures under ``min_steps`` are left out;
+    ``references``: alternative orders per procedure id, extra acceptable choices (not in ``options.json``)."""
 
     task: ClassVar[str] = "sequencing"
 
@@ -185,12 +158,8 @@ class SequencingOptions(GenerateOptions):
 
 @dataclass(frozen=True)
 class PairOrderOptions(GenerateOptions):
-    """Pair order (:mod:`procbench.generate.pair_order`).
-
-    Attributes:
-        pairs_per_procedure: distinct step pairs drawn per procedure (at most).
-        adjacent: only pairs of consecutive steps.
-    """
+    """Pair order (:mod:`procbench.generate.pair_order`): at most ``pairs_per_procedure`` distinct step pairs per
+    procedure, only consecutive ones if ``adjacent``."""
 
     task: ClassVar[str] = "pair-order"
 

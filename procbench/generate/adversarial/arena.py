@@ -1,8 +1,5 @@
-"""The arena adversarial filtering plays in: Q questions over a pool of item rows, their negatives and candidates.
-
-Also the start every cloze task takes: usable candidates (no paraphrase, capacity left), and negatives drawn
-uniformly or on the distance lattice (:func:`lattice_targets`) that fixes the answer's distance rank.
-"""
+"""The arena adversarial filtering plays in (Q questions over a pool of item rows, their negatives and candidates)
+and every cloze task's start: usable candidates and negatives on the distance lattice (:func:`lattice_targets`)."""
 
 from __future__ import annotations
 
@@ -16,29 +13,12 @@ import numpy as np
 from procbench.generate.adversarial.policy import DEFAULT_POLICY, AdversarialPolicy
 from procbench.generate.adversarial.rounds import ExtraProbes
 from procbench.rng import stream
-from procbench.shortcuts import FEATURE_NAMES, WITHIN_KINDS, ChoiceBatch, HubnessTable, choice_features, word_weights
+from procbench.shortcuts import ChoiceBatch, HubnessTable, choice_features, word_weights
 
-__all__ = [
-    "no_items",
-    "CLUSTER_COUNT_COLUMNS",
-    "ITEM_COUNT_COLUMNS",
-    "Arena",
-    "initial_negatives",
-    "lattice_targets",
-    "usable_candidates",
-]
+__all__ = ["Arena", "initial_negatives", "lattice_targets", "no_items", "usable_candidates"]
 
-
-#: Columns of :func:`choice_features` that count how often an item (its cluster) is a choice in the whole set.
-ITEM_COUNT_COLUMNS = [FEATURE_NAMES.index(f"item_count_{kind}") for kind in WITHIN_KINDS]
-
-
-CLUSTER_COUNT_COLUMNS = [FEATURE_NAMES.index(f"cluster_count_{kind}") for kind in WITHIN_KINDS]
-
-
-#: The filter's starting negatives (uniform, and with a target offset per slot).
-_START = stream("adversarial.start")
-_SLOT_START = stream("adversarial.slot-start")
+#: The filter's starting negatives.
+_START = stream("adversarial.slot-start")
 
 
 @dataclass
@@ -58,9 +38,7 @@ class Arena:
     candidate_class: np.ndarray | None = None  # (Q, M): a candidate replaces only a negative of its class
     negative_class: np.ndarray | None = None  # (Q, K)
     placeholder: np.ndarray | None = None  # (Q,) placeholder's slot among question_items (-1: none)
-    features: Callable[[ChoiceBatch], np.ndarray] | None = (
-        None  # (Q, C, F) the probes' features (None: choice_features)
-    )
+    features: Callable[[ChoiceBatch], np.ndarray] | None = None  # (Q, C, F) probes' features (else choice_features)
     probes: ExtraProbes | None = None  # the task's own probes, fitted on features
     strata: np.ndarray | None = None  # (Q,) the dealt rank, kept in proportion in the folds
     replaced: str = "negatives"  # or "answer" (coherence's intruder; negative_class (Q, 1))
@@ -117,10 +95,8 @@ class Arena:
 
     def subset(self, keep: np.ndarray, *, negatives: np.ndarray) -> Arena:
         """The questions where ``keep`` (``(Q,)`` bool) is True, with these ``negatives``."""
-        cut: dict[str, Any] = {name: getattr(self, name)[keep] for name in _PER_QUESTION}
-        for name in _OPTIONAL_PER_QUESTION:
-            value = getattr(self, name)
-            cut[name] = None if value is None else value[keep]
+        values = {name: getattr(self, name) for name in _PER_QUESTION.split()}
+        cut: dict[str, Any] = {name: None if value is None else value[keep] for name, value in values.items()}
         usable = {key: usable[keep] for key, usable in self._usable.items()}
         return dataclasses.replace(self, **cut, negatives=negatives, _usable=usable)
 
@@ -136,9 +112,8 @@ class Arena:
         return (self.features or choice_features)(batch)
 
 
-#: The arena's per-question fields ``(Q, ...)``, and those that may be None.
-_PER_QUESTION = ("answers", "question_items", "candidates", "groups")
-_OPTIONAL_PER_QUESTION = ("candidate_class", "negative_class", "placeholder", "strata", "allowed")
+#: The arena's per-question fields ``(Q, ...)`` (some may be None).
+_PER_QUESTION = "answers question_items candidates groups candidate_class negative_class placeholder strata allowed"
 
 
 def no_items(n_q: int) -> np.ndarray:
@@ -220,78 +195,15 @@ def initial_negatives(
     options: AdversarialPolicy = DEFAULT_POLICY,
     *,
     seed: int = 0,
-    wants: np.ndarray | None = None,
-    preference: np.ndarray | None = None,
-    offsets: np.ndarray | None = None,
-    targets: np.ndarray | None = None,
+    offsets: np.ndarray,
+    targets: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """K usable candidates per question, at random within ``max_uses``: ``(negatives (Q, K), classes (Q, K),
-    unfilled (Q,))`` (-1 rows where a question got too few). ``wants (Q, C)``: negatives per candidate class;
-    ``preference (Q, M)``: lower first; ``offsets (Q, M)`` with ``targets (Q, K)``: slot k takes the candidate of
-    its side whose offset is nearest ``targets[:, k]`` (``wants`` and ``preference`` unused)."""
-    if targets is not None:
-        if offsets is None or arena.candidate_class is None:
-            raise ValueError("targets need offsets and arena.candidate_class")
-        return _slot_negatives(arena, options, rng_seed=seed, offsets=offsets, targets=targets)
+    """K usable candidates per question within ``max_uses``, slot k the one of its side nearest ``targets (Q, K)`` in
+    ``offsets (Q, M)`` (:func:`lattice_targets`): ``(negatives (Q, K), classes (Q, K), unfilled (Q,))`` (-1 rows where
+    a question got too few)."""
+    if arena.candidate_class is None:
+        raise ValueError("targets need arena.candidate_class")
     rng = _START.rng(seed)
-    n_q, n_neg = arena.negatives.shape
-    allowed = usable_candidates(arena, options)
-    capacity = arena.capacity(options.max_uses)
-    uses = np.zeros(len(capacity), dtype=np.int64)
-    negatives = np.full((n_q, n_neg), -1, dtype=np.int64)
-    classes = np.full((n_q, n_neg), -1, dtype=np.int64)
-    unfilled = np.zeros(n_q, dtype=bool)
-    klass = None if wants is None else arena.candidate_class
-    if wants is not None and klass is None:
-        raise ValueError("wants needs arena.candidate_class")
-    # the questions with the least slack choose first, so few are left without candidates
-    kinds = np.zeros_like(allowed, dtype=np.int64) if klass is None else klass
-    want = np.full((n_q, 1), n_neg) if wants is None else np.asarray(wants, dtype=np.int64)
-    have = np.stack([(allowed & (kinds == c)).sum(axis=1) for c in range(want.shape[1])], axis=1)
-    slack = np.where(want > 0, have - want, np.iinfo(np.int64).max).min(axis=1)
-    for q in np.lexsort((rng.random(n_q), slack)).tolist():
-        seen = {int(arena.identity[arena.answers[q]])}
-        seen.update(int(arena.identity[r]) for r in arena.question_items[q].tolist() if r >= 0)
-        left = np.array([n_neg]) if wants is None else np.asarray(wants[q], dtype=np.int64).copy()
-        picked: list[tuple[int, int]] = []
-        order = rng.permutation(arena.candidates.shape[1])
-        if preference is not None:
-            order = order[np.argsort(preference[q, order], kind="stable")]
-        for m in order.tolist():
-            row = int(arena.candidates[q, m])
-            code = int(arena.identity[row])
-            kind = 0 if klass is None else int(klass[q, m])
-            if not allowed[q, m] or uses[code] >= capacity[code] or code in seen or kind < 0 or not left[kind]:
-                continue
-            seen.add(code)
-            left[kind] -= 1
-            picked.append((row, kind))
-            if len(picked) == n_neg:
-                break
-        if len(picked) < n_neg:
-            unfilled[q] = True
-            continue
-        rows = [row for row, _ in picked]
-        np.add.at(uses, arena.identity[rows], 1)
-        negatives[q] = rows
-        classes[q] = [kind for _, kind in picked]
-    return negatives, classes, unfilled
-
-
-def lattice_targets(closer: np.ndarray, spacing: float, n_negatives: int) -> np.ndarray:
-    """``(Q, K)`` target offsets (a negative's distance to the question minus the answer's) spacing the choices
-    ``spacing`` apart around the answer: ``closer (Q,)`` at ``-s, -2s, ...``, the others at ``+s, +2s, ...`` (so
-    the answer is not the choice nearest another; docs/adversarial.md)."""
-    slot = np.arange(n_negatives)[None, :]
-    below = np.asarray(closer, dtype=np.int64)[:, None]
-    return np.where(slot < below, -(slot + 1), slot - below + 1).astype(np.float64) * spacing
-
-
-def _slot_negatives(
-    arena: Arena, options: AdversarialPolicy, *, rng_seed: int, offsets: np.ndarray, targets: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`initial_negatives` with a target offset per slot."""
-    rng = _SLOT_START.rng(rng_seed)
     n_q, n_neg = targets.shape
     allowed = usable_candidates(arena, options) & np.isfinite(offsets)
     capacity = arena.capacity(options.max_uses)
@@ -333,3 +245,12 @@ def _slot_negatives(
         np.add.at(uses, arena.identity[rows], 1)
         negatives[q] = rows
     return negatives, classes, unfilled
+
+
+def lattice_targets(closer: np.ndarray, spacing: float, n_negatives: int) -> np.ndarray:
+    """``(Q, K)`` target offsets (a negative's distance to the question minus the answer's) spacing the choices
+    ``spacing`` apart around the answer: ``closer (Q,)`` at ``-s, -2s, ...``, the others at ``+s, +2s, ...`` (so
+    the answer is not the choice nearest another; docs/adversarial.md)."""
+    slot = np.arange(n_negatives)[None, :]
+    below = np.asarray(closer, dtype=np.int64)[:, None]
+    return np.where(slot < below, -(slot + 1), slot - below + 1).astype(np.float64) * spacing

@@ -11,19 +11,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from procbench.generate.adversarial.arena import (
-    CLUSTER_COUNT_COLUMNS,
-    ITEM_COUNT_COLUMNS,
-    Arena,
-    _batch,
-    usable_candidates,
-)
+from procbench.generate.adversarial.arena import Arena, _batch, usable_candidates
 from procbench.generate.adversarial.policy import DEFAULT_POLICY, AdversarialPolicy
 from procbench.generate.adversarial.prune import prune_predictable
 from procbench.generate.adversarial.rounds import AdversarialResult, RepeatedEnsemble, probe, probe_costs, run_rounds
 from procbench.progress import SILENT, Progress
 from procbench.rng import stream
-from procbench.shortcuts import ChoiceBatch, within_question
+from procbench.shortcuts import FEATURE_NAMES, WITHIN_KINDS, ChoiceBatch, within_question
 
 __all__ = ["ReplacementGame", "filter_negatives"]
 
@@ -34,6 +28,9 @@ VARIANT_BATCH = 16_384
 #: The order questions are told in, and each round's probe folds.
 _SWAPS = stream("adversarial.swaps")
 _ROUNDS = stream("adversarial.rounds")
+#: Columns of :func:`~procbench.shortcuts.choice_features` that count how often an item (its cluster) is a choice.
+ITEM_COUNT_COLUMNS = [FEATURE_NAMES.index(f"item_count_{kind}") for kind in WITHIN_KINDS]
+CLUSTER_COUNT_COLUMNS = [FEATURE_NAMES.index(f"cluster_count_{kind}") for kind in WITHIN_KINDS]
 
 
 class ReplacementGame:
@@ -105,21 +102,12 @@ def _set_counts(arena: Arena) -> tuple[np.ndarray, np.ndarray | None]:
     """How often each identity (and each cluster) is a choice in the whole set: the frequency features' counts."""
     rows = arena.choices()
     rows = rows[rows >= 0]
-    ids = arena.identity[rows]
-    id_counts = np.bincount(ids[ids >= 0], minlength=int(arena.identity.max()) + 1 if len(arena.identity) else 0)
-    if arena.clusters is None:
-        return id_counts, None
-    clusters = np.asarray(arena.clusters)[rows]
-    size = int(np.max(arena.clusters)) + 1 if len(arena.clusters) else 0
-    return id_counts, np.bincount(clusters[clusters >= 0], minlength=max(size, 0))
 
+    def counts(codes: np.ndarray) -> np.ndarray:
+        shown = np.asarray(codes)[rows]
+        return np.bincount(shown[shown >= 0], minlength=int(np.max(codes)) + 1 if len(codes) else 0)
 
-def _swapped_counts(codes: np.ndarray, totals: np.ndarray, old: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """``(V, C)`` log counts of ``codes`` (-1: none) in the whole set once each variant's ``old`` code (-2: none)
-    has left it and its ``new`` code has joined it (``totals``: the counts before)."""
-    safe = np.maximum(codes, 0)
-    counts = totals[safe] - (codes == old[:, None]) + (codes == new[:, None])
-    return np.where(codes >= 0, np.log1p(np.maximum(counts, 0)), 0.0)
+    return counts(arena.identity), None if arena.clusters is None else counts(arena.clusters)
 
 
 def _variant_features(
@@ -134,17 +122,19 @@ def _variant_features(
     features = work.choice_features(variant)
     if work.features is not None:  # the task's own features (they do not count items)
         return features
-    id_counts, cluster_counts = set_counts
-    if variant.choice_ids is not None:
-        old_ids = np.where(old >= 0, work.identity[np.maximum(old, 0)], -2)
-        new_ids = work.identity[new]
-        counts = _swapped_counts(variant.choice_ids, id_counts, old_ids, new_ids)
-        features[:, :, ITEM_COUNT_COLUMNS] = within_question(counts, variant.valid & (variant.choice_ids >= 0))
-    if cluster_counts is not None and variant.clusters is not None and work.clusters is not None:
-        clusters = np.asarray(work.clusters)
-        old_cl = np.where(old >= 0, clusters[np.maximum(old, 0)], -2)
-        counts = _swapped_counts(variant.clusters, cluster_counts, old_cl, clusters[new])
-        features[:, :, CLUSTER_COUNT_COLUMNS] = within_question(counts, variant.valid & (variant.clusters >= 0))
+    counted = [
+        (work.identity, variant.choice_ids, set_counts[0], ITEM_COUNT_COLUMNS),
+        (work.clusters, variant.clusters, set_counts[1], CLUSTER_COUNT_COLUMNS),
+    ]
+    for table, codes, totals, columns in counted:
+        if table is None or codes is None or totals is None:
+            continue
+        of_row = np.asarray(table)
+        # (V, C) log counts in the whole set once each variant's old code (-2: none) left it and its new one joined
+        old_codes = np.where(old >= 0, of_row[np.maximum(old, 0)], -2)
+        swapped = totals[np.maximum(codes, 0)] - (codes == old_codes[:, None]) + (codes == of_row[new][:, None])
+        logs = np.where(codes >= 0, np.log1p(np.maximum(swapped, 0)), 0.0)
+        features[:, :, columns] = within_question(logs, variant.valid & (codes >= 0))
     return features
 
 

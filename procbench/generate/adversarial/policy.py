@@ -1,8 +1,5 @@
-"""The adversarial filter's policy: every constant of one task's filtering in one frozen object, a preset per task.
-
-docs/adversarial.md says what each constant is for; benchmarks/adversarial_constants.md holds the measurements
-that set them.
-"""
+"""The adversarial filter's policy: every constant of one task's filtering in one frozen object, a preset per task
+(docs/adversarial.md says what each is for)."""
 
 from __future__ import annotations
 
@@ -25,7 +22,6 @@ __all__ = [
     "AdversarialPolicy",
     "preset",
     "demo_size",
-    "size_values",
     "sized",
 ]
 
@@ -89,7 +85,7 @@ class AdversarialPolicy:
         }
         if self.size != "standard":
             out["policy"] = self.size
-            out.update({name: getattr(self, name) for name in size_values(self.size)})
+            out.update({name: getattr(self, name) for name in demo_size()})
         return out
 
 
@@ -123,14 +119,9 @@ COHERENCE_POLICY = preset("coherence")
 MIN_YIELD = current().MIN_YIELD
 
 
-#: ``--policy demo``: a demo-sized filter for a small sample in seconds rather than minutes: 4 rounds of one
-#: 3-fold ensemble judged alone, whose partial-input trees have 50 boosting iterations (150 standard); pruning
-#: scores each step with one cross-fitting (one partition of one ensemble) and drops a tenth of the questions per
-#: step. Weaker than the standard policy (the probes are noisier, so sets end further from chance); the card names
-#: the policy. Pruning was most of the demo's filtering time (3 partitions per step, one question dropped per step
-#: on the 45-procedure sample: 7-8 steps per set).
 def demo_size() -> dict[str, Any]:
-    """The demo size's values (``DEMO_*``, :mod:`procbench.generate.policy`), read now."""
+    """What ``--policy demo`` changes of a preset (``DEMO_*``, read now): a small sample filtered in seconds, with
+    noisier probes (sets end further from chance; the card names the policy)."""
     p = current()
     return {
         "rounds": p.DEMO_ROUNDS,
@@ -148,11 +139,6 @@ def demo_size() -> dict[str, Any]:
 POLICY_SIZES = ("standard", "demo")
 
 
-def size_values(size: str) -> dict[str, Any]:
-    """What ``size`` changes of a preset (``standard``: nothing)."""
-    return demo_size() if size == "demo" else {}
-
-
 def sized(policy: AdversarialPolicy, size: str | None) -> AdversarialPolicy:
     """``policy`` at ``size`` (:data:`POLICY_SIZES`; None: as it is).
 
@@ -163,4 +149,4 @@ def sized(policy: AdversarialPolicy, size: str | None) -> AdversarialPolicy:
         return policy
     if size not in POLICY_SIZES:
         raise BadInput(f"--policy takes {' or '.join(POLICY_SIZES)}, not {size!r}")
-    return dataclasses.replace(policy, size=size, **size_values(size))
+    return dataclasses.replace(policy, size=size, **(demo_size() if size == "demo" else {}))

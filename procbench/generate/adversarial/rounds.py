@@ -1,8 +1,6 @@
-"""The one round loop of adversarial filtering (SWAG/HellaSwag adversarial filtering; docs/adversarial.md).
-
-Each round fits fresh cross-fitted probes, stops when every probe is within noise of chance, else lets the
-:class:`Game` replace what they tell; the round whose worst probe was nearest chance is kept.
-"""
+"""The round loop of adversarial filtering (SWAG/HellaSwag; docs/adversarial.md): fit fresh cross-fitted probes,
+stop when every one is within noise of chance, else let the :class:`Game` replace what they tell; keep the round
+whose worst probe was nearest chance."""
 
 from __future__ import annotations
 
@@ -51,8 +49,7 @@ class FittedProbes(Protocol):
     """A task's own probes, fitted (:meth:`ExtraProbes.fit`)."""
 
     def predict(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray) -> dict[str, np.ndarray]:
-        """``{name: (Q, C)}`` within-question probabilities, each question scored by the models of its fold
-        ``folds (Q,)`` (fitted without that fold's procedures)."""
+        """``{name: (Q, C)}`` probabilities, each question scored by the models of its fold ``folds (Q,)``."""
         ...
 
 
@@ -64,8 +61,7 @@ class ExtraProbes(Protocol):
     reserved: int
 
     def fit(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray, seed: int) -> FittedProbes:
-        """Fit on ``batch`` (the answer is column 0): the models of fold ``f`` on the questions whose ``folds (Q,)``
-        is not ``f``."""
+        """Fit fold ``f``'s models on the questions whose ``folds (Q,)`` is not ``f`` (the answer: column 0)."""
         ...
 
 
@@ -90,10 +86,8 @@ class AdversarialResult:
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready account for the set's counts and card."""
-        final = self.rounds[self.best_round] if self.rounds else {}
-        if self.pruning:
-            final = self.pruning[self.best_step]
-        kept = self.kept if len(self.kept) else np.ones(len(self.replacements), dtype=bool)
+        final = self.pruning[self.best_step] if self.pruning else self.rounds[self.best_round] if self.rounds else {}
+        kept = self.kept_questions()
         return {
             **self.options.to_dict(),
             "rounds_run": max(0, len(self.rounds) - 1),
