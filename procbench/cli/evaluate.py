@@ -23,7 +23,10 @@ def command(
         typer.Option(
             "--model",
             "-m",
-            help="Reference model to score too: chance, distance-svm, context-tfidf, context-embedding (repeatable).",
+            help=(
+                "Reference model to score too: chance, distance-svm, context-tfidf, context-embedding, "
+                "context-ridge (repeatable)."
+            ),
         ),
     ] = None,
     split: Annotated[
@@ -60,8 +63,10 @@ def command(
     seed: SeedOption = 0,
     json: JsonOption = False,
 ) -> None:
-    """Score trained runs and reference models (--model chance|distance-svm|context-tfidf|context-embedding) on
-    question sets. The context readers answer text choices zero-shot by matching them with the context.
+    """Score trained runs and reference models (--model chance|distance-svm|context-tfidf|context-embedding|
+    context-ridge) on question sets. The context readers answer text choices zero-shot by matching them with the
+    context; context-ridge answers photo choices (visual cloze, coherence) with a map from step texts to photos
+    fitted on the set's train split (score it on val or test).
 
     A run is scored on its own question set (refused when that set changed since training, unless
     --allow-changed-sets), or on every question set given of its task. Over the settings

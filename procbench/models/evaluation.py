@@ -5,8 +5,9 @@ reports).
 Each trained run is scored on its own question set, or on every given question set of its task (e.g. a
 model trained on the RecipeQA-style set tested on each Control-Knob setting). Reference models
 (``chance``, ``distance-svm``, the zero-shot context readers ``context-tfidf`` and ``context-embedding`` of
-:mod:`procbench.models.context_readers`) are scored on the given sets, or on the runs' own sets;
-``distance-svm`` is fitted on each set's train split first.
+:mod:`procbench.models.context_readers`, the photo-choice reader ``context-ridge`` of
+:mod:`procbench.models.context_ridge`) are scored on the given sets, or on the runs' own sets;
+``distance-svm`` and ``context-ridge`` are fitted on each set's train split first.
 """
 
 from __future__ import annotations
@@ -426,6 +427,14 @@ def _score_job(
 
             def predict(rows: np.ndarray) -> list[Any]:
                 return embedding_predictions(feats, rows)
+
+        elif job.kind == "context-ridge":
+            from procbench.models.context_ridge import ContextRidge
+
+            ridge = ContextRidge.fit(job.qset)
+
+            def predict(rows: np.ndarray) -> list[Any]:
+                return ridge.predict(feats, rows)
 
         elif job.kind == "context-tfidf":
             from procbench.models.context_readers import tfidf_predictions

@@ -35,7 +35,7 @@ from procbench.qsets.files import QuestionSet
 from procbench.store import Store
 from procbench.tasks import get_task
 
-__all__ = ["FeatureConfig", "Featurised", "featurise", "qset_fingerprint", "store_of"]
+__all__ = ["FeatureConfig", "Featurised", "featurise", "qset_fingerprint", "step_pairs", "store_of"]
 
 _ITEM_PARTS = {
     "text": ("step_title", "step_text"),
@@ -302,6 +302,26 @@ class _Gathered:
     keys: list[list[str | None]] = field(default_factory=list)
     references: list[list[list[int]]] = field(default_factory=list)
     order: list[list[int]] = field(default_factory=list)
+
+
+def step_pairs(store: Store, procedures: set[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every kept step of ``procedures`` with both a text and a photo embedding: ``texts (n, Dt)``,
+    ``photos (n, Di)`` (the step's first embedded image) and ``groups (n,)`` (the procedure's number)."""
+    from procbench.store.views import kept_steps
+
+    vectors = _Vectors(store)
+    images = vectors.step_images()
+    text = vectors.field("step_text")
+    keys, groups = [], []
+    for row in kept_steps(store, ["procedure_id", "index"]).to_pylist():
+        key = step_key(row["procedure_id"], row["index"])
+        if row["procedure_id"] in procedures and key in images and text is not None and text.has(key):
+            keys.append(key)
+            groups.append(row["procedure_id"])
+    if not keys or text is None:
+        return np.zeros((0, 0), np.float32), np.zeros((0, 0), np.float32), np.zeros(0, np.int64)
+    _, numbers = np.unique(np.array(groups, dtype=object), return_inverse=True)
+    return text.get(keys), vectors.part("step_image", keys), numbers.astype(np.int64)
 
 
 def featurise(

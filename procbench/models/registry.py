@@ -74,6 +74,12 @@ for _spec in (
         tasks=_TEXT_ITEM_TASKS,
     ),
     ModelSpec(
+        "context-ridge",
+        ("mc",),
+        "context reader for photo choices: a ridge map from step texts to photos, fitted on the train split",
+        tasks=("visual-cloze", "visual-coherence"),
+    ),
+    ModelSpec(
         "hasty-choice-only", ("mc",), "paper 004: BiLSTM over each choice, linear score", f"{_NETS}:hasty_choice_only"
     ),
     ModelSpec("hasty", ("mc",), "paper 004: distance between BiLSTM-encoded question and choice", f"{_NETS}:hasty"),

@@ -228,6 +228,7 @@ def headroom_html(rows: Iterable[Headroom | None]) -> str:
 
 _HEADROOM = (
     "Blinded readers' accuracy with the context (every packet pooled) minus the best model `procbench evaluate` "
-    "recorded on the test split (e.g. `--model context-tfidf`, `--model context-embedding`, trained runs): how "
+    "recorded on the test split (e.g. `--model context-tfidf`, `--model context-embedding`, `--model context-ridge` "
+    "for photo choices, trained runs): how "
     "much the set still measures above the models scored so far."
 )
