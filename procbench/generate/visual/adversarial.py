@@ -25,10 +25,9 @@ from procbench.generate.adversarial import (
 from procbench.generate.visual.dealer import tell_classes
 from procbench.generate.visual.probes import (
     ImageRelations,
-    cloze_probe_features,
-    coherence_probe_features,
     image_clusters,
     image_probes,
+    probe_features_of,
     unit_vectors,
 )
 from procbench.generate.visual.sequences import VisualData, distances_to
@@ -89,7 +88,7 @@ def filter_image_negatives(
         unit, np.arange(n_rows, dtype=np.int64), answers, shown, negatives, candidates, proc,
         clusters=image_clusters(vectors, seed),
         placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),  # the only slot without an image
-        features=cloze_probe_features(unit, relations) if relations.any else None,
+        features=probe_features_of(relations, unit) if relations.any else None,
         probes=image_probes(relations.any), copies=copies, candidate_class=candidate_class,
         negative_class=negative_class,
     )  # fmt: skip
@@ -216,7 +215,7 @@ def filter_intruders(
     arena = Arena(
         unit_vectors(data, np.arange(n_rows)), np.arange(n_rows, dtype=np.int64), current, no_items(n_q), coherent,
         candidates, proc, clusters=clusters, probes=image_probes(relations.any),
-        features=coherence_probe_features(relations) if relations.any else None, allowed=allowed, replaced="answer",
+        features=probe_features_of(relations) if relations.any else None, allowed=allowed, replaced="answer",
         candidate_class=classes, negative_class=ranks[:, None], strata=ranks,
         copies=np.full(n_rows, capacity, dtype=np.int64),
     )  # fmt: skip

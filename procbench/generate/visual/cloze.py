@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from procbench.generate.adversarial import AdversarialPolicy, preset
+from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.options import VisualClozeOptions
 from procbench.generate.recipes import Recipe
@@ -25,12 +25,12 @@ from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import filter_image_negatives
 from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, RANDOM, SOURCES, Candidates, fmt_band
 from procbench.generate.visual.closeness import Closeness
-from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, band_columns
+from procbench.generate.visual.columns import SOURCE_NAMES, QuestionColumns, TableParts, band_columns
 from procbench.generate.visual.dealer import Classed, rank_notes, tell_classes
 from procbench.generate.visual.needs_context import STYLE, run_with_needs_context
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
-from procbench.generate.visual.task import Draw, Items, TableParts, VisualTask, Window
+from procbench.generate.visual.task import Draw, Items, VisualTask, Window
 from procbench.progress import SILENT, Progress
 from procbench.qsets.columns import dictionary, fixed_lists, struct
 from procbench.store import Store
@@ -188,18 +188,13 @@ def _rank_rule(
 
 
 def _adversarial(
-    cols: QuestionColumns,
-    data: VisualData,
-    *,
-    seed: int,
-    progress: Progress = SILENT,
-    options: AdversarialPolicy | None = None,
+    cols: QuestionColumns, data: VisualData, *, seed: int, progress: Progress, options: AdversarialPolicy
 ) -> dict[str, Any]:
     """Filter the drawn negatives in place (:mod:`.adversarial`), recomputing their distances and K3 flags."""
     answers, items, start = cols.get("answer_row"), cols.get("items"), cols.get("neg_rows")
     shown = np.where(items >= data.n_rows, -1, items)
     negatives, replacements, kept, summary = filter_image_negatives(
-        data, cols.get("proc"), answers, shown, start, seed=seed, progress=progress, options=options or preset("image")
+        data, cols.get("proc"), answers, shown, start, seed=seed, progress=progress, options=options
     )
     mask = shown >= 0
     point = (data.gather(shown) * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1)[:, None]
@@ -261,8 +256,6 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
         "negatives": fixed_lists(negatives, 3),
         "fallbacks": cols.fallbacks(),
     }
-    if "replacements" in cols.parts:  # the adversarial setting
-        meta["replacements"] = cols.get("replacements").astype(np.int64)
     choices = place_answers(cols.get("answer_row"), neg_rows.reshape(n, 3), positions)
     return TableParts(
         question=fixed_lists(dictionary(cols.get("items").reshape(-1), images), _SIZE),

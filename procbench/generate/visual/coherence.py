@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from procbench.generate.adversarial import AdversarialPolicy, preset
+from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.options import VisualCoherenceOptions
 from procbench.generate.recipes import Recipe
@@ -45,14 +45,14 @@ from procbench.generate.visual.bands import (
     fmt_band,
 )
 from procbench.generate.visual.closeness import Closeness
-from procbench.generate.visual.columns import QuestionColumns, band_columns
+from procbench.generate.visual.columns import QuestionColumns, TableParts, band_columns
 from procbench.generate.visual.dealer import Classed, even_subset, rank_notes, tell_classes
 from procbench.generate.visual.needs_context import STYLE, run_with_needs_context
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
-from procbench.generate.visual.task import Draw, Items, TableParts, VisualTask, Window
+from procbench.generate.visual.task import Draw, Items, VisualTask, Window
 from procbench.progress import SILENT, Progress
-from procbench.qsets.columns import dictionary, fixed_lists, ragged_lists, struct
+from procbench.qsets.columns import dictionary, fixed_lists, struct
 from procbench.store import Store
 from procbench.tells import ChoiceView, OddOneOut, Tell, answer_ranks
 
@@ -148,12 +148,7 @@ def _no_question(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _adversarial(
-    cols: QuestionColumns,
-    data: VisualData,
-    *,
-    seed: int,
-    progress: Progress = SILENT,
-    options: AdversarialPolicy | None = None,
+    cols: QuestionColumns, data: VisualData, *, seed: int, progress: Progress, options: AdversarialPolicy
 ) -> dict[str, Any]:
     """The ``adversarial`` setting: filter the drawn incoherent images (:func:`.adversarial.filter_intruders`,
     which keeps each one's K3=2 rank); a replaced one gets ``band_level`` ``adversarial`` and its distances are
@@ -168,7 +163,7 @@ def _adversarial(
         cols.get("answer_rank"),
         seed=seed,
         progress=progress,
-        options=options or preset("coherence"),
+        options=options,
     )
     vecs = data.gather(coherent)
     mean = vecs.mean(axis=1)
@@ -256,11 +251,8 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
         "negatives": fixed_lists(negatives, _SIZE),
         "fallbacks": cols.fallbacks(),
     }
-    if "replacements" in cols.parts:  # the adversarial setting
-        meta["replacements"] = cols.get("replacements").astype(np.int64)
     choices = place_answers(cols.get("pick"), coherent, positions)
     return TableParts(
-        question=ragged_lists(pa.array([], pa.string()), np.zeros(n, dtype=np.int64)),
         choices=fixed_lists(dictionary(choices.reshape(-1), images), _SIZE + 1),
         answer=positions,
         meta=meta,

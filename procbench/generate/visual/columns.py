@@ -14,17 +14,28 @@ import pyarrow as pa
 from procbench.generate.visual.bands import LEVELS, SOURCES, Candidates
 from procbench.generate.visual.plans import Plan
 from procbench.generate.visual.selection import Selection
-from procbench.generate.visual.sequences import Sequences, VisualData
+from procbench.generate.visual.sequences import VisualData
 from procbench.generate.visual.settings import PlanKey
 from procbench.qsets.columns import dictionary, fixed_lists, ragged_lists, ranges, struct
 
 if TYPE_CHECKING:
     from procbench.generate.visual.settings import VisualSetting
 
-__all__ = ["QuestionColumns", "band_columns", "build_counts", "meta_head", "planned_columns", "question_table"]
+__all__ = ["QuestionColumns", "TableParts", "band_columns", "build_counts", "meta_head", "question_table"]
 
 #: Source names as an Arrow dictionary (``band_level`` and a negative's ``source`` index it).
 SOURCE_NAMES = pa.array(SOURCES, pa.string())
+
+
+@dataclass(kw_only=True)
+class TableParts:
+    """A task's part of a question table: ``choices``, ``answer``, ``meta`` after the head, and ``question`` (None:
+    the question shows nothing)."""
+
+    choices: pa.Array
+    answer: np.ndarray
+    meta: dict[str, Any] = field(default_factory=dict)
+    question: pa.Array | None = None
 
 
 @dataclass
@@ -50,16 +61,9 @@ class QuestionColumns:
             starts = np.cumsum(lengths) - lengths
             self.parts.setdefault(f"{name}.lengths", []).append(lengths[keep])
             self.parts.setdefault(name, []).append(values[ranges(starts[keep], lengths[keep])])
-        notes = notes or {}
-        n_window = len(next(iter(columns.values())))
-        kept = np.zeros(n_window, dtype=bool)
-        kept[keep] = True
-        noted = [b for b in sorted(notes) if kept[b]]
-        counts = np.zeros(n_window, dtype=np.int64)
-        counts[noted] = [len(notes[b]) for b in noted]
-        self.parts.setdefault("fallbacks.lengths", []).append(counts[keep])
-        for b in noted:
-            self.notes.extend(notes[b])
+        kept_notes = [(notes or {}).get(b, []) for b in keep.tolist()]
+        self.parts.setdefault("fallbacks.lengths", []).append(np.array([len(n) for n in kept_notes], dtype=np.int64))
+        self.notes.extend(note for group in kept_notes for note in group)
 
     def get(self, name: str) -> np.ndarray:
         """The column ``name`` over every chunk."""
@@ -97,19 +101,6 @@ class QuestionColumns:
 
     def __len__(self) -> int:
         return sum(len(p) for p in self.parts.get("fallbacks.lengths", []))
-
-
-def planned_columns(
-    plan: Plan, seqs: Sequences, idx: np.ndarray
-) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """What K1 planning decided for questions ``idx`` of ``plan``: plain columns and ``removed_steps``."""
-    columns = {
-        "n_steps": seqs.lengths[plan.proc[idx]],
-        "budget": plan.budget[idx],
-        "question_number": plan.number[idx],
-        "pool_size": plan.pool[idx],
-    }
-    return columns, {"removed_steps": plan.removed_steps(seqs, idx)}
 
 
 def band_columns(sel: Selection, cands: Candidates) -> dict[str, np.ndarray]:
@@ -166,32 +157,24 @@ def meta_head(
     return head
 
 
-def question_table(
-    data: VisualData,
-    cols: QuestionColumns,
-    *,
-    question: pa.Array,
-    choices: pa.Array,
-    answer: np.ndarray,
-    meta: dict[str, Any],
-) -> pa.Table:
-    """The question table of ``cols`` (whose ``proc`` column names each question's procedure)."""
+def question_table(data: VisualData, cols: QuestionColumns, parts: TableParts, head: dict[str, Any]) -> pa.Table:
+    """The question table of ``cols`` (whose ``proc`` column names each question's procedure); ``meta``: ``head``,
+    the task's own fields, then the ``adversarial`` setting's ``replacements``."""
     proc = cols.get("proc")
+    meta = {**head, **parts.meta}
+    if "replacements" in cols.parts:
+        meta["replacements"] = cols.get("replacements").astype(np.int64)
+    no_question = ragged_lists(pa.array([], pa.string()), np.zeros(len(proc), dtype=np.int64))
     return pa.table(
         {
             "procedure_id": dictionary(proc, data.seqs.name_array),
             "context": data.seqs.context_lists().take(pa.array(proc)),
-            "question": question,
-            "choices": choices,
-            "answer": pa.array(answer.astype(np.int32)),
+            "question": no_question if parts.question is None else parts.question,
+            "choices": parts.choices,
+            "answer": pa.array(parts.answer.astype(np.int32)),
             "meta": struct(meta),
         }
     )
-
-
-def _plan_label(key: PlanKey) -> str:
-    """A plan key in the counts: ``recipeqa`` or ``k1=K``, then ``,short`` when it applies."""
-    return ("recipeqa" if key.k1 is None else f"k1={key.k1}") + ",short" * key.short
 
 
 def build_counts(
@@ -199,19 +182,19 @@ def build_counts(
     plans: Mapping[PlanKey, Plan],
     out: dict[str, pa.Table],
     tally: dict[str, Counter[str]],
+    data: VisualData,
     *,
-    procedures: int,
-    kc: int | None = None,
-    queries: Mapping[str, int] | None = None,
-    min_distance: float | None = None,
+    kc: int | None,
+    min_distance: float | None,
 ) -> dict[str, Any]:
-    """A visual task's ``counts``: K_C, procedures, eligible ones per plan, kNN queries, per setting the
-    questions, unused budget and every tally, and the RecipeQA style's fixed distance."""
+    """A visual task's ``counts``: K_C and kNN queries (``kc`` None: no neighbour search), procedures, eligible ones
+    per plan, per setting the questions, unused budget and every tally, and the RecipeQA style's fixed distance."""
     counts: dict[str, Any] = {} if kc is None else {"k_c": kc}
-    counts["procedures"] = procedures
-    counts["eligible"] = {_plan_label(k): p.eligible for k, p in plans.items()}
-    if queries is not None:
-        counts["queries"] = dict(queries)
+    counts["procedures"] = len(data.seqs.names)
+    plan_label = {key: ("recipeqa" if key.k1 is None else f"k1={key.k1}") + ",short" * key.short for key in plans}
+    counts["eligible"] = {plan_label[k]: p.eligible for k, p in plans.items()}
+    if kc is not None:
+        counts["queries"] = dict(data.queries)
     counts["per_setting"] = {
         s.name: {
             "questions": out[s.name].num_rows,

@@ -163,25 +163,12 @@ def run(
         if not len(cols):
             return questions_table([])
         parts = task.table(cols, data, s.rng(seed, task.code, salt=1))
-        head = meta_head(s, cols, kc=kc, min_distance=fixed, bands=searches)
-        meta = {**head, **parts.meta}
-        return question_table(
-            data, cols, question=parts.question, choices=parts.choices, answer=parts.answer, meta=meta
-        )
+        return question_table(data, cols, parts, meta_head(s, cols, kc=kc, min_distance=fixed, bands=searches))
 
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
         tables = {s.name: pool.submit(table, s) for s in resolved}
         out = {name: made.result() for name, made in tables.items()}
-    counts = build_counts(
-        resolved,
-        plans,
-        out,
-        tally,
-        procedures=len(seqs.names),
-        kc=kc if searches else None,
-        queries=data.queries if searches else None,
-        min_distance=fixed,
-    )
+    counts = build_counts(resolved, plans, out, tally, data, kc=kc if searches else None, min_distance=fixed)
     reports = {name: _report(entry) for name, entry in counts["per_setting"].items()}
     for name, summary in filtered.items():
         reports[name].adversarial = summary

@@ -12,7 +12,6 @@ order: ``order``, ``score``, ``probability`` on one draw, NaN for ``adversarial`
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,37 +19,34 @@ import numpy as np
 import pyarrow as pa
 
 from procbench.generate import policy
-from procbench.generate.adversarial import AdversarialPolicy, preset
+from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.options import VisualOrderingOptions
 from procbench.generate.ranks import balanced_ranks
 from procbench.generate.settings import Setting
-from procbench.generate.visual.columns import QuestionColumns
+from procbench.generate.visual.columns import QuestionColumns, TableParts
 from procbench.generate.visual.driver import run
-from procbench.generate.visual.orders import filter_orders, order_ceiling, shorter_orders
+from procbench.generate.visual.orders import ORDERS, filter_orders, order_ceiling, path_lengths, shorter_orders
 from procbench.generate.visual.sequences import VisualData
-from procbench.generate.visual.task import Draw, Items, TableParts, VisualTask, Window
+from procbench.generate.visual.task import Draw, Items, VisualTask, Window
 from procbench.progress import SILENT, Progress
-from procbench.qsets.columns import dictionary, fixed_lists, ragged_lists, struct
+from procbench.qsets.columns import dictionary, fixed_lists, struct
 from procbench.store import Store
 
-__all__ = ["DEFAULT_KNOBS", "PERMUTATIONS", "SWEEP", "TASK", "build", "order_scores"]
+__all__ = ["DEFAULT_KNOBS", "SWEEP", "TASK", "build", "order_scores"]
 
 TASK = "visual-ordering"
 DEFAULT_KNOBS = (0, 1, 0)
 #: The paper's 4 knob settings, the 4 rank-uniform ones (K3=2), then ``adversarial``.
 SWEEP = [*Setting.all_knobs(with_k3=False), Setting("adversarial")]
 _SIZE = 4
-#: Every order of four items; the first is the authored order, the other 23 are the wrong ones.
-PERMUTATIONS = np.array(list(itertools.permutations(range(_SIZE))), dtype=np.int64)
-_WRONG = PERMUTATIONS[1:]
+#: The 23 wrong orders of :data:`.orders.ORDERS` (the first is the authored order).
+_WRONG = ORDERS[1:]
 
 
 def order_scores(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Path lengths of the 24 orders of ``vectors (B, 4, D)``: ``authored (B,)``, ``wrong (B, 23)``."""
-    diff = vectors[:, :, None, :] - vectors[:, None, :, :]
-    pair = np.sqrt(np.einsum("bijd,bijd->bij", diff, diff))
-    scores = pair[:, PERMUTATIONS[:, :-1], PERMUTATIONS[:, 1:]].sum(axis=2)
+    scores = path_lengths(vectors)
     return scores[:, 0], scores[:, 1:]
 
 
@@ -178,18 +174,13 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
 
 
 def _adversarial(
-    cols: QuestionColumns,
-    data: VisualData,
-    *,
-    seed: int,
-    progress: Progress = SILENT,
-    options: AdversarialPolicy | None = None,
+    cols: QuestionColumns, data: VisualData, *, seed: int, progress: Progress, options: AdversarialPolicy
 ) -> dict[str, Any]:
     """Filter the dealt wrong orders in place (:func:`.orders.filter_orders`) and recompute their scores."""
     rows, start = cols.get("rows"), cols.get("neg_order")
     proc = cols.get("proc")
     picked, replacements, kept, summary = filter_orders(
-        data, proc, rows, start + 1, seed=seed, progress=progress, options=options or preset("image")
+        data, proc, rows, start + 1, seed=seed, progress=progress, options=options
     )
     _, wrong = order_scores(data.gather(rows))
     cols.set("neg_order", picked - 1)
@@ -224,13 +215,10 @@ def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) ->
     if "rank" in cols.parts:  # K3=2 and adversarial: the authored order's path-length rank
         shorter = shorter_orders(cols.get("neg_score"), cols.get("answer_score"))
         meta["answer_rank"] = shorter.sum(axis=1).astype(np.int64)
-    if "replacements" in cols.parts:
-        meta["replacements"] = cols.get("replacements").astype(np.int64)
-    orders = place_answers(np.zeros(n, dtype=np.int64), picked + 1, positions)  # indices into PERMUTATIONS
-    rows = np.take_along_axis(cols.get("rows")[:, None, :], PERMUTATIONS[orders], axis=2)  # (n, 4 orders, 4)
+    orders = place_answers(np.zeros(n, dtype=np.int64), picked + 1, positions)  # indices into ORDERS
+    rows = np.take_along_axis(cols.get("rows")[:, None, :], ORDERS[orders], axis=2)  # (n, 4 orders, 4)
     images = dictionary(rows.reshape(-1), data.image_dictionary)
     return TableParts(
-        question=ragged_lists(pa.array([], pa.string()), np.zeros(n, dtype=np.int64)),
         choices=fixed_lists(fixed_lists(images, _SIZE), _SIZE),
         answer=positions,
         meta=meta,

@@ -29,7 +29,7 @@ __all__ = [
     "shorter_orders",
 ]
 
-#: Every order of four items, the authored one first (the order of :data:`.ordering.PERMUTATIONS`).
+#: Every order of four items, the authored one first.
 ORDERS = np.array(list(itertools.permutations(range(4))), dtype=np.int64)
 
 

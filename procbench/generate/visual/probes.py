@@ -27,11 +27,10 @@ __all__ = [
     "FittedSvmProbes",
     "ImageRelations",
     "SvmProbes",
-    "cloze_probe_features",
-    "coherence_probe_features",
     "image_clusters",
     "image_probes",
     "path_probe",
+    "probe_features_of",
     "relations_of",
     "unit_vectors",
     "view_shuffled",
@@ -64,18 +63,13 @@ class ImageRelations:
         """``(Q, C, len(IMAGE_RELATIONS))`` relations of image rows ``choices (Q, C)`` to ``refs (Q, L)`` (-1: none),
         or (``refs`` None) to the other choices; NaN where a choice or every reference image is unread
         (:func:`~procbench.image_stats.choice_relations`, the audit's)."""
-        at, ok_c = self._read(choices)
-        if refs is None:
-            return choice_relations(self.z, self.bits, self.thumbs, np.where(ok_c, at, -1), None)
-        ref_at, ok_r = self._read(refs)
-        return choice_relations(self.z, self.bits, self.thumbs, np.where(ok_c, at, -1), np.where(ok_r, ref_at, -1))
+        at_refs = None if refs is None else self._at(refs)
+        return choice_relations(self.z, self.bits, self.thumbs, self._at(choices), at_refs)
 
-    def _read(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Positions of image ``rows`` in the statistics (0 where unread) and whether each was read."""
+    def _at(self, rows: np.ndarray) -> np.ndarray:
+        """Positions of image ``rows`` in the statistics (-1: none, or not read)."""
         at = self.position[np.maximum(rows, 0)]
-        ok = (rows >= 0) & (at >= 0)
-        ok &= self.found[np.maximum(at, 0)]
-        return np.maximum(at, 0), ok
+        return np.where((rows >= 0) & (at >= 0) & self.found[np.maximum(at, 0)], at, -1)
 
     def features(self, choices: np.ndarray, refs: np.ndarray | None, valid: np.ndarray) -> np.ndarray:
         """``(Q, C, 4 * len(IMAGE_RELATIONS))``: each relation :func:`~procbench.shortcuts.within_question` over
@@ -203,24 +197,21 @@ def path_probe() -> SvmProbes:
     return SvmProbes({"path_length": view})
 
 
-def _rows_of_vectors(vectors: np.ndarray) -> dict[bytes, int]:
-    """Each item vector's bytes -> its row (the engine's batches copy item vectors exactly)."""
-    return {vectors[r].tobytes(): r for r in range(len(vectors))}
-
-
-def cloze_probe_features(arena_vectors: np.ndarray, relations: ImageRelations) -> Any:
-    """The cloze arena's probe features: :func:`choice_features`, then the choices' image-statistics relations to
-    the question's images (:class:`ImageRelations`); a batch's question images are found by their vectors."""
-    lookup = _rows_of_vectors(arena_vectors)
+def probe_features_of(relations: ImageRelations, arena_vectors: np.ndarray | None = None) -> Any:
+    """An arena's probe features: :func:`choice_features`, then each choice's image-statistics relations
+    (:class:`ImageRelations`) to the question's images, found by their vectors among ``arena_vectors`` (the
+    arena's item vectors), or (None: coherence) to the other choices."""
+    lookup = {} if arena_vectors is None else {vector.tobytes(): r for r, vector in enumerate(arena_vectors)}
 
     def features(batch: ChoiceBatch) -> np.ndarray:
         base = choice_features(batch)
         if batch.choice_ids is None:  # pragma: no cover - the arena's batches carry the choices' rows
             return base
-        q, length = batch.question_mask.shape
-        refs = np.full((q, length), -1, dtype=np.int64)
-        for i, j in zip(*np.nonzero(batch.question_mask), strict=True):
-            refs[i, j] = lookup.get(batch.question_vectors[i, j].tobytes(), -1)
+        refs = None
+        if arena_vectors is not None:
+            refs = np.full(batch.question_mask.shape, -1, dtype=np.int64)
+            for i, j in zip(*np.nonzero(batch.question_mask), strict=True):
+                refs[i, j] = lookup.get(batch.question_vectors[i, j].tobytes(), -1)
         return np.concatenate([base, relations.features(batch.choice_ids, refs, batch.valid)], axis=2)
 
     return features
@@ -239,16 +230,3 @@ def image_clusters(vectors: np.ndarray, seed: int) -> np.ndarray:
 def unit_vectors(data: VisualData, rows: np.ndarray) -> np.ndarray:
     vectors = data.gather(rows)
     return vectors / np.maximum(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12)
-
-
-def coherence_probe_features(relations: ImageRelations) -> Any:
-    """A coherence arena's probe features: :func:`choice_features`, then each choice's image-statistics relations
-    to the other choices."""
-
-    def features(batch: ChoiceBatch) -> np.ndarray:
-        base = choice_features(batch)
-        if batch.choice_ids is None:  # pragma: no cover - the arena's batches carry the choices' rows
-            return base
-        return np.concatenate([base, relations.features(batch.choice_ids, None, batch.valid)], axis=2)
-
-    return features

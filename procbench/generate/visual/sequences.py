@@ -131,36 +131,21 @@ class VisualData:
             self._own_codes, self.extra = self._shared_images(shown_procs, shown_rows)
             self.index: NeighborIndex | None = index.result().served_by(searcher) if index else None
         self._store = store
-        self._image_stats: dict[int, int] = {}
-        self._stats: ImageStats | None = None
 
     def image_stats(self, rows: np.ndarray) -> tuple[ImageStats, np.ndarray]:
-        """The :class:`~procbench.image_stats.ImageStats` of ``rows`` (any shape; -1 ignored; each read once), and
-        ``(n_rows,)`` each row's position in them (-1: not read)."""
+        """The :class:`~procbench.image_stats.ImageStats` of ``rows`` (any shape; -1 ignored), and ``(n_rows,)``
+        each row's position in them (-1: not asked for)."""
         from procbench.image_stats import ImageStats
 
-        wanted = [int(r) for r in np.unique(rows[rows >= 0]).tolist() if int(r) not in self._image_stats]
-        if wanted:
-            keys = self.embeddings.keys.take(pa.array(wanted)).cast(pa.string()).to_pylist()
-
-            def locate(key: str) -> Path | None:
-                return self._store.image_path(key) if is_image_id(key) else None
-
-            new = ImageStats.read_cached(keys, locate)
-            old = self._stats
-            base = 0 if old is None else len(old.keys)
-            self._stats = new if old is None else ImageStats(
-                old.keys + new.keys, np.vstack([old.stats, new.stats]), np.vstack([old.bits, new.bits]),
-                np.vstack([old.thumbs, new.thumbs]), np.concatenate([old.found, new.found]),
-            )  # fmt: skip
-            self._image_stats.update({r: base + i for i, r in enumerate(wanted)})
+        wanted = np.unique(rows[rows >= 0])
+        keys = self.embeddings.keys.take(pa.array(wanted)).cast(pa.string()).to_pylist()
         position = np.full(self.n_rows, -1, dtype=np.int64)
-        if self._image_stats:
-            at = np.fromiter(self._image_stats.keys(), dtype=np.int64)
-            position[at] = np.fromiter(self._image_stats.values(), dtype=np.int64)
-        if self._stats is None:  # nothing asked for yet
-            return ImageStats.read([], lambda _: None), position
-        return self._stats, position
+        position[wanted] = np.arange(len(wanted))
+
+        def locate(key: str) -> Path | None:
+            return self._store.image_path(key) if is_image_id(key) else None
+
+        return ImageStats.read_cached(keys, locate), position
 
     def _shared_images(self, procs: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, int]:
         """Codes ``procedure * N + row`` of the shown images filed under another procedure (a photo two guides

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
-import pyarrow as pa
 
 from procbench.generate.visual.bands import Candidates
 from procbench.generate.visual.closeness import Closeness
-from procbench.generate.visual.columns import QuestionColumns, planned_columns
+from procbench.generate.visual.columns import QuestionColumns, TableParts
 from procbench.generate.visual.dealer import Classed, Dealt
 from procbench.generate.visual.plans import Plan
 from procbench.generate.visual.selection import Selection
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
     from procbench.generate.recipes import Recipe
     from procbench.tells import Tell
 
-__all__ = ["Draw", "Items", "TableParts", "VisualTask", "Window"]
+__all__ = ["Draw", "Items", "VisualTask", "Window"]
 
 W = TypeVar("W", bound="Window")
 
@@ -36,7 +35,7 @@ class Items:
     rows: np.ndarray  # (B, size) image rows of the question's steps, in authored order
     steps: np.ndarray  # (B, size) their step indices
     anchor: np.ndarray  # (B,) the anchor's slot (a cloze question's answer)
-    columns: dict[str, np.ndarray]  # proc and the planning columns (:func:`planned_columns`)
+    columns: dict[str, np.ndarray]  # proc and what K1 planning decided
     ragged: dict[str, tuple[np.ndarray, np.ndarray]]  # removed_steps
 
     @classmethod
@@ -45,8 +44,10 @@ class Items:
         idx = plan.window(start, stop)
         proc = plan.proc[idx]
         seq = seqs.offsets[proc][:, None] + plan.slots[idx]
-        planned, ragged = planned_columns(plan, seqs, idx)
-        return cls(proc, seqs.rows[seq], seqs.steps[seq], plan.anchor[idx], {"proc": proc, **planned}, ragged)
+        planned = {"n_steps": seqs.lengths[proc], "budget": plan.budget[idx], "question_number": plan.number[idx]}
+        columns = {"proc": proc, **planned, "pool_size": plan.pool[idx]}
+        ragged = {"removed_steps": plan.removed_steps(seqs, idx)}
+        return cls(proc, seqs.rows[seq], seqs.steps[seq], plan.anchor[idx], columns, ragged)
 
 
 @dataclass(kw_only=True)
@@ -96,16 +97,6 @@ class Draw:
         if self.rows is None:  # pragma: no cover - a programming error in a task
             raise TypeError("a visual task without neighbours has no negative images drawn for it")
         return self.rows
-
-
-@dataclass
-class TableParts:
-    """A task's part of a question table: ``question``, ``choices``, ``answer`` and ``meta`` after the head."""
-
-    question: pa.Array
-    choices: pa.Array
-    answer: np.ndarray
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
