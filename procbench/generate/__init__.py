@@ -56,14 +56,10 @@ class GenerateResult:
     paths: dict[str, Path]
     questions: dict[str, int]
     counts: dict[str, Any] = field(default_factory=dict)
-    #: Questions per split of each setting.
-    split_sizes: dict[str, dict[str, int]] = field(default_factory=dict)
-    #: Things the user must know: an empty split, a filtered set whose probes still read above chance.
-    warnings: list[str] = field(default_factory=list)
-    #: The options the sets were made with.
-    options: GenerateOptions | None = None
-    #: Each setting's report (``counts["per_setting"]`` holds their JSON).
-    reports: dict[str, SettingReport] = field(default_factory=dict)
+    split_sizes: dict[str, dict[str, int]] = field(default_factory=dict)  # questions per split of each setting
+    warnings: list[str] = field(default_factory=list)  # e.g. an empty split, a filtered set still above chance
+    options: GenerateOptions | None = None  # the options the sets were made with
+    reports: dict[str, SettingReport] = field(default_factory=dict)  # each setting's (counts["per_setting"]: JSON)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
@@ -159,7 +155,7 @@ def generate(
     if splits is None:
         splits = _splits(store, used, chosen)
     sizes = {name: _split_sizes(questions, splits) for name, questions in sets.items()}
-    warnings = _empty_split_warnings(task, sizes, split_by=chosen.split_by, ratios=chosen.split_ratios)
+    warnings = _empty_split_warnings(task, sizes, chosen)
     warnings += _no_question_warnings(task, sizes, reports)
     if strict and warnings:
         raise BadInput(f"{warnings[0]} (--strict: nothing written)")
@@ -168,16 +164,8 @@ def generate(
         told = report.probe_warning(f"{task}/{name}", _chance(sets[name])) if name in sets else None
         if told:
             warnings.append(told)
-    return GenerateResult(
-        task,
-        paths,
-        {name: count(qs) for name, qs in sets.items()},
-        counts,
-        split_sizes=sizes,
-        warnings=warnings,
-        options=chosen,
-        reports=reports,
-    )
+    questions = {name: count(qs) for name, qs in sets.items()}
+    return GenerateResult(task, paths, questions, counts, sizes, warnings, chosen, reports)
 
 
 def _splits(store: Store, procedure_ids: set[str], options: GenerateOptions) -> dict[str, str]:
@@ -222,12 +210,11 @@ def _no_question_warnings(task: str, sizes: dict[str, dict[str, int]], reports: 
     return warnings
 
 
-def _empty_split_warnings(
-    task: str, sizes: dict[str, dict[str, int]], *, split_by: str, ratios: tuple[float, float, float]
-) -> list[str]:
+def _empty_split_warnings(task: str, sizes: dict[str, dict[str, int]], options: GenerateOptions) -> list[str]:
     warnings = []
+    split_by = options.split_by
     for name, per_split in sizes.items():
-        empty = [s for s, ratio in zip(SPLITS, ratios, strict=True) if ratio > 0 and per_split.get(s, 0) == 0]
+        empty = [s for s, r in zip(SPLITS, options.split_ratios, strict=True) if r > 0 and per_split.get(s, 0) == 0]
         if empty and sum(per_split.values()):
             shown = ", ".join(f"{s}: {per_split.get(s, 0)}" for s in SPLITS)
             hint = " (too few categories at that level?)" if split_by.startswith("category") else ""

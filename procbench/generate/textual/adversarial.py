@@ -6,7 +6,7 @@ subclass that overrides :meth:`Adversarial.candidates` is a new adversarial sett
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -34,13 +34,11 @@ class Adversarial(Sampler):
 
     style = "adversarial"
     reports_yield = True
-    #: the candidate sources' sizes (:func:`~.candidates.near_candidates`)
-    source_names: ClassVar[tuple[str, ...]] = ("answer", "question", "items", "words")
 
     @property
     def sources(self) -> dict[str, int]:
-        """Each candidate source's size (``TEXT_CANDIDATES``, :mod:`procbench.generate.policy`)."""
-        return dict.fromkeys(self.source_names, policy.current().TEXT_CANDIDATES)
+        """Each candidate source's size (:func:`~.candidates.near_candidates`)."""
+        return dict.fromkeys(("answer", "question", "items", "words"), policy.current().TEXT_CANDIDATES)
 
     def plan(self) -> DraftPlan:
         return DraftPlan(max(policy.current().ADVERSARIAL_DRAFTS, self.context.questions_per_procedure))

@@ -4,6 +4,7 @@ kNN candidates), and the adversarial setting's windows (:func:`pick_windows`) an
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -165,14 +166,10 @@ def pick_windows(index: NeighborIndex, options: list[Draft], pool: Pool, per_pro
 
 def _procedure_spans(options: list[Draft]) -> list[tuple[int, int]]:
     """``[(start, end)]`` of each procedure's run of ``options`` (listed in procedure order)."""
-    spans = []
-    start = 0
-    while start < len(options):
-        end = start
-        while end < len(options) and options[end].procedure_id == options[start].procedure_id:
-            end += 1
-        spans.append((start, end))
-        start = end
+    spans: list[tuple[int, int]] = []
+    for _, run in itertools.groupby(options, key=lambda d: d.procedure_id):
+        start = spans[-1][1] if spans else 0
+        spans.append((start, start + sum(1 for _ in run)))
     return spans
 
 

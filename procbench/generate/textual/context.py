@@ -79,7 +79,6 @@ class TextualContext:
 
     def rng(self, setting: Setting) -> np.random.Generator:
         """The generator of ``setting`` (its negatives and answer positions)."""
-
         return _SETTINGS.rng(self.seed, zlib.crc32(setting.name.encode("utf-8")))
 
     @cached_property
@@ -94,16 +93,9 @@ class TextualContext:
     def knn(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """``{answer key: (rows, distances)}`` the ``knn_k`` nearest titles of every single-draw draft's answer."""
         pool = self.pool
-        plan = DraftPlan(self.questions_per_procedure)
-        wanted = sorted(
-            {
-                d.answer_key
-                for ds in self.drafts(plan).values()
-                for d in ds
-                if d.answer_key in pool.positions and d.procedure_id in pool.group_of
-            }
-        )
-        return nearest_titles(self.index, pool, wanted, self.knn_k, self.progress)
+        drafts = [d for ds in self.drafts(DraftPlan(self.questions_per_procedure)).values() for d in ds]
+        wanted = {d.answer_key for d in drafts if d.answer_key in pool.positions and d.procedure_id in pool.group_of}
+        return nearest_titles(self.index, pool, sorted(wanted), self.knn_k, self.progress)
 
     @cached_property
     def index(self) -> NeighborIndex:

@@ -1,28 +1,18 @@
 """Textual cloze that only the context answers: the ``needs-context`` setting (exchangeable choices).
 
-Blinded readers who never saw the step texts answered 80-90% of the ``adversarial`` and ``recipeqa`` questions,
-and 42-65% of eight earlier versions of this setting that chose negatives to take the readers' cues away one at
-a time (topic, the role of a step, procedural order; ``benchmarks/reader_checks.md``). Each cue lives in what the
-question shows beside the blank, so this setting removes them by construction:
-
-- **The question is the blank alone**; its context is the text of the blank's step.
-- **The choices are four steps of one procedure, drawn as an unordered set**, uniformly among the sets that
-  :func:`readable_sets` keeps, and the answer is drawn uniformly among the four. The rule treats the four alike:
-  no two titles the same after normalising or paraphrases of each other (cosine ``PARAPHRASE`` or more, policy),
-  and no step's text more than ``TEXT_SLACK`` nearer (cosine) another choice's title than its own.
-
-Neither the draw nor the rule looks at which step is the answer, so, given what a reader without the context sees
-(four titles of one procedure), each is the answer with probability 1/4: a context-free reader, person, probe or
-language model, reads chance in expectation (the choices are exchangeable; Zellers et al. 2018 make the same
-point for SWAG's negatives drawn from the answer's own distribution). No adversarial filter runs, since replacing
-negatives by what the answer is would break that symmetry. With the context the reader matches the step's text to
-its title among its procedure's other titles.
-
-``TEXT_SLACK`` trades yield for how plainly the text tells (measured in ``benchmarks/reader_checks.md``, v9).
+Blinded readers without the step texts answered 80-90% of the ``adversarial`` and ``recipeqa`` questions, and
+42-65% of eight earlier versions that took their cues (topic, a step's role, order) away one at a time
+(``benchmarks/reader_checks.md``). Each cue lives in what the question shows, so here **the question is the blank
+alone** (its context: the blank step's text) and **the choices are four steps of one procedure drawn as an unordered
+set** among those :func:`readable_sets` keeps, the answer uniform among the four. Neither the draw nor the rule
+looks at which step is the answer, so a context-free reader (person, probe or language model) reads chance in
+expectation (Zellers et al. 2018 make the point for SWAG); no adversarial filter runs, as choosing negatives by the
+answer would break that symmetry. ``TEXT_SLACK`` trades yield for how plainly the text tells (reader checks, v9).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from typing import Any
 
@@ -120,16 +110,9 @@ class NeedsContext(Sampler):
     def _question(self, draft: Draft, answer: tuple[int, int, int], negatives: list[tuple[int, int, int]]) -> Question:
         pool = self.context.pool
         index, row, _ = answer
-        blank = Draft(
-            procedure_id=draft.procedure_id,
-            number=draft.number,
-            n_steps=draft.n_steps,
-            context=[index],
-            start=index,
-            keys=[pool.keys[row]],
-            titles=[str(pool.texts[row])],
-            norms=[str(pool.norms[row])],
-            position=0,
+        keys, titles, norms = [pool.keys[row]], [str(pool.texts[row])], [str(pool.norms[row])]
+        blank = dataclasses.replace(
+            draft, context=[index], start=index, keys=keys, titles=titles, norms=norms, position=0
         )
         rows = np.array([r for _, r, _ in negatives], dtype=np.int64)
         distances = pool.distance(np.full(len(rows), row), rows).tolist()

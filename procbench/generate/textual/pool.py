@@ -1,8 +1,5 @@
-"""Textual items, the pool of item rows and the drafts (where a question sits in its procedure).
-
-Every setting reads the same :class:`Pool` (one row per embedded step item) and :class:`Draft` s (windows and
-placeholders seeded by (seed, procedure id), so settings differ only in their negatives).
-"""
+"""Textual items, the :class:`Pool` of item rows (one per embedded step item) and the :class:`Draft` s (windows and
+placeholders seeded by (seed, procedure id)) that every setting reads, so settings differ only in their negatives."""
 
 from __future__ import annotations
 
@@ -101,11 +98,6 @@ class Pool:
     group_rows: list[np.ndarray]  # rows of each split code
     group_of: dict[str, int]  # procedure id -> split code
 
-    @property
-    def step_index(self) -> np.ndarray:
-        """``(N,)`` the step index of each row in its procedure (its key is ``procedure_id#index``)."""
-        return np.array([int(key.rsplit("#", 1)[1]) for key in self.keys], dtype=np.int64)
-
     def distance(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         """Euclidean distances between the titles of rows ``i`` and ``j`` (float64)."""
         vectors = self.embeddings.vectors
@@ -158,15 +150,12 @@ def read_items(store: Store, items: str = "title") -> tuple[dict[str, StepRows],
 def make_pool(embeddings: Embeddings, steps: dict[str, StepRows], splits: Mapping[str, str] | None) -> Pool:
     shown = {f"{pid}#{index}": (title, norm) for pid, rows in steps.items() for index, title, norm in rows}
     keys = embeddings.keys.to_pylist()
-    texts: list[str | None] = []
-    norms: list[str | None] = []
-    for key in keys:
-        title, norm = shown.get(key, (None, None))
-        texts.append(title if norm is not None else None)
-        norms.append(norm)
+    found = [shown.get(key, (None, None)) for key in keys]
+    texts = [title if norm is not None else None for title, norm in found]
+    norms = [norm for _, norm in found]
     procedure_ids = embeddings.procedure_ids.to_pylist()
     code = {p: i for i, p in enumerate(sorted({p for p in procedure_ids if p is not None}))}
-    procedures = np.array([code.get(p, -1) if p is not None else -1 for p in procedure_ids], dtype=np.int64)
+    procedures = np.array([code.get(p, -1) for p in procedure_ids], dtype=np.int64)
     if splits is None:
         n_groups = 1
         group_of = dict.fromkeys(steps, 0)
@@ -175,25 +164,14 @@ def make_pool(embeddings: Embeddings, steps: dict[str, StepRows], splits: Mappin
         names = {name: i for i, name in enumerate(sorted(set(splits.values())))}
         n_groups = len(names)
         group_of = {pid: names[split] for pid, split in splits.items()}
-        groups = np.array([group_of.get(p, -1) if p is not None else -1 for p in procedure_ids], dtype=np.int64)
+        groups = np.array([group_of.get(p, -1) for p in procedure_ids], dtype=np.int64)
     group_rows = [np.flatnonzero(groups == g) for g in range(n_groups)]
     positions = {k: i for i, k in enumerate(keys)}
     ids: dict[str, int] = {}
     norm_codes = np.array([ids.setdefault(n, len(ids)) if n is not None else -1 for n in norms], dtype=np.int64)
-    norm_counts = np.bincount(norm_codes[norm_codes >= 0], minlength=len(ids))
+    counts = np.bincount(norm_codes[norm_codes >= 0], minlength=len(ids))
     return Pool(
-        embeddings,
-        keys,
-        texts,
-        norms,
-        norm_codes,
-        norm_counts,
-        procedures,
-        code,
-        positions,
-        groups,
-        group_rows,
-        group_of,
+        embeddings, keys, texts, norms, norm_codes, counts, procedures, code, positions, groups, group_rows, group_of
     )
 
 

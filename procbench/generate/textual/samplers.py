@@ -1,9 +1,6 @@
-"""Textual negative samplers: one class per setting, one job each, found by style in :data:`SAMPLERS`.
-
-A sampler reads its drafts and the :class:`TextualContext` and returns questions, counting every skipped draft
-under a reason. :class:`RecipeQA`, :class:`FarKnn` (``default``, paper 004), :class:`Budget` (``debias``,
-Algorithm 1), :class:`Adversarial` and ``NeedsContext``; a new setting is one class and one ``SAMPLERS.add``.
-"""
+"""Textual negative samplers, one class per setting found by style in :data:`SAMPLERS` (a new setting is one class
+and one ``SAMPLERS.add``): each reads its drafts and the :class:`TextualContext`, returns questions and counts every
+skipped draft under a reason."""
 
 from __future__ import annotations
 
@@ -105,7 +102,7 @@ class Sampler(ABC):
         return drafts
 
     def skip(self, reason: str, n: int = 1) -> None:
-        """Count ``n`` drafts skipped for ``reason`` (reasons that skipped none are not listed)."""
+        """Count ``n`` drafts skipped for ``reason`` (none: not listed)."""
         if n:
             self.skipped[reason] += n
 
