@@ -1,8 +1,5 @@
-"""``procbench generate``: question sets from the store (DESIGN §5-6).
-
-Each task's module (:data:`procbench.tasks.TASKS`) has ``SWEEP`` and ``build`` (DEVELOPERS.md); this package
-splits the procedures and has :mod:`procbench.qsets` write the files and record provenance.
-"""
+"""``procbench generate``: question sets from the store (DESIGN §5-6). Each task's module has ``SWEEP`` and ``build``
+(DEVELOPERS.md); this package splits the procedures and has :mod:`procbench.qsets` write the sets."""
 
 from __future__ import annotations
 

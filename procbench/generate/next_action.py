@@ -1,8 +1,6 @@
-"""Next action (paper 002's tuples as a question task): pick the action that comes after step k.
-
-A question shows the action tuples of up to 3 consecutive steps (e.g. ``fry bacon with heated skillet``), then
-``@placeholder``; the choices are the next step's action and 3 of other procedures of its split. The settings and
-negatives are textual cloze's (its build with ``items="action"``, ``last=True``); ``meta`` adds ``choice_tuples``.
+"""Next action (paper 002's tuples as a question task): the action tuples of up to 3 consecutive steps (e.g. ``fry
+bacon with heated skillet``), then ``@placeholder``; the choices are the next step's action and 3 of other procedures
+of its split, drawn by textual cloze's settings (``items="action"``, ``last=True``); ``meta`` adds ``choice_tuples``.
 """
 
 from __future__ import annotations
@@ -32,11 +30,7 @@ def build(
     progress: Progress = SILENT,
     splits: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
-    """Next-action questions for each setting, through textual cloze's driver.
-
-    Raises:
-        BadInput: no ``action`` embeddings (run ``procbench extract``, then ``procbench embed --fields action``).
-    """
+    """Next-action questions for each setting, through textual cloze's driver (BadInput: no ``action`` embeddings)."""
     from procbench.extract.pipeline import step_actions
 
     sets, counts = build_textual(store, settings, options or NextActionOptions(), progress=progress, splits=splits)

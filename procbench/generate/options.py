@@ -196,11 +196,8 @@ def options_class(task: str) -> type[GenerateOptions]:
 
 
 def task_options(task: str, options: GenerateOptions | None = None, **changes: Any) -> GenerateOptions:
-    """``task``'s options: ``options`` (its defaults when None) with ``changes`` that are not None applied.
-
-    Raises:
-        BadInput: ``options`` of another task, an option the task does not take, or a bad value.
-    """
+    """``task``'s options: ``options`` (None: its defaults) with ``changes`` that are not None applied (BadInput:
+    ``options`` of another task, an option the task does not take, or a bad value)."""
     cls = options_class(task)
     if options is None:
         return cls.of(**changes)

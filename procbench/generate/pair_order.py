@@ -1,8 +1,5 @@
-"""Pair order (paper 003, WikiOrder): are two steps of one procedure in authored order?
-
-``question`` holds the two step keys as presented; ``choices`` are ``["inverted", "in order"]`` and
-``answer`` is the label (1 in authored order, 0 inverted). Labels are balanced exactly 50/50.
-"""
+"""Pair order (paper 003, WikiOrder): are the two step keys of ``question`` in authored order? ``choices`` are
+``["inverted", "in order"]``, ``answer`` the label (1 in authored order), balanced exactly 50/50."""
 
 from __future__ import annotations
 
@@ -41,9 +38,7 @@ def build(
         if setting.style != "default":
             raise BadInput("pair-order has a single setting; drop --style/--knobs/--debias")
     pairs_per_procedure, adjacent = options.pairs_per_procedure, options.adjacent
-    counts_per_procedure: dict[str, int] = {}
-    for row in kept_steps(store, ["procedure_id"]).to_pylist():
-        counts_per_procedure[row["procedure_id"]] = counts_per_procedure.get(row["procedure_id"], 0) + 1
+    counts_per_procedure = Counter(row["procedure_id"] for row in kept_steps(store, ["procedure_id"]).to_pylist())
     roots = {p["id"]: (p["category"] or ["(none)"])[0] for p in kept_procedures(store, ["id", "category"]).to_pylist()}
     rng = _PAIRS.rng(options.seed)
     pairs: list[tuple[str, int, int]] = []

@@ -15,11 +15,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from procbench.errors import BadInput
 
-__all__ = ["Policy", "constants_table", "current", "entries", "overridden"]
+__all__ = ["Policy", "constants_table", "current", "entries", "overridden", "pushed"]
 
 
 def _c(value: Any, evidence: str, doc: str) -> Any:
@@ -133,6 +133,19 @@ class Policy:
 
 _LOCK = threading.Lock()
 _ACTIVE: list[Policy] = [Policy()]
+T = TypeVar("T")
+
+
+@contextmanager
+def pushed(stack: list[T], entry: T) -> Iterator[T]:
+    """``entry`` on ``stack`` within the block (the overrides of :func:`overridden` and ``recipes.overridden``)."""
+    with _LOCK:
+        stack.append(entry)
+    try:
+        yield entry
+    finally:
+        with _LOCK:
+            stack.remove(entry)
 
 
 def current() -> Policy:
@@ -150,14 +163,8 @@ def overridden(**values: Any) -> Iterator[Policy]:
     unknown = sorted(set(values) - set(Policy.names()))
     if unknown:
         raise BadInput(f"no policy constant {', '.join(unknown)}; known: {', '.join(Policy.names())}")
-    with _LOCK:
-        changed = dataclasses.replace(current(), **values)
-        _ACTIVE.append(changed)
-    try:
+    with pushed(_ACTIVE, dataclasses.replace(current(), **values)) as changed:
         yield changed
-    finally:
-        with _LOCK:
-            _ACTIVE.remove(changed)
 
 
 def entries() -> list[tuple[str, Any, str, str]]:

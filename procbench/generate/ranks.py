@@ -1,7 +1,5 @@
-"""What textual and visual cloze share about the answer's distance rank among the choices.
-
-A target rank ``r``: ``r`` negatives closer to the question than the answer, ``3 - r`` farther (:data:`CLOZE_WANTS`).
-"""
+"""What textual and visual cloze share about the answer's distance rank among the choices (rank ``r``: ``r``
+negatives closer to the question than the answer, ``3 - r`` farther)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,17 @@
-"""Recipes: what each (task, setting kind) of the visual tasks deals, draws from and is judged by, as data.
-
-Its ``version`` goes into the set's ``options.json``, so a change to one recipe moves only its fingerprints.
-Generators read :func:`get` when they run; :func:`overridden` swaps a recipe for a block (benchmarks).
-"""
+"""Recipes: what each (task, setting kind) of the visual tasks deals, draws from and is judged by, as data. Its
+``version`` goes into the set's ``options.json`` (a change moves only its fingerprints); generators read :func:`get`
+when they run, so :func:`overridden` swaps a recipe for a block (benchmarks)."""
 
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from procbench.errors import BadInput
+from procbench.generate.policy import pushed
 from procbench.generate.settings import Setting
 
 __all__ = ["KINDS", "RECIPES", "Recipe", "get", "kind_of", "overridden", "recipes_table", "versions"]
@@ -79,7 +77,6 @@ RECIPES: dict[tuple[str, str], Recipe] = {
     ),  # fmt: skip
 }
 
-_LOCK = threading.Lock()
 _OVERRIDES: list[tuple[tuple[str, str], Recipe]] = []
 
 
@@ -110,15 +107,8 @@ def versions(task: str, settings: list[Setting]) -> dict[str, int]:
 @contextmanager
 def overridden(task: str, kind: str, **fields: Any) -> Iterator[Recipe]:
     """Within the block, :func:`get` returns ``task``'s ``kind`` recipe with ``fields`` replaced."""
-    recipe = dataclasses.replace(get(task, kind), **fields)
-    entry = ((task, kind), recipe)
-    with _LOCK:
-        _OVERRIDES.append(entry)
-    try:
-        yield recipe
-    finally:
-        with _LOCK:
-            _OVERRIDES.remove(entry)
+    with pushed(_OVERRIDES, ((task, kind), dataclasses.replace(get(task, kind), **fields))) as entry:
+        yield entry[1]
 
 
 def recipes_table() -> str:

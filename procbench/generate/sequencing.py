@@ -1,10 +1,6 @@
-"""Sequencing (paper 000): a procedure's steps shuffled; the answer is the authored order.
-
-A question holds up to five consecutive steps of one procedure. ``question`` lists the step keys
-(``PROCEDURE_ID#INDEX``) in shuffled order; ``choices`` lists the acceptable orders (the authored one
-first, then any alternative orders given as extra references), each as the step keys in order;
-``answer`` is 0. ``meta.modality`` says whether the steps carry text, images or both.
-"""
+"""Sequencing (paper 000): up to five consecutive steps of a procedure shuffled in ``question`` (step keys); the
+``choices`` are the acceptable orders (the authored one, the answer 0, then any references); ``meta.modality`` says
+whether the steps carry text, images or both."""
 
 from __future__ import annotations
 
@@ -62,7 +58,7 @@ def build(
         if setting.style != "default":
             raise BadInput("sequencing has a single setting; drop --style/--knobs/--debias")
     references, min_steps = options.references or {}, options.min_steps
-    stored = _stored_image_ids(store)
+    stored = {row["id"] for row in store.table("images", ["id", "stored"]).to_pylist() if row["stored"]}
     steps = kept_steps(store, ["procedure_id", "index", "image_ids"]).to_pylist()
     by_procedure: dict[str, list[dict[str, Any]]] = {}
     for row in steps:
@@ -114,8 +110,3 @@ def _derangement_free_shuffle(n: int, rng: np.random.Generator) -> list[int]:
         order = [int(i) for i in rng.permutation(n)]
         if order != list(range(n)) or n < 2:
             return order
-
-
-def _stored_image_ids(store: Store) -> set[str]:
-    images = store.table("images", ["id", "stored"]).to_pylist()
-    return {row["id"] for row in images if row["stored"]}

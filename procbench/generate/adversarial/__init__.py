@@ -1,9 +1,6 @@
-"""Adversarial negatives (SWAG/HellaSwag-style adversarial filtering) for multiple-choice question sets.
-
-Each round fits the context-free probes with procedure-grouped cross-fitting and replaces what they tell until every
-probe is at chance (docs/adversarial.md). Modules: :mod:`.policy` (a preset per task), :mod:`.arena` (questions,
-candidates, the start), :mod:`.rounds` (the round loop), :mod:`.filter` (the replacement game), :mod:`.prune`.
-"""
+"""Adversarial negatives (SWAG/HellaSwag-style adversarial filtering; docs/adversarial.md): :mod:`.policy` (a preset
+per task), :mod:`.arena` (questions, candidates, the start), :mod:`.rounds` (the round loop), :mod:`.filter` (the
+replacement game), :mod:`.prune`."""
 
 from __future__ import annotations
 

@@ -91,11 +91,7 @@ class AdversarialPolicy:
 
 def preset(name: str) -> AdversarialPolicy:
     """A recipe's filter preset from the current policy: ``default``, ``textual`` (textual cloze, next-action),
-    ``image`` (visual cloze, ordering) or ``coherence`` (docs/adversarial.md).
-
-    Raises:
-        BadInput: an unknown preset.
-    """
+    ``image`` (visual cloze, ordering) or ``coherence`` (docs/adversarial.md); BadInput: another name."""
     p = current()
     if name == "default":
         return AdversarialPolicy()
@@ -140,11 +136,7 @@ POLICY_SIZES = ("standard", "demo")
 
 
 def sized(policy: AdversarialPolicy, size: str | None) -> AdversarialPolicy:
-    """``policy`` at ``size`` (:data:`POLICY_SIZES`; None: as it is).
-
-    Raises:
-        BadInput: an unknown size.
-    """
+    """``policy`` at ``size`` (:data:`POLICY_SIZES`; None: as it is); BadInput: an unknown size."""
     if size is None or size == policy.size:
         return policy
     if size not in POLICY_SIZES:

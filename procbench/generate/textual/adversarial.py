@@ -1,8 +1,5 @@
-"""Textual cloze's ``adversarial`` sampler: candidates near the question, filtered against the context-free probes.
-
-The one replacement game (:class:`procbench.generate.adversarial.ReplacementGame`) plays on the drafts' arena; a
-subclass that overrides :meth:`Adversarial.candidates` is a new adversarial setting.
-"""
+"""Textual cloze's ``adversarial`` sampler: candidates near the question, filtered by the one replacement game
+against the context-free probes (a subclass that overrides :meth:`Adversarial.candidates` is a new setting)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The textual driver: items, pool and drafts once, then each setting's sampler, then answer positions.
-
-Textual cloze and next-action (``items="action"``, ``last=True``) both run through :func:`build`.
-"""
+"""The textual driver of textual cloze and next-action: items, pool and drafts once, then each setting's sampler,
+then answer positions."""
 
 from __future__ import annotations
 
@@ -46,13 +44,9 @@ def build(
     splits: Mapping[str, str] | None = None,
     searcher: Searcher | None = None,
 ) -> tuple[dict[str, list[Question]], dict[str, Any]]:
-    """Textual-cloze (or, with ``NextActionOptions``, next-action) questions per setting, and the counts (a
-    ``SettingReport`` per setting). With ``splits`` (procedure id -> split) negatives come only from the question's
-    own split; ``searcher``: where the neighbour searches run.
-
-    Raises:
-        BadInput: a setting or option that does not apply; no embeddings of the items (run ``procbench embed``).
-    """
+    """Textual-cloze (with ``NextActionOptions``: next-action) questions per setting and the counts; negatives only
+    from the question's own split of ``splits`` (procedure id -> split); ``searcher``: where searches run. BadInput:
+    a setting or option that does not apply, or no embeddings of the items (run ``procbench embed``)."""
     options = options or TextualClozeOptions()
     last = isinstance(options, NextActionOptions)
     items = "action" if last else getattr(options, "items", "title")

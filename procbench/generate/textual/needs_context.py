@@ -34,16 +34,9 @@ _SETS = stream("textual.needs-context.sets")
 
 
 def readable_sets(titles: np.ndarray, texts: np.ndarray, norms: np.ndarray) -> np.ndarray:
-    """``(K, 4)`` every set of four of the ``n`` steps that makes a question the context answers, whichever step
-    is asked (a rule symmetric in the four, :func:`~procbench.generate.exchangeable.symmetric_sets`).
-
-    Args:
-        titles: ``(n, D)`` unit title vectors; texts: ``(n, D)`` unit step-text vectors, same order;
-        norms: ``(n,)`` normalised-title codes.
-
-    A set is kept when its titles are pairwise distinct after normalising and below ``PARAPHRASE`` in
-    cosine, and no step's text is more than ``TEXT_SLACK`` nearer another of the three titles than its own.
-    """
+    """``(K, 4)`` every set of four of the ``n`` steps (unit ``titles (n, D)``, ``texts (n, D)``, ``norms (n,)``
+    codes) whose titles are distinct after normalising and under ``PARAPHRASE`` in cosine, no step's text more than
+    ``TEXT_SLACK`` nearer another title than its own: a rule symmetric in the four (:mod:`.exchangeable`)."""
     alike = np.asarray(titles @ titles.T, dtype=np.float64)
     alike[norms[:, None] == norms[None, :]] = np.inf
     p = policy.current()
@@ -51,12 +44,8 @@ def readable_sets(titles: np.ndarray, texts: np.ndarray, norms: np.ndarray) -> n
 
 
 class NeedsContext(Sampler):
-    """``needs-context``: four readable steps of one procedure (:func:`readable_sets`), the answer uniform among them.
-
-    One question per draft of a procedure (``--questions-per-procedure``), each from its own random stream, so a
-    procedure's questions do not change when other procedures come or go. Title items only: the context is the step
-    text.
-    """
+    """``needs-context``: four readable steps of one procedure (:func:`readable_sets`), the answer uniform among them;
+    a question per draft, each from its own random stream (other procedures do not move it); title items only."""
 
     style = "needs-context"
     reports_yield = True
