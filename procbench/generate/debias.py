@@ -1,9 +1,6 @@
-"""Algorithm 1 of paper 004 (budgeted debiasing): KMeans over all step titles, a budget per cluster, and
-negatives drawn only from clusters with budget left.
-
-The paper's loop never ends once every candidate cluster is spent; here a draw that cannot be completed returns
-``None`` and spends nothing (the caller skips and counts the question), so budgets never go negative.
-"""
+"""Algorithm 1 of paper 004 (budgeted debiasing): KMeans over all step titles, a budget per cluster, negatives
+drawn only from clusters with budget left; a draw that cannot be completed (where the paper's loop never ends)
+spends nothing and is skipped, so budgets never go negative."""
 
 from __future__ import annotations
 
@@ -48,14 +45,10 @@ def row_hashes(vectors: np.ndarray) -> np.ndarray:
 
 
 def cluster_titles(
-    vectors: np.ndarray, *, n_clusters: int, seed: int = 0, max_iter: int = 100, hashes: np.ndarray | None = None
+    vectors: np.ndarray, *, n_clusters: int, seed: int = 0, hashes: np.ndarray | None = None
 ) -> Clustering:
-    """Cluster ``(N, D)`` float32 title vectors with KMeans (k-means++, one seeded run, one thread so every machine
-    gets the same labels), fitted on the distinct titles (``hashes (N,)``, else the vectors' bytes).
-
-    Raises:
-        BadInput: ``n_clusters`` is below 1 or above the number of distinct titles.
-    """
+    """KMeans of ``(N, D)`` float32 title vectors (one seeded k-means++ run on one thread: the same labels on every
+    machine), fitted on the distinct titles (``hashes (N,)``, else the bytes); BadInput: bad ``n_clusters``."""
     from sklearn.cluster import KMeans
     from threadpoolctl import threadpool_limits
 
@@ -67,7 +60,7 @@ def cluster_titles(
     rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")
     if n_clusters < 1 or n_clusters > len(distinct):
         raise BadInput(f"--clusters must be between 1 and the {len(distinct)} distinct titles, not {n_clusters}")
-    model = KMeans(n_clusters=n_clusters, n_init=1, max_iter=max_iter, random_state=seed)
+    model = KMeans(n_clusters=n_clusters, n_init=1, max_iter=100, random_state=seed)
     with threadpool_limits(limits=1):
         labels = model.fit_predict(data[distinct]).astype(np.int32)
     return Clustering(labels[rank[inverse.reshape(-1)]], n_clusters, float(model.inertia_), int(model.n_iter_))

@@ -1,12 +1,9 @@
-"""Neighbour searches and distances in an embedding, as every generator uses them.
-
-Every FAISS search of the generators goes through :func:`knn` (one place for another engine);
-:func:`search_until_k` widens it until ``k`` usable neighbours remain.
-"""
+"""Neighbour searches in an embedding: every search of the generators goes through :func:`knn` (one place for
+another engine); :func:`search_until_k` widens it until ``k`` usable neighbours remain."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -60,7 +57,9 @@ def search_until_k(
     while len(todo):
         again = []
         # queries searched alike (fetch, lists) go together, in blocks
-        for (width_asked, lists), group in _groups(todo, fetch_of, probe_of):
+        kinds, kind_of = np.unique(np.stack([fetch_of[todo], probe_of[todo]], axis=1), axis=0, return_inverse=True)
+        for kind, (width_asked, lists) in enumerate(kinds.tolist()):
+            group = todo[kind_of.reshape(-1) == kind]
             for start in range(0, len(group), SEARCH_BLOCK):
                 block = group[start : start + SEARCH_BLOCK]
                 dist, ids = knn(
@@ -88,28 +87,15 @@ def search_until_k(
     return out_d, out_i
 
 
-def _groups(
-    todo: np.ndarray, fetch_of: np.ndarray, probe_of: np.ndarray
-) -> Iterator[tuple[tuple[int, int], np.ndarray]]:
-    """The queries ``todo`` grouped by their (fetch, nprobe), in a fixed order."""
-    pairs = np.stack([fetch_of[todo], probe_of[todo]], axis=1)
-    for pair in np.unique(pairs, axis=0).tolist():
-        yield (int(pair[0]), int(pair[1])), todo[(pairs[:, 0] == pair[0]) & (pairs[:, 1] == pair[1])]
-
-
 def median_pair_distance(
-    groups: np.ndarray,
-    distance: Callable[[np.ndarray, np.ndarray], np.ndarray],
-    rng: np.random.Generator,
-    *,
-    pairs: int | None = None,
+    groups: np.ndarray, distance: Callable[[np.ndarray, np.ndarray], np.ndarray], rng: np.random.Generator
 ) -> float:
-    """The median ``distance(i, j) -> (P,)`` over ``pairs`` (None: the policy's) random pairs of rows of different
+    """The median ``distance(i, j) -> (P,)`` over ``MIN_DISTANCE_PAIRS`` (policy) random pairs of rows of different
     ``groups (N,)``; 0.0 when there is no such pair."""
     n = len(groups)
     if n < 2:
         return 0.0
-    pairs = policy.current().MIN_DISTANCE_PAIRS if pairs is None else pairs
+    pairs = policy.current().MIN_DISTANCE_PAIRS
     i, j = rng.integers(0, n, pairs), rng.integers(0, n, pairs)
     keep = groups[i] != groups[j]
     if not keep.any():

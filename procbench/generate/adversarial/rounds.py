@@ -46,23 +46,21 @@ def probe_names(probes: Iterable[str]) -> tuple[str, ...]:
 
 
 class FittedProbes(Protocol):
-    """A task's own probes, fitted (:meth:`ExtraProbes.fit`)."""
+    """A task's own probes, fitted (:meth:`ExtraProbes.fit`): ``predict`` gives ``{name: (Q, C)}`` probabilities,
+    each question scored by the models of its fold ``folds (Q,)``."""
 
-    def predict(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray) -> dict[str, np.ndarray]:
-        """``{name: (Q, C)}`` probabilities, each question scored by the models of its fold ``folds (Q,)``."""
-        ...
+    def predict(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray) -> dict[str, np.ndarray]: ...
 
 
 class ExtraProbes(Protocol):
     """Probes a task adds to the filter's own, fitted and read as :data:`FILTER_MODELS` are (``ensemble`` stays
-    their mean); the features' last ``reserved`` columns are theirs alone."""
+    their mean); the features' last ``reserved`` columns are theirs alone. ``fit`` fits fold ``f``'s models on the
+    questions whose ``folds (Q,)`` is not ``f`` (the answer: column 0)."""
 
     names: tuple[str, ...]
     reserved: int
 
-    def fit(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray, seed: int) -> FittedProbes:
-        """Fit fold ``f``'s models on the questions whose ``folds (Q,)`` is not ``f`` (the answer: column 0)."""
-        ...
+    def fit(self, batch: ChoiceBatch, features: np.ndarray, folds: np.ndarray, seed: int) -> FittedProbes: ...
 
 
 @dataclass
@@ -225,11 +223,12 @@ def probe_costs(probs: dict[str, np.ndarray], chance: float, lagging: Sequence[s
 
 
 class Game(Protocol):
-    """One task's side of :func:`run_rounds`."""
+    """One task's side of :func:`run_rounds`: ``probe`` fits fresh probes on the current set (the ensemble, its
+    held-out ``(Q, C)`` probabilities, the batch); ``replace`` changes the told questions (``above``: solved by a
+    probe above chance; ``below``: a probe below chance rates the answer lowest), judging candidates by ``judge``,
+    and returns those changed; ``snapshot`` copies the current ``(negatives, replacements)``."""
 
-    def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]:
-        """Fresh probes on the current set: the ensemble, its held-out probabilities ``(Q, C)`` and the batch."""
-        ...
+    def probe(self, round_number: int) -> tuple[RepeatedEnsemble, dict[str, np.ndarray], ChoiceBatch]: ...
 
     def replace(
         self,
@@ -238,14 +237,9 @@ class Game(Protocol):
         probs: dict[str, np.ndarray],
         judge: RepeatedEnsemble,
         lagging: tuple[str, ...],
-    ) -> np.ndarray:
-        """Change the told questions (``above``: solved by a probe above chance; ``below``: a probe below chance
-        rates the answer lowest), judging candidates by ``judge``; the questions changed."""
-        ...
+    ) -> np.ndarray: ...
 
-    def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
-        """Copies of the current ``(negatives, replacements)``."""
-        ...
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 def run_rounds(
