@@ -46,14 +46,9 @@ _NEGATIVES = 3
 
 @dataclass(frozen=True)
 class _TextualSamplers(AdversarialOptions):
-    """The textual samplers' options (textual cloze and next-action).
-
-    Attributes:
-        clusters: KMeans clusters for ``--debias`` (None: about the square root of the distinct titles, at most 100).
-        questions_per_procedure: questions drawn per procedure (distinct answers except in RecipeQA style).
-        knn_k: neighbours of the answer the default and debiased samplers look at.
-        min_distance: RecipeQA style's fixed negative distance (None: the median distance of random item pairs).
-    """
+    """The textual samplers' options: ``clusters`` for ``--debias`` (None: about the square root of the distinct
+    titles, at most 100), ``questions_per_procedure`` (distinct answers but in RecipeQA style), ``knn_k`` neighbours
+    of the answer (default and debias) and RecipeQA style's ``min_distance`` (None: median of random item pairs)."""
 
     clusters: int | None = None
     questions_per_procedure: int = 1

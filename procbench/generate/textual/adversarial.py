@@ -128,9 +128,8 @@ class Adversarial(Sampler):
             gaps = np.linalg.norm(arena.vectors[rows] - arena.vectors[arena.answers[i]], axis=1)
             drawn = Drawn(rows, gaps.astype(np.float64).tolist(), n_candidates=int((arena.candidates[i] >= 0).sum()))
             question = make_question(drafts[kept_index[i]], self.setting, pool, drawn, None)
-            question.meta["replacements"] = int(result.replacements[i]) if result is not None else 0
-            question.meta["ceiling"] = options.ceiling
-            question.meta["answer_rank"] = int(ranks[i])
+            replacements = int(result.replacements[i]) if result is not None else 0
+            question.meta.update(replacements=replacements, ceiling=options.ceiling, answer_rank=int(ranks[i]))
             made[int(kept_index[i])] = question
         summary = result.summary() if result is not None else options.unfiltered(why or "")
         summary["rules"] = self.rules()

@@ -258,9 +258,7 @@ def near_candidates(index: NeighborIndex, drafts: list[Draft], pool: Pool, sizes
     width = sum(max(0, k) for k in sizes.values())
     out = np.full((len(drafts), width), -1, dtype=np.int64)
     for i, parts in enumerate(lists):  # a title that several sources found is listed once, where first found
-        joined = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-        _, first_seen = np.unique(joined, return_index=True)
-        unique = joined[np.sort(first_seen)]
+        unique = list(dict.fromkeys(np.concatenate(parts).tolist())) if parts else []
         out[i, : len(unique)] = unique
     return out
 
