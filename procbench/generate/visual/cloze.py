@@ -48,8 +48,6 @@ _SIZE = 4
 class _Window(Window):
     """Cloze questions: ``anchors`` the answers, ``point`` the question mean, ``radius`` the answer's distance."""
 
-    point: np.ndarray
-    radius: np.ndarray
     answer_vec: np.ndarray  # (B, D)
 
 
@@ -58,7 +56,7 @@ def _window(items: Items, data: VisualData) -> _Window:
     b = np.arange(len(anchor))
     answer_row = rows[b, anchor]
     answer_vec = data.gather(answer_row)
-    point = (data.sum_of(rows) - answer_vec) / (_SIZE - 1)
+    point = (data.gather(rows).sum(axis=1) - answer_vec) / (_SIZE - 1)
     diff = answer_vec - point
     radius = np.sqrt(np.einsum("bd,bd->b", diff, diff))
     shown = rows.copy()
@@ -79,21 +77,52 @@ def _window(items: Items, data: VisualData) -> _Window:
 
 
 def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
-    sel, cands = drawn.selection, drawn.candidates
-    if sel is None or cands is None:
-        _add_recipeqa(out, w, drawn)
+    """Add a window's questions: a knob setting's negatives with their band facts, else the RecipeQA style's."""
+    sel, cands, tally = drawn.selection, drawn.candidates, drawn.tally
+    unranked = 0
+    if sel is None or cands is None:  # RecipeQA style: random images beyond the fixed distance
+        rows, short = drawn.rows, drawn.farthest
+        ok = (rows >= 0).all(axis=1)
+        d_answer, d_question = distances_to(drawn.data, rows, w.answer_vec, w.point)
+        source, k3_flags, band = np.full(rows.shape, RANDOM, dtype=np.int64), np.zeros(rows.shape, dtype=bool), {}
+        note = [
+            f"recipeqa: fewer than 3 random images of other procedures lay beyond {drawn.min_distance:.4f}; "
+            "took the farthest drawn"
+        ]
+        notes = {b: note for b in np.flatnonzero(short).tolist()} if short is not None else {}
+        tally["recipeqa:farthest"] += int(short[ok].sum()) if short is not None else 0
     else:
-        _add_knobs(out, w, cands, sel, drawn)
+        rows, ok, source, band = sel.rows, sel.ok, sel.source, band_columns(sel, cands)
+        d_answer, d_question = _negative_distances(drawn.data, w, cands, sel)
+        if sel.pick_class is not None and drawn.dealt is not None:  # K3=2: the picks closer to the question
+            notes = rank_notes(sel, sel.ok, drawn.dealt, tally)
+            k3_flags = d_question < w.radius[:, None]
+        else:
+            k3 = drawn.setting.k3
+            notes = _fallbacks(sel, cands, w, d_question[:, 0], k3, tally)
+            k3_flags = np.zeros((len(w), 3), dtype=bool)
+            k3_flags[:, 0] = k3
+        unranked = int((sel.rank < 0).sum()) if sel.rank is not None else 0
+        tally["skipped_rank_balance"] += unranked
+    keep = np.flatnonzero(ok)
+    tally["skipped_no_candidates"] += len(w) - len(keep) - unranked
+    columns = {
+        "neg_rows": rows,
+        "neg_source": source,
+        "neg_k3": k3_flags,
+        "neg_d_answer": d_answer,
+        "neg_d_question": d_question,
+        **band,
+    }
+    out.add(keep, {**w.columns, **columns}, ragged=w.ragged, notes=notes)
 
 
 def _negative_distances(
-    data: VisualData, rows: np.ndarray, w: _Window, cands: Candidates | None = None, cols: np.ndarray | None = None
-) -> dict[str, np.ndarray]:
-    """Each negative's distance to the answer and the question mean, ``(B, 3)`` each (a candidate's, ``cols`` >= 0,
-    is the one its band was judged by)."""
-    if cands is None or cols is None:
-        both = distances_to(data, rows, w.answer_vec, w.point)
-        return {"d_answer": both[0], "d_question": both[1]}
+    data: VisualData, w: _Window, cands: Candidates, sel: Selection
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each drawn negative's distance to the answer and the question mean, ``(B, 3)`` each (a candidate's is the one
+    its band was judged by)."""
+    rows, cols = sel.rows, sel.cols
     d_answer = np.take_along_axis(cands.dist, np.maximum(cols, 0), axis=1)
     other = np.flatnonzero((cols < 0).any(axis=1))
     if len(other):
@@ -101,44 +130,15 @@ def _negative_distances(
             cols[other] < 0, distances_to(data, rows[other], w.answer_vec[other]), d_answer[other]
         )
     d_answer[rows < 0] = np.nan
-    return {"d_answer": d_answer, "d_question": distances_to(data, rows, w.point)}
-
-
-def _add_knobs(out: QuestionColumns, w: _Window, cands: Candidates, sel: Selection, drawn: Draw) -> None:
-    setting, tally = drawn.setting, drawn.tally
-    distances = _negative_distances(drawn.data, sel.rows, w, cands, sel.cols)
-    keep = np.flatnonzero(sel.ok)
-    if sel.pick_class is not None and drawn.dealt is not None:  # K3=2: the picks closer to the question
-        notes = rank_notes(sel, sel.ok, drawn.dealt, tally)
-        k3_flags = distances["d_question"] < w.radius[:, None]
-    else:
-        notes = _fallbacks(sel, cands, w, distances["d_question"][:, 0], setting.k3, 2 if setting.k3 else 3, tally)
-        k3_flags = np.zeros((len(w), 3), dtype=bool)
-        k3_flags[:, 0] = setting.k3
-    columns = {
-        "neg_rows": sel.rows,
-        "neg_source": sel.source,
-        "neg_k3": k3_flags,
-        **{f"neg_{name}": value for name, value in distances.items()},
-        **band_columns(sel, cands),
-    }
-    out.add(keep, {**w.columns, **columns}, ragged=w.ragged, notes=notes)
-    unranked = int((sel.rank < 0).sum()) if sel.rank is not None else 0
-    tally["skipped_rank_balance"] += unranked
-    tally["skipped_no_candidates"] += len(w) - len(keep) - unranked
+    return d_answer, distances_to(data, rows, w.point)
 
 
 def _fallbacks(
-    sel: Selection,
-    cands: Candidates,
-    w: _Window,
-    k3_d_question: np.ndarray,
-    k3: bool,
-    need_k2: int,
-    tally: Counter[str],
+    sel: Selection, cands: Candidates, w: _Window, k3_d_question: np.ndarray, k3: bool, tally: Counter[str]
 ) -> dict[int, list[str]]:
     """The widening recorded for each question that needed one (by question index)."""
     out: dict[int, list[str]] = {}
+    need_k2 = 2 if k3 else 3
     first = sel.source[:, 0] if k3 else np.zeros(len(sel.level), dtype=np.int64)
     todo = np.flatnonzero(sel.ok & ((sel.level > 0) | (first > 0)))
     los, his, radii = sel.lo[todo].tolist(), sel.hi[todo].tolist(), w.radius[todo].tolist()
@@ -207,25 +207,6 @@ def _adversarial(
     cols.set("replacements", replacements)
     cols.keep(kept)
     return summary
-
-
-def _add_recipeqa(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
-    rows, short, min_distance, tally = drawn.negatives(), drawn.farthest, drawn.min_distance, drawn.tally
-    keep = np.flatnonzero((rows >= 0).all(axis=1))
-    tally["skipped_no_candidates"] += len(w) - len(keep)
-    note = [
-        f"recipeqa: fewer than 3 random images of other procedures lay beyond {min_distance:.4f}; "
-        "took the farthest drawn"
-    ]
-    notes = {b: note for b in np.flatnonzero(short).tolist()} if short is not None else {}
-    tally["recipeqa:farthest"] += int(short[keep].sum()) if short is not None else 0
-    columns = {
-        "neg_rows": rows,
-        "neg_source": np.full(rows.shape, RANDOM, dtype=np.int64),
-        "neg_k3": np.zeros(rows.shape, dtype=bool),
-        **{f"neg_{name}": value for name, value in _negative_distances(drawn.data, rows, w).items()},
-    }
-    out.add(keep, {**w.columns, **columns}, ragged=w.ragged, notes=notes)
 
 
 def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) -> TableParts:

@@ -1,29 +1,18 @@
 """Visual coherence (paper 001, RecipeQA): which of four images does not belong to the procedure?
 
-``choices`` are three images of one procedure's image sequence (see :mod:`.sequences`), drawn in
-increasing order from the K1 pool and kept in authored order, plus one incoherent image of another
-procedure inserted at a balanced position; ``answer`` indexes the incoherent image. ``question`` is empty
-(the choices are the sequence, as in RecipeQA's coherence task); ``context`` lists every step index of
-the procedure.
+The choices are three images of one procedure in authored order and one image of another procedure (the answer)
+at a balanced position; ``question`` is empty. The knobs are cloze's, on the union of the coherent images'
+neighbours (K3: an intruder nearer their mean than their smallest pairwise distance). Settings:
+docs/concepts/question-sets.md.
 
-Settings (DESIGN §6, paper 001 App. B.1; docs/concepts/question-sets.md): the knobs as for cloze (K2: the band
-of the union of the coherent images' K_C-nearest images of other procedures; K3: the intruder nearer the coherent
-mean than their smallest pairwise distance), ``--style recipeqa``, ``default`` = knobs (0,1,1), ``adversarial``
-and ``--style needs-context``.
-
-``meta``: ``setting``, ``k1 k2 k3 k_c``, ``k_found`` (union size), ``m``, ``s``, ``band``,
-``band_level`` (where the incoherent image came from: a band level, ``question-knn`` or ``relaxed``),
-``band_used``, ``n_steps``, ``budget``, ``question_number``, ``pool_size``, ``removed_steps``,
-``coherent_steps``, ``answer_d_coherent`` (to each coherent image), ``d_answer_question`` (to the
-coherent mean), ``min_pairwise``, ``negatives`` (the coherent images, in choice order: ``image``,
-``step``, ``d_answer``, ``d_question``) and ``fallbacks``. RecipeQA-style questions have
-``min_distance`` instead of the knob and band fields (and no pool fields).
+``meta``: the head of :func:`.columns.meta_head`, ``coherent_steps``, ``answer_d_coherent`` (to each coherent
+image), ``d_answer_question`` (to their mean), ``answer_rank``, ``min_pairwise``, ``negatives`` (the coherent
+images in choice order: ``image``, ``step``, ``d_answer``, ``d_question``) and ``fallbacks``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,14 +25,7 @@ from procbench.generate.recipes import Recipe
 from procbench.generate.search import Searcher
 from procbench.generate.settings import Setting
 from procbench.generate.visual.adversarial import filter_intruders
-from procbench.generate.visual.bands import (
-    ADVERSARIAL,
-    LEVELS,
-    QUESTION_KNN,
-    SOURCES,
-    Candidates,
-    fmt_band,
-)
+from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, SOURCES, Candidates, fmt_band
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, TableParts, band_columns
 from procbench.generate.visual.dealer import Classed, even_subset, rank_notes, tell_classes
@@ -65,31 +47,23 @@ _SIZE = 3
 _PAIRS = ((0, 1), (0, 2), (1, 2))
 
 
-@dataclass(kw_only=True)
-class _Window(Window):
-    """Coherence questions: ``anchors`` are the coherent images, ``point`` their mean and ``radius`` their
-    smallest pairwise distance."""
-
-    anchors: np.ndarray
-    point: np.ndarray
-    radius: np.ndarray
-
-
-def _window(items: Items, data: VisualData) -> _Window:
+def _window(items: Items, data: VisualData) -> Window:
+    """Coherence questions: ``anchors`` are the coherent images, ``point`` their mean and ``radius`` their smallest
+    pairwise distance."""
     rows = items.rows
     vecs = data.gather(rows)
     pairwise = np.stack([np.linalg.norm(vecs[:, i] - vecs[:, j], axis=1) for i, j in _PAIRS], axis=1)
     min_pairwise = pairwise.min(axis=1) if len(rows) else np.zeros(0, np.float32)
     columns = {**items.columns, "coherent_rows": rows, "coherent_steps": items.steps, "min_pairwise": min_pairwise}
     point = vecs.mean(axis=1)
-    return _Window(
+    return Window(
         proc=items.proc, columns=columns, ragged=items.ragged, anchors=rows, point=point, radius=min_pairwise
     )
 
 
-def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
+def _add(out: QuestionColumns, w: Window, drawn: Draw) -> None:
     """Add a window's questions, whose incoherent images are the drawn negatives."""
-    data, tally, picks = drawn.data, drawn.tally, drawn.negatives()[:, 0]
+    data, tally, picks = drawn.data, drawn.tally, drawn.rows[:, 0]
     sel, cands, short = drawn.selection, drawn.candidates, drawn.farthest
     ok = picks >= 0
     if sel is not None:
@@ -126,7 +100,7 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
 
 
 def _rank_rule(
-    w: _Window, cands: Candidates, close: Closeness, data: VisualData, tells: list[Tell], recipe: Recipe
+    w: Window, cands: Candidates, close: Closeness, data: VisualData, tells: list[Tell], recipe: Recipe
 ) -> Classed:
     """K3=2 and ``adversarial``'s start: each candidate's class is the rank it would take as the intruder among the
     four choices on each of the recipe's tells (``odd_one_out``: its distance to the mean of the other three)."""
@@ -138,13 +112,9 @@ def _rank_rule(
 def _intruder_ranks(data: VisualData, coherent: np.ndarray, picks: np.ndarray) -> np.ndarray:
     """``(B,)`` each intruder's rank (0: closest) among the four choices by distance to the mean of the other three."""
     rows = np.concatenate([picks[:, None], coherent], axis=1)
-    values = OddOneOut().values(ChoiceView(data.gather(np.maximum(rows, 0)), *_no_question(len(rows))))
+    no_question = np.zeros((len(rows), 0, 1), dtype=np.float32), np.zeros((len(rows), 0), dtype=bool)
+    values = OddOneOut().values(ChoiceView(data.gather(np.maximum(rows, 0)), *no_question))
     return answer_ranks(values, np.zeros(len(rows), dtype=np.int64))
-
-
-def _no_question(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """A question that shows nothing (coherence's): ``(n, 0, 1)`` vectors and ``(n, 0)`` mask."""
-    return np.zeros((n, 0, 1), dtype=np.float32), np.zeros((n, 0), dtype=bool)
 
 
 def _adversarial(
@@ -154,24 +124,14 @@ def _adversarial(
     which keeps each one's K3=2 rank); a replaced one gets ``band_level`` ``adversarial`` and its distances are
     recomputed; questions pruning drops are removed, and as many more of the fuller dealt ranks as keep every rank
     even (:func:`.dealer.even_subset`; counted in ``rank_balanced``)."""
-    coherent, start = cols.get("coherent_rows"), cols.get("pick")
+    coherent, start, ranks = cols.get("coherent_rows"), cols.get("pick"), cols.get("answer_rank")
     picks, replacements, kept, summary = filter_intruders(
-        data,
-        cols.get("proc"),
-        coherent,
-        start,
-        cols.get("answer_rank"),
-        seed=seed,
-        progress=progress,
-        options=options,
+        data, cols.get("proc"), coherent, start, ranks, seed=seed, progress=progress, options=options
     )
-    vecs = data.gather(coherent)
-    mean = vecs.mean(axis=1)
-    both = distances_to(data, coherent, data.gather(picks), mean)
-    d_mean = distances_to(data, picks[:, None], mean)[:, 0]
+    mean = data.gather(coherent).mean(axis=1)
     cols.set("pick", picks)
-    cols.set("answer_d_coherent", both[0])
-    cols.set("d_answer_question", d_mean)
+    cols.set("answer_d_coherent", distances_to(data, coherent, data.gather(picks)))
+    cols.set("d_answer_question", distances_to(data, picks[:, None], mean)[:, 0])
     cols.set("answer_rank", _intruder_ranks(data, coherent, picks))
     cols.set("band_level", np.where(picks != start, ADVERSARIAL, cols.get("band_level")))
     cols.set("replacements", replacements)
@@ -188,13 +148,7 @@ def _adversarial(
 
 
 def _fallbacks(
-    sel: Selection,
-    cands: Candidates,
-    w: _Window,
-    d_mean: np.ndarray,
-    ok: np.ndarray,
-    k3: bool,
-    tally: Counter[str],
+    sel: Selection, cands: Candidates, w: Window, d_mean: np.ndarray, ok: np.ndarray, k3: bool, tally: Counter[str]
 ) -> dict[int, list[str]]:
     """The widening recorded for each kept question that needed one (by question index)."""
     notes: dict[int, list[str]] = {}

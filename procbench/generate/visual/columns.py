@@ -21,10 +21,13 @@ from procbench.qsets.columns import dictionary, fixed_lists, ragged_lists, range
 if TYPE_CHECKING:
     from procbench.generate.visual.settings import VisualSetting
 
-__all__ = ["QuestionColumns", "TableParts", "band_columns", "build_counts", "meta_head", "question_table"]
+__all__ = ["QuestionColumns", "Ragged", "TableParts", "band_columns", "build_counts", "meta_head", "question_table"]
 
 #: Source names as an Arrow dictionary (``band_level`` and a negative's ``source`` index it).
 SOURCE_NAMES = pa.array(SOURCES, pa.string())
+#: Ragged columns, ``name: (lengths (B,), values)``, and fallback notes by question index.
+Ragged = dict[str, tuple[np.ndarray, np.ndarray]]
+Notes = dict[int, list[str]]
 
 
 @dataclass(kw_only=True)
@@ -46,18 +49,13 @@ class QuestionColumns:
     notes: list[str] = field(default_factory=list)  # in question order
 
     def add(
-        self,
-        keep: np.ndarray,
-        columns: dict[str, np.ndarray],
-        *,
-        ragged: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
-        notes: dict[int, list[str]] | None = None,
+        self, keep: np.ndarray, columns: dict[str, np.ndarray], *, ragged: Ragged, notes: Notes | None = None
     ) -> None:
         """Add the questions ``keep`` (ascending) of a window's ``(B, ...)`` ``columns``; ``ragged``: ``name:
         (lengths (B,), values)``; ``notes``: fallback notes by question index."""
         for name, value in columns.items():
             self.parts.setdefault(name, []).append(value[keep])
-        for name, (lengths, values) in (ragged or {}).items():
+        for name, (lengths, values) in ragged.items():
             starts = np.cumsum(lengths) - lengths
             self.parts.setdefault(f"{name}.lengths", []).append(lengths[keep])
             self.parts.setdefault(name, []).append(values[ranges(starts[keep], lengths[keep])])
@@ -120,12 +118,7 @@ def band_columns(sel: Selection, cands: Candidates) -> dict[str, np.ndarray]:
 
 
 def meta_head(
-    setting: VisualSetting,
-    cols: QuestionColumns,
-    *,
-    kc: int = 0,
-    min_distance: float | None = None,
-    bands: bool = True,
+    setting: VisualSetting, cols: QuestionColumns, *, kc: int, min_distance: float | None, bands: bool
 ) -> dict[str, Any]:
     """The ``meta`` head: ``setting``; knob settings ``k1 k2 k3`` (``bands``: ``k_c k_found m s band band_level
     band_used``), RecipeQA style its ``min_distance``; ``n_steps budget question_number``; knob settings

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -39,7 +39,7 @@ from procbench.qsets.questions import paused_gc
 from procbench.store import Store
 from procbench.tells import TELLS
 
-__all__ = ["CHUNK_PROCEDURES", "VisualOptions", "chunks", "pipelined", "recipe_account", "run"]
+__all__ = ["CHUNK_PROCEDURES", "VisualOptions", "pipelined", "recipe_account", "run"]
 
 T = TypeVar("T")
 #: A visual task's options; :data:`_NEIGHBOURS` those of the tasks that search neighbour images.
@@ -51,20 +51,15 @@ Neighbours = tuple[np.ndarray, np.ndarray]
 Searched = tuple[dict[PlanKey, Any], dict[PlanKey, Neighbours], dict[PlanKey, Neighbours]]
 
 
-def chunks(n: int, size: int = CHUNK_PROCEDURES) -> Iterator[tuple[int, int]]:
-    """``(start, stop)`` windows over ``range(n)`` (fixed, so random streams never depend on the data size)."""
-    for start in range(0, n, size):
-        yield start, min(n, start + size)
-
-
 def pipelined(
     n_procedures: int, search: Callable[[int, int], T], draw: Callable[[T], None], progress: Progress
 ) -> None:
-    """Per chunk, ``search(start, stop)`` here, then ``draw`` its result on another thread (in order) while the next
-    chunk is searched."""
+    """Per chunk of :data:`CHUNK_PROCEDURES` (fixed, so random streams never depend on the data size), ``search(start,
+    stop)`` here, then ``draw`` its result on another thread (in order) while the next chunk is searched."""
     with ThreadPoolExecutor(max_workers=1) as drawer:
         drawing: Future[None] | None = None
-        for start, stop in chunks(n_procedures):
+        for start in range(0, n_procedures, CHUNK_PROCEDURES):
+            stop = min(n_procedures, start + CHUNK_PROCEDURES)
             searched = search(start, stop)
             if drawing is not None:
                 drawing.result()
@@ -119,7 +114,7 @@ def run(
             near[key] = (
                 near[same]
                 if same is not None
-                else data.search(windows[key].k3()[0], windows[key].proc, k, kind="question_mean")
+                else data.search(windows[key].point, windows[key].proc, k, kind="question_mean")
             )
         return windows, knn, near
 
@@ -128,7 +123,7 @@ def run(
         cands = {key: Candidates.union(*found) for key, found in knn.items()}
         close = {}
         for key, (q_dist, q_rows) in near.items():  # K3: which candidates are close to the question
-            point, radius = windows[key].k3()
+            point, radius = windows[key].point, windows[key].radius
             close[key] = Closeness.mark(data, cands[key], point, radius, q_dist, q_rows)
         rules: dict[tuple[PlanKey, recipes.Recipe], Classed] = {}
         for s in resolved:
@@ -139,7 +134,7 @@ def run(
             if searches and s.knobs is None:
                 drawn.min_distance = fixed or 0.0
                 drawn.rows, drawn.farthest = random_far_images(
-                    data, w.proc, w.anchor_rows(), task.need, drawn.min_distance, drawn.rng
+                    data, w.proc, w.anchors, task.need, drawn.min_distance, drawn.rng
                 )
             elif searches and s.knobs is not None:
                 sel, drawn.dealt = _knob_selection(task, s, w, cands[s.plan_key], close.get(s.plan_key), rules, data,
@@ -240,7 +235,7 @@ def _anchor_neighbours(data: VisualData, windows: dict[PlanKey, Window], kc: int
     if not windows:
         return {}
     n = data.n_rows
-    anchors = {key: w.anchor_rows() for key, w in windows.items()}
+    anchors = {key: w.anchors for key, w in windows.items()}
     codes = np.concatenate([(w.proc[:, None] * n + anchors[key]).reshape(-1) for key, w in windows.items()])
     uniq, inverse = np.unique(codes, return_inverse=True)
     dist, rows = data.search(data.gather(uniq % n), uniq // n, kc, kind="answer")

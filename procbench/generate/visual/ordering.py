@@ -134,43 +134,32 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
     """Draw a window's wrong orders (K3=2 and ``adversarial``: at a dealt path-length rank) and add them."""
     adversarial = drawn.setting.setting.style == "adversarial"
     knobs = drawn.setting.knobs
+    k2 = 0 if adversarial or knobs is None else knobs[1]
+    notes: dict[int, list[str]] = {}
     if adversarial or (knobs is not None and knobs[2] == 2):
         # adversarial: uniformly among the orders under the ceiling; K3=2: every wrong order, by its K2 rule
         if adversarial:
             usable = order_ceiling(drawn.data.gather(w.columns["rows"]), policy.current().IMAGE_CEILING)[:, 1:]
         else:
             usable = np.ones(w.wrong.shape, dtype=bool)
-        k2 = 0 if adversarial or knobs is None else knobs[1]
         picked, rank, probability = _rank_balanced(w, usable, k2, drawn.rng)
         keep = np.flatnonzero(rank >= 0)
         drawn.tally["skipped_rank_balance"] += len(w) - len(keep)
-        safe = np.maximum(picked, 0)
-        own = {
-            "answer_score": w.authored,
-            "neg_order": safe,
-            "neg_score": np.take_along_axis(w.wrong, safe, axis=1),
-            "neg_probability": np.full(picked.shape, np.nan) if adversarial else probability,
-            "rank": rank,
-        }
-        out.add(keep, {**w.columns, **own}, ragged=w.ragged)
-        return
-    k2 = 0 if drawn.setting.knobs is None else drawn.setting.knobs[1]
-    picked, probability, positive = _draw_wrong(w.wrong, k2, drawn.rng)
-    notes: dict[int, list[str]] = {}
-    if k2 == 1:
-        for b in np.flatnonzero(positive < 3).tolist():
-            notes[b] = [
-                f"k2: only {int(positive[b])} of the 23 wrong orders have a positive score (identical "
-                "images); the rest were drawn uniformly"
-            ]
-        drawn.tally["k2:uniform"] += len(notes)
-    own = {
-        "answer_score": w.authored,
-        "neg_order": picked,
-        "neg_score": np.take_along_axis(w.wrong, picked, axis=1),
-        "neg_probability": np.take_along_axis(probability, picked, axis=1),
-    }
-    out.add(np.arange(len(w)), {**w.columns, **own}, ragged=w.ragged, notes=notes)
+        picked = np.maximum(picked, 0)
+        own = {"neg_probability": np.full(picked.shape, np.nan) if adversarial else probability, "rank": rank}
+    else:
+        picked, probability, positive = _draw_wrong(w.wrong, k2, drawn.rng)
+        keep = np.arange(len(w))
+        if k2 == 1:
+            for b in np.flatnonzero(positive < 3).tolist():
+                notes[b] = [
+                    f"k2: only {int(positive[b])} of the 23 wrong orders have a positive score (identical "
+                    "images); the rest were drawn uniformly"
+                ]
+            drawn.tally["k2:uniform"] += len(notes)
+        own = {"neg_probability": np.take_along_axis(probability, picked, axis=1)}
+    own.update(answer_score=w.authored, neg_order=picked, neg_score=np.take_along_axis(w.wrong, picked, axis=1))
+    out.add(keep, {**w.columns, **own}, ragged=w.ragged, notes=notes)
 
 
 def _adversarial(

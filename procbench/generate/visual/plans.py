@@ -96,24 +96,13 @@ def plans_by_k1(
 
 
 def plan_questions(
-    lengths: np.ndarray,
-    *,
-    size: int,
-    k1: int | None,
-    rng: np.random.Generator,
-    anchored: bool,
-    min_steps: int | None = None,
+    lengths: np.ndarray, *, size: int, k1: int | None, rng: np.random.Generator, anchored: bool, min_steps: int
 ) -> Plan:
-    """Every procedure's questions under K1 (``k1`` 0 or 1; ``min_steps`` None: K1's minimum), or free resampling
-    (``k1`` None), which never repeats a question (``anchored``: the anchor tells two apart)."""
+    """Every procedure's questions under K1 (``k1`` 0 or 1; procedures of at least ``min_steps`` steps), or free
+    resampling (``k1`` None), which never repeats a question (``anchored``: the anchor tells two apart)."""
     if k1 is not None:
-        least = min_steps_knobs() if min_steps is None else min_steps
-        return _pooled_plan(lengths, size=size, k1=k1, rng=rng, min_steps=max(least, size))
-    proc: list[int] = []
-    slots: list[list[int]] = []
-    anchor: list[int] = []
-    budget: list[int] = []
-    number: list[int] = []
+        return _pooled_plan(lengths, size=size, k1=k1, rng=rng, min_steps=max(min_steps, size))
+    picked: list[tuple[int, ...]] = []  # per question: procedure, anchor, budget, number, then its slots
     eligible = unused = 0
     for p, n in enumerate(lengths.tolist()):
         if n < size:
@@ -131,19 +120,15 @@ def plan_questions(
             if key in seen:
                 continue
             seen.add(key)
-            proc.append(p)
-            slots.append(chosen)
-            anchor.append(a)
-            budget.append(allowed)
-            number.append(drawn)
+            picked.append((p, a, allowed, drawn, *chosen))
             drawn += 1
         unused += allowed - drawn
-    n = len(proc)
-    lists = {"proc": proc, "slots": slots, "anchor": anchor, "budget": budget, "number": number, "pool": [0] * n}
-    columns = {key: np.array(value, dtype=np.int64) for key, value in lists.items()}
-    columns["slots"] = columns["slots"].reshape(-1, size)
-    columns["removed_offsets"], columns["removed_positions"] = np.zeros(n + 1, np.int64), np.zeros(0, np.int64)
-    return Plan(None, size, **columns, eligible=eligible, budget_unused=unused)
+    table = np.array(picked, dtype=np.int64).reshape(-1, 4 + size)
+    proc, anchor, budget, number = table[:, :4].T.copy()
+    n_q = len(table)
+    pool, removed_offsets, removed = np.zeros(n_q, np.int64), np.zeros(n_q + 1, np.int64), np.zeros(0, np.int64)
+    slots = table[:, 4:].copy()
+    return Plan(None, size, proc, slots, anchor, budget, number, pool, removed_offsets, removed, eligible, unused)
 
 
 def _pooled_plan(lengths: np.ndarray, *, size: int, k1: int, rng: np.random.Generator, min_steps: int) -> Plan:
@@ -157,9 +142,8 @@ def _pooled_plan(lengths: np.ndarray, *, size: int, k1: int, rng: np.random.Gene
     widths = allowed_of * (n_of + 2)
     offsets = np.r_[0, np.cumsum(widths)]
     draws = rng.random(int(offsets[-1]))
-    parts: dict[str, list[np.ndarray]] = {
-        k: [] for k in ("proc", "slots", "anchor", "budget", "number", "pool", "gone")
-    }
+    parts = {k: [np.zeros(0, np.int64)] for k in ("proc", "anchor", "budget", "number", "pool")}
+    parts["slots"], parts["gone"] = [np.zeros((0, size), np.int64)], [np.zeros((0, 2 if k1 == 1 else 1), np.int64)]
     unused = 0
     for n in np.unique(n_of).tolist():
         group = np.flatnonzero(n_of == n)
@@ -171,17 +155,15 @@ def _pooled_plan(lengths: np.ndarray, *, size: int, k1: int, rng: np.random.Gene
         while drawn < allowed and pool.shape[1] >= size:
             u = u_all[:, drawn]
             size_now = pool.shape[1]
-            keys = u[:, :size_now]
-            picked = np.sort(np.argsort(keys, axis=1, kind="stable")[:, :size], axis=1)
+            picked = np.sort(np.argsort(u[:, :size_now], axis=1, kind="stable")[:, :size], axis=1)
             chosen = np.take_along_axis(pool, picked, axis=1)
             a = np.minimum(size - 1, (u[:, n] * size).astype(np.int64))
-            drop = [picked[rows, a]]
             gone = [chosen[rows, a]]
-            pool = _without(pool, drop[0])
+            pool = _without(pool, picked[rows, a])
             if k1 == 1 and pool.shape[1]:
-                drop.append(np.minimum(pool.shape[1] - 1, (u[:, n + 1] * pool.shape[1]).astype(np.int64)))
-                gone.append(pool[rows, drop[1]])
-                pool = _without(pool, drop[1])
+                extra = np.minimum(pool.shape[1] - 1, (u[:, n + 1] * pool.shape[1]).astype(np.int64))
+                gone.append(pool[rows, extra])
+                pool = _without(pool, extra)
             for key, value in (
                 ("proc", eligible[group]), ("slots", chosen), ("anchor", a), ("budget", np.full(len(group), allowed)),
                 ("number", np.full(len(group), drawn)), ("pool", np.full(len(group), size_now)),
@@ -190,10 +172,6 @@ def _pooled_plan(lengths: np.ndarray, *, size: int, k1: int, rng: np.random.Gene
                 parts[key].append(value)
             drawn += 1
         unused += (allowed - drawn) * len(group)
-    if not parts["proc"]:
-        empty = np.zeros(0, dtype=np.int64)
-        return Plan(k1, size, empty, empty.reshape(0, size), empty, empty, empty, empty, np.zeros(1, np.int64), empty,
-                    len(eligible), unused)  # fmt: skip
     col = {key: np.concatenate(value) for key, value in parts.items()}
     order = np.lexsort((col["number"], col["proc"]))
     removed = col.pop("gone")[order]

@@ -1,5 +1,5 @@
 """The RecipeQA style: random images of other procedures beyond a fixed distance (given, or the median distance
-of random image pairs: :func:`estimate_min_distance`)."""
+of random image pairs: :func:`resolve_min_distance`)."""
 
 from __future__ import annotations
 
@@ -14,35 +14,29 @@ from procbench.generate.visual.sequences import GATHER_BATCH, VisualData
 from procbench.generate.visual.settings import PlanKey
 from procbench.rng import stream
 
-__all__ = ["estimate_min_distance", "random_far_images", "resolve_min_distance"]
+__all__ = ["random_far_images", "resolve_min_distance"]
 
 
 #: The random image pairs of the RecipeQA style's fixed distance.
 _MIN_DISTANCE = stream("visual.recipeqa.min-distance")
 
 
-def estimate_min_distance(data: VisualData, rng: np.random.Generator) -> float:
-    """The median distance between random images of different procedures (the RecipeQA style's fixed distance)."""
-    n = data.n_rows
-    groups = np.where(data.owner < 0, -1 - np.arange(n), data.owner)  # an image of no procedure: its own
+def resolve_min_distance(
+    data: VisualData, plans: Mapping[PlanKey, Plan], min_distance: float | None, *, seed: int, code: int
+) -> float:
+    """The RecipeQA style's fixed distance when a plan resamples freely: ``min_distance`` if given, else the median
+    distance between random images of different procedures; 0.0 when no setting needs it."""
+    if PlanKey(None) not in plans:
+        return 0.0
+    if min_distance is not None:
+        return min_distance
+    groups = np.where(data.owner < 0, -1 - np.arange(data.n_rows), data.owner)  # an image of no procedure: its own
 
     def distance(i: np.ndarray, j: np.ndarray) -> np.ndarray:
         diff = data.gather(i) - data.gather(j)
         return np.sqrt(np.einsum("nd,nd->n", diff, diff))
 
-    return median_pair_distance(groups, distance, rng)
-
-
-def resolve_min_distance(
-    data: VisualData, plans: Mapping[PlanKey, Plan], min_distance: float | None, *, seed: int, code: int
-) -> float:
-    """The RecipeQA style's fixed distance when a plan resamples freely: ``min_distance`` if given, else the
-    median distance of random image pairs (:func:`estimate_min_distance`); 0.0 when no setting needs it."""
-    if PlanKey(None) not in plans:
-        return 0.0
-    if min_distance is not None:
-        return min_distance
-    return estimate_min_distance(data, _MIN_DISTANCE.rng(seed, code))
+    return median_pair_distance(groups, distance, _MIN_DISTANCE.rng(seed, code))
 
 
 def random_far_images(

@@ -186,14 +186,9 @@ class VisualData:
                 return ~member(part[queries, None] * self.n_rows + rows, self._own_codes)
 
             # k + extra neighbours always hold k of other procedures: never searched again
+            exclude, wide = [names[p] for p in part.tolist()], k + self.extra
             out_d[start:stop], out_r[start:stop] = search_until_k(
-                self.index,
-                queries[start:stop],
-                k,
-                exclude=[names[p] for p in part.tolist()],
-                keep=foreign,
-                fetch=k + self.extra,
-                limit=k + self.extra,
+                self.index, queries[start:stop], k, exclude=exclude, keep=foreign, fetch=wide, limit=wide
             )
         self.queries[kind] = self.queries.get(kind, 0) + n
         return out_d, out_r
@@ -206,13 +201,6 @@ class VisualData:
         if missing.any():
             out[missing] = 0
         return out.reshape(*rows.shape, self.vectors.shape[1])
-
-    def sum_of(self, rows: np.ndarray) -> np.ndarray:
-        """``(B, D)`` float32 sums of the vectors of ``rows (B, n)``, a column at a time."""
-        total = self.gather(rows[:, 0])
-        for j in range(1, rows.shape[1]):
-            total += self.gather(rows[:, j])
-        return total
 
 
 def distances_to(data: VisualData, rows: np.ndarray, *points: np.ndarray) -> np.ndarray:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
 from procbench.generate.visual.bands import Candidates
 from procbench.generate.visual.closeness import Closeness
-from procbench.generate.visual.columns import QuestionColumns, TableParts
+from procbench.generate.visual.columns import QuestionColumns, Ragged, TableParts
 from procbench.generate.visual.dealer import Classed, Dealt
 from procbench.generate.visual.plans import Plan
 from procbench.generate.visual.selection import Selection
@@ -36,7 +36,7 @@ class Items:
     steps: np.ndarray  # (B, size) their step indices
     anchor: np.ndarray  # (B,) the anchor's slot (a cloze question's answer)
     columns: dict[str, np.ndarray]  # proc and what K1 planning decided
-    ragged: dict[str, tuple[np.ndarray, np.ndarray]]  # removed_steps
+    ragged: Ragged  # removed_steps
 
     @classmethod
     def of(cls, plan: Plan, start: int, stop: int, seqs: Sequences) -> Items:
@@ -50,31 +50,24 @@ class Items:
         return cls(proc, seqs.rows[seq], seqs.steps[seq], plan.anchor[idx], columns, ragged)
 
 
+def _empty() -> np.ndarray:
+    return np.zeros(0)
+
+
 @dataclass(kw_only=True)
 class Window:
     """A task's questions of one plan in a chunk: what the driver needs, and the columns they all share."""
 
     proc: np.ndarray  # (B,)
     columns: dict[str, np.ndarray]  # (B, ...) shared by every setting of the plan
-    ragged: dict[str, tuple[np.ndarray, np.ndarray]]  # as QuestionColumns.add takes them
-    anchors: np.ndarray | None = None  # (B, r) rows whose neighbours are the K2 candidates
-    point: np.ndarray | None = None  # (B, D): K3 wants a negative closer to it than radius (B,)
-    radius: np.ndarray | None = None
+    ragged: Ragged
+    # a task with neighbours sets these (empty: none)
+    anchors: np.ndarray = field(default_factory=_empty)  # (B, r) rows whose neighbours are the K2 candidates
+    point: np.ndarray = field(default_factory=_empty)  # (B, D): K3 wants a negative closer to it than radius (B,)
+    radius: np.ndarray = field(default_factory=_empty)
 
     def __len__(self) -> int:
         return len(self.proc)
-
-    def anchor_rows(self) -> np.ndarray:
-        """:attr:`anchors`, which a task with neighbours sets."""
-        if self.anchors is None:  # pragma: no cover - a programming error in a task
-            raise TypeError("a visual task that searches neighbours must set its windows' anchors")
-        return self.anchors
-
-    def k3(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(point, radius)``, which a task with K3 sets."""
-        if self.point is None or self.radius is None:  # pragma: no cover - a programming error in a task
-            raise TypeError("a visual task with K3 must set its windows' point and radius")
-        return self.point, self.radius
 
 
 @dataclass
@@ -85,18 +78,12 @@ class Draw:
     data: VisualData
     rng: np.random.Generator  # the setting's stream
     tally: Counter[str]  # its counts
-    rows: np.ndarray | None = None  # (B, need) negative images, -1: none (None: no neighbours)
+    rows: np.ndarray = field(default_factory=_empty)  # (B, need) negative images, -1: none (empty: no neighbours)
     selection: Selection | None = None  # knob settings: the draw and the K2 candidates it drew from
     candidates: Candidates | None = None
     farthest: np.ndarray | None = None  # RecipeQA style: (B,) the farthest drawn were taken
     min_distance: float = 0.0  # RecipeQA style's fixed distance
     dealt: Dealt | None = None  # K3=2: what the dealer did
-
-    def negatives(self) -> np.ndarray:
-        """:attr:`rows`, which tasks with neighbours get."""
-        if self.rows is None:  # pragma: no cover - a programming error in a task
-            raise TypeError("a visual task without neighbours has no negative images drawn for it")
-        return self.rows
 
 
 @dataclass(frozen=True)
