@@ -57,16 +57,8 @@ def build(
     questions = []
     for (pid, i, j), label in zip(pairs, labels, strict=True):
         first, second = (i, j) if label == 1 else (j, i)
-        questions.append(
-            Question(
-                procedure_id=pid,
-                context=[],
-                question=[f"{pid}#{first}", f"{pid}#{second}"],
-                choices=list(CHOICES),
-                answer=int(label),
-                meta={"setting": "default", "gap": j - i, "category": roots.get(pid, "(none)")},
-            )
-        )
+        meta = {"setting": "default", "gap": j - i, "category": roots.get(pid, "(none)")}
+        questions.append(Question(pid, [], [f"{pid}#{first}", f"{pid}#{second}"], list(CHOICES), int(label), meta))
     per_category = Counter(q.meta["category"] for q in questions)
     report = SettingReport(questions=len(questions), procedures=len({pid for pid, _, _ in pairs}))
     counts = {"per_category": dict(sorted(per_category.items())), "per_setting": {"default": report}}

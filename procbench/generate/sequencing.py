@@ -84,22 +84,9 @@ def build(
             if sorted(indices) == [r["index"] for r in window]:
                 alternatives.append([f"{pid}#{i}" for i in indices])
         has_images = all(any(i in stored for i in r["image_ids"]) for r in window)
-        questions.append(
-            Question(
-                procedure_id=pid,
-                context=[],
-                question=[keys[i] for i in shuffled],
-                choices=[keys, *alternatives],
-                answer=0,
-                meta={
-                    "setting": "default",
-                    "window_start": start,
-                    "n_steps": len(keys),
-                    "modality": "both" if has_images else "text",
-                    "n_references": 1 + len(alternatives),
-                },
-            )
-        )
+        meta = {"setting": "default", "window_start": start, "n_steps": len(keys)}
+        meta.update(modality="both" if has_images else "text", n_references=1 + len(alternatives))
+        questions.append(Question(pid, [], [keys[i] for i in shuffled], [keys, *alternatives], 0, meta))
     report = SettingReport(questions=len(questions), skipped_procedures={"step_count": skipped})
     return {"default": questions}, {"per_setting": {"default": report}}
 

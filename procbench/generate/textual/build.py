@@ -63,7 +63,6 @@ def build(
         store=store,
         items=items,
         pool=pool,
-        embeddings=embeddings,
         steps=steps,
         in_range={pid: rows for pid, rows in steps.items() if p.MIN_STEPS <= len(rows) <= p.MAX_STEPS},
         seed=options.seed,
@@ -109,8 +108,7 @@ def build(
 def _run(sampler: Sampler, context: TextualContext) -> tuple[list[Question], SettingReport]:
     """One setting: its drafts, its sampler, balanced answer positions; the questions and the setting's report."""
     setting, pool = sampler.setting, context.pool
-    skipped_procedures: Counter[str] = Counter()
-    skipped_procedures["step_count"] = len(context.steps) - len(context.in_range)
+    skipped_procedures = Counter(step_count=len(context.steps) - len(context.in_range))
     drafts = []
     for pid, found in context.drafts(sampler.plan()).items():
         if len(context.in_range[pid]) < sampler.min_steps():

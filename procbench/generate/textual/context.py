@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -44,7 +45,6 @@ class TextualContext:
     store: Store
     items: str
     pool: Pool
-    embeddings: Embeddings
     steps: dict[str, StepRows]  # per procedure: (index, item, normalised item) of every step
     in_range: dict[str, StepRows]  # the procedures with an allowed step count
     seed: int
@@ -63,16 +63,9 @@ class TextualContext:
     def drafts(self, plan: DraftPlan) -> dict[str, list[Draft]]:
         """The drafts of every procedure in range under ``plan`` (made once per plan), in procedure order."""
         if plan not in self._drafts:
+            drafted = functools.partial(make_drafts, seed=self.seed, hide_window=self.hide_window, last=self.last)
             self._drafts[plan] = {
-                pid: make_drafts(
-                    pid,
-                    rows,
-                    per_procedure=plan.per_procedure,
-                    replace=plan.replace,
-                    seed=self.seed,
-                    hide_window=self.hide_window,
-                    last=self.last,
-                )
+                pid: drafted(pid, rows, per_procedure=plan.per_procedure, replace=plan.replace)
                 for pid, rows in sorted(self.in_range.items())
             }
         return self._drafts[plan]
@@ -86,8 +79,7 @@ class TextualContext:
         """RecipeQA style's distance: ``min_distance``, else the median distance of random title pairs."""
         if self.min_distance is not None:
             return self.min_distance
-        pairs = _PAIRS.rng(self.seed)
-        return median_pair_distance(self.pool.procedures, self.pool.distance, pairs)
+        return median_pair_distance(self.pool.procedures, self.pool.distance, _PAIRS.rng(self.seed))
 
     @cached_property
     def knn(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -107,7 +99,7 @@ class TextualContext:
     @cached_property
     def clustering(self) -> Clustering:
         """KMeans over the distinct items (Algorithm 1), ``clusters`` or ``round(sqrt(distinct))`` of them."""
-        embeddings = self.embeddings
+        embeddings = self.pool.embeddings
         n_distinct = len(np.unique(embeddings.hashes))
         n_clusters = self.clusters if self.clusters is not None else default_n_clusters(n_distinct)
         self.progress.start(f"textual-cloze: KMeans ({n_clusters} clusters)", total=None)
@@ -126,4 +118,4 @@ class TextualContext:
     @cached_property
     def step_texts(self) -> Embeddings | None:
         """The step-text embeddings in the items' space when the context shows each answer's step text."""
-        return step_text_embeddings(self.store, self.items, self.embeddings)
+        return step_text_embeddings(self.store, self.items, self.pool.embeddings)

@@ -207,29 +207,18 @@ def make_drafts(
     context = [index for index, _, _ in rows]
     drafts = []
     for number in range(count):
-        answer = (
-            answers[int(order[number])] if number == 0 or not replace else answers[int(rng.integers(len(answers)))]
-        )
-        windows = by_answer[answer]
+        pick = int(order[number]) if number == 0 or not replace else int(rng.integers(len(answers)))
+        windows = by_answer[answers[pick]]
         start, position = windows[int(rng.integers(len(windows)))]
         window = rows[start : start + length]
         if last:
             shown = context[: start + position]
         else:
             shown = context[:start] + context[start + length :] if hide_window else context
-        drafts.append(
-            Draft(
-                procedure_id=pid,
-                number=number,
-                n_steps=n,
-                context=shown,
-                start=start,
-                keys=[f"{pid}#{index}" for index, _, _ in window],
-                titles=[str(title) for _, title, _ in window],
-                norms=[str(norm) for _, _, norm in window],
-                position=position,
-            )
-        )
+        keys = [f"{pid}#{index}" for index, _, _ in window]
+        titles = [str(title) for _, title, _ in window]
+        norms = [str(norm) for _, _, norm in window]
+        drafts.append(Draft(pid, number, n, shown, start, keys, titles, norms, position))
     return drafts
 
 
