@@ -215,12 +215,8 @@ def initial_negatives(
     below = offsets < 0
     # the questions with the fewest candidates on their scarcer side choose first
     need_below = (targets < 0).sum(axis=1)
-    have_below = (allowed & below).sum(axis=1)
-    have_above = (allowed & ~below).sum(axis=1)
-    need_above = n_neg - need_below
-    slack = np.minimum(
-        np.where(need_below > 0, have_below - need_below, n_q), np.where(need_above > 0, have_above - need_above, n_q)
-    )
+    sides = [(below, need_below), (~below, n_neg - need_below)]
+    slack = np.minimum(*[np.where(need > 0, (allowed & side).sum(axis=1) - need, n_q) for side, need in sides])
     for q in np.lexsort((rng.random(n_q), slack)).tolist():
         seen = {int(arena.identity[arena.answers[q]])}
         seen.update(int(arena.identity[r]) for r in arena.question_items[q].tolist() if r >= 0)
