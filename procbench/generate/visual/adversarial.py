@@ -30,7 +30,7 @@ from procbench.generate.visual.probes import (
     probe_features_of,
     unit_vectors,
 )
-from procbench.generate.visual.sequences import VisualData, distances_to
+from procbench.generate.visual.sequences import VisualData, distances_to, repeated
 from procbench.progress import SILENT, Progress
 from procbench.rng import stream
 from procbench.tells import TELLS
@@ -172,9 +172,7 @@ def filter_intruders(
     found = [_knn(data, mean, proc, sources.get("coherent-mean-knn", 0))]
     found += [_knn(data, vecs[:, i], proc, per_image) for i in range(3)]
     ordered = np.sort(np.concatenate(found, axis=1), axis=1)  # a candidate found by two searches is kept once
-    repeat = np.zeros(ordered.shape, dtype=bool)
-    repeat[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
-    candidates = np.where(repeat | (ordered < 0), -1, ordered)
+    candidates = np.where(repeated(ordered) | (ordered < 0), -1, ordered)
     tells = [TELLS[name] for name in recipes.get("visual-coherence", "adversarial").tells]
     classes, _ = tell_classes(tells, data.gather, candidates, fixed=coherent, question=no_items(n_q), answer=None)
     own = _procedure_images(data, proc)

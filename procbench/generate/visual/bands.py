@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from procbench.generate import policy
+from procbench.generate.visual.sequences import repeated
 
 __all__ = [
     "ADVERSARIAL",
@@ -65,12 +66,7 @@ class Candidates:
         r = rows.reshape(n_q, -1)
         order = np.argsort(d, axis=1, kind="stable")
         d, r = np.take_along_axis(d, order, axis=1), np.take_along_axis(r, order, axis=1)
-        by_row = np.argsort(np.where(r < 0, np.iinfo(np.int64).max, r), axis=1, kind="stable")
-        sorted_rows = np.take_along_axis(r, by_row, axis=1)
-        dup_sorted = np.zeros(r.shape, dtype=bool)
-        dup_sorted[:, 1:] = (sorted_rows[:, 1:] == sorted_rows[:, :-1]) & (sorted_rows[:, 1:] >= 0)
-        dup = np.zeros_like(dup_sorted)
-        np.put_along_axis(dup, by_row, dup_sorted, axis=1)
+        dup = repeated(r) & (r >= 0)
         r = np.where(dup, -1, r)
         d = np.where(dup, np.inf, d)
         keep = np.argsort(r < 0, axis=1, kind="stable")

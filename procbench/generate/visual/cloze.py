@@ -149,20 +149,14 @@ def _fallbacks(
             tally[f"k3:{SOURCES[src]}"] += 1
             d_q = float(k3_d_question[b])
             if src < len(LEVELS):
-                notes.append(
-                    f"k3: no candidate in the band {fmt_band(lo[0], hi[0])} is closer to the question mean than "
-                    f"the answer ({radius:.4f}); took one from {LEVELS[src]} {fmt_band(lo[src], hi[src])}"
-                )
+                none = f"no candidate in the band {fmt_band(lo[0], hi[0])}"
+                took = f"took one from {LEVELS[src]} {fmt_band(lo[src], hi[src])}"
             elif src == QUESTION_KNN:
-                notes.append(
-                    f"k3: none of the answer's {int(cands.found[b])} neighbours is closer to the question mean than "
-                    f"the answer ({radius:.4f}); took a neighbour of the question mean ({d_q:.4f})"
-                )
+                none = f"none of the answer's {int(cands.found[b])} neighbours"
+                took = f"took a neighbour of the question mean ({d_q:.4f})"
             else:
-                notes.append(
-                    "k3: no image of another procedure is closer to the question mean than the answer "
-                    f"({radius:.4f}); took the image nearest to it ({d_q:.4f})"
-                )
+                none, took = "no image of another procedure", f"took the image nearest to it ({d_q:.4f})"
+            notes.append(f"k3: {none} is closer to the question mean than the answer ({radius:.4f}); {took}")
         level = int(sel.level[b])
         if level:
             tally[f"k2:{LEVELS[level]}"] += 1

@@ -87,16 +87,15 @@ def _window(items: Items, data: VisualData) -> _Window:
     return _Window(proc=items.proc, columns=columns, ragged=items.ragged, authored=authored, wrong=wrong)
 
 
-def _take_weighted(mask: np.ndarray, weights: np.ndarray, count: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """``(B, 3)``: ``count[b]`` True columns of ``mask (B, K)`` drawn ∝ ``weights`` without replacement, then -1."""
-    order = _race_order(rng.random(mask.shape), weights, mask)[:, :3]
-    return np.where(np.arange(3)[None, :] < count[:, None], order, -1)
-
-
-def _take(mask: np.ndarray, count: np.ndarray, width: int, rng: np.random.Generator) -> np.ndarray:
-    """``(B, width)`` columns of ``mask (B, K)``: ``count[b]`` of its True columns uniformly at random, then -1."""
-    order = np.argsort(np.where(mask, rng.random(mask.shape), np.inf), axis=1, kind="stable")[:, :width]
-    return np.where(np.arange(width)[None, :] < count[:, None], order, -1)
+def _take(mask: np.ndarray, count: np.ndarray, rng: np.random.Generator, weights: np.ndarray | None) -> np.ndarray:
+    """``(B, 3)``: ``count[b]`` True columns of ``mask (B, K)`` drawn without replacement, uniformly (``weights``
+    None) or ∝ ``weights``, then -1."""
+    u = rng.random(mask.shape)
+    if weights is None:
+        order = np.argsort(np.where(mask, u, np.inf), axis=1, kind="stable")
+    else:
+        order = _race_order(u, weights, mask)
+    return np.where(np.arange(3)[None, :] < count[:, None], order[:, :3], -1)
 
 
 def _rank_balanced(
@@ -112,10 +111,8 @@ def _rank_balanced(
     feasible = (n_short[:, None] >= ranks) & (n_long[:, None] >= _SIZE - 1 - ranks)
     rank = balanced_ranks(feasible, rng)
     wants = (np.maximum(rank, 0), np.where(rank >= 0, _SIZE - 1 - rank, 0))
-    if k2 == 0:
-        short, long = (_take(side, want, 3, rng) for side, want in zip(sides, wants, strict=True))
-    else:
-        short, long = (_take_weighted(side, w.wrong, want, rng) for side, want in zip(sides, wants, strict=True))
+    weights = None if k2 == 0 else w.wrong
+    short, long = (_take(side, want, rng, weights) for side, want in zip(sides, wants, strict=True))
     both = np.concatenate([short, long], axis=1)
     picked = np.take_along_axis(both, np.argsort(both < 0, axis=1, kind="stable")[:, :3], axis=1)
     picked = np.where(rank[:, None] >= 0, picked, -1)

@@ -10,7 +10,7 @@ import numpy as np
 from procbench.generate import policy
 from procbench.generate.search import median_pair_distance
 from procbench.generate.visual.plans import Plan
-from procbench.generate.visual.sequences import GATHER_BATCH, VisualData
+from procbench.generate.visual.sequences import GATHER_BATCH, VisualData, repeated
 from procbench.generate.visual.settings import PlanKey
 from procbench.rng import stream
 
@@ -69,13 +69,7 @@ def random_far_images(
             dots = np.einsum("brd,bad->bra", data.gather(draw[part]), anchor_vecs[todo[part]])
             dist[part] = np.sqrt(np.maximum(0.0, 2.0 - 2.0 * dots)).min(axis=2)  # unit vectors
         usable = ~data.is_own(proc[todo], draw)
-        order = np.argsort(draw, axis=1, kind="stable")  # first occurrence of each image in the row
-        sorted_draw = np.take_along_axis(draw, order, axis=1)
-        dup_sorted = np.zeros_like(usable)
-        dup_sorted[:, 1:] = sorted_draw[:, 1:] == sorted_draw[:, :-1]
-        dup = np.zeros_like(usable)
-        np.put_along_axis(dup, order, dup_sorted, axis=1)
-        usable &= ~dup & ~(draw[:, :, None] == chosen[todo][:, None, :]).any(axis=2)
+        usable &= ~repeated(draw) & ~(draw[:, :, None] == chosen[todo][:, None, :]).any(axis=2)
         hist_rows[todo, r * per_round : (r + 1) * per_round] = np.where(usable, draw, -1)
         hist_d[todo, r * per_round : (r + 1) * per_round] = np.where(usable, dist, -np.inf)
         usable &= dist > policy.current().DUPLICATE_DISTANCE

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from procbench.embed import Embeddings, NeighborIndex
     from procbench.image_stats import ImageStats
 
-__all__ = ["GATHER_BATCH", "SEARCH_BATCH", "Sequences", "VisualData", "distances_to", "member"]
+__all__ = ["GATHER_BATCH", "SEARCH_BATCH", "Sequences", "VisualData", "distances_to", "member", "repeated"]
 
 #: Queries per neighbour search.
 SEARCH_BATCH = 8192
@@ -224,6 +224,17 @@ def distances_to(data: VisualData, rows: np.ndarray, *points: np.ndarray) -> np.
     np.sqrt(np.maximum(out, 0.0, out=out), out=out)
     out[:, missing] = np.nan
     return out[0] if len(points) == 1 else out
+
+
+def repeated(values: np.ndarray) -> np.ndarray:
+    """``(B, K)`` True where ``values[b, k]`` equals an earlier entry of row ``b``."""
+    order = np.argsort(values, axis=1, kind="stable")
+    ordered = np.take_along_axis(values, order, axis=1)
+    later = np.zeros(values.shape, dtype=bool)
+    later[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
+    out = np.zeros_like(later)
+    np.put_along_axis(out, order, later, axis=1)
+    return out
 
 
 def member(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
