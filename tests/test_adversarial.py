@@ -333,13 +333,13 @@ def test_candidates_are_judged_by_the_probes_of_the_last_rounds(monkeypatch: pyt
     import procbench.generate.adversarial.filter as adv_filter
 
     judged: list[list[int]] = []
-    original_replace = adv_filter._replace
+    original_replace = adv_filter.ReplacementGame.replace
 
-    def replace(work: Arena, above: np.ndarray, below: np.ndarray, probs: dict, judge: RepeatedEnsemble, *rest):
+    def replace(game: Any, above: np.ndarray, below: np.ndarray, probs: dict, judge: RepeatedEnsemble, *rest):
         judged.append([id(member) for member in judge.members])
-        return original_replace(work, above, below, probs, judge, *rest)
+        return original_replace(game, above, below, probs, judge, *rest)
 
-    monkeypatch.setattr(adv_filter, "_replace", replace)
+    monkeypatch.setattr(adv_filter.ReplacementGame, "replace", replace)
     result = filter_negatives(_arena(80, seed=2), AdversarialPolicy(rounds=5, n_folds=3, z=0.0), seed=0)
     assert len(judged) == 5 and result.replacements.sum() > 0
     sizes = [len(members) for members in judged]

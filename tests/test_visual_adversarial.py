@@ -90,13 +90,13 @@ def test_coherence_filter_moves_the_probes_to_chance_and_keeps_the_rank(
     judges: list[int] = []  # how many ensembles judge each round's swaps
     from procbench.generate.adversarial import filter as game_module
 
-    replace = game_module._replace
+    replace = game_module.ReplacementGame.replace
 
     def spy(*args: Any, **kwargs: Any) -> np.ndarray:
-        judges.append(len(args[4].members))  # the judging ensemble
+        judges.append(len(args[4].members))  # the judging ensemble (args[0]: the game)
         return replace(*args, **kwargs)
 
-    monkeypatch.setattr(game_module, "_replace", spy)
+    monkeypatch.setattr(game_module.ReplacementGame, "replace", spy)
     picked, replacements, kept, summary = filter_intruders(
         data, proc, coherent, intruders, ranks, options=OPTIONS, seed=3
     )

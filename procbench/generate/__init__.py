@@ -60,14 +60,10 @@ class GenerateResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
-        return {
-            "task": self.task,
-            "paths": {k: str(v) for k, v in self.paths.items()},
-            "questions": self.questions,
-            "split_sizes": self.split_sizes,
-            "counts": self.counts,
-            "warnings": self.warnings,
-        }
+        shown = ("task", "paths", "questions", "split_sizes", "counts", "warnings")
+        out = {name: getattr(self, name) for name in shown}
+        out["paths"] = {k: str(v) for k, v in self.paths.items()}
+        return out
 
 
 def assign_splits(

@@ -7,7 +7,6 @@ still above chance, :func:`~.prune.prune_predictable` (docs/adversarial.md, "The
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 
@@ -63,13 +62,75 @@ class ReplacementGame:
         judge: RepeatedEnsemble,
         lagging: tuple[str, ...],
     ) -> np.ndarray:
+        """Swap one slot of each told question (``above``: its weakest negative, ``below``: its strongest, or the
+        answer) for the candidate that brings the probes nearest chance (:func:`probe_costs`); those changed."""
         if self.policy.replace_share < 1:  # a share of the told questions, drawn at random, per round
             told = np.flatnonzero(above | below)
             told = np.sort(self.rng.permutation(told)[: math.ceil(self.policy.replace_share * len(told))])
             above, below = np.isin(np.arange(len(above)), told) & above, np.isin(np.arange(len(below)), told) & below
-        changed = _replace(self.work, above, below, probs, judge, self, lagging)
-        self.replacements[changed] += 1
-        return changed
+        targets = np.flatnonzero(above | below)
+        if not len(targets):
+            return targets
+        work = self.work
+        slots, uses, capacity, rng = work.slots(), self.uses, self.capacity, self.rng
+        n_cand = work.candidates.shape[1]
+        on_answer = work.replaced == "answer"
+        if on_answer:
+            slot = np.zeros(len(targets), dtype=np.int64)
+        else:
+            neg_probs = probs["ensemble"][targets, 1:]
+            slot = np.where(above[targets], np.argmin(neg_probs, axis=1), np.argmax(neg_probs, axis=1))
+        column = slot if on_answer else 1 + slot  # the slot's column among the choices
+        shown = np.concatenate([work.choices()[targets], work.question_items[targets]], axis=1)
+        shown_ids = np.where(shown >= 0, work.identity[np.maximum(shown, 0)], -2)
+        cand = work.candidates[targets]
+        cand_ids = work.identity[np.maximum(cand, 0)]
+        usable = self.allowed[targets] & ~(cand_ids[:, :, None] == shown_ids[:, None, :]).any(axis=2)
+        usable &= uses[cand_ids] < capacity[cand_ids]
+        if work.candidate_class is not None and work.negative_class is not None:
+            usable &= work.candidate_class[targets] == work.negative_class[targets, slot][:, None]
+        judge_variants = self.policy.judge_variants
+        if judge_variants is not None and usable.sum() > judge_variants:
+            usable &= _drawn(usable, max(1, judge_variants // len(targets)), rng)
+        # every (question, candidate) variant: the chosen slot replaced by the candidate
+        base = np.repeat(work.choices()[targets][:, None, :], n_cand, axis=1)  # (T, M, 1 + K)
+        old = base[np.arange(len(targets)), 0, column]  # (T,) the row each variant drops
+        base[np.arange(len(targets)), :, column] = cand
+        flat_rows = base.reshape(-1, base.shape[2])
+        live_rows = np.flatnonzero(usable.reshape(-1))
+        gap: np.ndarray = np.full(len(flat_rows), np.inf)  # (T * M,), then (T, M)
+        set_counts = _set_counts(work) if len(live_rows) else (np.zeros(0), None)
+        for start in range(0, len(live_rows), VARIANT_BATCH):  # variants are scored alone: batches bound the memory
+            part = live_rows[start : start + VARIANT_BATCH]
+            question = targets[part // n_cand]
+            placeholder = None if work.placeholder is None else work.placeholder[question]
+            variant = _batch(work, flat_rows[part], work.question_items[question], work.groups[question], placeholder)
+            features = _variant_features(work, variant, old[part // n_cand], cand.reshape(-1)[part], set_counts)
+            gap[part] = probe_costs(judge.predict(variant, features), self.chance, lagging)
+        gap = gap.reshape(len(targets), n_cand)
+        current = probe_costs({name: p[targets] for name, p in probs.items()}, self.chance, lagging)
+        changed = []
+        for t in rng.permutation(len(targets)).tolist():
+            order = np.argsort(gap[t] + rng.random(n_cand) * 1e-9, kind="stable")
+            for m in order.tolist():
+                if not np.isfinite(gap[t, m]) or gap[t, m] >= current[t]:
+                    break
+                code = int(cand_ids[t, m])
+                if uses[code] >= capacity[code]:
+                    continue
+                q = int(targets[t])
+                old_row = int(slots[q, slot[t]])
+                if old_row >= 0:
+                    uses[work.identity[old_row]] -= 1
+                uses[code] += 1
+                slots[q, slot[t]] = int(cand[t, m])
+                if on_answer:
+                    work.answers[q] = int(cand[t, m])
+                changed.append(q)
+                break
+        done = np.array(sorted(changed), dtype=np.int64)
+        self.replacements[done] += 1
+        return done
 
     def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
         return self.work.slots().copy(), self.replacements.copy()
@@ -146,76 +207,3 @@ def _drawn(usable: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     picked = np.zeros_like(usable)
     np.put_along_axis(picked, np.argpartition(keys, n - 1, axis=1)[:, :n], True, axis=1)
     return picked & usable
-
-
-def _replace(
-    work: Arena,
-    above: np.ndarray,
-    below: np.ndarray,
-    probs: dict[str, np.ndarray],
-    ensemble: RepeatedEnsemble,
-    game: ReplacementGame,
-    lagging: Sequence[str] = (),
-) -> np.ndarray:
-    """Swap one slot of each target question (``above``: its weakest negative, ``below``: its strongest, or the
-    answer) for the candidate that brings the probes nearest chance (:func:`probe_costs`); the questions changed."""
-    targets = np.flatnonzero(above | below)
-    if not len(targets):
-        return targets
-    slots, uses, capacity, rng = work.slots(), game.uses, game.capacity, game.rng
-    n_cand = work.candidates.shape[1]
-    on_answer = work.replaced == "answer"
-    if on_answer:
-        slot = np.zeros(len(targets), dtype=np.int64)
-    else:
-        neg_probs = probs["ensemble"][targets, 1:]
-        slot = np.where(above[targets], np.argmin(neg_probs, axis=1), np.argmax(neg_probs, axis=1))
-    column = slot if on_answer else 1 + slot  # the slot's column among the choices
-    shown = np.concatenate([work.choices()[targets], work.question_items[targets]], axis=1)
-    shown_ids = np.where(shown >= 0, work.identity[np.maximum(shown, 0)], -2)
-    cand = work.candidates[targets]
-    cand_ids = work.identity[np.maximum(cand, 0)]
-    usable = game.allowed[targets] & ~(cand_ids[:, :, None] == shown_ids[:, None, :]).any(axis=2)
-    usable &= uses[cand_ids] < capacity[cand_ids]
-    if work.candidate_class is not None and work.negative_class is not None:
-        usable &= work.candidate_class[targets] == work.negative_class[targets, slot][:, None]
-    judge_variants = game.policy.judge_variants
-    if judge_variants is not None and usable.sum() > judge_variants:
-        usable &= _drawn(usable, max(1, judge_variants // len(targets)), rng)
-    # every (question, candidate) variant: the chosen slot replaced by the candidate
-    base = np.repeat(work.choices()[targets][:, None, :], n_cand, axis=1)  # (T, M, 1 + K)
-    old = base[np.arange(len(targets)), 0, column]  # (T,) the row each variant drops
-    base[np.arange(len(targets)), :, column] = cand
-    flat_rows = base.reshape(-1, base.shape[2])
-    live_rows = np.flatnonzero(usable.reshape(-1))
-    gap: np.ndarray = np.full(len(flat_rows), np.inf)  # (T * M,), then (T, M)
-    set_counts = _set_counts(work) if len(live_rows) else (np.zeros(0), None)
-    for start in range(0, len(live_rows), VARIANT_BATCH):  # variants are scored alone: batches bound the memory
-        part = live_rows[start : start + VARIANT_BATCH]
-        question = targets[part // n_cand]
-        placeholder = None if work.placeholder is None else work.placeholder[question]
-        variant = _batch(work, flat_rows[part], work.question_items[question], work.groups[question], placeholder)
-        features = _variant_features(work, variant, old[part // n_cand], cand.reshape(-1)[part], set_counts)
-        gap[part] = probe_costs(ensemble.predict(variant, features), game.chance, lagging)
-    gap = gap.reshape(len(targets), n_cand)
-    current = probe_costs({name: p[targets] for name, p in probs.items()}, game.chance, lagging)
-    changed = []
-    for t in rng.permutation(len(targets)).tolist():
-        order = np.argsort(gap[t] + rng.random(n_cand) * 1e-9, kind="stable")
-        for m in order.tolist():
-            if not np.isfinite(gap[t, m]) or gap[t, m] >= current[t]:
-                break
-            code = int(cand_ids[t, m])
-            if uses[code] >= capacity[code]:
-                continue
-            q = int(targets[t])
-            old_row = int(slots[q, slot[t]])
-            if old_row >= 0:
-                uses[work.identity[old_row]] -= 1
-            uses[code] += 1
-            slots[q, slot[t]] = int(cand[t, m])
-            if on_answer:
-                work.answers[q] = int(cand[t, m])
-            changed.append(q)
-            break
-    return np.array(sorted(changed), dtype=np.int64)

@@ -75,14 +75,8 @@ class AdversarialPolicy:
     def to_dict(self) -> dict[str, Any]:
         """The options a set's counts and card state (the loop's own constants are the task's preset; a policy
         other than the standard one is named, with what it changes)."""
-        out: dict[str, Any] = {
-            "rounds": self.rounds,
-            "ceiling": self.ceiling,
-            "max_uses": self.max_uses,
-            "n_folds": self.n_folds,
-            "z": self.z,
-            "min_yield": self.min_yield,
-        }
+        stated = ("rounds", "ceiling", "max_uses", "n_folds", "z", "min_yield")
+        out: dict[str, Any] = {name: getattr(self, name) for name in stated}
         if self.size != "standard":
             out["policy"] = self.size
             out.update({name: getattr(self, name) for name in demo_size()})

@@ -41,7 +41,7 @@ def nearest_titles(
             bucket = base * 2 ** np.ceil(np.log2((base + copies) / base)).astype(np.int64)
             for size in np.unique(bucket[groups == group]).tolist():
                 members = [key for key, g, b in zip(batch, groups, bucket, strict=True) if g == group and b == size]
-                _search_until_k(index, pool, members, group, k, min(total, size), out)
+                out.update(_search_until_k(index, pool, members, group, k, min(total, size)))
         progress.advance(len(batch))
     return out
 
@@ -54,15 +54,9 @@ def _split_fetch(k: int, rows: int, total: int) -> int:
 
 
 def _search_until_k(
-    index: NeighborIndex,
-    pool: Pool,
-    keys: list[str],
-    group: int,
-    k: int,
-    fetch: int,
-    out: dict[str, tuple[np.ndarray, np.ndarray]],
-) -> None:
-    """Neighbours of ``keys`` (all of split ``group``) into ``out``: ``fetch`` rows, doubled while too few."""
+    index: NeighborIndex, pool: Pool, keys: list[str], group: int, k: int, fetch: int
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Neighbours of ``keys`` (all of split ``group``) as :func:`nearest_titles`: ``fetch`` rows, doubled if few."""
     rows = np.fromiter((pool.positions[key] for key in keys), dtype=np.int64, count=len(keys))
 
     def usable(queries: np.ndarray, hits: np.ndarray) -> np.ndarray:
@@ -79,9 +73,7 @@ def _search_until_k(
     vectors = np.asarray(pool.embeddings.vectors[rows])
     exclude = [key.rsplit("#", 1)[0] for key in keys]
     dist, hits = search_until_k(index, vectors, k, exclude=exclude, keep=usable, fetch=fetch, limit=len(pool.keys))
-    for key, d, hit in zip(keys, dist, hits, strict=True):
-        found = hit >= 0
-        out[key] = (hit[found], d[found].astype(np.float64))
+    return {key: (hit[hit >= 0], d[hit >= 0].astype(np.float64)) for key, d, hit in zip(keys, dist, hits, strict=True)}
 
 
 #: Questions whose word candidates are scored together (one sparse ``(WORD_BLOCK, rows)`` score block).
@@ -133,7 +125,6 @@ def pick_windows(index: NeighborIndex, options: list[Draft], pool: Pool, per_pro
     """Each procedure's ``per_procedure`` drafts among ``options`` (in procedure order) whose answers the probes tell
     least: an answer no other step shares first, then the most of the ``ADVERSARIAL_NEARER`` titles nearest the
     question mean nearer than the answer, earlier drafts on ties."""
-
     vectors = pool.embeddings.vectors
     shared = [_shared_answer(d, pool) for d in options]
     spans = _procedure_spans(options)
@@ -204,7 +195,6 @@ def _word_vectors(pool: Pool) -> Any:
 def near_candidates(index: NeighborIndex, drafts: list[Draft], pool: Pool, sizes: Mapping[str, int]) -> np.ndarray:
     """``(Q, M)`` candidate titles per draft (-1: padding) of other procedures of its split, from each source of
     ``sizes`` in turn: nearest its answer, its question mean, each question item, and sharing its words (TF-IDF)."""
-
     vectors = pool.embeddings.vectors
     answer_rows = np.array([pool.positions[d.answer_key] for d in drafts], dtype=np.int64)
     # one row per distinct title (the first that is not an answer), so a candidate list holds distinct items
