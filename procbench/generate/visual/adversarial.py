@@ -72,7 +72,6 @@ def filter_image_negatives(
     # a replacement keeps its slot's side of the answer's distance to the question mean: the answer's rank stays
     radius = distances_to(data, answers[:, None], points)[:, 0]
     offsets = (distances_to(data, candidates, points) - radius[:, None]).astype(np.float64)  # (Q, M)
-    closer = offsets < 0
     slot_closer = distances_to(data, negatives, points) < radius[:, None]
     # an image may be a choice about as often as the pool's share allows (K negatives per question), an answer
     # counting as one: answers shown once more than other images give themselves away by how often they are shown
@@ -81,12 +80,11 @@ def filter_image_negatives(
     copies[answers] = per_image
     # the probes also see how each choice's photo relates to the question's photos (same desk, same light, re-crop)
     relations = ImageRelations(data, np.concatenate([answers[:, None], shown, negatives, candidates], axis=1))
-    candidate_class, negative_class = closer.astype(np.int64), slot_closer.astype(np.int64)
-    vectors = np.asarray(data.vectors, dtype=np.float32)
-    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    candidate_class, negative_class = (offsets < 0).astype(np.int64), slot_closer.astype(np.int64)
+    unit = unit_vectors(data, np.arange(n_rows))
     arena = Arena(
         unit, np.arange(n_rows, dtype=np.int64), answers, shown, negatives, candidates, proc,
-        clusters=image_clusters(vectors, seed),
+        clusters=image_clusters(np.asarray(data.vectors, dtype=np.float32), seed),
         placeholder=np.where(mask.all(axis=1), -1, np.argmin(mask, axis=1)),  # the only slot without an image
         features=probe_features_of(relations, unit) if relations.any else None,
         probes=image_probes(relations.any), copies=copies, candidate_class=candidate_class,

@@ -235,15 +235,9 @@ def _anchor_neighbours(data: VisualData, windows: dict[PlanKey, Window], kc: int
     if not windows:
         return {}
     n = data.n_rows
-    anchors = {key: w.anchors for key, w in windows.items()}
-    codes = np.concatenate([(w.proc[:, None] * n + anchors[key]).reshape(-1) for key, w in windows.items()])
+    codes = np.concatenate([(w.proc[:, None] * n + w.anchors).reshape(-1) for w in windows.values()])
     uniq, inverse = np.unique(codes, return_inverse=True)
     dist, rows = data.search(data.gather(uniq % n), uniq // n, kc, kind="answer")
-    out = {}
-    start = 0
-    for key, w in windows.items():
-        width = anchors[key].shape[1]
-        part = inverse[start : start + width * len(w)].reshape(len(w), width)
-        out[key] = (dist[part], rows[part])
-        start += width * len(w)
-    return out
+    parts = np.split(inverse, np.cumsum([w.anchors.size for w in windows.values()])[:-1])
+    at = {key: part.reshape(w.anchors.shape) for (key, w), part in zip(windows.items(), parts, strict=True)}
+    return {key: (dist[part], rows[part]) for key, part in at.items()}

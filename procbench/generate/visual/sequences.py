@@ -99,16 +99,14 @@ def _first_unused(
     simple = np.flatnonzero(~repeats)
     _, first = np.unique(parents[simple], return_index=True)
     picked = [simple[first]]
-    chosen: dict[int, set[int]] = {}
+    used: set[tuple[int, int]] = set()  # (procedure, row) chosen
     done: set[int] = set()
     for j in np.flatnonzero(repeats).tolist():
-        step, row, proc = int(parents[j]), int(rows[j]), int(step_proc[parents[j]])
-        used = chosen.setdefault(proc, set())
-        if step in done or row in used:
-            continue
-        used.add(row)
-        done.add(step)
-        picked.append(np.array([j]))
+        step, key = int(parents[j]), (int(step_proc[parents[j]]), int(rows[j]))
+        if step not in done and key not in used:
+            used.add(key)
+            done.add(step)
+            picked.append(np.array([j]))
     order = np.sort(np.concatenate(picked))
     return parents[order], rows[order]
 
