@@ -50,7 +50,15 @@ def build(
     options = options or TextualClozeOptions()
     last = isinstance(options, NextActionOptions)
     items = "action" if last else getattr(options, "items", "title")
-    _check(settings, options)
+    for setting in settings:
+        sampler_class = SAMPLERS.find(setting.style)
+        if sampler_class is None:
+            raise BadInput(
+                "textual-cloze takes --style recipeqa, the default sampler, --debias [--budget B|auto] or "
+                "--adversarial; Control-Knobs are for the visual tasks"
+            )
+        sampler_class.check(setting)
+    options.check(settings)
     if (items != "title" or last) and any(s.style == "needs-context" for s in settings):
         if len(settings) == 1:
             raise BadInput("the needs-context setting applies to textual cloze over step titles (--items title)")
@@ -139,15 +147,3 @@ def _run(sampler: Sampler, context: TextualContext) -> tuple[list[Question], Set
         report.drafted = len(drafts)
         report.kept_share = SettingReport.yield_of(len(questions), len(drafts))
     return questions, report
-
-
-def _check(settings: list[Setting], options: TextualClozeOptions | NextActionOptions) -> None:
-    for setting in settings:
-        sampler = SAMPLERS.find(setting.style)
-        if sampler is None:
-            raise BadInput(
-                "textual-cloze takes --style recipeqa, the default sampler, --debias [--budget B|auto] or "
-                "--adversarial; Control-Knobs are for the visual tasks"
-            )
-        sampler.check(setting)
-    options.check(settings)
