@@ -183,7 +183,7 @@ def _rank_rule(
 
 def _adversarial(
     cols: QuestionColumns, data: VisualData, *, seed: int, progress: Progress, options: AdversarialPolicy
-) -> dict[str, Any]:
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Filter the drawn negatives in place (:mod:`.adversarial`), recomputing their distances and K3 flags."""
     answers, items, start = cols.get("answer_row"), cols.get("items"), cols.get("neg_rows")
     shown = np.where(items >= data.n_rows, -1, items)
@@ -198,9 +198,7 @@ def _adversarial(
     cols.set("neg_k3", d_question < cols.get("d_answer_question")[:, None])
     cols.set("neg_d_answer", d_answer)
     cols.set("neg_d_question", d_question)
-    cols.set("replacements", replacements)
-    cols.keep(kept)
-    return summary
+    return replacements, kept, summary
 
 
 def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) -> TableParts:

@@ -119,10 +119,10 @@ def _intruder_ranks(data: VisualData, coherent: np.ndarray, picks: np.ndarray) -
 
 def _adversarial(
     cols: QuestionColumns, data: VisualData, *, seed: int, progress: Progress, options: AdversarialPolicy
-) -> dict[str, Any]:
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """The ``adversarial`` setting: filter the drawn incoherent images (:func:`.adversarial.filter_intruders`,
     which keeps each one's K3=2 rank); a replaced one gets ``band_level`` ``adversarial`` and its distances are
-    recomputed; questions pruning drops are removed, and as many more of the fuller dealt ranks as keep every rank
+    recomputed; questions pruning drops are not kept, nor as many more of the fuller dealt ranks as keep every rank
     even (:func:`.dealer.even_subset`; counted in ``rank_balanced``)."""
     coherent, start, ranks = cols.get("coherent_rows"), cols.get("pick"), cols.get("answer_rank")
     picks, replacements, kept, summary = filter_intruders(
@@ -134,7 +134,6 @@ def _adversarial(
     cols.set("d_answer_question", distances_to(data, picks[:, None], mean)[:, 0])
     cols.set("answer_rank", _intruder_ranks(data, coherent, picks))
     cols.set("band_level", np.where(picks != start, ADVERSARIAL, cols.get("band_level")))
-    cols.set("replacements", replacements)
     even = even_subset(kept, cols.get("answer_rank"), seed)
     if (even != kept).any():
         summary["rank_balanced"] = int((even != kept).sum())
@@ -143,8 +142,7 @@ def _adversarial(
             f"after pruning, {summary['rank_balanced']} more questions dropped at random from the fuller answer "
             "ranks, so every rank the dealer dealt keeps as many questions",
         ]
-    cols.keep(even)
-    return summary
+    return replacements, even, summary
 
 
 def _fallbacks(
@@ -156,26 +154,18 @@ def _fallbacks(
         level = int(sel.level[b])
         lo, hi = sel.lo[b].tolist(), sel.hi[b].tolist()
         tally[f"{'k3' if k3 else 'k2'}:{SOURCES[level]}"] += 1
-        rule = (
-            "is closer to the mean of the coherent images than their smallest pairwise distance "
-            f"({float(w.radius[b]):.4f})"
-        )
+        band, d, radius = fmt_band(lo[0], hi[0]), float(d_mean[b]), float(w.radius[b])
         if level < len(LEVELS):
-            note = (
-                f"k3: no candidate in the band {fmt_band(lo[0], hi[0])} {rule}"
-                if k3
-                else f"k2: the band {fmt_band(lo[0], hi[0])} held no candidate"
-            ) + f"; widened to {LEVELS[level]} {fmt_band(lo[level], hi[level])}"
+            none = f"no candidate in the band {band}"
+            took = f"widened to {LEVELS[level]} {fmt_band(lo[level], hi[level])}"
         elif level == QUESTION_KNN:
-            note = (
-                f"k3: none of the {int(cands.found[b])} union candidates {rule}; "
-                f"took a neighbour of the mean ({float(d_mean[b]):.4f})"
-            )
+            none = f"none of the {int(cands.found[b])} union candidates"
+            took = f"took a neighbour of the mean ({d:.4f})"
         else:
-            note = (
-                f"k3: no image of another procedure {rule}; took the image nearest the mean ({float(d_mean[b]):.4f})"
-            )
-        notes[b] = [note]
+            none, took = "no image of another procedure", f"took the image nearest the mean ({d:.4f})"
+        rule = f"is closer to the mean of the coherent images than their smallest pairwise distance ({radius:.4f})"
+        k2_note = f"k2: the band {band} held no candidate; {took}"
+        notes[b] = [f"k3: {none} {rule}; {took}" if k3 or level >= len(LEVELS) else k2_note]
     return notes
 
 

@@ -148,10 +148,12 @@ def run(
         filtering = options.adversarial_policy(preset(recipes.get(task.name, "adversarial").preset))
         for s in resolved:
             if s.setting.style == "adversarial" and len(columns[s.name]):
-                label = Labelled(progress, s.name)
-                filtered[s.name] = task.adversarial(
-                    columns[s.name], data, seed=seed, progress=label, options=filtering
+                cols, label = columns[s.name], Labelled(progress, s.name)
+                replacements, kept, filtered[s.name] = task.adversarial(
+                    cols, data, seed=seed, progress=label, options=filtering
                 )
+                cols.set("replacements", replacements)
+                cols.keep(kept)
 
     def table(s: VisualSetting) -> pa.Table:
         cols = columns[s.name]

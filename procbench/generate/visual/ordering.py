@@ -161,7 +161,7 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
 
 def _adversarial(
     cols: QuestionColumns, data: VisualData, *, seed: int, progress: Progress, options: AdversarialPolicy
-) -> dict[str, Any]:
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Filter the dealt wrong orders in place (:func:`.orders.filter_orders`) and recompute their scores."""
     rows, start = cols.get("rows"), cols.get("neg_order")
     proc = cols.get("proc")
@@ -171,9 +171,7 @@ def _adversarial(
     _, wrong = order_scores(data.gather(rows))
     cols.set("neg_order", picked - 1)
     cols.set("neg_score", np.take_along_axis(wrong, picked - 1, axis=1))
-    cols.set("replacements", replacements)
-    cols.keep(kept)
-    return summary
+    return replacements, kept, summary
 
 
 def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) -> TableParts:

@@ -102,4 +102,5 @@ class VisualTask(Generic[W]):
     table: Callable[[QuestionColumns, VisualData, np.random.Generator], TableParts]  # but the meta head
     # K3=2 and adversarial's start: the candidates classed by the recipe's tells, which the dealer deals
     rank_rule: Callable[[W, Candidates, Closeness, VisualData, list[Tell], Recipe], Classed] | None = None
-    adversarial: Callable[..., dict[str, Any]] | None = None  # filter a setting's negatives in place
+    # filter a setting's negatives in place; returns replacements (Q,), the questions kept (Q,) and a summary
+    adversarial: Callable[..., tuple[np.ndarray, np.ndarray, dict[str, Any]]] | None = None
