@@ -40,19 +40,12 @@ def resolve_min_distance(
 
 
 def random_far_images(
-    data: VisualData,
-    proc: np.ndarray,
-    anchors: np.ndarray,
-    need: int,
-    min_distance: float,
-    rng: np.random.Generator,
-    *,
-    rounds: int = 8,
+    data: VisualData, proc: np.ndarray, anchors: np.ndarray, need: int, min_distance: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """Images of other procedures drawn uniformly beyond ``min_distance`` of every ``anchors (B, A)`` image (``8·need``
-    a round; still short after ``rounds``: the farthest drawn): ``rows (B, need)`` (-1: none), ``short (B,)``."""
+    a round; still short after 8 rounds: the farthest drawn): ``rows (B, need)`` (-1: none), ``short (B,)``."""
     n_q = len(proc)
-    per_round = 8 * need
+    rounds, per_round = 8, 8 * need
     chosen = np.full((n_q, need), -1, dtype=np.int64)
     n_chosen = np.zeros(n_q, dtype=np.int64)
     hist_rows = np.full((n_q, rounds * per_round), -1, dtype=np.int64)
