@@ -19,6 +19,11 @@ __all__ = ["Arena", "initial_negatives", "lattice_targets", "no_items", "usable_
 
 #: The filter's starting negatives.
 _START = stream("adversarial.slot-start")
+#: The arena's per-question fields ``(Q, ...)`` (some may be None).
+_PER_QUESTION = "answers question_items candidates groups candidate_class negative_class placeholder strata allowed"
+#: Questions whose candidates' vectors are gathered at once (``(B, M, D)``: about 100 MB at 192 candidates and 384
+#: dimensions), so the memory of the candidates' checks does not grow with the set.
+QUESTION_BLOCK = 512
 
 
 @dataclass
@@ -112,10 +117,6 @@ class Arena:
         return (self.features or choice_features)(batch)
 
 
-#: The arena's per-question fields ``(Q, ...)`` (some may be None).
-_PER_QUESTION = "answers question_items candidates groups candidate_class negative_class placeholder strata allowed"
-
-
 def no_items(n_q: int) -> np.ndarray:
     """``(Q, 1)`` no item: an arena's empty question items or candidates."""
     return np.full((n_q, 1), -1, dtype=np.int64)
@@ -152,11 +153,6 @@ def _batch(
         text_pairs=arena._text_pairs,
         hubness=arena.hubness(np.where(valid, rows, -1)),
     )
-
-
-#: Questions whose candidates' vectors are gathered at once (``(B, M, D)``: about 100 MB at 192 candidates and 384
-#: dimensions), so the memory of the candidates' checks does not grow with the set.
-QUESTION_BLOCK = 512
 
 
 def usable_candidates(arena: Arena, options: AdversarialPolicy) -> np.ndarray:

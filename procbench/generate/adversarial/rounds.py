@@ -37,6 +37,8 @@ __all__ = [
 #: The context-free probes filtering plays against: the audit's shortcut probes (:data:`MODELS`) and its
 #: question-distance probe (:data:`DISTANCE_MODEL`), which reads a distance pattern the trees leave.
 FILTER_MODELS = (*MODELS, DISTANCE_MODEL)
+#: The procedure folds of a round's repeated ensembles.
+_REPEATS = stream("adversarial.probe-repeats")
 
 
 def probe_names(probes: Iterable[str]) -> tuple[str, ...]:
@@ -133,10 +135,6 @@ class RepeatedEnsemble:
         """Each probe's within-question probabilities ``(Q, C)``, averaged over the members."""
         predicted = [member.predict(batch, features) for member in self.members]
         return {name: np.mean([p[name] for p in predicted], axis=0) for name in predicted[0]}
-
-
-#: The procedure folds of a round's repeated ensembles.
-_REPEATS = stream("adversarial.probe-repeats")
 
 
 def _shared_columns(features: np.ndarray, reserved: int) -> np.ndarray:

@@ -21,6 +21,12 @@ if TYPE_CHECKING:
 __all__ = ["fits_worse", "near_candidates", "nearest_titles", "pick_windows", "SplitSearch"]
 
 _KNN_BATCH = 2048
+#: Questions whose word candidates are scored together (one sparse ``(WORD_BLOCK, rows)`` score block).
+WORD_BLOCK = 256
+#: On an approximate (IVF) store index, a split of at most this many rows is searched over an exact index of its own
+#: rows: below it an exact search costs less per query than a filtered IVF one (benchmarks/adversarial_constants.md).
+#: The same rows either way on the stores measured, so it is a block size. block-size
+SPLIT_EXACT_ROWS = 65_536
 
 
 def nearest_titles(
@@ -74,16 +80,6 @@ def _search_until_k(
     exclude = [key.rsplit("#", 1)[0] for key in keys]
     dist, hits = search_until_k(index, vectors, k, exclude=exclude, keep=usable, fetch=fetch, limit=len(pool.keys))
     return {key: (hit[hit >= 0], d[hit >= 0].astype(np.float64)) for key, d, hit in zip(keys, dist, hits, strict=True)}
-
-
-#: Questions whose word candidates are scored together (one sparse ``(WORD_BLOCK, rows)`` score block).
-WORD_BLOCK = 256
-
-
-#: On an approximate (IVF) store index, a split of at most this many rows is searched over an exact index of its own
-#: rows: below it an exact search costs less per query than a filtered IVF one (benchmarks/adversarial_constants.md).
-#: The same rows either way on the stores measured, so it is a block size. block-size
-SPLIT_EXACT_ROWS = 65_536
 
 
 class SplitSearch:
