@@ -16,7 +16,7 @@ mean of the question's choices (the only procedure mean a question shows). Then
   ``linear_sum_assignment``), the answer the photo that no step takes (or, with as many steps as photos, the
   one matched worst).
 
-Questions of the train split are never scored against a map fitted on them: score ``val``/``test`` only.
+A question of the train split is answered by a map fitted on its own steps: read the ``val`` and ``test`` scores.
 """
 
 from __future__ import annotations
