@@ -121,12 +121,9 @@ def options(radix: tuple[int, ...], need: int, *, additive: bool) -> tuple[np.nd
 
 
 def deal_ranks(feasible: np.ndarray, ranks: np.ndarray, rng: np.random.Generator) -> Dealt:
-    """Deal an option to each question (``feasible (B, O)``; ``ranks (O, T)``), as the module docstring says.
-
-    Only questions whose candidates allow every rank of the first tell are dealt: dealing a question one of the
-    few ranks its candidates allow gives its rank away (measured on visual coherence's ``adversarial``, build
-    guides, 10 seeds: dealing those too kept 92.3 questions per set instead of 48.8, and partial_input rose by
-    0.063 (SE 0.024), hubness by 0.060 (SE 0.020); benchmarks/evidence.md)."""
+    """Deal an option to each question (``feasible (B, O)``; ``ranks (O, T)``). Only questions whose candidates
+    allow every rank of the first tell are dealt: dealing one of the few ranks a question allows gives it away
+    (benchmarks/evidence.md, "Coherence adversarial's yield")."""
     n_q, _ = feasible.shape
     first = ranks[:, 0]
     values = np.unique(first)

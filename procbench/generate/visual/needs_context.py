@@ -1,24 +1,11 @@
 """Visual questions that only the context answers: the ``needs-context`` setting (exchangeable photos).
 
-Readers who never saw the step texts answered 89-100% of visual cloze and 76-96% of visual coherence on real
-photos (``benchmarks/reader_checks.md``): a procedure's own photos share its device, desk and light, and the
-paper's negatives and intruders come from other procedures. This setting draws as textual cloze's
-``needs-context`` does (:mod:`procbench.generate.exchangeable`): four photos of the procedure's image sequence,
-drawn uniformly among the sets whose photos are no near-copies of each other (cosine below ``IMAGE_ALIKE``,
-the visual filter's ceiling) and whose steps' texts say different things (cosine below ``TEXT_ALIKE``; policy), the
-answer one of the four. What the context is depends on the task (:data:`SHAPES`):
-
-- visual cloze: the question is the blank alone, its context the answer's step (title and text): the reader
-  finds the photo of the step the text describes;
-- visual coherence: the question is empty (the four photos are the choices), its context the three other
-  photos' steps in authored order: the reader finds the photo that shows none of them.
-
-Four photos of one procedure, the answer uniform among them: a reader without the context reads chance.
-
-**The answer's rank is dealt**: each question's target rank (by the distance to the four photos' centroid) comes
-from an exactly balanced shuffled sequence drawn without looking at the photos, so each photo is the answer with
-probability 1/4 and each rank holds a quarter of the answers (an independent draw's skew is a shortcut the audit's
-rank-aware probes read: ``benchmarks/real_photos.md``, session 19).
+Drawn as textual cloze's ``needs-context`` is (:mod:`procbench.generate.exchangeable`): four photos of the
+procedure's image sequence, uniformly among the sets with no near-copy photos (cosine below ``IMAGE_ALIKE``) and no
+two steps' texts alike (below ``TEXT_ALIKE``), the answer one of the four; :data:`SHAPES` says what the question
+and its context show per task. The answer's rank by distance to the four photos' centroid is dealt from an exactly
+balanced shuffled sequence drawn without looking at the photos (an independent draw's skew is a shortcut the
+audit's rank-aware probes read). Rationale and measurements: docs/concepts/needs-context.md.
 """
 
 from __future__ import annotations
@@ -75,22 +62,14 @@ _DEALT = (
 
 @dataclass(frozen=True)
 class Shape:
-    """What a task's ``needs-context`` question shows: its question items and its context, given the four
-    photos' steps ``(4,)`` in choice order and the answer's position among them.
+    """What a task's ``needs-context`` question shows, given the four photos' steps ``(4,)`` in choice order and
+    the answer's position among them."""
 
-    Attributes:
-        blank: the question is the blank alone and its context the answer's step (cloze); else the question is
-            empty, the choices being the photos shown, and the context the other three steps (coherence).
-        sets / ranks / positions: the streams of each procedure's set, of the answers' ranks, and of the answer
-            positions.
-        rules: the card's account of the setting's rules.
-    """
-
-    blank: bool
-    sets: Stream
-    ranks: Stream
-    positions: Stream
-    rules: list[str]
+    blank: bool  # the question is the blank, its context the answer's step (cloze); else empty, context the others
+    sets: Stream  # each procedure's set
+    ranks: Stream  # the answers' dealt ranks
+    positions: Stream  # the answer positions
+    rules: list[str]  # the card's account of the setting's rules
 
     def context(self, steps: list[int], answer: int) -> list[int]:
         """The step indices the context shows, in authored order."""
