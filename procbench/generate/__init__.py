@@ -158,7 +158,9 @@ def generate(
         if told:
             warnings.append(told)
     questions = {name: count(qs) for name, qs in sets.items()}
-    return GenerateResult(task, paths, questions, counts, sizes, warnings, chosen, reports)
+    return GenerateResult(
+        task, paths, questions, counts, split_sizes=sizes, warnings=warnings, options=chosen, reports=reports
+    )
 
 
 def _splits(store: Store, procedure_ids: set[str], options: GenerateOptions) -> dict[str, str]:

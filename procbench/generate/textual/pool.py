@@ -171,7 +171,18 @@ def make_pool(embeddings: Embeddings, steps: dict[str, StepRows], splits: Mappin
     norm_codes = np.array([ids.setdefault(n, len(ids)) if n is not None else -1 for n in norms], dtype=np.int64)
     counts = np.bincount(norm_codes[norm_codes >= 0], minlength=len(ids))
     return Pool(
-        embeddings, keys, texts, norms, norm_codes, counts, procedures, code, positions, groups, group_rows, group_of
+        embeddings=embeddings,
+        keys=keys,
+        texts=texts,
+        norms=norms,
+        norm_codes=norm_codes,
+        norm_counts=counts,
+        procedures=procedures,
+        procedure_code=code,
+        positions=positions,
+        groups=groups,
+        group_rows=group_rows,
+        group_of=group_of,
     )
 
 
@@ -218,7 +229,9 @@ def make_drafts(
         keys = [f"{pid}#{index}" for index, _, _ in window]
         titles = [str(title) for _, title, _ in window]
         norms = [str(norm) for _, _, norm in window]
-        drafts.append(Draft(pid, number, n, shown, start, keys, titles, norms, position))
+        drafts.append(
+            Draft(pid, number, n, context=shown, start=start, keys=keys, titles=titles, norms=norms, position=position)
+        )
     return drafts
 
 

@@ -128,7 +128,20 @@ def plan_questions(
     n_q = len(table)
     pool, removed_offsets, removed = np.zeros(n_q, np.int64), np.zeros(n_q + 1, np.int64), np.zeros(0, np.int64)
     slots = table[:, 4:].copy()
-    return Plan(None, size, proc, slots, anchor, budget, number, pool, removed_offsets, removed, eligible, unused)
+    return Plan(
+        None,
+        size,
+        proc,
+        slots,
+        anchor,
+        budget,
+        number,
+        pool,
+        removed_offsets,
+        removed_positions=removed,
+        eligible=eligible,
+        budget_unused=unused,
+    )
 
 
 def _pooled_plan(lengths: np.ndarray, *, size: int, k1: int, rng: np.random.Generator, min_steps: int) -> Plan:
