@@ -307,20 +307,14 @@ class _Gathered:
 def step_pairs(store: Store, procedures: set[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every kept step of ``procedures`` with both a text and a photo embedding: ``texts (n, Dt)``,
     ``photos (n, Di)`` (the step's first embedded image) and ``groups (n,)`` (the procedure's number)."""
-    from procbench.store.views import kept_steps
-
     vectors = _Vectors(store)
-    images = vectors.step_images()
     text = vectors.field("step_text")
-    keys, groups = [], []
-    for row in kept_steps(store, ["procedure_id", "index"]).to_pylist():
-        key = step_key(row["procedure_id"], row["index"])
-        if row["procedure_id"] in procedures and key in images and text is not None and text.has(key):
-            keys.append(key)
-            groups.append(row["procedure_id"])
+    # step_images() walks the kept steps once, in order: its keys are the steps with an embedded photo
+    keys = [k for k in vectors.step_images() if k.rsplit("#", 1)[0] in procedures and text is not None and text.has(k)]
     if not keys or text is None:
         return np.zeros((0, 0), np.float32), np.zeros((0, 0), np.float32), np.zeros(0, np.int64)
-    _, numbers = np.unique(np.array(groups, dtype=object), return_inverse=True)
+    groups = np.array([key.rsplit("#", 1)[0] for key in keys], dtype=object)
+    _, numbers = np.unique(groups, return_inverse=True)
     return text.get(keys), vectors.part("step_image", keys), numbers.astype(np.int64)
 
 
