@@ -184,7 +184,8 @@ def _verdict(audit: Any) -> tuple[str, tuple[str, ...]]:
 
 def _recommended(store: Store, audit: Any, *, seed: int, progress: Progress) -> list[RecommendedSet]:
     """Each task's recommended set: questions, the audit's verdict, and a blinded reader packet of
-    :data:`DEMO_PACKET_QUESTIONS` questions without context under ``STORE/packets/TASK/`` (the key beside it)."""
+    :data:`DEMO_PACKET_QUESTIONS` questions (fewer where the set has fewer procedures) without context under
+    ``STORE/packets/TASK/`` (the key beside it)."""
     from procbench.qsets import QuestionSet
     from procbench.readers.packet import make_packet
 
@@ -195,7 +196,8 @@ def _recommended(store: Store, audit: Any, *, seed: int, progress: Progress) -> 
         if not (folder / "options.json").is_file():
             rows.append(RecommendedSet(spec.name, spec.recommended, 0, "not built", note="not built in this run"))
             continue
-        questions = QuestionSet(folder).table().num_rows
+        table = QuestionSet(folder).table()
+        questions = table.num_rows
         verdict, flagged = _verdict(audits.get(folder.resolve()))
         report = f"report/sets/{spec.name}--{spec.recommended}.html"
         if spec.family == "sequencing":
@@ -208,7 +210,7 @@ def _recommended(store: Store, audit: Any, *, seed: int, progress: Progress) -> 
             [folder],
             out,
             store=store.root,
-            n=DEMO_PACKET_QUESTIONS,
+            n=min(DEMO_PACKET_QUESTIONS, len(set(table.column("procedure_id").to_pylist()))),  # one per procedure
             split="all",
             seed=seed,
             overwrite=True,

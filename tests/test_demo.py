@@ -67,9 +67,8 @@ def test_demo_builds_the_sample_store_and_is_rerunnable(tmp_path: Path) -> None:
             assert row["packet"] is None
         else:
             packet = (store / row["packet"]).read_text()
-            assert re.findall(r"^## (Q\d+)$", packet, re.MULTILINE) == [
-                f"Q{i:02d}" for i in range(1, DEMO_PACKET_QUESTIONS + 1)
-            ], spec.name
+            shown = min(DEMO_PACKET_QUESTIONS, row["questions"])  # a small set (the sample's ordering) gives fewer
+            assert re.findall(r"^## (Q\d+)$", packet, re.MULTILINE) == [f"Q{i:02d}" for i in range(1, shown + 1)]
             assert (store / row["packet"]).with_name("key.json").is_file()
     assert rows["visual-cloze"]["setting"] == rows["visual-coherence"]["setting"] == "needs-context"
 

@@ -332,6 +332,8 @@ def check_ordering(w: World, q: dict[str, Any]) -> None:
         order = tuple(n["order"])
         require(order in wrong_all and [authored[k] for k in order] == choice, "a wrong order is not a permutation")
         require(abs(n["score"] - score(order)) < TOL, "wrong-order score wrong")
+        if meta["setting"] == "adversarial" or meta.get("k3") == 2:  # the reverse ties the authored path length
+            require(order != (3, 2, 1, 0), "a rank-dealt set shows the authored order's reverse")
         if meta["setting"] == "adversarial":  # rank-uniform draw, then filtering: no single-draw probability
             require(np.isnan(n["probability"]), "an adversarial wrong order with a draw probability")
             unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
@@ -339,7 +341,7 @@ def check_ordering(w: World, q: dict[str, Any]) -> None:
             require(any(unit[order[t]] @ unit[t] < CEILING + TOL for t in moved), "a wrong order swaps near-copies")
             continue
         if meta.get("k3") == 2:  # K3=2: the K2 rule within the pick's side of the authored path length
-            side = [p for p in wrong_all if shorter(score(p)) == shorter(n["score"])]
+            side = [p for p in wrong_all if shorter(score(p)) == shorter(n["score"]) and p != (3, 2, 1, 0)]
             side_total = sum(score(p) for p in side)
             expected = score(order) / side_total if meta["k2"] == 1 and side_total > 0 else 1 / len(side)
         else:
@@ -462,15 +464,18 @@ def test_sample_sweeps_pass_the_independent_checker(sample_sweeps: tuple[Store, 
     for key, result in results.items():
         task = key.split("/")[0]
         sets = check_result(world, task, result)
-        # K3=2 keeps only the cloze and coherence questions that could take every rank (on this small sample most
-        # answers are nearer their question than any other procedure's image) and drops the ordering questions
-        # that could only take an over-full rank (the sample's authored orders are nearly always the shortest)
+        # K3=2 keeps only the questions that could take every rank: on this small sample most cloze and coherence
+        # answers are nearer their question than any other procedure's image, and the authored orders are nearly
+        # always the shortest (ordering's rank-dealt sets hold 4 questions, one per rank)
         sizes = {name: len(rows) for name, rows in sets.items()}
-        # (ordering's K1=1 K3=2 sets hold 10-20 questions over seeds 0-5 on this sample: the bound is below all)
-        balanced = 8 if task == "visual-ordering" else 5
+        balanced = 3 if task == "visual-ordering" else 5
         assert all(
             n > (balanced if name.endswith("2") or name == "adversarial" else 50) for name, n in sizes.items()
         ), sizes
+        if task == "visual-ordering":  # the dealt path-length ranks, exactly even (after pruning too)
+            for name in [n for n in sets if n.endswith("2") or n == "adversarial"]:
+                ranks = Counter(q["meta"]["answer_rank"] for q in sets[name])
+                assert set(ranks) == {0, 1, 2, 3} and len(set(ranks.values())) == 1, (name, ranks)
     # one split per procedure across every setting and task
     split_of: dict[str, set[str]] = defaultdict(set)
     for result in results.values():
@@ -892,12 +897,12 @@ def test_a_photo_two_guides_share_is_each_guide_s_own(tmp_path: Path) -> None:
 
 def test_cli_warns_of_a_set_its_filter_left_telling(sample_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("procbench.card.setting_report.TELL_Z", -100.0)  # every filtered set "still tells"
-    base = ["generate", "--store", str(sample_store.root), "--task", "visual-ordering", "--json"]
+    base = ["generate", "--store", str(sample_store.root), "--task", "visual-cloze", "--json"]
     told = CliRunner().invoke(app, [*base, "--adversarial", "--policy", "demo"])
     assert told.exit_code == 0, told.output
     (warning,) = json.loads(told.stdout)["warnings"]
-    assert warning.startswith("visual-ordering/adversarial: after adversarial filtering, the context-free probe ")
-    assert "(chance 25%;" in warning and "warning: visual-ordering/adversarial: after adversarial" in told.stderr
+    assert warning.startswith("visual-cloze/adversarial: after adversarial filtering, the context-free probe ")
+    assert "(chance 25%;" in warning and "warning: visual-cloze/adversarial: after adversarial" in told.stderr
     for knobs in ("0,1,0", "0,1,2"):  # the knob settings: nothing filtered (K3=2's probes are by construction)
         unfiltered = CliRunner().invoke(app, [*base, "--knobs", knobs])
         assert unfiltered.exit_code == 0 and json.loads(unfiltered.stdout)["warnings"] == []
@@ -913,5 +918,5 @@ def test_the_progress_of_a_set_s_filter_names_the_set(sample_store: Store) -> No
         def advance(self, n: int = 1) -> None:
             pass
 
-    generate(sample_store, "visual-ordering", Setting("adversarial"), policy="demo", progress=Recorder())
+    generate(sample_store, "visual-cloze", Setting("adversarial"), policy="demo", progress=Recorder())
     assert any(label.startswith("adversarial: ") for label in started), started

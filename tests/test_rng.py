@@ -72,7 +72,7 @@ def test_every_set_records_the_seed_trees_version(ingested_sample: Path, tmp_pat
     synthetic = write_synthetic_store(tmp_path / "synthetic", n_procedures=12, dim=8, seed=1)
     visual = generate(synthetic, "visual-ordering", Setting("knobs", (0, 1, 2)), seed=1)
     record = json.loads((visual.paths["knobs-012"] / "options.json").read_text())["options"]
-    assert record["recipe_version"] == recipes.get("visual-ordering", "rank-uniform").version == 2
+    assert record["recipe_version"] == recipes.get("visual-ordering", "rank-uniform").version == 3
 
 
 def test_a_set_made_by_another_recipe_version_is_not_taken_for_one_made_now(tmp_path: Path) -> None:
@@ -84,7 +84,7 @@ def test_a_set_made_by_another_recipe_version_is_not_taken_for_one_made_now(tmp_
     record = json.loads(path.read_text())
     older = {**record["options"], "recipe_version": 1}
     path.write_text(json.dumps({"fingerprint": options_fingerprint(older), "options": older}))
-    with pytest.raises(BadInput, match="recipe_version 1 -> 2"):
+    with pytest.raises(BadInput, match="recipe_version 1 -> 3"):
         generate(store, "visual-ordering", setting, seed=1)
     generate(store, "visual-ordering", setting, seed=1, overwrite=True)
     assert json.loads(path.read_text()) == record

@@ -152,10 +152,10 @@ def test_ordering_filter_removes_the_path_rank_shortcut(drifting_store: Store) -
     rows = _rows(drifting_store, result.paths["adversarial"])
     summary = result.counts["per_setting"]["adversarial"]["adversarial"]
     assert summary["ceiling"] == 0.95 and "authored order" in summary["ceiling_rule"]
-    assert sum(q["meta"]["replacements"] for q in rows) == summary["replacements"] > 0
+    # the filter's count covers the questions pruning kept; evening the ranks after it drops some more
+    assert 0 < sum(q["meta"]["replacements"] for q in rows) <= summary["replacements"]
     ranks = np.bincount([q["meta"]["answer_rank"] for q in rows], minlength=4)
-    # rank-uniform start; pruning (min_yield 0.8) may unbalance it a little
-    assert ranks.max() / ranks.sum() < 0.3 and (ranks > 0).sum() == 4, ranks
+    assert (ranks > 0).all() and ranks.min() == ranks.max(), ranks  # dealt evenly, kept even after pruning
     assert len(rows) == result.counts["per_setting"]["adversarial"]["questions"]
     assert summary["pruned"] <= 0.2 * (len(rows) + summary["pruned"]) + 1  # min_yield 0.8 of the drafted
     card = (result.paths["adversarial"] / "card.md").read_text()

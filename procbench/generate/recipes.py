@@ -66,13 +66,13 @@ RECIPES: dict[tuple[str, str], Recipe] = {
     ("visual-coherence", "recipeqa"): Recipe(1, sources=(("random-beyond-min-distance", 1),)),
     ("visual-ordering", "knobs"): Recipe(1, sources=(("permutations", 23),)),
     ("visual-ordering", "recipeqa"): Recipe(1, sources=(("permutations", 23),)),
-    ("visual-ordering", "rank-uniform"): Recipe(2, tells=("path_length",), sources=(("permutations", 23),)),
+    ("visual-ordering", "rank-uniform"): Recipe(3, tells=("path_length",), sources=(("permutations", 22),)),
     ("visual-ordering", "adversarial"): Recipe(
-        2,
+        3,
         tells=("path_length",),
         judged=True,
         preset="image",
-        sources=(("permutations", 23),),
+        sources=(("permutations", 22),),
         probes=("choice_only", "partial_input", "path_length"),
     ),  # fmt: skip
 }

@@ -28,7 +28,7 @@ from procbench.generate.visual.adversarial import filter_intruders
 from procbench.generate.visual.bands import ADVERSARIAL, LEVELS, QUESTION_KNN, SOURCES, Candidates, fmt_band
 from procbench.generate.visual.closeness import Closeness
 from procbench.generate.visual.columns import QuestionColumns, TableParts, band_columns
-from procbench.generate.visual.dealer import Classed, even_subset, rank_notes, tell_classes
+from procbench.generate.visual.dealer import Classed, evened, rank_notes, tell_classes
 from procbench.generate.visual.needs_context import STYLE, run_with_needs_context
 from procbench.generate.visual.selection import Selection
 from procbench.generate.visual.sequences import VisualData, distances_to
@@ -123,7 +123,7 @@ def _adversarial(
     """The ``adversarial`` setting: filter the drawn incoherent images (:func:`.adversarial.filter_intruders`,
     which keeps each one's K3=2 rank); a replaced one gets ``band_level`` ``adversarial`` and its distances are
     recomputed; questions pruning drops are not kept, nor as many more of the fuller dealt ranks as keep every rank
-    even (:func:`.dealer.even_subset`; counted in ``rank_balanced``)."""
+    even (:func:`.dealer.evened`)."""
     coherent, start, ranks = cols.get("coherent_rows"), cols.get("pick"), cols.get("answer_rank")
     picks, replacements, kept, summary = filter_intruders(
         data, cols.get("proc"), coherent, start, ranks, seed=seed, progress=progress, options=options
@@ -134,15 +134,7 @@ def _adversarial(
     cols.set("d_answer_question", distances_to(data, picks[:, None], mean)[:, 0])
     cols.set("answer_rank", _intruder_ranks(data, coherent, picks))
     cols.set("band_level", np.where(picks != start, ADVERSARIAL, cols.get("band_level")))
-    even = even_subset(kept, cols.get("answer_rank"), seed)
-    if (even != kept).any():
-        summary["rank_balanced"] = int((even != kept).sum())
-        summary["rules"] = [
-            *summary.get("rules", []),
-            f"after pruning, {summary['rank_balanced']} more questions dropped at random from the fuller answer "
-            "ranks, so every rank the dealer dealt keeps as many questions",
-        ]
-    return replacements, even, summary
+    return replacements, evened(kept, cols.get("answer_rank"), seed, summary, "answer"), summary
 
 
 def _fallbacks(

@@ -10,6 +10,7 @@ import itertools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -23,8 +24,9 @@ __all__ = [
     "Classed",
     "Dealt",
     "deal_ranks",
-    "even_subset",
     "draw",
+    "even_subset",
+    "evened",
     "options",
     "rank_notes",
     "tell_classes",
@@ -161,6 +163,20 @@ def even_subset(kept: np.ndarray, ranks: np.ndarray, seed: int) -> np.ndarray:
     for rows in per_rank:
         out[rng.permutation(rows)[least:]] = False
     return out
+
+
+def evened(kept: np.ndarray, ranks: np.ndarray, seed: int, summary: dict[str, Any], ranked: str) -> np.ndarray:
+    """:func:`even_subset` after a filter's pruning, the questions it drops counted in ``summary`` (``rank_balanced``)
+    and said in its ``rules`` (``ranked``: what the ranks are of)."""
+    even = even_subset(kept, ranks, seed)
+    if (even != kept).any():
+        summary["rank_balanced"] = int((even != kept).sum())
+        summary["rules"] = [
+            *summary.get("rules", []),
+            f"after pruning, {summary['rank_balanced']} more questions dropped at random from the fuller {ranked} "
+            "ranks, so every rank the dealer dealt keeps as many questions",
+        ]
+    return even
 
 
 def draw(

@@ -2,7 +2,8 @@
 
 The choices are the authored order of four of a procedure's images and three of the 23 other permutations;
 ``question`` is empty. K2=0 draws wrong orders uniformly, K2=1 ∝ their score (path length, the sum of
-consecutive-image distances); K3=2 deals the authored order's path-length rank, each side by the K2 rule.
+consecutive-image distances); K3=2 deals the authored order's path-length rank, each side by the K2 rule, never
+showing the authored order's reverse (it ties the authored path length).
 Settings: docs/concepts/question-sets.md.
 
 ``meta``: the head of :func:`.columns.meta_head`, ``question_steps``, ``answer_score``, ``negatives`` (per wrong
@@ -22,11 +23,11 @@ from procbench.generate import policy
 from procbench.generate.adversarial import AdversarialPolicy
 from procbench.generate.answers import answer_orders, place_answers
 from procbench.generate.options import VisualOrderingOptions
-from procbench.generate.ranks import balanced_ranks
 from procbench.generate.settings import Setting
 from procbench.generate.visual.columns import QuestionColumns, TableParts
+from procbench.generate.visual.dealer import deal_ranks, evened
 from procbench.generate.visual.driver import run
-from procbench.generate.visual.orders import ORDERS, filter_orders, order_ceiling, path_lengths, shorter_orders
+from procbench.generate.visual.orders import ORDERS, dealable, filter_orders, path_lengths, shorter_orders
 from procbench.generate.visual.sequences import VisualData
 from procbench.generate.visual.task import Draw, Items, VisualTask, Window
 from procbench.progress import SILENT, Progress
@@ -101,15 +102,15 @@ def _take(mask: np.ndarray, count: np.ndarray, rng: np.random.Generator, weights
 def _rank_balanced(
     w: _Window, usable: np.ndarray, k2: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Wrong orders among ``usable (B, 23)`` that put the authored order at a dealt path-length rank ``r`` (``r``
-    shorter, ``3 - r`` not; :func:`~procbench.generate.ranks.balanced_ranks`), each side by the K2 rule: ``picked
-    (B, 3)`` (-1: skipped), ``rank (B,)``, ``probability (B, 3)`` on one draw from its side."""
+    """Wrong orders among ``usable (B, 23)`` that put the authored order at a path-length rank ``r`` (``r`` shorter,
+    ``3 - r`` not) the dealer deals (:func:`.dealer.deal_ranks`: only questions that allow every rank), each side by
+    the K2 rule: ``picked (B, 3)`` (-1: skipped), ``rank (B,)``, ``probability (B, 3)`` on one draw from its side."""
     shorter = shorter_orders(w.wrong, w.authored)
     sides = (usable & shorter, usable & ~shorter)
     n_short, n_long = (side.sum(axis=1) for side in sides)
     ranks = np.arange(_SIZE)
     feasible = (n_short[:, None] >= ranks) & (n_long[:, None] >= _SIZE - 1 - ranks)
-    rank = balanced_ranks(feasible, rng)
+    rank = deal_ranks(feasible, ranks[:, None], rng).option
     wants = (np.maximum(rank, 0), np.where(rank >= 0, _SIZE - 1 - rank, 0))
     weights = None if k2 == 0 else w.wrong
     short, long = (_take(side, want, rng, weights) for side, want in zip(sides, wants, strict=True))
@@ -135,10 +136,8 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
     notes: dict[int, list[str]] = {}
     if adversarial or (knobs is not None and knobs[2] == 2):
         # adversarial: uniformly among the orders under the ceiling; K3=2: every wrong order, by its K2 rule
-        if adversarial:
-            usable = order_ceiling(drawn.data.gather(w.columns["rows"]), policy.current().IMAGE_CEILING)[:, 1:]
-        else:
-            usable = np.ones(w.wrong.shape, dtype=bool)
+        ceiling = policy.current().IMAGE_CEILING if adversarial else None
+        usable = dealable(drawn.data.gather(w.columns["rows"]), ceiling)
         picked, rank, probability = _rank_balanced(w, usable, k2, drawn.rng)
         keep = np.flatnonzero(rank >= 0)
         drawn.tally["skipped_rank_balance"] += len(w) - len(keep)
@@ -162,16 +161,19 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
 def _adversarial(
     cols: QuestionColumns, data: VisualData, *, seed: int, progress: Progress, options: AdversarialPolicy
 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """Filter the dealt wrong orders in place (:func:`.orders.filter_orders`) and recompute their scores."""
+    """Filter the dealt wrong orders in place (:func:`.orders.filter_orders`) and recompute their scores; questions
+    pruning drops are not kept, nor as many more of the fuller dealt ranks as keep every rank even
+    (:func:`.dealer.evened`)."""
     rows, start = cols.get("rows"), cols.get("neg_order")
     proc = cols.get("proc")
     picked, replacements, kept, summary = filter_orders(
         data, proc, rows, start + 1, seed=seed, progress=progress, options=options
     )
-    _, wrong = order_scores(data.gather(rows))
+    authored, wrong = order_scores(data.gather(rows))
     cols.set("neg_order", picked - 1)
     cols.set("neg_score", np.take_along_axis(wrong, picked - 1, axis=1))
-    return replacements, kept, summary
+    ranks = shorter_orders(cols.get("neg_score"), authored).sum(axis=1)
+    return replacements, evened(kept, ranks, seed, summary, "path-length"), summary
 
 
 def _table(cols: QuestionColumns, data: VisualData, rng: np.random.Generator) -> TableParts:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ORDERS",
     "PATH_TOLERANCE",
+    "REVERSED",
+    "dealable",
     "filter_orders",
     "order_ceiling",
     "order_features",
@@ -54,6 +56,12 @@ _KENDALL, _ADJACENT = _pair_counts()
 PATH_TOLERANCE = 1e-5
 
 
+#: ``(23,)`` True at the authored order's reverse among the wrong orders: its path length ties the authored one's,
+#: so no dealt path-length rank can place it (the audit breaks the tie by choice position); rank-dealt settings and
+#: the filter leave it out (benchmarks/evidence.md, "Fourth pass").
+REVERSED = (ORDERS[1:] == ORDERS[0][::-1]).all(axis=1)
+
+
 def shorter_orders(scores: np.ndarray, authored: np.ndarray) -> np.ndarray:
     """``scores (B, ...) < authored (B,)`` beyond rounding: which orders are strictly shorter than the authored one
     (the reversed authored order ties it, and counts as not shorter)."""
@@ -77,6 +85,17 @@ def order_ceiling(vectors: np.ndarray, ceiling: float) -> np.ndarray:
     shown = cos[:, ORDERS, np.arange(4)[None, :]]  # (B, 24, 4): image shown at t vs the authored image at t
     moved = np.arange(4)[None, :] != ORDERS
     return (moved[None] & (shown < ceiling)).any(axis=2)
+
+
+def dealable(vectors: np.ndarray, ceiling: float | None) -> np.ndarray:
+    """``(B, 23)`` the wrong orders of ``vectors (B, 4, D)`` a dealt path-length rank may show: under
+    :func:`order_ceiling` (``ceiling`` None: every one) and never the authored order's reverse (:data:`REVERSED`)."""
+    usable = (
+        np.ones((len(vectors), len(REVERSED)), dtype=bool)
+        if ceiling is None
+        else order_ceiling(vectors, ceiling)[:, 1:]
+    )
+    return usable & ~REVERSED
 
 
 def order_features(batch: ChoiceBatch, scores: np.ndarray) -> np.ndarray:
@@ -127,7 +146,7 @@ def filter_orders(
     progress: Progress = SILENT,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
     """Filtered wrong orders ``picked (Q, 3)`` (1-23 into :data:`ORDERS`) of the images ``rows (Q, 4)``: each keeps
-    its side of the authored path length, under :func:`order_ceiling` (docs/adversarial.md, "Per task").
+    its side of the authored path length among the :func:`dealable` orders (docs/adversarial.md, "Per task").
     Returns ``(picked (Q, 3), replacements (Q,), kept (Q,), summary)``."""
     options = options or preset("image")
     n_q = len(rows)
@@ -137,7 +156,7 @@ def filter_orders(
     scores = path_lengths(vectors)
     shorter = shorter_orders(scores[:, 1:], scores[:, 0])
     base = np.arange(n_q, dtype=np.int64)[:, None] * 24
-    candidates = np.where(order_ceiling(vectors, options.ceiling)[:, 1:], base + np.arange(1, 24), -1)
+    candidates = np.where(dealable(vectors, options.ceiling), base + np.arange(1, 24), -1)
     negative_class = np.take_along_axis(shorter, picked - 1, axis=1)
     # the items are the orders of each question's images (item question * 24 + order, the authored one the answer);
     # strata: the authored order's path-length rank (its wrong orders shorter)
