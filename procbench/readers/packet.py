@@ -264,9 +264,10 @@ def _where(split: str) -> str:
 
 
 def _too_few(qset: QuestionSet, found: int, n: int, split: str) -> BadInput:
+    wider = "" if split == "all" else ", pass --split all"
     return BadInput(
         f"{qset.name}: only {found} questions from distinct procedures in {_where(split)} (asked --n {n}); "
-        "lower --n, leave it out (at most 40, as many as there are), pass --split all, or give fewer sets "
+        f"lower --n, leave it out (at most 40, as many as there are){wider}, or give fewer sets "
         "(sets share procedures)"
     )
 
