@@ -12,7 +12,7 @@ Run by hand (the store ingested, cleaned and embedded as ``benchmarks/real_photo
 ``run``: for every seed the store is copied (questions left out), ``procbench generate --task T <setting> --seed S``
 runs in a child process on the code under ``--code`` (``PYTHONPATH`` and working directory that checkout, so the
 editable install of this one does not shadow it), and the set is audited with ``real_photos._audit`` (the
-context-free probes, audit seed 0) and ``--nulls`` K of its null copies ``real_photos._audit(folder, shuffle=j)``
+context-free probes, audit seed 0) and ``--nulls`` K of its null copies ``real_photos._audit(folder, j, seed)``
 (the answers dealt at random, their distance ranks still even: ``real_photos._null``). The audit runs in this
 process on the code under ``--audit-code`` (default ``--code``; give one judge to both sides of a comparison). Each
 finished seed is written to ``--out`` at once (atomic replace), so a run resumes where it stopped.
@@ -260,9 +260,12 @@ def run(args: argparse.Namespace) -> None:
         "setting": args.setting,
         "overrides": overrides,
         "nulls": args.nulls,
+        "null_draw": args.null_draw,
     }
     if recipe:
         head["recipe"] = recipe
+    if data:
+        data.setdefault("null_draw", "shared")  # runs from before session 26 drew their nulls so
     if data and any(data.get(k) != v for k, v in head.items() if k not in ("nulls",)):
         diff = {k: (data.get(k), v) for k, v in head.items() if data.get(k) != v}
         raise SystemExit(f"{args.out} holds another run: {diff}")
@@ -284,7 +287,8 @@ def run(args: argparse.Namespace) -> None:
         start = time.monotonic()
         audit = real_photos._audit(folder)
         audit_wall = time.monotonic() - start
-        nulls = [real_photos._audit(folder, shuffle=j) for j in range(args.nulls)]
+        salt = seed if args.null_draw == "per-seed" else None
+        nulls = [real_photos._audit(folder, j, salt) for j in range(args.nulls)]
         wall = {"generate": gen, "audit": audit_wall, "nulls": time.monotonic() - start - audit_wall}
         record = {"audit": audit, "nulls": nulls, "wall": wall}
         data["seeds"][str(seed)] = record
@@ -476,6 +480,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     r.add_argument("--setting", required=True, help="needs-context, adversarial, recipeqa or knobs-K1-K2-K3")
     r.add_argument("--seeds", default="0-9")
     r.add_argument("--nulls", type=int, default=20, help="null copies audited per set")
+    r.add_argument(
+        "--null-draw",
+        choices=("per-seed", "shared"),
+        default="per-seed",
+        help="per-seed: each generation seed's null copies relabelled independently; shared: shuffle j the same on "
+        "every seed (the draw before session 26, for resuming its runs)",
+    )
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--work", type=Path, default=None, help="per-seed stores (default: OUT without suffix)")
     r.add_argument("--keep", action="store_true", help="keep the per-seed stores")

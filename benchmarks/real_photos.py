@@ -103,14 +103,15 @@ def _yield(folder: Path, n: int) -> dict[str, int]:
     return out
 
 
-def _audit(folder: Path, shuffle: int | None = None) -> dict[str, Any]:
-    """The context-free probes on the set in ``folder``; ``shuffle``: on a null copy of it (:func:`_null`)."""
+def _audit(folder: Path, shuffle: int | None = None, salt: int | None = None) -> dict[str, Any]:
+    """The context-free probes on the set in ``folder``; ``shuffle``: on a null copy of it (:func:`_null`, its
+    relabelling drawn from ``shuffle`` and ``salt``, the set's generation seed)."""
     from procbench.audit import audit_set
     from procbench.audit.loaders import load_question_set
 
     aset = load_question_set(folder)
     if shuffle is not None:
-        aset = _null(aset, shuffle)
+        aset = _null(aset, shuffle, salt)
     audit = audit_set(aset, seed=0, n_boot=300, probes=",".join(PROBES))
     out: dict[str, Any] = {"n": len(aset), "yield": _yield(folder, len(aset))}
     for name, result in audit.probes.items():
@@ -124,13 +125,25 @@ def _audit(folder: Path, shuffle: int | None = None) -> dict[str, Any]:
     return out
 
 
-def _null(aset: Any, shuffle: int) -> Any:
+def null_targets(n: int, k: int, shuffle: int, salt: int | None) -> np.ndarray:
+    """``(n,)`` the rank each of ``n`` questions' answers takes in null copy ``shuffle``: an exactly even deal of the
+    ``k`` ranks in random order, drawn from ``shuffle`` and ``salt`` (see :func:`_null`)."""
+    rng = np.random.default_rng([shuffle, 0x2011] if salt is None else [shuffle, salt, 0x2011])
+    return rng.permutation(np.resize(np.arange(k), n))
+
+
+def _null(aset: Any, shuffle: int, salt: int | None = None) -> Any:
     """``aset`` with every answer moved to another of its question's choices, where no probe can learn anything
     but the answers' distance ranks stay dealt exactly evenly, as K3 = 2 and ``adversarial`` deal them: question
     ``i`` takes rank ``targets[i]`` of its choices by the audit's own distance (to the question mean; coherence: to
     the other choices; ordering: path length), ``targets`` an even deal shuffled by ``shuffle``. A uniform shuffle
     instead leaves chance imbalances between the ranks that the audit's rank-stratified folds read as a shortcut
-    of the set (its worst probe there read 0.34 on the build guides' cloze ``adversarial`` sets)."""
+    of the set (its worst probe there read 0.34 on the build guides' cloze ``adversarial`` sets).
+
+    ``salt`` (the generation seed) makes shuffle ``j`` of one seed independent of shuffle ``j`` of another. Without
+    it (None, the draw before session 26) every seed's shuffle ``j`` gives question ``i`` the same target rank:
+    where the seeds' sets list the same procedures in the same order, the seed-averaged nulls then vary more than
+    independent ones and their p95 is looser."""
     import dataclasses
 
     from procbench.audit.probes.distance import choice_distances, distance_ranks
@@ -138,9 +151,7 @@ def _null(aset: Any, shuffle: int) -> Any:
     dist, ok, _ = choice_distances(aset, *aset.item_vectors())
     valid = aset.index().valid
     ranks = distance_ranks(dist, valid)
-    rng = np.random.default_rng([shuffle, 0x2011])
-    targets = rng.permutation(np.resize(np.arange(valid.shape[1]), len(ranks)))
-    targets = np.minimum(targets, valid.sum(axis=1) - 1)
+    targets = np.minimum(null_targets(len(ranks), valid.shape[1], shuffle, salt), valid.sum(axis=1) - 1)
     answers = np.argmax(ranks == targets[:, None], axis=1)
     return dataclasses.replace(aset, answers=np.where(ok, answers, aset.answers))
 
@@ -256,7 +267,7 @@ def main() -> None:
                 done = {"audit": results[task][folder.name][-1], "knobs": knobs[task][folder.name][-1]}
                 print(key, seed, json.dumps(done, default=float), file=sys.stderr, flush=True)
                 if args.null:
-                    nulls[task][folder.name].append([_audit(folder, shuffle=j) for j in range(args.null)])
+                    nulls[task][folder.name].append([_audit(folder, j, seed) for j in range(args.null)])
     table = summarise(results)
     for line in table:
         print(line)

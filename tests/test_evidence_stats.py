@@ -112,3 +112,14 @@ def test_the_summary_table_shows_both_percentiles(evidence: ModuleType) -> None:
     lines = evidence.summary_table(data)
     assert "| null p5 | null p95 |" in lines[2]
     assert lines[-1].startswith("| choice_only | 0.100 |") and lines[-1].endswith("| BELOW |")
+
+
+def test_the_null_deals_every_rank_evenly_and_relabels_each_seed_afresh(evidence: ModuleType) -> None:
+    targets = evidence.real_photos.null_targets
+    one = targets(48, 4, shuffle=3, salt=0)
+    assert np.all(np.bincount(one, minlength=4) == 12)  # an exact deal: no rank rule reads the null
+    assert np.array_equal(one, targets(48, 4, shuffle=3, salt=0))  # seeded
+    others = [targets(48, 4, shuffle=3, salt=s) for s in range(1, 6)]
+    assert all(not np.array_equal(one, o) for o in others)  # seed s's copy j is its own draw
+    shared = [targets(48, 4, shuffle=3, salt=None) for _ in range(2)]
+    assert np.array_equal(*shared)  # the draw before session 26: copy j the same on every seed
