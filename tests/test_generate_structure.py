@@ -91,7 +91,7 @@ def test_no_generate_file_is_over_400_lines() -> None:
     assert set(over) == set(OVER_LIMIT), over
 
 
-@pytest.mark.xfail(strict=True, reason="issue 54's budgets missed: generate/ 7,611 lines, visual/ 3,294 (a miss)")
+@pytest.mark.xfail(strict=True, reason="issue 54's budgets missed: generate/ 7,640 lines, visual/ 3,323 (a miss)")
 def test_generate_is_within_7000_lines_and_its_visual_part_within_3000() -> None:
     total = sum(_lines(p) for p in GENERATE.rglob("*.py"))
     visual = sum(_lines(p) for p in (GENERATE / "visual").rglob("*.py"))
