@@ -90,12 +90,9 @@ def order_ceiling(vectors: np.ndarray, ceiling: float) -> np.ndarray:
 def dealable(vectors: np.ndarray, ceiling: float | None) -> np.ndarray:
     """``(B, 23)`` the wrong orders of ``vectors (B, 4, D)`` a dealt path-length rank may show: under
     :func:`order_ceiling` (``ceiling`` None: every one) and never the authored order's reverse (:data:`REVERSED`)."""
-    usable = (
-        np.ones((len(vectors), len(REVERSED)), dtype=bool)
-        if ceiling is None
-        else order_ceiling(vectors, ceiling)[:, 1:]
-    )
-    return usable & ~REVERSED
+    if ceiling is None:
+        return np.tile(~REVERSED, (len(vectors), 1))
+    return order_ceiling(vectors, ceiling)[:, 1:] & ~REVERSED
 
 
 def order_features(batch: ChoiceBatch, scores: np.ndarray) -> np.ndarray:
