@@ -99,7 +99,7 @@ def _take(mask: np.ndarray, count: np.ndarray, rng: np.random.Generator, weights
     return np.where(np.arange(3)[None, :] < count[:, None], order[:, :3], -1)
 
 
-def _rank_balanced(
+def _dealt_orders(
     w: _Window, usable: np.ndarray, k2: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Wrong orders among ``usable (B, 23)`` that put the authored order at a path-length rank ``r`` (``r`` shorter,
@@ -138,7 +138,7 @@ def _add(out: QuestionColumns, w: _Window, drawn: Draw) -> None:
         # adversarial: uniformly among the orders under the ceiling; K3=2: every wrong order, by its K2 rule
         ceiling = policy.current().IMAGE_CEILING if adversarial else None
         usable = dealable(drawn.data.gather(w.columns["rows"]), ceiling)
-        picked, rank, probability = _rank_balanced(w, usable, k2, drawn.rng)
+        picked, rank, probability = _dealt_orders(w, usable, k2, drawn.rng)
         keep = np.flatnonzero(rank >= 0)
         drawn.tally["skipped_rank_balance"] += len(w) - len(keep)
         picked = np.maximum(picked, 0)
