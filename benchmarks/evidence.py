@@ -265,7 +265,7 @@ def run(args: argparse.Namespace) -> None:
     if recipe:
         head["recipe"] = recipe
     if data:
-        data.setdefault("null_draw", "shared")  # runs from before session 26 drew their nulls so
+        data.setdefault("null_draw", "shared")  # a run from before session 26 shared its nulls across seeds
     if data and any(data.get(k) != v for k, v in head.items() if k not in ("nulls",)):
         diff = {k: (data.get(k), v) for k, v in head.items() if data.get(k) != v}
         raise SystemExit(f"{args.out} holds another run: {diff}")

@@ -310,11 +310,11 @@ def step_pairs(store: Store, procedures: set[str]) -> tuple[np.ndarray, np.ndarr
     vectors = _Vectors(store)
     text = vectors.field("step_text")
     # step_images() walks the kept steps once, in order: its keys are the steps with an embedded photo
-    keys = [k for k in vectors.step_images() if k.rsplit("#", 1)[0] in procedures and text is not None and text.has(k)]
+    owner = {key: key.rsplit("#", 1)[0] for key in vectors.step_images()}
+    keys = [key for key, pid in owner.items() if pid in procedures and text is not None and text.has(key)]
     if not keys or text is None:
         return np.zeros((0, 0), np.float32), np.zeros((0, 0), np.float32), np.zeros(0, np.int64)
-    groups = np.array([key.rsplit("#", 1)[0] for key in keys], dtype=object)
-    _, numbers = np.unique(groups, return_inverse=True)
+    _, numbers = np.unique(np.array([owner[key] for key in keys], dtype=object), return_inverse=True)
     return text.get(keys), vectors.part("step_image", keys), numbers.astype(np.int64)
 
 
